@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Sets up a fresh machine: a virtualenv in .venv, the dependencies, and the exported model.
+# Idempotent and quick when everything is already there. Usage: scripts/setup.sh [dev]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python3.11}"
+command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+  .venv/bin/python -m pip install --quiet --upgrade pip
+fi
+reqs=(-r requirements.txt -r requirements-build.txt)
+[ "${1:-}" = "dev" ] && reqs=(-r requirements-dev.txt)
+stamp=".venv/.symbiote-${1:-run}-$(cat requirements*.txt pyproject.toml | sha256sum | cut -c1-16)"
+if [ ! -f "$stamp" ]; then
+  # torch first and pinned: its CPU wheel is local, and an unpinned resolve would pull CUDA.
+  .venv/bin/python -m pip install --quiet "torch==2.13.0"
+  .venv/bin/python -m pip install --quiet "${reqs[@]}"
+  .venv/bin/python -m pip install --quiet --no-deps -e .
+  touch "$stamp"
+fi
+MODEL_DIR="${SYMBIOTE_MODEL_DIR:-models/all-MiniLM-L6-v2}"
+if [ ! -f "$MODEL_DIR/symbiote-model.json" ]; then
+  HF_HUB_OFFLINE=1 .venv/bin/symbiote export-model --target "$MODEL_DIR" 2>&1 | grep -v -i warn || true
+  [ -f "$MODEL_DIR/symbiote-model.json" ] || { echo "model export failed" >&2; exit 1; }
+fi

@@ -1,0 +1,3 @@
+from symbiote.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,87 @@
+"""The embedder as the event loop sees it: async, cached, one worker thread.
+
+Embedding is CPU-bound, so it runs on a single dedicated thread (the model itself uses one
+intra-op thread): the event loop keeps one core to answer other clients while a long text is
+being embedded. Repeated texts (the same query asked twice, content stored again) come from
+an LRU cache without touching the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Sequence
+
+import numpy as np
+
+from symbiote.embeddings import Embedder
+
+# Texts embedded per trip to the worker: small enough that a query waiting behind a large
+# batch waits for one slice, not the whole batch.
+_SLICE = 16
+
+
+class AsyncEmbedder:
+    """Wraps a blocking `Embedder` for asyncio callers."""
+
+    def __init__(self, load: Callable[[], Embedder], cache_size: int = 2048) -> None:
+        self._load = load
+        self._model: Embedder | None = None
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed")
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_size = cache_size
+        self._loading: asyncio.Future[Embedder] | None = None
+
+    async def model(self) -> Embedder:
+        """Load the model once (in the worker thread), however many callers ask at once."""
+        if self._model is not None:
+            return self._model
+        if self._loading is None:
+            self._loading = asyncio.get_running_loop().run_in_executor(self._executor, self._load)
+        try:
+            self._model = await asyncio.shield(self._loading)
+        except BaseException:
+            self._loading = None  # let the next call try again (e.g. after the model is installed)
+            raise
+        return self._model
+
+    async def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors for `texts`, in order; cached texts skip the model."""
+        model = await self.model()
+        found: dict[str, np.ndarray] = {}
+        for text in dict.fromkeys(texts):
+            hit = self._cache.get(text)
+            if hit is not None:
+                self._cache.move_to_end(text)
+                found[text] = hit
+        missing = [t for t in dict.fromkeys(texts) if t not in found]
+        loop = asyncio.get_running_loop()
+        for start in range(0, len(missing), _SLICE):
+            part = missing[start : start + _SLICE]
+            vectors = await loop.run_in_executor(self._executor, model.embed, part)
+            for text, vector in zip(part, vectors):
+                found[text] = vector
+                self._remember(text, vector)
+        if not texts:
+            return np.zeros((0, model.dimension), dtype=np.float32)
+        return np.stack([found[t] for t in texts])
+
+    async def windows(self, text: str) -> list[str]:
+        model = await self.model()
+        return await asyncio.get_running_loop().run_in_executor(self._executor, model.windows, text)
+
+    def _remember(self, text: str, vector: np.ndarray) -> None:
+        if self._cache_size <= 0:
+            return
+        self._cache[text] = vector
+        self._cache.move_to_end(text)
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,26 @@
+"""The errors the memory engine raises; each message is written for the person reading it."""
+
+from __future__ import annotations
+
+
+class SymbioteError(Exception):
+    """Base class: anything the caller can act on. The message is safe to show a user."""
+
+
+class InvalidInputError(SymbioteError):
+    """An argument is missing, empty, too long or out of range."""
+
+
+class MemoryNotFoundError(SymbioteError):
+    """No memory has the given id."""
+
+    def __init__(self, memory_id: str) -> None:
+        super().__init__(
+            f"Memory not found: {memory_id!r}. It may have been deleted or the id is mistyped; "
+            "use search_memory or list_memories to find the right id."
+        )
+        self.memory_id = memory_id
+
+
+class StoreUnavailableError(SymbioteError):
+    """The memory store cannot be opened or written; the message says what to fix."""

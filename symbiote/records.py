@@ -1,0 +1,62 @@
+"""What the memory engine returns: plain pydantic models, so every surface gets a schema for free."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class Memory(BaseModel):
+    """One stored memory."""
+
+    memory_id: str = Field(description="Stable id, mem_<digits>; sorts by creation time.")
+    content: str = Field(description="The full text as stored.")
+    timestamp: str = Field(description="When it was stored, ISO-8601 UTC.")
+    tags: list[str] = Field(default_factory=list, description="Labels given when it was stored.")
+
+
+class SearchHit(Memory):
+    """A memory found by a search, with how well it matched."""
+
+    relevance_score: float = Field(ge=0, le=100, description="0-100; higher is a closer match in meaning.")
+
+
+class StoreResult(BaseModel):
+    """The outcome of storing one memory."""
+
+    memory_id: str
+    timestamp: str
+    tags: list[str]
+    message: str
+
+
+class SearchResults(BaseModel):
+    query: str
+    results: list[SearchHit] = Field(description="Best first; matches under the cut-off are left out.")
+    count: int
+    message: str
+
+
+class DeleteResult(BaseModel):
+    memory_id: str
+    deleted: bool
+    message: str
+
+
+class MemoryPage(BaseModel):
+    memories: list[Memory] = Field(description="Newest first.")
+    count: int
+    next_before: str | None = Field(
+        default=None, description="Pass as `before` to get the next (older) page; null when there is none."
+    )
+
+
+class MemoryStats(BaseModel):
+    total_memories: int
+    oldest_timestamp: str | None
+    newest_timestamp: str | None
+    top_tags: dict[str, int] = Field(description="The most used tags and how many memories carry each.")
+    storage_mb: float = Field(description="Size of the data directory on disk.")
+    embedding_model: str
+    embedding_dimension: int
+    avg_store_ms: float | None = Field(description="Mean store latency since the server started.")
+    avg_search_ms: float | None = Field(description="Mean search latency since the server started.")

@@ -1,0 +1,94 @@
+"""Argument checks shared by every surface; each failure says what was wrong and what is allowed."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from symbiote.errors import InvalidInputError
+from symbiote.ids import is_memory_id
+
+MAX_TAGS = 10
+MAX_TAG_LENGTH = 50
+
+
+def content(value: Any) -> str:
+    if not isinstance(value, str):
+        raise InvalidInputError("content must be text.")
+    text = value.strip()
+    if not text:
+        raise InvalidInputError("content is empty: give the text to remember.")
+    return text
+
+
+def query(value: Any) -> str:
+    if not isinstance(value, str):
+        raise InvalidInputError("query must be text.")
+    text = value.strip()
+    if not text:
+        raise InvalidInputError("query is empty: say what to look for, e.g. 'the user's favourite editor'.")
+    return text
+
+
+def tags(value: Any) -> list[str]:
+    """At most 10 non-empty tags of at most 50 characters; duplicates (any case) dropped."""
+    if value is None:
+        return []
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        raise InvalidInputError("tags must be a list of strings, e.g. [\"work\", \"preferences\"].")
+    cleaned: list[str] = []
+    seen: set[str] = set()
+    for position, tag in enumerate(value, start=1):
+        if not isinstance(tag, str):
+            raise InvalidInputError(f"tag {position} is not text.")
+        tag = tag.strip()
+        if not tag:
+            raise InvalidInputError(f"tag {position} is empty.")
+        if len(tag) > MAX_TAG_LENGTH:
+            raise InvalidInputError(f"tag {position} is {len(tag)} characters long; the limit is {MAX_TAG_LENGTH}.")
+        if tag.casefold() not in seen:
+            seen.add(tag.casefold())
+            cleaned.append(tag)
+    if len(cleaned) > MAX_TAGS:
+        raise InvalidInputError(f"{len(cleaned)} tags given; at most {MAX_TAGS} are allowed.")
+    return cleaned
+
+
+def limit(value: Any, *, name: str, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInputError(f"{name} must be a whole number from 1 to {high}.")
+    if not 1 <= value <= high:
+        raise InvalidInputError(f"{name} must be from 1 to {high} (got {value}).")
+    return value
+
+
+def memory_id(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInputError("memory_id is empty: pass an id like 'mem_17321234567890120042'.")
+    value = value.strip()
+    if not is_memory_id(value):
+        raise InvalidInputError(
+            f"{value!r} is not a memory id (they look like 'mem_' followed by 20 digits); "
+            "use search_memory or list_memories to find ids."
+        )
+    return value
+
+
+def before(value: Any) -> int | None:
+    """A paging cursor: a memory id or an ISO-8601 time. Returns microseconds since the epoch."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if not isinstance(value, str):
+        raise InvalidInputError("before must be a memory id or an ISO-8601 date/time.")
+    value = value.strip()
+    if is_memory_id(value):
+        return int(value[4:20])
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidInputError(
+            f"before={value!r} is neither a memory id nor an ISO-8601 date/time like '2026-11-21T09:30:00Z'."
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return int(moment.timestamp() * 1_000_000)
