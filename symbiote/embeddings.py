@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from pathlib import Path
 from typing import Protocol, Sequence
 
@@ -23,7 +24,11 @@ MAX_TOKENS = 256  # the model's window, [CLS] and [SEP] included
 ONNX_FILE = "model.onnx"
 MANIFEST_NAME = "symbiote-model.json"
 _WINDOW_BODY = MAX_TOKENS - 2
-_WINDOW_STRIDE = 192  # windows overlap by 62 tokens so no sentence is only ever seen cut in half
+# Long texts are also indexed in spans of 128 tokens overlapping by 32, so no sentence is only
+# ever seen cut in half and a short question is not outweighed by 250 tokens of other text.
+_SPAN_TOKENS = 128
+_SPAN_STRIDE = 96
+_PARAGRAPH = re.compile(r"\n\s*\n")
 
 
 class ModelMissingError(RuntimeError):
@@ -93,20 +98,29 @@ class OnnxEmbedder:
         return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
 
     def windows(self, text: str) -> list[str]:
-        """Split text into overlapping spans that each fit the model's window.
+        """The texts to index for `text`: itself, then (if it overflows the window) its parts.
 
-        A text that fits comes back whole. Longer text gets one span per window so that a
-        question about its last paragraph can still match (the model would otherwise never
-        see anything past token 254).
+        A text that fits the model's window is indexed once, whole. A longer one is indexed
+        whole (the model sees its first 256 tokens, exactly as sentence-transformers would)
+        and also per paragraph, with long paragraphs cut into overlapping 128-token windows:
+        short spans keep a question about the last paragraph from being drowned by the rest.
         """
-        offsets = self._splitter.encode(text, add_special_tokens=False).offsets
-        if len(offsets) <= _WINDOW_BODY:
+        if len(self._splitter.encode(text, add_special_tokens=False).ids) <= _WINDOW_BODY:
             return [text]
-        spans: list[str] = []
-        start = 0
-        while True:
-            end = min(start + _WINDOW_BODY, len(offsets))
-            spans.append(text[offsets[start][0] : offsets[end - 1][1]])
-            if end == len(offsets):
-                return spans
-            start += _WINDOW_STRIDE
+        spans = [text]
+        for paragraph in _PARAGRAPH.split(text):
+            paragraph = paragraph.strip()
+            if not paragraph:
+                continue
+            offsets = self._splitter.encode(paragraph, add_special_tokens=False).offsets
+            if len(offsets) <= _SPAN_TOKENS:
+                spans.append(paragraph)
+                continue
+            start = 0
+            while True:
+                end = min(start + _SPAN_TOKENS, len(offsets))
+                spans.append(paragraph[offsets[start][0] : offsets[end - 1][1]])
+                if end == len(offsets):
+                    break
+                start += _SPAN_STRIDE
+        return spans

@@ -128,7 +128,7 @@ class MemoryEngine:
         memory = StoredMemory(memory_id, text, iso_utc(created_us), created_us, tuple(labels))
         await self._write(store.add, memory, vectors, windows)
         self._store_timer.add(started)
-        note = f" (long text: indexed as {len(windows)} overlapping windows)" if len(windows) > 1 else ""
+        note = f" (long text: also indexed as {len(windows) - 1} passages so every part stays findable)" if len(windows) > 1 else ""
         return StoreResult(
             memory_id=memory_id, timestamp=memory.timestamp, tags=labels, message=f"Memory stored{note}."
         )

@@ -6,8 +6,8 @@ Calls block; the engine runs them in worker threads.
 
 Layout: one record per memory in `venom_memories` (its vector is the text's first 256-token
 window, exactly what sentence-transformers would give), plus, for long memories only, one
-record per later window in `venom_memories_chunks`. Search reads both and keeps the best
-window per memory, so the end of a long memory stays findable.
+record per paragraph-sized span in `venom_memories_chunks`. Search reads both and keeps the best
+match per memory, so the end of a long memory stays findable.
 """
 
 from __future__ import annotations

@@ -1,0 +1,115 @@
+"""Shared fixtures: the exported model, real server processes on free ports, real MCP clients."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Iterator
+
+import httpx
+import pytest
+
+from symbiote.config import PROJECT_ROOT, Settings
+from symbiote.embeddings import MANIFEST_NAME
+
+MODEL_DIR = Path(os.environ.get("SYMBIOTE_MODEL_DIR", PROJECT_ROOT / "models" / "all-MiniLM-L6-v2"))
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class ServerProcess:
+    """`symbiote serve` as a real child process, the way a user runs it."""
+
+    def __init__(self, data_dir: Path, env: dict[str, str] | None = None, port: int | None = None) -> None:
+        self.data_dir = data_dir
+        self.port = port or free_port()
+        self.env = {
+            **os.environ,
+            "CHROMADB_PATH": str(data_dir),
+            "PORT": str(self.port),
+            "HF_HUB_OFFLINE": "1",
+            "SYMBIOTE_MODEL_DIR": str(MODEL_DIR),
+            **(env or {}),
+        }
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log_path = data_dir.parent / f"server-{self.port}.log"
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def mcp_url(self) -> str:
+        return f"{self.base_url}/mcp"
+
+    def start(self, wait_ready: bool = True) -> "ServerProcess":
+        self._log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "symbiote", "serve"], env=self.env, stdout=self._log, stderr=subprocess.STDOUT
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.log()}")
+            try:
+                health = httpx.get(f"{self.base_url}/health", timeout=2).json()
+                if not wait_ready or health["store"] in ("ready", "unavailable"):
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError(f"server did not become healthy:\n{self.log()}")
+
+    def stop(self) -> int:
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+        return self.proc.returncode
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+
+@pytest.fixture(scope="session")
+def model_dir() -> Path:
+    if not (MODEL_DIR / MANIFEST_NAME).is_file():
+        from symbiote.model_export import export_model
+
+        export_model(MODEL_DIR)
+    return MODEL_DIR
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator[ServerProcess]:
+    """One shared server for tests that only add data and look for what they added."""
+    proc = ServerProcess(tmp_path_factory.mktemp("shared") / "data").start()
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture
+def fresh_server(tmp_path: Path, model_dir: Path) -> Iterator[ServerProcess]:
+    """A server on an empty store, for tests that need to know everything in it."""
+    proc = ServerProcess(tmp_path / "data").start()
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture
+def settings(tmp_path: Path, model_dir: Path) -> Settings:
+    return Settings(chromadb_path=tmp_path / "data", model_dir=model_dir)
