@@ -7,13 +7,14 @@ one message listing every problem instead of a crash later on the first request.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 TRANSPORTS = ("http", "sse", "stdio")
+SHARE_KINDS = ("local", "azure")  # SYMBIOTE_SHARE; unset or "off" means no file share features
 
 
 class ConfigError(ValueError):
@@ -38,6 +39,18 @@ class Settings:
     model_dir: Path = PROJECT_ROOT / "models" / "all-MiniLM-L6-v2"
     personalities_dir: Path = PROJECT_ROOT / "personalities"
     embed_cache_size: int = 2048
+    # Deployment (Azure): the platform's own host names, and the file share that holds the data.
+    platform_hosts: tuple[str, ...] = ()
+    share: str = ""
+    share_path: Path | None = None
+    share_name: str = ""
+    share_account_url: str = ""
+    share_resource_id: str = ""
+    share_connection_string: str = field(default="", repr=False)
+    managed_identity_client_id: str = ""
+    lease_ttl_seconds: int = 60
+    snapshot_schedule: str = "0 0 3 * * *"
+    snapshot_keep: int = 7
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
@@ -68,6 +81,7 @@ class Settings:
         chroma = env.get("CHROMADB_PATH", "./data").strip() or "./data"
         model_dir = env.get("SYMBIOTE_MODEL_DIR", "").strip()
         personalities = env.get("SYMBIOTE_PERSONALITIES_DIR", "").strip()
+        share = _share_settings(env, problems, integer)
         if problems:
             raise ConfigError("Invalid configuration:\n  - " + "\n  - ".join(problems))
         return cls(
@@ -81,4 +95,51 @@ class Settings:
             model_dir=Path(model_dir).expanduser() if model_dir else cls.model_dir,
             personalities_dir=Path(personalities).expanduser() if personalities else cls.personalities_dir,
             embed_cache_size=cache,
+            **share,
         )
+
+
+def _share_settings(env: Mapping[str, str], problems: list[str], integer: Any) -> dict[str, Any]:
+    """The deployment settings: platform host names, the file share, the writer lease, snapshots."""
+    from symbiote.platform_hosts import platform_hosts
+
+    kind = env.get("SYMBIOTE_SHARE", "").strip().lower()
+    kind = "" if kind in ("", "off", "none") else kind
+    path = env.get("SYMBIOTE_SHARE_PATH", "").strip()
+    name = env.get("SYMBIOTE_SHARE_NAME", "").strip()
+    account_url = env.get("SYMBIOTE_SHARE_ACCOUNT_URL", "").strip().rstrip("/")
+    resource_id = env.get("SYMBIOTE_SHARE_RESOURCE_ID", "").strip().rstrip("/")
+    connection = env.get("SYMBIOTE_SHARE_CONNECTION_STRING", "").strip()
+    if kind and kind not in SHARE_KINDS:
+        problems.append(f"SYMBIOTE_SHARE={kind!r} must be one of {', '.join(SHARE_KINDS)} (or unset)")
+    if kind == "local" and not path:
+        problems.append("SYMBIOTE_SHARE=local needs SYMBIOTE_SHARE_PATH (the directory holding CHROMADB_PATH)")
+    if kind == "azure":
+        if not connection and not resource_id:
+            problems.append(
+                "SYMBIOTE_SHARE=azure needs SYMBIOTE_SHARE_RESOURCE_ID (managed identity) "
+                "or SYMBIOTE_SHARE_CONNECTION_STRING"
+            )
+        if resource_id and "/fileServices/default/shares/" not in resource_id:
+            problems.append(f"SYMBIOTE_SHARE_RESOURCE_ID={resource_id!r} is not the resource id of a file share")
+        if connection and not resource_id and not name:
+            problems.append("SYMBIOTE_SHARE_CONNECTION_STRING needs SYMBIOTE_SHARE_NAME")
+    schedule = env.get("SYMBIOTE_SNAPSHOT_SCHEDULE", "").strip() or "0 0 3 * * *"
+    if len(schedule.split()) != 6:
+        problems.append(
+            f"SYMBIOTE_SNAPSHOT_SCHEDULE={schedule!r} must be an NCRONTAB expression with six fields "
+            "(second minute hour day month weekday), e.g. '0 0 3 * * *'"
+        )
+    return {
+        "platform_hosts": platform_hosts(env),
+        "share": kind,
+        "share_path": Path(path).expanduser() if path else None,
+        "share_name": name,
+        "share_account_url": account_url,
+        "share_resource_id": resource_id,
+        "share_connection_string": connection,
+        "managed_identity_client_id": env.get("AZURE_CLIENT_ID", "").strip(),
+        "lease_ttl_seconds": integer("SYMBIOTE_LEASE_TTL_SECONDS", 60, 15, 3600),
+        "snapshot_schedule": schedule,
+        "snapshot_keep": integer("SYMBIOTE_SNAPSHOT_KEEP", 7, 1, 200),
+    }

@@ -1,7 +1,8 @@
 """DNS-rebinding protection: which Host and Origin headers the HTTP transports accept.
 
-Always on. Loopback names are always allowed; deployed names come from configuration
-(SYMBIOTE_ALLOWED_HOSTS), each accepted with and without a port.
+Always on. Loopback names are always allowed; deployed names come from the platform's
+environment (`symbiote.platform_hosts`) and from configuration (SYMBIOTE_ALLOWED_HOSTS), each
+accepted with and without a port.
 """
 
 from __future__ import annotations
@@ -13,14 +14,19 @@ from symbiote.config import Settings
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
 
+def deployed_hosts(settings: Settings) -> list[str]:
+    """The public names: derived from the platform, then configured."""
+    return list(dict.fromkeys([*settings.platform_hosts, *settings.allowed_hosts]))
+
+
 def allowed_hosts(settings: Settings) -> list[str]:
-    names = list(dict.fromkeys([*LOOPBACK_HOSTS, *settings.allowed_hosts]))
+    names = list(dict.fromkeys([*LOOPBACK_HOSTS, *deployed_hosts(settings)]))
     return [variant for name in names for variant in (name, f"{name}:*")]
 
 
 def allowed_origins(settings: Settings) -> list[str]:
     origins = [f"http://{name}:*" for name in LOOPBACK_HOSTS] + [f"http://{name}" for name in LOOPBACK_HOSTS]
-    origins += [f"https://{name}" for name in settings.allowed_hosts]
+    origins += [f"https://{name}" for name in deployed_hosts(settings)]
     return list(dict.fromkeys([*origins, *settings.allowed_origins]))
 
 
