@@ -21,6 +21,23 @@ def _settings() -> Settings:
         raise SystemExit(2) from None
 
 
+def _graceful_server_class() -> type:
+    import uvicorn
+
+    class GracefulServer(uvicorn.Server):
+        """Exits 0 after a clean SIGTERM/SIGINT shutdown.
+
+        uvicorn re-raises the caught signal once it has shut down, so supervisors (and the
+        Functions host) would see a kill instead of the graceful exit that really happened.
+        """
+
+        def handle_exit(self, sig: int, frame: object) -> None:
+            super().handle_exit(sig, frame)  # type: ignore[arg-type]
+            self._captured_signals.clear()
+
+    return GracefulServer
+
+
 def serve(args: argparse.Namespace) -> int:
     import dataclasses
 
@@ -35,7 +52,7 @@ def serve(args: argparse.Namespace) -> int:
     logs.configure(settings.log_level)
     app = create_app(settings)
     log.info("serving MCP on http://%s:%d/mcp (legacy SSE at /sse, health at /health)", settings.host, settings.port)
-    uvicorn.run(
+    config = uvicorn.Config(
         app,
         host=settings.host,
         port=settings.port,
@@ -43,6 +60,7 @@ def serve(args: argparse.Namespace) -> int:
         log_config=None,
         timeout_graceful_shutdown=10,
     )
+    _graceful_server_class()(config).run()
     return 0
 
 

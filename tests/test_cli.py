@@ -1,0 +1,45 @@
+"""The command line: stdio for Claude Desktop, and configuration mistakes caught before serving."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from mcp import Client, StdioServerParameters
+
+from tests.conftest import MODEL_DIR
+
+
+def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "symbiote", *args], env={**os.environ, **env}, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_invalid_configuration_exits_non_zero_naming_every_problem(tmp_path: Path) -> None:
+    result = run_cli("serve", env={"PORT": "eighty", "LOG_LEVEL": "LOUD", "CHROMADB_PATH": str(tmp_path)})
+    assert result.returncode == 2
+    assert "PORT='eighty'" in result.stderr and "LOG_LEVEL='LOUD'" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+async def test_stdio_transport_stores_and_searches(tmp_path: Path, model_dir: Path) -> None:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "symbiote", "stdio"],
+        env={
+            **os.environ,
+            "CHROMADB_PATH": str(tmp_path / "data"),
+            "SYMBIOTE_MODEL_DIR": str(MODEL_DIR),
+            "HF_HUB_OFFLINE": "1",
+        },
+    )
+    async with Client(params) as client:
+        stored = await client.call_tool("store_memory", {"content": "Claude Desktop talks to us over stdio"})
+        found = await client.call_tool("search_memory", {"query": "how does Claude Desktop connect?"})
+        tools = await client.list_tools()
+    assert not stored.is_error and not found.is_error
+    assert found.structured_content["results"][0]["memory_id"] == stored.structured_content["memory_id"]
+    assert len(tools.tools) >= 6

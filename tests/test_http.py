@@ -1,0 +1,192 @@
+"""The server as clients see it: `symbiote serve` in a real process, the MCP SDK client over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from mcp import Client
+
+from tests.conftest import ServerProcess
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+
+async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+async def error_text(client: Client, tool: str, **arguments: Any) -> str:
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error
+    return result.content[0].text  # type: ignore[union-attr]
+
+
+async def test_seed_scenario_store_then_find_by_meaning(server: ServerProcess) -> None:
+    async with Client(server.mcp_url) as client:
+        stored = await call(client, "store_memory", content="I love building web apps with React")
+        found = await call(client, "search_memory", query="frontend development preferences")
+    assert stored["memory_id"] in [hit["memory_id"] for hit in found["results"]]
+    hit = next(h for h in found["results"] if h["memory_id"] == stored["memory_id"])
+    assert set(hit) >= {"memory_id", "content", "timestamp", "relevance_score", "tags"}
+    assert 30 <= hit["relevance_score"] <= 100
+
+
+async def test_tags_and_timestamp_round_trip(server: ServerProcess) -> None:
+    async with Client(server.mcp_url) as client:
+        stored = await call(client, "store_memory", content="Allergic to peanuts", tags=["health", "food"])
+        memory = await call(client, "get_memory", memory_id=stored["memory_id"])
+    assert memory["tags"] == ["health", "food"]
+    assert memory["timestamp"] == stored["timestamp"]
+    assert memory["timestamp"].endswith("Z") and memory["memory_id"].startswith("mem_")
+
+
+async def test_bad_arguments_are_readable_tool_errors(server: ServerProcess) -> None:
+    async with Client(server.mcp_url) as client:
+        assert "query is empty" in await error_text(client, "search_memory", query="   ")
+        assert "from 1 to 20" in await error_text(client, "search_memory", query="x", limit=99)
+        assert "limit" in await error_text(client, "search_memory", query="x", limit="lots")
+        assert "content is empty" in await error_text(client, "store_memory", content="")
+        assert "at most 10" in await error_text(client, "store_memory", content="x", tags=[str(i) for i in range(12)])
+        missing = await error_text(client, "get_memory", memory_id="mem_00000000000000000001")
+        assert "Memory not found" in missing and "search" in missing
+        for text in (missing,):
+            assert "Traceback" not in text
+
+
+async def test_zero_results_is_an_empty_list(fresh_server: ServerProcess) -> None:
+    async with Client(fresh_server.mcp_url) as client:
+        empty = await call(client, "search_memory", query="anything")
+        await call(client, "store_memory", content="The user's favourite colour is teal")
+        unrelated = await call(client, "search_memory", query="quarterly tax filing deadlines")
+        stats = await call(client, "memory_stats")
+    assert empty["results"] == [] and unrelated["results"] == []
+    assert stats["total_memories"] == 1
+
+
+async def test_tools_have_descriptions_schemas_and_annotations(server: ServerProcess) -> None:
+    async with Client(server.mcp_url) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        prompts = (await client.list_prompts()).prompts
+        resources = (await client.list_resources()).resources
+        assert client.instructions and "search_memory" in client.instructions
+    assert set(tools) >= {"store_memory", "search_memory", "get_memory", "delete_memory", "list_memories", "memory_stats"}
+    for tool in tools.values():
+        assert tool.description and tool.output_schema and tool.annotations and tool.annotations.title
+    for name in ("search_memory", "get_memory", "list_memories", "memory_stats"):
+        assert tools[name].annotations.read_only_hint is True  # type: ignore[union-attr]
+    assert tools["delete_memory"].annotations.destructive_hint is True  # type: ignore[union-attr]
+    assert tools["search_memory"].input_schema["required"] == ["query"]
+    assert [p.name for p in prompts] == ["venom_identity"]
+    assert {str(r.uri) for r in resources} >= {"memory://recent", "memory://stats"}
+
+
+async def test_prompt_and_resources_have_content(server: ServerProcess) -> None:
+    async with Client(server.mcp_url) as client:
+        await call(client, "store_memory", content="Resource check memory", tags=["resource"])
+        prompt = await client.get_prompt("venom_identity")
+        recent = await client.read_resource("memory://recent")
+    text = prompt.messages[0].content.text  # type: ignore[union-attr]
+    assert "search_memory" in text and "we" in text.lower()
+    page = json.loads(recent.contents[0].text)  # type: ignore[union-attr]
+    assert any(m["content"] == "Resource check memory" for m in page["memories"])
+
+
+async def test_delete_then_gone(server: ServerProcess) -> None:
+    async with Client(server.mcp_url) as client:
+        stored = await call(client, "store_memory", content="The wifi password hint is the dog's name")
+        deleted = await call(client, "delete_memory", memory_id=stored["memory_id"])
+        assert deleted["deleted"] is True
+        assert "Memory not found" in await error_text(client, "get_memory", memory_id=stored["memory_id"])
+
+
+async def test_health_route(server: ServerProcess) -> None:
+    async with httpx.AsyncClient() as http:
+        for path in ("/", "/health"):
+            body = (await http.get(server.base_url + path)).json()
+            assert body["status"] == "ok" and body["personality"] == "default"
+            assert body["store"] == "ready" and isinstance(body["memories"], int)
+            assert body["version"] and body["uptime_seconds"] >= 0
+
+
+async def test_get_on_mcp_is_405_and_foreign_host_is_421(server: ServerProcess) -> None:
+    init = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    async with httpx.AsyncClient() as http:
+        assert (await http.get(server.mcp_url)).status_code == 405
+        foreign = await http.post(server.mcp_url, json=init, headers={**headers, "Host": "evil.example.com"})
+        assert foreign.status_code == 421
+        origin = await http.post(server.mcp_url, json=init, headers={**headers, "Origin": "https://evil.example.com"})
+        assert origin.status_code == 403
+
+
+async def test_legacy_sse_transport_works(server: ServerProcess) -> None:
+    from mcp.client.sse import sse_client
+
+    async with Client(sse_client(f"{server.base_url}/sse"), mode="legacy") as client:
+        stored = await call(client, "store_memory", content="Stored over the legacy SSE transport")
+        found = await call(client, "search_memory", query="legacy SSE transport")
+    assert stored["memory_id"] in [h["memory_id"] for h in found["results"]]
+
+
+async def test_ten_clients_at_once_lose_nothing(fresh_server: ServerProcess) -> None:
+    async def one_client(n: int) -> list[str]:
+        ids = []
+        async with Client(fresh_server.mcp_url) as client:
+            for i in range(3):
+                stored = await call(client, "store_memory", content=f"Client {n} fact {i}: likes the number {n * 10 + i}")
+                ids.append(stored["memory_id"])
+                await call(client, "search_memory", query=f"client {n} favourite number")
+        return ids
+
+    all_ids = [i for ids in await asyncio.gather(*(one_client(n) for n in range(10))) for i in ids]
+    assert len(set(all_ids)) == 30
+    async with Client(fresh_server.mcp_url) as client:
+        stats = await call(client, "memory_stats")
+        for memory_id in all_ids:
+            await call(client, "get_memory", memory_id=memory_id)
+    assert stats["total_memories"] == 30
+
+
+async def test_memories_survive_a_restart(tmp_path: Path, model_dir: Path) -> None:
+    first = ServerProcess(tmp_path / "data").start()
+    try:
+        async with Client(first.mcp_url) as client:
+            ids = [
+                (await call(client, "store_memory", content=f"Persistent fact {i}", tags=["persist"]))["memory_id"]
+                for i in range(5)
+            ]
+    finally:
+        assert first.stop() == 0
+    second = ServerProcess(tmp_path / "data").start()
+    try:
+        async with Client(second.mcp_url) as client:
+            page = await call(client, "list_memories", limit=10)
+            found = await call(client, "search_memory", query="Persistent fact 3")
+    finally:
+        second.stop()
+    assert [m["memory_id"] for m in page["memories"]] == ids[::-1]
+    assert all(m["tags"] == ["persist"] for m in page["memories"])
+    assert found["results"][0]["content"] == "Persistent fact 3"
+
+
+async def test_unwritable_store_keeps_serving_and_says_why(tmp_path: Path, model_dir: Path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the data directory should be")
+    proc = ServerProcess(blocker).start()
+    try:
+        async with Client(proc.mcp_url) as client:
+            assert len((await client.list_tools()).tools) >= 6
+            message = await error_text(client, "store_memory", content="hello")
+        health = httpx.get(proc.base_url + "/health").json()
+    finally:
+        proc.stop()
+    assert "CHROMADB_PATH" in message and "not writable" in message
+    assert health["status"] == "degraded" and health["store"] == "unavailable" and health["memories"] is None

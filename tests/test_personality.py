@@ -1,0 +1,56 @@
+"""Personality variants: chosen by VENOM_PERSONALITY, unknown ones fall back loudly, health tells which."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import httpx
+import pytest
+from mcp import Client
+
+from symbiote.config import PROJECT_ROOT
+from symbiote.personality import available, load
+from tests.conftest import ServerProcess
+
+DIRECTORY = PROJECT_ROOT / "personalities"
+
+
+def test_default_and_variant2_are_different_real_prompts() -> None:
+    default = load(DIRECTORY, "")
+    second = load(DIRECTORY, "variant2")
+    assert (default.variant, second.variant) == ("default", "variant2")
+    assert default.text != second.text
+    for prompt in (default.text, second.text):
+        assert "search_memory" in prompt and "store_memory" in prompt
+        assert "\"we\"" in prompt
+        assert "symbiote" in prompt.lower()
+    assert set(available(DIRECTORY)) >= {"default", "variant2"}
+
+
+def test_unknown_variant_falls_back_to_default_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING):
+        chosen = load(DIRECTORY, "pirate")
+    assert chosen.variant == "default" and chosen.requested == "pirate" and chosen.fell_back
+    assert "pirate" in caplog.text and "default" in caplog.text
+
+
+def test_path_tricks_are_not_variants(caplog: pytest.LogCaptureFixture) -> None:
+    assert load(DIRECTORY, "../../etc/passwd").variant == "default"
+
+
+@pytest.mark.parametrize(("requested", "active"), [("variant2", "variant2"), ("no-such-variant", "default")])
+async def test_server_serves_and_reports_the_active_variant(
+    tmp_path: Path, model_dir: Path, requested: str, active: str
+) -> None:
+    proc = ServerProcess(tmp_path / "data", env={"VENOM_PERSONALITY": requested}).start()
+    try:
+        health = httpx.get(proc.base_url + "/health").json()
+        async with Client(proc.mcp_url) as client:
+            prompt = await client.get_prompt("venom_identity")
+    finally:
+        proc.stop()
+    assert health["personality"] == active
+    assert prompt.messages[0].content.text == load(DIRECTORY, active).text  # type: ignore[union-attr]
+    if active != requested:
+        assert "no-such-variant" in proc.log() and "WARNING" in proc.log()
