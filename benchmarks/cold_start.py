@@ -1,0 +1,78 @@
+"""Process start to first answered search_memory (and to initialize), over real HTTP.
+
+Usage: .venv/bin/python benchmarks/cold_start.py [--runs 5] [--data DIR]
+Prints per-run figures and the median. The data directory is reused across runs, so
+from the second run on the store exists already (the usual case: a restart or a wake from zero).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+from mcp import Client
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def one_run(data: Path) -> tuple[float, float]:
+    port = free_port()
+    env = {**os.environ, "CHROMADB_PATH": str(data), "PORT": str(port), "HF_HUB_OFFLINE": "1", "LOG_LEVEL": "WARNING"}
+    started = time.perf_counter()
+    proc = subprocess.Popen([str(ROOT / ".venv/bin/symbiote"), "serve"], env=env, stderr=subprocess.DEVNULL)
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        while True:  # a client retrying its connection, as Claude's connector does
+            try:
+                async with httpx.AsyncClient() as http:
+                    await http.get(f"http://127.0.0.1:{port}/health", timeout=1)
+                break
+            except httpx.HTTPError:
+                await asyncio.sleep(0.02)
+        async with Client(url) as client:
+            initialized = time.perf_counter() - started
+            result = await client.call_tool("search_memory", {"query": "what am I working on?"})
+            assert not result.is_error, result.content
+        first_search = time.perf_counter() - started
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    return initialized, first_search
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--data", type=Path)
+    args = parser.parse_args()
+    data = args.data or Path(tempfile.mkdtemp(prefix="symbiote-cold-")) / "data"
+    inits, searches = [], []
+    for run in range(args.runs):
+        init, search = await one_run(data)
+        inits.append(init)
+        searches.append(search)
+        print(f"run {run + 1}: initialize answered at {init * 1000:.0f} ms, first search_memory at {search * 1000:.0f} ms")
+    print(
+        f"median over {args.runs} runs: initialize {statistics.median(inits) * 1000:.0f} ms, "
+        f"first search {statistics.median(searches) * 1000:.0f} ms (target <= 2000 ms)"
+    )
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
