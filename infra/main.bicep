@@ -1,0 +1,81 @@
+// Symbiote on Azure: one resource group holding Azure Functions on Azure Container Apps
+// (the custom image), its Azure Files share, monitoring and a registry. Deploy with `azd up`.
+targetScope = 'subscription'
+
+@minLength(1)
+@maxLength(40)
+@description('Name of the azd environment; names the resource group and seeds resource names.')
+param environmentName string
+
+@minLength(1)
+@description('Azure region for every resource, e.g. eastus, westeurope, swedencentral.')
+param location string
+
+@description('Image to run (set by azd after the first deploy); empty on the first provision.')
+param apiImageName string = ''
+
+@description('Venom personality variant: default, variant2, ...')
+param personality string = 'default'
+
+@description('Extra host names (custom domains) the MCP endpoint answers to, comma-separated.')
+param allowedHosts string = ''
+
+@description('0 scales to zero when idle (cheapest, cold start on the first request); 1 keeps one replica warm.')
+@allowed([
+  0
+  1
+])
+param minReplicas int = 0
+
+@description('Quota of the Azure Files share holding the memory store, in GiB.')
+@minValue(1)
+@maxValue(100)
+param shareQuotaGiB int = 2
+
+@description('Snapshots of the share to keep (taken daily by the timer function).')
+@minValue(1)
+@maxValue(200)
+param snapshotKeep int = 7
+
+@description('When to snapshot the share: NCRONTAB, six fields, UTC.')
+param snapshotSchedule string = '0 0 3 * * *'
+
+var tags = {
+  'azd-env-name': environmentName
+  app: 'symbiote'
+}
+
+resource rg 'Microsoft.Resources/resourceGroups@2024-03-01' = {
+  name: 'rg-${environmentName}'
+  location: location
+  tags: tags
+}
+
+module resources 'resources.bicep' = {
+  name: 'symbiote-resources'
+  scope: rg
+  params: {
+    environmentName: environmentName
+    location: location
+    tags: tags
+    imageName: apiImageName
+    personality: personality
+    allowedHosts: allowedHosts
+    minReplicas: minReplicas
+    shareQuotaGiB: shareQuotaGiB
+    snapshotKeep: snapshotKeep
+    snapshotSchedule: snapshotSchedule
+  }
+}
+
+output AZURE_RESOURCE_GROUP string = rg.name
+output AZURE_LOCATION string = location
+output AZURE_CONTAINER_REGISTRY_ENDPOINT string = resources.outputs.registryLoginServer
+output AZURE_CONTAINER_APPS_ENVIRONMENT_NAME string = resources.outputs.environmentName
+output SERVICE_API_NAME string = resources.outputs.appName
+output SERVICE_API_ENDPOINT string = resources.outputs.appUrl
+output MCP_URL string = resources.outputs.mcpUrl
+output HEALTH_URL string = resources.outputs.healthUrl
+output APPLICATIONINSIGHTS_NAME string = resources.outputs.appInsightsName
+output STORAGE_ACCOUNT_NAME string = resources.outputs.storageAccountName
+output SHARE_NAME string = resources.outputs.shareName
