@@ -1,0 +1,243 @@
+"""LoCoMo retrieval benchmark through the real MCP server.
+
+For each conversation file: start `symbiote serve` on a fresh temporary CHROMADB_PATH, store
+every turn through `store_memory` (one memory per turn, "<session date> <speaker>: <text>",
+with "[shares a photo of ...]" when the turn carries a photo caption), then ask every
+category 1-4 question through `search_memory` (limit 10) and count a hit at k when any
+evidence turn is among the first k results. Prints recall@1/5/10 overall, per category and
+per file, and the client-side search latency p50/p95.
+
+The data is read from ../shared/data/locomo-dev/ (relative to the project root) and never
+copied. Usage:
+
+    .venv/bin/python benchmarks/locomo.py [--files 26.json 30.json] [--limit-questions N] [--port P]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA_DIR = (ROOT / ".." / "shared" / "data" / "locomo-dev").resolve()
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+KS = (1, 5, 10)
+
+
+@dataclass
+class Turn:
+    dia_id: str
+    session: int
+    date: str
+    speaker: str
+    text: str
+    caption: str | None
+
+    @property
+    def memory(self) -> str:
+        photo = f" [shares a photo of {self.caption}]" if self.caption else ""
+        return f"{self.date} {self.speaker}: {self.text}{photo}".strip()
+
+
+@dataclass
+class Question:
+    question: str
+    evidence: list[str]
+    category: int
+
+
+@dataclass
+class Conversation:
+    name: str
+    turns: list[Turn]
+    questions: list[Question]
+
+
+def session_date(raw: str) -> str:
+    """'1:56 pm on 8 May, 2023' -> '8 May 2023' (the clock time is noise for retrieval)."""
+    day = raw.split(" on ", 1)[-1]
+    return re.sub(r"\s+", " ", day.replace(",", "")).strip()
+
+
+def load_conversation(path: Path) -> Conversation:
+    data = json.loads(path.read_text())
+    convo = data.get("conversation", data)  # the upstream file nests it; the dev files do not
+    turns: list[Turn] = []
+    n = 1
+    while f"session_{n}_date_time" in convo:
+        for t in convo.get(f"session_{n}") or []:
+            caption = t.get("blip_caption")
+            turns.append(
+                Turn(t["dia_id"], n, session_date(convo[f"session_{n}_date_time"]), t["speaker"], t["text"], caption)
+            )
+        n += 1
+    questions = [
+        Question(q["question"], [e.strip() for e in q.get("evidence", [])], int(q["category"]))
+        for q in data.get("qa", [])
+        if int(q.get("category", 5)) in CATEGORIES and q.get("evidence")
+    ]
+    return Conversation(path.name, turns, questions)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Tally:
+    hits: dict[int, int] = field(default_factory=lambda: {k: 0 for k in KS})
+    total: int = 0
+
+    def add(self, ranks: list[set[str]], evidence: set[str]) -> None:
+        self.total += 1
+        for k in KS:
+            if any(ids & evidence for ids in ranks[:k]):
+                self.hits[k] += 1
+
+    def row(self) -> str:
+        if not self.total:
+            return "   n/a"
+        return "  ".join(f"{self.hits[k] / self.total:.3f}" for k in KS) + f"  (n={self.total})"
+
+
+class Server:
+    """`symbiote serve` in a subprocess with its own temporary store."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.dir = Path(tempfile.mkdtemp(prefix="symbiote-locomo-"))
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log = self.dir / "server.log"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    def __enter__(self) -> "Server":
+        env = dict(os.environ, CHROMADB_PATH=str(self.dir / "chroma"))
+        exe = ROOT / ".venv" / "bin" / "symbiote"
+        cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "symbiote"]
+        self.proc = subprocess.Popen(
+            [*cmd, "serve", "--port", str(self.port)],
+            cwd=ROOT,
+            env=env,
+            stdout=self.log.open("wb"),
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited early:\n{self.log.read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2):
+                    return self
+            except Exception:
+                time.sleep(0.3)
+        raise RuntimeError("server did not answer /health within 120 s")
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def structured(result: Any) -> dict[str, Any]:
+    if getattr(result, "isError", False) or getattr(result, "is_error", False):
+        texts = [getattr(c, "text", "") for c in (result.content or [])]
+        raise RuntimeError("tool error: " + " ".join(texts))
+    data = result.structured_content
+    if data is None:
+        data = json.loads(result.content[0].text)
+    return data.get("result", data) if isinstance(data, dict) and set(data) == {"result"} else data
+
+
+async def run_file(
+    conv: Conversation, port: int, limit_questions: int | None, totals: dict, latencies: list[float], min_relevance: float | None = None
+) -> None:
+    from mcp import Client
+
+    questions = conv.questions[:limit_questions] if limit_questions else conv.questions
+    with Server(port) as server:
+        async with Client(server.url, read_timeout_seconds=120) as client:
+            owner: dict[str, set[str]] = {}  # memory_id -> dia_ids (a deduplicating server may reuse ids)
+            t0 = time.perf_counter()
+            for turn in conv.turns:
+                stored = structured(await client.call_tool("store_memory", {"content": turn.memory}))
+                owner.setdefault(stored["memory_id"], set()).add(turn.dia_id)
+            store_s = time.perf_counter() - t0
+            file_tally = Tally()
+            for q in questions:
+                t = time.perf_counter()
+                query: dict[str, Any] = {"query": q.question, "limit": 10}
+                if min_relevance is not None:
+                    query["min_relevance"] = min_relevance
+                found = structured(await client.call_tool("search_memory", query))
+                latencies.append((time.perf_counter() - t) * 1000)
+                ranks = [owner.get(r["memory_id"], set()) for r in found["results"]]
+                evidence = set(q.evidence)
+                for key in ("all", f"cat{q.category}", conv.name):
+                    totals.setdefault(key, Tally()).add(ranks, evidence)
+                file_tally.add(ranks, evidence)
+            print(
+                f"{conv.name}: stored {len(conv.turns)} turns in {store_s:.1f}s "
+                f"({store_s * 1000 / max(len(conv.turns), 1):.1f} ms each); "
+                f"recall@1/5/10 {file_tally.row()}",
+                flush=True,
+            )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--files", nargs="+", default=None, help="file names in the data dir (default: all *.json)")
+    parser.add_argument("--limit-questions", type=int, default=None, help="ask at most N questions per file")
+    parser.add_argument("--port", type=int, default=None, help="server port (default: a random free port)")
+    parser.add_argument("--min-relevance", type=float, default=None, help="pass min_relevance to search_memory (servers that support it)")
+    parser.add_argument("--data", type=Path, default=DATA_DIR, help=f"data directory (default: {DATA_DIR})")
+    args = parser.parse_args(argv)
+
+    files = [args.data / f for f in args.files] if args.files else sorted(args.data.glob("*.json"))
+    if not files:
+        print(f"no LoCoMo files in {args.data}", file=sys.stderr)
+        return 2
+    totals: dict[str, Tally] = {}
+    latencies: list[float] = []
+    for path in files:
+        conv = load_conversation(path)
+        asyncio.run(run_file(conv, args.port or free_port(), args.limit_questions, totals, latencies, args.min_relevance))
+
+    print(f"\n{'':14}  R@1    R@5    R@10")
+    print(f"{'overall':14}  {totals['all'].row()}")
+    for cat, name in CATEGORIES.items():
+        if f"cat{cat}" in totals:
+            print(f"{f'{cat} {name}':14}  {totals[f'cat{cat}'].row()}")
+    for path in files:
+        print(f"{path.name:14}  {totals[path.name].row()}")
+    if latencies:
+        ordered = sorted(latencies)
+        p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+        print(f"\nsearch latency (client round trip, n={len(ordered)}): p50 {statistics.median(ordered):.1f} ms, p95 {p95:.1f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
