@@ -98,9 +98,15 @@ class GuardedStore:
     """
 
     def __init__(
-        self, opener: Callable[[], MemoryStore], lease: WriterLease | None, gate: WriteGate, data_path: Path
+        self,
+        opener: Callable[[], MemoryStore],
+        lease: WriterLease | None,
+        gate: WriteGate,
+        data_path: Path,
+        usage: Callable[[], dict[str, Any]] | None = None,
     ) -> None:
         self._opener = opener
+        self._usage = usage
         self._lease = lease
         self._gate = gate
         self._data_path = data_path
@@ -159,6 +165,10 @@ class GuardedStore:
 
     def size_bytes(self) -> int:
         return self._current().size_bytes()
+
+    def share_usage(self) -> dict[str, Any] | None:
+        """The file share's usage against its quota (with a warning from 90 %), for memory_stats."""
+        return self._usage() if self._usage is not None else None
 
     def close(self) -> None:
         with self._lock:
@@ -295,7 +305,9 @@ def build_share_runtime(settings: Settings, services: ShareServices | None) -> A
 
     def open_store(model: str, dimension: int) -> MemoryStore:
         path = settings.chromadb_path
-        return GuardedStore(lambda: open_embedded_store(path, model, dimension), services.lease, services.gate, path)
+        return GuardedStore(
+            lambda: open_embedded_store(path, model, dimension), services.lease, services.gate, path, services.usage_report
+        )
 
     embedder = AsyncEmbedder(lambda: rt.load_embedder(settings.model_dir), cache_size=settings.embed_cache_size)
     engine = MemoryEngine(embedder, open_store)

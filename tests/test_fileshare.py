@@ -369,6 +369,9 @@ def test_guarded_store_refuses_writes_on_standby_and_reopens_after_takeover(tmp_
     late.add(*_memory("Second memory, after the takeover."))
     assert opened == ["active", "late", "late"]  # reopened once, on taking over
     assert late.count() == 2
+    assert late.share_usage() is None  # no usage source given
+    reporting = GuardedStore(opener("reporting"), writer, WriteGate(), data, usage=lambda: ShareUsage(95, 100).report())
+    assert reporting.share_usage()["percent_used"] == 95.0 and "95% full" in reporting.share_usage()["warning"]
     writer.stop()
 
 
