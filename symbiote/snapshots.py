@@ -246,6 +246,7 @@ class ShareServices:
     gate: WriteGate
     snapshots: SnapshotJob
     _usage: tuple[float, dict[str, Any]] | None = field(default=None, repr=False)
+    _periodic_stop: threading.Event = field(default_factory=threading.Event, repr=False)
 
     def usage_report(self) -> dict[str, Any]:
         """Share usage against quota (cached for a minute: on Azure it is a network call)."""
@@ -263,7 +264,20 @@ class ShareServices:
         self._usage = (now, report)
         return report
 
+    def start_periodic_snapshots(self, interval_s: float = 3600.0, max_age: timedelta = CATCH_UP_AGE) -> None:
+        """Without the Functions timer (`symbiote serve`): check every `interval_s`, snapshot when due."""
+
+        def loop() -> None:
+            while not self._periodic_stop.wait(interval_s):
+                try:
+                    self.snapshots.catch_up(max_age)
+                except Exception:
+                    log.exception("periodic snapshot failed")
+
+        threading.Thread(target=loop, name="periodic-snapshots", daemon=True).start()
+
     def close(self) -> None:
+        self._periodic_stop.set()
         self.lease.stop(release=True)
 
 
@@ -340,8 +354,13 @@ def create_share_app(
     services: ShareServices | None = None,
     share: FileShare | None = None,
     warm_up: bool = True,
+    periodic_snapshots: bool = False,
 ) -> Starlette:
-    """The HTTP app (`symbiote.app.create_app`) with the file share's lease, snapshots and health."""
+    """The HTTP app (`symbiote.app.create_app`) with the file share's lease, snapshots and health.
+
+    `periodic_snapshots` is for `symbiote serve`, which has no timer function: a background check
+    takes the daily snapshot when it is due.
+    """
     from symbiote.app import create_app
 
     if services is None:
@@ -368,4 +387,6 @@ def create_share_app(
         await asyncio.to_thread(services.close)
 
     app.router.lifespan_context = lifespan
+    if periodic_snapshots:
+        services.start_periodic_snapshots()
     return app

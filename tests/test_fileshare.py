@@ -672,3 +672,20 @@ def test_azure_share_with_the_real_default_credential_is_configured_for_the_iden
     assert share.location == f"https://{ACCOUNT}.file.core.windows.net/{SHARE}"
     assert isinstance(share._share.credential, DefaultAzureCredential)
     assert share._file.file_request_intent == "backup"
+
+
+def test_periodic_snapshots_without_the_functions_timer(tmp_path):
+    from symbiote.snapshots import open_share_services
+
+    settings = Settings.from_env({"SYMBIOTE_SHARE": "local", "SYMBIOTE_SHARE_PATH": str(tmp_path), "SYMBIOTE_SNAPSHOT_KEEP": "2"})
+    services = open_share_services(settings, catch_up=False)
+    try:
+        assert services.lease.held and services.share.list_snapshots() == []
+        services.start_periodic_snapshots(interval_s=0.05, max_age=timedelta(0))
+        deadline = time.monotonic() + 10
+        while len(services.share.list_snapshots()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(services.share.list_snapshots()) == 2  # taken when due, pruned to SYMBIOTE_SNAPSHOT_KEEP
+    finally:
+        services.close()
+    assert services.share.current_lease() is None  # closing releases the lease
