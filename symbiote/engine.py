@@ -21,32 +21,32 @@ from symbiote.embedder import AsyncEmbedder
 from symbiote.embeddings import MODEL_DIMENSION, MODEL_NAME
 from symbiote.errors import MemoryNotFoundError, StoreUnavailableError, SymbioteError
 from symbiote.ids import IdGenerator
+from symbiote.keyed_lock import KeyedLock
+from symbiote.ranking import fuse
 from symbiote.records import (
     DeleteResult,
     Memory,
     MemoryPage,
     MemoryStats,
+    NearDuplicate,
     SearchHit,
     SearchResults,
     StoreResult,
 )
-from symbiote.storage import MemoryStore, StoredMemory
+from symbiote.storage import MemoryStore, StoredMemory, content_hash
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 RELEVANCE_CUTOFF = 30.0
+CANDIDATES = 50  # per retriever, before fusion
+NEAR_DUPLICATE = 0.92  # cosine at or above which a new memory is reported as a near-duplicate
 
 
 def iso_utc(micros: int) -> str:
     return datetime.fromtimestamp(micros / 1e6, tz=timezone.utc).isoformat(timespec="microseconds").replace(
         "+00:00", "Z"
     )
-
-
-def relevance(similarity: float) -> float:
-    """Cosine similarity as a 0-100 score (negative similarity is no relevance at all)."""
-    return round(min(max(similarity, 0.0), 1.0) * 100.0, 1)
 
 
 def _public(memory: StoredMemory) -> Memory:
@@ -80,6 +80,7 @@ class MemoryEngine:
         self._open_lock = asyncio.Lock()
         self._io = ThreadPoolExecutor(max_workers=4, thread_name_prefix="store")
         self._ids = IdGenerator()
+        self._same_content = KeyedLock()
         self._store_timer = _Timer()
         self._search_timer = _Timer()
 
@@ -121,35 +122,89 @@ class MemoryEngine:
         text = validation.content(content)
         labels = validation.tags(tags)
         store = await self._store_or_raise()
-        windows = await self._embedder.windows(text)
-        vectors = await self._embedder.embed(windows)
-        memory_id = self._ids.new()
-        created_us = int(memory_id[4:20])
-        memory = StoredMemory(memory_id, text, iso_utc(created_us), created_us, tuple(labels))
-        await self._write(store.add, memory, vectors, windows)
+        digest = content_hash(text)
+        async with self._same_content.hold(digest):  # two identical stores at once make one memory
+            existing = await self._read(store.find_content, digest)
+            if existing is not None:
+                return StoreResult(
+                    memory_id=existing.memory_id,
+                    timestamp=existing.timestamp,
+                    tags=list(existing.tags),
+                    status="duplicate",
+                    message=f"Already remembered: identical content is stored as {existing.memory_id}; no copy made.",
+                )
+            windows = await self._embedder.windows(text)
+            vectors = await self._embedder.embed(windows)
+            near = await self._near_duplicates(store, vectors[0])
+            memory_id = self._ids.new()
+            created_us = int(memory_id[4:20])
+            memory = StoredMemory(memory_id, text, iso_utc(created_us), created_us, tuple(labels), digest)
+            await self._write(store.add, memory, vectors, windows)
         self._store_timer.add(started)
-        note = f" (long text: also indexed as {len(windows) - 1} passages so every part stays findable)" if len(windows) > 1 else ""
+        message = "Memory stored."
+        if near:
+            message += f" {len(near)} existing memory(ies) say nearly the same; see near_duplicates."
         return StoreResult(
-            memory_id=memory_id, timestamp=memory.timestamp, tags=labels, message=f"Memory stored{note}."
+            memory_id=memory_id, timestamp=memory.timestamp, tags=labels, status="stored", near_duplicates=near,
+            message=message,
         )
 
-    async def search(self, query: Any, limit: Any = 5) -> SearchResults:
+    async def _near_duplicates(self, store: MemoryStore, vector: Any) -> list[NearDuplicate]:
+        close = [m for m in await self._read(store.nearest, vector, 3) if m.similarity >= NEAR_DUPLICATE]
+        if not close:
+            return []
+        found = await self._read(store.get, [m.memory_id for m in close])
+        return [
+            NearDuplicate(memory_id=m.memory_id, content=found[m.memory_id].content, similarity=round(m.similarity, 3))
+            for m in close
+            if m.memory_id in found
+        ]
+
+    async def search(
+        self,
+        query: Any,
+        limit: Any = 5,
+        min_relevance: Any = None,
+        after: Any = None,
+        before: Any = None,
+        when: Any = None,
+    ) -> SearchResults:
         started = time.perf_counter()
         text = validation.query(query)
         count = validation.limit(limit, name="limit", high=20)
+        cutoff = validation.min_relevance(min_relevance, RELEVANCE_CUTOFF)
+        after_us, before_us = validation.time_window(after, before, when)
         store, vectors = await asyncio.gather(self._store_or_raise(), self._embedder.embed([text]))
-        matches = await self._read(store.nearest, vectors[0], max(count * 2, 10))
-        kept = [(m.memory_id, relevance(m.similarity)) for m in matches]
-        kept = [(mid, score) for mid, score in kept if score >= RELEVANCE_CUTOFF][:count]
-        found = await self._read(store.get, [mid for mid, _ in kept])
-        hits = [
-            SearchHit(**_public(found[mid]).model_dump(), relevance_score=score) for mid, score in kept if mid in found
-        ]
+        dense, keyword = await asyncio.gather(
+            self._read(store.nearest, vectors[0], CANDIDATES, after_us, before_us),
+            self._read(store.keyword, text, CANDIDATES, after_us, before_us),
+        )
+        kept = [c for c in fuse(dense, keyword) if c.relevance >= cutoff][: count * 2]
+        found = await self._read(store.get, [c.memory_id for c in kept])
+        hits: list[SearchHit] = []
+        seen: set[str] = set()
+        for candidate in kept:
+            memory = found.get(candidate.memory_id)
+            if memory is None:
+                continue
+            digest = memory.content_hash or content_hash(memory.content)
+            if digest in seen:  # never the same content twice
+                continue
+            seen.add(digest)
+            hits.append(
+                SearchHit(
+                    **_public(memory).model_dump(),
+                    relevance_score=candidate.relevance,
+                    matched_by=candidate.matched_by,
+                )
+            )
+            if len(hits) == count:
+                break
         self._search_timer.add(started)
         message = (
             f"{len(hits)} relevant {'memory' if len(hits) == 1 else 'memories'}."
             if hits
-            else "No stored memory is relevant to this query (nothing scored 30 or more)."
+            else f"No stored memory is relevant to this query (none scored {cutoff:g} or more)."
         )
         return SearchResults(query=text, results=hits, count=len(hits), message=message)
 

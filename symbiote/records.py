@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
 
@@ -17,15 +19,35 @@ class Memory(BaseModel):
 class SearchHit(Memory):
     """A memory found by a search, with how well it matched."""
 
-    relevance_score: float = Field(ge=0, le=100, description="0-100; higher is a closer match in meaning.")
+    relevance_score: float = Field(
+        ge=0, le=100, description="Estimated chance (0-100) that this memory is what the query is about."
+    )
+    matched_by: Literal["semantic", "keyword", "both"] = Field(
+        description="Why it matched: similar meaning, shared keywords (names, rare words), or both."
+    )
+
+
+class NearDuplicate(BaseModel):
+    """An existing memory that says almost the same thing as the one just stored."""
+
+    memory_id: str
+    content: str
+    similarity: float = Field(description="Cosine similarity, 0-1.")
 
 
 class StoreResult(BaseModel):
     """The outcome of storing one memory."""
 
-    memory_id: str
+    memory_id: str = Field(description="The new memory's id, or the existing one's when status is 'duplicate'.")
     timestamp: str
     tags: list[str]
+    status: Literal["stored", "duplicate"] = Field(
+        description="'duplicate': identical content was already stored; nothing new was written."
+    )
+    near_duplicates: list[NearDuplicate] = Field(
+        default_factory=list,
+        description="Existing memories that say nearly the same thing; consider delete_memory on the stale one.",
+    )
     message: str
 
 

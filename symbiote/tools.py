@@ -51,7 +51,8 @@ def register_tools(server: MCPServer, engine: MemoryEngine) -> None:
             "Save something worth remembering about the user across all their assistants: a preference, "
             "project, decision (with its reason), person, date or goal. Write one self-contained sentence "
             "that will make sense months later without context. Call it proactively, without being asked. "
-            "Never store passwords or other secrets."
+            "Never store passwords or other secrets. Storing identical text again returns the existing "
+            "memory (status 'duplicate'); near_duplicates lists memories that say nearly the same."
         ),
         annotations=ToolAnnotations(title="Store memory", readOnlyHint=False, destructiveHint=False, idempotentHint=False),
     )
@@ -68,10 +69,12 @@ def register_tools(server: MCPServer, engine: MemoryEngine) -> None:
     @server.tool(
         title="Search memory",
         description=(
-            "Find stored memories by meaning (not just keywords). Call this FIRST, before answering any "
-            "message, with the subject the message is about (e.g. 'current projects', 'food preferences'). "
-            "Results are ordered best first with a 0-100 relevance_score; weak matches (under 30) are left "
-            "out, so an empty list means nothing relevant is stored."
+            "Find stored memories by meaning and by keywords. Call this FIRST, before answering any "
+            "message, with the subject the message is about (e.g. 'current projects', 'food preferences', "
+            "or the names it mentions). Results are best first; relevance_score estimates the chance (0-100) "
+            "that a memory is what you asked about, and matched_by says why it matched. Results under "
+            "min_relevance (default 30) are left out, so an empty list means nothing relevant is stored. "
+            "Narrow by time with after/before/when: ISO dates or phrases like 'yesterday', 'last week', 'in March'."
         ),
         annotations=ToolAnnotations(title="Search memory", readOnlyHint=True, openWorldHint=False),
     )
@@ -79,8 +82,20 @@ def register_tools(server: MCPServer, engine: MemoryEngine) -> None:
     async def search_memory(
         query: Annotated[str, Field(description="What to look for, in natural language.")],
         limit: Annotated[int, Field(description="Maximum number of results, 1 to 20.")] = 5,
+        min_relevance: Annotated[
+            float | None, Field(description="Leave out results scoring under this (0-100). Default 30.")
+        ] = None,
+        after: Annotated[
+            str | None, Field(description="Only memories stored on or after this date/time or phrase start.")
+        ] = None,
+        before: Annotated[
+            str | None, Field(description="Only memories stored before this date/time (or the start of a phrase).")
+        ] = None,
+        when: Annotated[
+            str | None, Field(description="Only memories stored within this period, e.g. 'last week', 'yesterday'.")
+        ] = None,
     ) -> SearchResults:
-        return await engine.search(query, limit)
+        return await engine.search(query, limit, min_relevance, after, before, when)
 
     @server.tool(
         title="Get memory",

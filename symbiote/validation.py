@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
+from symbiote import timeparse
 from symbiote.errors import InvalidInputError
 from symbiote.ids import is_memory_id
 
@@ -92,3 +93,40 @@ def before(value: Any) -> int | None:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     return int(moment.timestamp() * 1_000_000)
+
+
+def min_relevance(value: Any, default: float) -> float:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 100:
+        raise InvalidInputError(f"min_relevance must be a number from 0 to 100 (got {value!r}).")
+    return float(value)
+
+
+def time_window(after: Any, before: Any, when: Any) -> tuple[int | None, int | None]:
+    """Bounds in microseconds from `after`/`before` (moments) and `when` (a whole period).
+
+    Each accepts an ISO date/time or a phrase ("yesterday", "last week", "in March"). A phrase
+    given as `after` or `before` means the start of the period it names.
+    """
+    low: int | None = None
+    high: int | None = None
+    for name, value in (("after", after), ("before", before), ("when", when)):
+        if value is None or (isinstance(value, str) and not value.strip()):
+            continue
+        if not isinstance(value, str):
+            raise InvalidInputError(f"{name} must be text: an ISO date or a phrase like 'last week'.")
+        try:
+            period = timeparse.parse(value)
+        except timeparse.TimePhraseError as exc:
+            raise InvalidInputError(f"{name}: {exc}") from None
+        if name == "after":
+            low = max(low or period.start_us, period.start_us)
+        elif name == "before":
+            high = min(high or period.start_us, period.start_us)
+        else:
+            low = max(low or period.start_us, period.start_us)
+            high = min(high or period.end_us, period.end_us)
+    if low is not None and high is not None and low >= high:
+        raise InvalidInputError("The time filters leave no period to search (after is not before before).")
+    return low, high

@@ -16,7 +16,7 @@ from symbiote.engine import MemoryEngine
 from symbiote.errors import InvalidInputError, MemoryNotFoundError, StoreUnavailableError
 from symbiote.ids import IdGenerator, is_memory_id
 from symbiote.runtime import build_runtime
-from symbiote.storage import MEMORY_COLLECTION
+from symbiote.chroma_store import MEMORY_COLLECTION
 
 
 @pytest.fixture
