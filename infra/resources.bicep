@@ -237,11 +237,12 @@ resource hostStorageRole 'Microsoft.Authorization/roleAssignments@2022-04-01' = 
   }
 }
 
-// The writer lease: a file lease on .symbiote/writer.lock through Azure Files OAuth (backup intent),
-// on this one share only.
+// The writer lease: a file lease on .symbiote/writer.lock through Azure Files OAuth (backup intent).
+// Assigned on the account, which holds only this share (Azure Files data-plane roles are not
+// evaluated on the ARM id of a share).
 resource shareDataRole 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
-  name: guid(share.id, identity.id, roles.storageFileDataPrivilegedContributor)
-  scope: share
+  name: guid(storage.id, identity.id, roles.storageFileDataPrivilegedContributor)
+  scope: storage
   properties: {
     roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.storageFileDataPrivilegedContributor)
     principalId: identity.properties.principalId
@@ -470,9 +471,9 @@ resource app 'Microsoft.App/containerApps@2024-10-02-preview' = {
               tcpSocket: {
                 port: containerPort
               }
-              initialDelaySeconds: 3
-              periodSeconds: 5
-              failureThreshold: 48 // up to 4 minutes for the host to start on a cold node
+              initialDelaySeconds: 10
+              periodSeconds: 10
+              failureThreshold: 10 // the Functions host has ~110 s to open its port (10 is the platform's maximum)
             }
             {
               type: 'Liveness'
