@@ -22,9 +22,8 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable, Iterator, Sequence
+from typing import Any, AsyncIterator, Callable, Iterator
 
-import numpy as np
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -33,7 +32,7 @@ from starlette.routing import Route
 from symbiote.config import Settings
 from symbiote.errors import StoreUnavailableError
 from symbiote.fileshare import FileShare, ShareUsage, Snapshot, WriterLease, open_share, prune_snapshots
-from symbiote.storage import Match, MemoryStore, StoredMemory, open_embedded_store
+from symbiote.storage import MemoryStore, open_embedded_store
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +106,7 @@ class GuardedStore:
     ) -> None:
         self._opener = opener
         self._usage = usage
+        self._local = threading.local()
         self._lease = lease
         self._gate = gate
         self._data_path = data_path
@@ -136,35 +136,49 @@ class GuardedStore:
             self._lease.check_writable()
         return self._current()
 
-    # writes
+    # The MemoryStore operations, whatever their signatures: everything is delegated to the store,
+    # and writes need the lease and pass the gate. `add` and `delete` are the writes by name; an
+    # engine that knows its own writes wraps each in `writing()` (see MemoryEngine._write), which
+    # covers any write operation the store grows later.
 
-    def add(self, memory: StoredMemory, vectors: np.ndarray, windows: Sequence[str]) -> None:
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """Hold the write gate and require the lease for the duration of one write."""
+        if getattr(self._local, "depth", 0):
+            self._writable()
+            self._local.depth += 1
+            try:
+                yield
+            finally:
+                self._local.depth -= 1
+            return
         with self._gate.write():
-            self._writable().add(memory, vectors, windows)
+            self._writable()
+            self._local.depth = 1
+            try:
+                yield
+            finally:
+                self._local.depth = 0
 
-    def delete(self, memory_id: str) -> bool:
-        with self._gate.write():
-            return self._writable().delete(memory_id)
+    def add(self, *args: Any, **kwargs: Any) -> Any:
+        with self.writing():
+            return self._writable().add(*args, **kwargs)
 
-    # reads
+    def delete(self, *args: Any, **kwargs: Any) -> Any:
+        with self.writing():
+            return self._writable().delete(*args, **kwargs)
 
-    def get(self, memory_ids: Sequence[str]) -> dict[str, StoredMemory]:
-        return self._current().get(memory_ids)
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        target = getattr(self._current(), name)
+        if not callable(target):
+            return target
 
-    def nearest(self, vector: np.ndarray, k: int) -> list[Match]:
-        return self._current().nearest(vector, k)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return getattr(self._current(), name)(*args, **kwargs)
 
-    def count(self) -> int:
-        return self._current().count()
-
-    def page(self, limit: int, before_us: int | None) -> list[StoredMemory]:
-        return self._current().page(limit, before_us)
-
-    def scan(self) -> list[StoredMemory]:
-        return self._current().scan()
-
-    def size_bytes(self) -> int:
-        return self._current().size_bytes()
+        return call
 
     def share_usage(self) -> dict[str, Any] | None:
         """The file share's usage against its quota (with a warning from 90 %), for memory_stats."""

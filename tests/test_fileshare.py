@@ -370,6 +370,8 @@ def test_guarded_store_refuses_writes_on_standby_and_reopens_after_takeover(tmp_
     assert opened == ["active", "late", "late"]  # reopened once, on taking over
     assert late.count() == 2
     assert late.share_usage() is None  # no usage source given
+    # Store operations GuardedStore does not name are delegated: reads by name, anything else as a write.
+    assert callable(late.scan) and late.size_bytes() > 0
     reporting = GuardedStore(opener("reporting"), writer, WriteGate(), data, usage=lambda: ShareUsage(95, 100).report())
     assert reporting.share_usage()["percent_used"] == 95.0 and "95% full" in reporting.share_usage()["warning"]
     writer.stop()
@@ -689,3 +691,43 @@ def test_periodic_snapshots_without_the_functions_timer(tmp_path):
     finally:
         services.close()
     assert services.share.current_lease() is None  # closing releases the lease
+
+
+def test_guarded_store_delegates_other_operations_and_guards_writes_the_engine_marks(tmp_path):
+    class Inner:
+        def __init__(self) -> None:
+            self.calls: list[str] = []
+
+        def coverage(self, text: str) -> float:
+            self.calls.append("coverage")
+            return 1.0
+
+        def update_tags(self, memory_id: str, tags: list[str]) -> bool:
+            self.calls.append("update_tags")
+            return True
+
+    inner = Inner()
+    root = tmp_path / "share"
+    holder = WriterLease(LocalDirectoryShare(root), ttl=30, holder="holder")
+    standby = WriterLease(LocalDirectoryShare(root), ttl=30, holder="standby")
+    assert holder.attempt() and not standby.attempt()
+    (root / "chroma").mkdir(parents=True)
+    (root / "chroma" / "chroma.sqlite3").write_bytes(b"")
+    gate = WriteGate()
+    guarded = GuardedStore(lambda: inner, standby, gate, root / "chroma")
+    assert guarded.coverage("abc") == 1.0  # delegated, whatever it is called
+    with pytest.raises(AttributeError):
+        guarded.no_such_operation
+    with pytest.raises(WriterLeaseError):  # the engine wraps each of its writes in writing()
+        with guarded.writing():
+            guarded.update_tags("mem_1", ["x"])
+    holder.stop()
+    assert standby.attempt()
+    with guarded.writing():
+        assert gate.writes_in_flight == 1
+        with guarded.writing():  # re-entrant (add/delete inside an engine write)
+            assert guarded.update_tags("mem_1", ["x"]) is True
+        assert gate.writes_in_flight == 1
+    assert gate.writes_in_flight == 0
+    assert inner.calls == ["coverage", "update_tags"]
+    standby.stop()
