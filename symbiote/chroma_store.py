@@ -222,6 +222,14 @@ class ChromaMemoryStore:
     ) -> list[KeywordMatch]:
         return self._lexical.search(text, k, after_us, before_us)
 
+    def keyword_words(
+        self, words: Sequence[str], k: int, after_us: int | None = None, before_us: int | None = None
+    ) -> list[KeywordMatch]:
+        return self._lexical.search_words(words, k, after_us, before_us, body_only=True)
+
+    def coverage(self, text: str, memory_ids: Sequence[str]) -> dict[str, float]:
+        return self._lexical.coverage(text, memory_ids)
+
     def count(self) -> int:
         return int(self._memories.count())
 

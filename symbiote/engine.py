@@ -22,7 +22,8 @@ from symbiote.embeddings import MODEL_DIMENSION, MODEL_NAME
 from symbiote.errors import MemoryNotFoundError, StoreUnavailableError, SymbioteError
 from symbiote.ids import IdGenerator
 from symbiote.keyed_lock import KeyedLock
-from symbiote.ranking import fuse
+from symbiote.lexical import KeywordMatch
+from symbiote.ranking import Candidate, QueryEvidence, fuse, relevance_scores
 from symbiote.records import (
     DeleteResult,
     Memory,
@@ -34,12 +35,15 @@ from symbiote.records import (
     StoreResult,
 )
 from symbiote.storage import MemoryStore, StoredMemory, content_hash
+from symbiote.topics import TopicIndex
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 RELEVANCE_CUTOFF = 30.0
 CANDIDATES = 50  # per retriever, before fusion
+TOPIC_CANDIDATES = 10  # memories carrying a vague question's topic words that join the candidates
+TOPIC_MEMBERSHIP = 0.5  # how strongly a keyword match makes a memory a member of a topic
 NEAR_DUPLICATE = 0.92  # cosine at or above which a new memory is reported as a near-duplicate
 
 
@@ -81,6 +85,7 @@ class MemoryEngine:
         self._io = ThreadPoolExecutor(max_workers=4, thread_name_prefix="store")
         self._ids = IdGenerator()
         self._same_content = KeyedLock()
+        self._topics: TopicIndex | None = None
         self._store_timer = _Timer()
         self._search_timer = _Timer()
 
@@ -88,7 +93,7 @@ class MemoryEngine:
 
     async def warm_up(self) -> None:
         """Open the store and load the model now rather than on the first request."""
-        results = await asyncio.gather(self._store_or_raise(), self._embedder.model(), return_exceptions=True)
+        results = await asyncio.gather(self._store_or_raise(), self._topic_index(), return_exceptions=True)
         for result in results:
             if isinstance(result, BaseException):
                 log.warning("memory warm-up incomplete: %s", result)
@@ -174,16 +179,14 @@ class MemoryEngine:
         count = validation.limit(limit, name="limit", high=20)
         cutoff = validation.min_relevance(min_relevance, RELEVANCE_CUTOFF)
         after_us, before_us = validation.time_window(after, before, when)
-        store, vectors = await asyncio.gather(self._store_or_raise(), self._embedder.embed([text]))
-        dense, keyword = await asyncio.gather(
-            self._read(store.nearest, vectors[0], CANDIDATES, after_us, before_us),
-            self._read(store.keyword, text, CANDIDATES, after_us, before_us),
-        )
-        kept = [c for c in fuse(dense, keyword) if c.relevance >= cutoff][: count * 2]
-        found = await self._read(store.get, [c.memory_id for c in kept])
+        candidates, evidence = await self.rank(text, after_us, before_us)
+        scored = list(zip(candidates, relevance_scores(candidates, evidence)))
+        scored.sort(key=lambda pair: pair[1], reverse=True)  # stable: equal scores keep the fused order
+        kept = [(c, score) for c, score in scored if score >= cutoff][: count * 2]
+        found = await self._read((await self._store_or_raise()).get, [c.memory_id for c, _ in kept])
         hits: list[SearchHit] = []
         seen: set[str] = set()
-        for candidate in kept:
+        for candidate, score in kept:
             memory = found.get(candidate.memory_id)
             if memory is None:
                 continue
@@ -194,7 +197,7 @@ class MemoryEngine:
             hits.append(
                 SearchHit(
                     **_public(memory).model_dump(),
-                    relevance_score=candidate.relevance,
+                    relevance_score=score,
                     matched_by=candidate.matched_by,
                 )
             )
@@ -207,6 +210,40 @@ class MemoryEngine:
             else f"No stored memory is relevant to this query (none scored {cutoff:g} or more)."
         )
         return SearchResults(query=text, results=hits, count=len(hits), message=message)
+
+    async def rank(
+        self, text: str, after_us: int | None = None, before_us: int | None = None
+    ) -> tuple[list[Candidate], QueryEvidence]:
+        """All candidates for a query, best first, and the query-level evidence for scoring them."""
+        store, vectors, topics = await asyncio.gather(
+            self._store_or_raise(), self._embedder.embed([text]), self._topic_index()
+        )
+        topic = topics.match(vectors[0])
+        no_members: list[KeywordMatch] = []
+        dense, keyword, members = await asyncio.gather(
+            self._read(store.nearest, vectors[0], CANDIDATES, after_us, before_us),
+            self._read(store.keyword, text, CANDIDATES, after_us, before_us),
+            self._read(store.keyword_words, topic.keywords, TOPIC_CANDIDATES, after_us, before_us)
+            if topic
+            else asyncio.sleep(0, no_members),
+        )
+        candidates = fuse(dense, keyword, members)
+        if not candidates:
+            return [], QueryEvidence(0.0, 0.0, 0.0)
+        shown = [c.memory_id for c in candidates[:10]]
+        coverage = await self._read(store.coverage, text, shown)
+        evidence = QueryEvidence(
+            top_cosine=max((m.similarity for m in dense), default=0.0),
+            coverage=max(coverage.values(), default=0.0),
+            topic=topic.activation * TOPIC_MEMBERSHIP if topic and candidates[0].topic else 0.0,
+            activation=topic.activation if topic else 0.0,
+        )
+        return candidates, evidence
+
+    async def _topic_index(self) -> TopicIndex:
+        if self._topics is None:
+            self._topics = TopicIndex(await self._embedder.embed(TopicIndex.questions()))
+        return self._topics
 
     async def get(self, memory_id: Any) -> Memory:
         mid = validation.memory_id(memory_id)
@@ -239,6 +276,8 @@ class MemoryEngine:
     async def stats(self) -> MemoryStats:
         store = await self._store_or_raise()
         heads, size = await asyncio.gather(self._read(store.scan), self._read(store.size_bytes))
+        share_usage = getattr(store, "share_usage", None)  # symbiote.snapshots.GuardedStore on a file share
+        share = await self._read(share_usage) if callable(share_usage) else None
         tag_counts: dict[str, int] = {}
         for memory in heads:
             for tag in memory.tags:
@@ -255,6 +294,7 @@ class MemoryEngine:
             embedding_dimension=MODEL_DIMENSION,
             avg_store_ms=self._store_timer.mean_ms,
             avg_search_ms=self._search_timer.mean_ms,
+            share=share,
         )
 
     # -- plumbing --------------------------------------------------------------------------
@@ -291,8 +331,18 @@ class MemoryEngine:
             raise StoreUnavailableError(f"Reading the memory store failed: {exc}") from exc
 
     async def _write(self, fn: Callable[..., T], *args: Any) -> T:
+        # A store on a shared file system (symbiote.snapshots.GuardedStore) needs every write
+        # to hold the writer lease and pass the snapshot gate; it offers `writing()` for that.
+        writing = getattr(self._store, "writing", None)
+
+        def guarded() -> T:
+            if writing is None:
+                return fn(*args)
+            with writing():
+                return fn(*args)
+
         try:
-            return await self._run(fn, *args)
+            return await self._run(guarded)
         except SymbioteError:
             raise
         except Exception as exc:

@@ -16,6 +16,7 @@ write: both happen or neither does.
 from __future__ import annotations
 
 import contextlib
+import math
 import re
 import sqlite3
 import threading
@@ -135,16 +136,31 @@ class LexicalIndex:
     def search(
         self, text: str, k: int, after_us: int | None = None, before_us: int | None = None
     ) -> list[KeywordMatch]:
-        terms = query_terms(text)
-        if not terms:
+        """Memories sharing the query's content words, best BM25 first (common words ignored)."""
+        return self.search_words(query_terms(text), k, after_us, before_us, skip_common=True)
+
+    def search_words(
+        self,
+        words: Sequence[str],
+        k: int,
+        after_us: int | None = None,
+        before_us: int | None = None,
+        skip_common: bool = False,
+        body_only: bool = False,
+    ) -> list[KeywordMatch]:
+        """BM25 matches for any of `words`; `body_only` ignores the neighbours' context column."""
+        if not words:
             return []
         with self._lock:
-            total = self.count()
-            if total >= COMMON_TERM_MIN_DOCS:
-                terms = [t for t in terms if self._doc_count(t) <= COMMON_TERM_SHARE * total]
-            if not terms:
+            if skip_common:
+                total = self.count()
+                if total >= COMMON_TERM_MIN_DOCS:
+                    words = [t for t in words if self._doc_count(t) <= COMMON_TERM_SHARE * total]
+            if not words:
                 return []
-            match = " OR ".join(f'"{t}"' for t in terms)
+            match = " OR ".join(f'"{t}"' for t in words)
+            if body_only:
+                match = f"body : ({match})"
             sql = (
                 "SELECT fts.memory_id, -bm25(fts, 0.0, 1.0, ?) AS score FROM fts "
                 "JOIN docs ON docs.memory_id = fts.memory_id WHERE fts MATCH ?"
@@ -160,6 +176,30 @@ class LexicalIndex:
             params += [CONTEXT_WEIGHT, k]
             rows = self._conn.execute(sql, params).fetchall()
         return [KeywordMatch(memory_id, float(score)) for memory_id, score in rows if score > 0]
+
+    def coverage(self, text: str, memory_ids: Sequence[str]) -> dict[str, float]:
+        """For each memory, the IDF-weighted share of the query's content words it contains.
+
+        A word stored nowhere weighs most: "what's my cat's name?" against a store that knows
+        only a dog scores low on coverage however close the vectors are.
+        """
+        words = query_terms(text)
+        if not words or not memory_ids:
+            return {m: 0.0 for m in memory_ids}
+        placeholders = ",".join("?" for _ in memory_ids)
+        with self._lock:
+            total = self.count()
+            weights: dict[str, float] = {}
+            holders: dict[str, set[str]] = {}
+            for word in words:
+                weights[word] = math.log((total + 1) / (self._doc_count(word) + 0.5))
+                rows = self._conn.execute(
+                    f"SELECT memory_id FROM fts WHERE fts MATCH ? AND memory_id IN ({placeholders})",
+                    (f'body:"{word}"', *memory_ids),
+                ).fetchall()
+                holders[word] = {row[0] for row in rows}
+        whole = sum(weights.values()) or 1.0
+        return {m: sum(w for word, w in weights.items() if m in holders[word]) / whole for m in memory_ids}
 
     def _doc_count(self, term: str) -> int:
         return int(self._conn.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", (f'body:"{term}"',)).fetchone()[0])

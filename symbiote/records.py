@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -22,8 +22,11 @@ class SearchHit(Memory):
     relevance_score: float = Field(
         ge=0, le=100, description="Estimated chance (0-100) that this memory is what the query is about."
     )
-    matched_by: Literal["semantic", "keyword", "both"] = Field(
-        description="Why it matched: similar meaning, shared keywords (names, rare words), or both."
+    matched_by: Literal["semantic", "keyword", "both", "topic"] = Field(
+        description=(
+            "Why it matched: similar meaning, shared keywords (names, rare words), both, or 'topic' "
+            "(it is the kind of memory a vague question like 'what am I working on?' asks about)."
+        )
     )
 
 
@@ -82,3 +85,8 @@ class MemoryStats(BaseModel):
     embedding_dimension: int
     avg_store_ms: float | None = Field(description="Mean store latency since the server started.")
     avg_search_ms: float | None = Field(description="Mean search latency since the server started.")
+    share: dict[str, Any] | None = Field(
+        default=None,
+        description="The file share holding the store (deployed on Azure): used_mb, quota_mb, percent_used, "
+        "and a warning from 90 % of the quota. Null when the store is on a plain local disk.",
+    )

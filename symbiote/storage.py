@@ -18,6 +18,7 @@ from symbiote.errors import StoreUnavailableError
 if TYPE_CHECKING:
     import numpy as np
 
+    from symbiote.chroma_client import ChromaServer
     from symbiote.chroma_store import ChromaMemoryStore
     from symbiote.lexical import KeywordMatch
 
@@ -65,6 +66,12 @@ class MemoryStore(Protocol):
         self, text: str, k: int, after_us: int | None = None, before_us: int | None = None
     ) -> list["KeywordMatch"]: ...
 
+    def keyword_words(
+        self, words: Sequence[str], k: int, after_us: int | None = None, before_us: int | None = None
+    ) -> list["KeywordMatch"]: ...
+
+    def coverage(self, text: str, memory_ids: Sequence[str]) -> dict[str, float]: ...
+
     def delete(self, memory_id: str) -> bool: ...
 
     def count(self) -> int: ...
@@ -98,3 +105,23 @@ def open_embedded_store(path: Path, model_name: str, dimension: int) -> "ChromaM
         path=str(path), settings=ChromaSettings(anonymized_telemetry=False, allow_reset=False)
     )
     return ChromaMemoryStore(client, model_name, dimension, LexicalIndex(path / LEXICAL_FILE), data_path=path)
+
+
+def open_server_store(server: "ChromaServer", index_dir: Path, model_name: str, dimension: int) -> "ChromaMemoryStore":
+    """Open the store on a Chroma server (CHROMA_HOST); the keyword index stays local, in `index_dir`.
+
+    Same store class, collections and behaviour as the embedded store; only the client differs.
+    `symbiote.chroma_client.ServerMemoryStore` keeps the local keyword index in step with the server.
+    """
+    from symbiote.chroma_client import ServerMemoryStore, connect_server
+    from symbiote.lexical import LexicalIndex
+
+    try:
+        index_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreUnavailableError(
+            f"The directory {str(index_dir)!r} for the local keyword index cannot be created "
+            f"({exc.strerror or exc}). Set CHROMADB_PATH to a writable directory."
+        ) from exc
+    client = connect_server(server)
+    return ServerMemoryStore(client, model_name, dimension, LexicalIndex(index_dir / LEXICAL_FILE), data_path=None)

@@ -1,0 +1,141 @@
+"""The kinds of things an assistant remembers about a person, for vague questions.
+
+"What am I building?" and "I'm working on a React app with TypeScript and authentication"
+share no word and have a cosine of -0.02 with MiniLM: neither retriever can connect them. But
+the question is recognisably about the person's projects, and the memory recognisably is one.
+Each topic here has a few generic ways of asking about it (embedded once) and words that
+memories of that kind tend to contain (matched by the keyword index, porter-stemmed). When a
+query is close enough to a topic's questions, the memories carrying its words join the
+candidates. The lists are generic on purpose: none is taken from an evaluation set except the
+seed question the product spec names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+TOPIC_GATE = 0.45  # cosine to a topic's questions from which a query counts as being about it
+
+TOPICS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "projects": (
+        ("what am I building?", "what project is the user busy with?", "what is the user developing at the moment?"),
+        ("working", "build", "project", "app", "develop", "prototype", "startup", "website", "side"),
+    ),
+    "job": (
+        ("what does the user do for a living?", "tell me about the user's employer"),
+        ("work", "job", "engineer", "manager", "company", "career", "employer", "office", "colleague"),
+    ),
+    "family": (
+        ("who are the user's relatives?", "tell me about the user's family members"),
+        ("sister", "brother", "mother", "mom", "father", "dad", "partner", "wife", "husband", "daughter", "son",
+         "kids", "children", "parents", "family"),
+    ),
+    "pets": (
+        ("tell me about the user's animals", "does the user own a pet?"),
+        ("dog", "cat", "pet", "puppy", "kitten", "horse", "rabbit", "parrot"),
+    ),
+    "food": (
+        ("what food does the user enjoy?", "what are the user's eating habits?"),
+        ("eat", "food", "vegetarian", "vegan", "cuisine", "coffee", "tea", "recipe", "diet", "dinner", "lunch",
+         "breakfast", "cook"),
+    ),
+    "health": (
+        ("what health conditions does the user have?", "anything medical to know about the user?"),
+        ("allergic", "allergy", "diabetes", "medication", "doctor", "asthma", "health", "illness", "therapy"),
+    ),
+    "fitness": (
+        ("how does the user exercise?", "what sport does the user do?"),
+        ("run", "marathon", "gym", "swim", "training", "fitness", "football", "sport", "yoga", "cycling"),
+    ),
+    "hobbies": (
+        ("what does the user do in their free time?", "what are the user's pastimes?"),
+        ("play", "guitar", "piano", "hobby", "paint", "game", "garden", "photography", "knit"),
+    ),
+    "media": (
+        ("what does the user like to read or watch?", "the user's taste in music and films"),
+        ("book", "novel", "author", "film", "movie", "music", "band", "series", "podcast"),
+    ),
+    "home": (
+        ("where is the user's home?", "what city is the user in?"),
+        ("live", "moved", "city", "flat", "apartment", "house", "neighbourhood"),
+    ),
+    "travel": (
+        ("what trips is the user planning?", "how does the user prefer to travel?"),
+        ("fly", "flight", "travel", "trip", "holiday", "vacation", "hotel", "train"),
+    ),
+    "goals": (
+        ("what does the user want to achieve?", "what are the user's plans for the future?"),
+        ("goal", "want", "plan", "saving", "preparing", "dream", "hope"),
+    ),
+    "schedule": (
+        ("what is on the user's calendar?", "what are the user's routines during the week?"),
+        ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "weekly", "every",
+         "meeting", "appointment"),
+    ),
+    "dates": (
+        ("what dates matter to the user?",),
+        ("birthday", "anniversary", "deadline", "due"),
+    ),
+    "tech": (
+        ("which technologies does the user work with?", "what software does the user rely on?"),
+        ("use", "editor", "framework", "database", "language", "library", "tool", "cloud"),
+    ),
+    "decisions": (
+        ("what technical choices were made?", "which options did the team choose?"),
+        ("decided", "chose", "choose", "instead", "switched", "picked"),
+    ),
+    "finance": (
+        ("what is the user's financial situation?", "how does the user handle money?"),
+        ("saving", "budget", "money", "invest", "deposit", "salary", "loan", "mortgage"),
+    ),
+    "learning": (
+        ("what is the user trying to learn?", "which courses is the user taking?"),
+        ("learning", "course", "exam", "study", "practise", "practice", "class", "lesson"),
+    ),
+    "preferences": (
+        ("what does the user like?", "what are the user's preferences?", "what does the user love or hate?"),
+        ("love", "like", "enjoy", "prefer", "favourite", "favorite", "hate", "dislike", "fan"),
+    ),
+    "style": (
+        ("how does the user want the assistant to respond?", "the user's preferences for writing and code style"),
+        ("prefers", "prefer", "style", "format", "tone"),
+    ),
+    "people": (
+        ("who does the user work with?", "who are the user's friends?"),
+        ("manager", "colleague", "friend", "team", "boss", "mentor"),
+    ),
+    "devices": (
+        ("what devices does the user own?",),
+        ("laptop", "phone", "computer", "tablet", "watch", "headphones"),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class TopicMatch:
+    name: str
+    activation: float  # the query's cosine to the topic's nearest question
+    keywords: tuple[str, ...]
+
+
+class TopicIndex:
+    """The topics' question vectors; embedded once, then a matrix product per query."""
+
+    def __init__(self, question_vectors: np.ndarray) -> None:
+        self._vectors = question_vectors
+        self._owner = np.array([i for i, (questions, _) in enumerate(TOPICS.values()) for _ in questions])
+        self._names = list(TOPICS)
+
+    @staticmethod
+    def questions() -> list[str]:
+        return [q for questions, _ in TOPICS.values() for q in questions]
+
+    def match(self, query_vector: np.ndarray) -> TopicMatch | None:
+        sims = self._vectors @ query_vector
+        best = int(np.argmax(sims))
+        if float(sims[best]) < TOPIC_GATE:
+            return None
+        name = self._names[int(self._owner[best])]
+        return TopicMatch(name, float(sims[best]), TOPICS[name][1])
