@@ -52,6 +52,19 @@ class Settings:
     snapshot_schedule: str = "0 0 3 * * *"
     snapshot_keep: int = 7
 
+    # Conversation history and build_context (symbiote.history, symbiote.context).
+    history_tail_n: int = 16
+    memory_top_k: int = 8
+    context_token_budget: int = 2000
+    # A Chroma server instead of the embedded store (symbiote.chroma_client). chroma_host "" = embedded.
+    chroma_host: str = ""
+    chroma_port: int = 8000
+    chroma_ssl: bool = False
+    chroma_auth_token: str = field(default="", repr=False)
+    chroma_auth_header: str = "Authorization"
+    chroma_tenant: str = "default_tenant"
+    chroma_database: str = "default_database"
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
         """Read and validate the environment; raise ConfigError naming every bad variable."""
@@ -82,6 +95,8 @@ class Settings:
         model_dir = env.get("SYMBIOTE_MODEL_DIR", "").strip()
         personalities = env.get("SYMBIOTE_PERSONALITIES_DIR", "").strip()
         share = _share_settings(env, problems, integer)
+        chroma_server = _chroma_server_settings(env, problems, integer)
+        memory_context = _context_settings(integer)
         if problems:
             raise ConfigError("Invalid configuration:\n  - " + "\n  - ".join(problems))
         return cls(
@@ -96,6 +111,8 @@ class Settings:
             personalities_dir=Path(personalities).expanduser() if personalities else cls.personalities_dir,
             embed_cache_size=cache,
             **share,
+            **chroma_server,
+            **memory_context,
         )
 
 
@@ -142,4 +159,82 @@ def _share_settings(env: Mapping[str, str], problems: list[str], integer: Any) -
         "lease_ttl_seconds": integer("SYMBIOTE_LEASE_TTL_SECONDS", 60, 15, 3600),
         "snapshot_schedule": schedule,
         "snapshot_keep": integer("SYMBIOTE_SNAPSHOT_KEEP", 7, 1, 200),
+    }
+
+
+CHROMA_AUTH_HEADERS = ("Authorization", "X-Chroma-Token")
+
+
+def _context_settings(integer: Any) -> dict[str, Any]:
+    """Conversation history and build_context defaults (docs/history.md)."""
+    return {
+        "history_tail_n": integer("HISTORY_TAIL_N", 16, 1, 200),
+        "memory_top_k": integer("MEMORY_TOP_K", 8, 1, 20),
+        "context_token_budget": integer("CONTEXT_TOKEN_BUDGET", 2000, 100, 200_000),
+    }
+
+
+def _chroma_server_settings(env: Mapping[str, str], problems: list[str], integer: Any) -> dict[str, Any]:
+    """A Chroma server (docs/chroma-server.md): CHROMA_HOST (a name, host:port or URL) and its options."""
+    from urllib.parse import urlsplit
+
+    raw_host = env.get("CHROMA_HOST", "").strip()
+    raw_port = env.get("CHROMA_PORT", "").strip()
+    raw_ssl = env.get("CHROMA_SSL", "").strip().lower()
+    token = env.get("CHROMA_AUTH_TOKEN", "").strip()
+    header = env.get("CHROMA_AUTH_HEADER", "").strip()
+    tenant = env.get("CHROMA_TENANT", "").strip() or "default_tenant"
+    database = env.get("CHROMA_DATABASE", "").strip() or "default_database"
+    ssl: bool | None = None
+    if raw_ssl in ("1", "true", "yes", "on"):
+        ssl = True
+    elif raw_ssl in ("0", "false", "no", "off"):
+        ssl = False
+    elif raw_ssl:
+        problems.append(f"CHROMA_SSL={raw_ssl!r} must be 1/true/yes or 0/false/no")
+    port = integer("CHROMA_PORT", 8000, 1, 65535)
+    host = raw_host
+    if raw_host:
+        parts = urlsplit(raw_host if "://" in raw_host else f"//{raw_host}")
+        if "://" in raw_host and parts.scheme not in ("http", "https"):
+            problems.append(f"CHROMA_HOST={raw_host!r}: the scheme must be http or https")
+        try:
+            url_port = parts.port
+        except ValueError:
+            url_port = None
+            problems.append(f"CHROMA_HOST={raw_host!r} has an invalid port")
+        host = parts.hostname or ""
+        if not host or parts.path not in ("", "/") or parts.query or parts.fragment:
+            problems.append(f"CHROMA_HOST={raw_host!r} must be a host name, host:port or http(s)://host:port")
+        if url_port is not None:
+            if raw_port.isdigit() and int(raw_port) != url_port:
+                problems.append(f"CHROMA_HOST={raw_host!r} and CHROMA_PORT={raw_port} name different ports")
+            port = url_port
+        if "://" in raw_host:
+            url_ssl = parts.scheme == "https"
+            if ssl is not None and ssl != url_ssl:
+                problems.append(f"CHROMA_HOST={raw_host!r} and CHROMA_SSL={raw_ssl} disagree about TLS")
+            ssl = url_ssl
+        if env.get("SYMBIOTE_SHARE", "").strip().lower() not in ("", "off", "none"):
+            problems.append(
+                "CHROMA_HOST and SYMBIOTE_SHARE exclude each other: the file share and its writer lease are for "
+                "the embedded store; with a Chroma server, the server holds the memories. Unset one of them"
+            )
+    else:
+        for name in ("CHROMA_PORT", "CHROMA_SSL", "CHROMA_AUTH_TOKEN", "CHROMA_TENANT", "CHROMA_DATABASE"):
+            if env.get(name, "").strip():
+                problems.append(f"{name} is set but CHROMA_HOST is not: set CHROMA_HOST to use a Chroma server")
+    if header:
+        known = {h.lower(): h for h in CHROMA_AUTH_HEADERS}
+        if header.lower() not in known:
+            problems.append(f"CHROMA_AUTH_HEADER={header!r} must be one of {', '.join(CHROMA_AUTH_HEADERS)}")
+        header = known.get(header.lower(), "Authorization")
+    return {
+        "chroma_host": host,
+        "chroma_port": port,
+        "chroma_ssl": bool(ssl),
+        "chroma_auth_token": token,
+        "chroma_auth_header": header or "Authorization",
+        "chroma_tenant": tenant,
+        "chroma_database": database,
     }

@@ -6,14 +6,19 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
+from symbiote.chroma_client import ChromaClients, ChromaServer
 from symbiote.config import Settings
+from symbiote.context import ContextBuilder, TokenCounter
 from symbiote.embedder import AsyncEmbedder
 from symbiote.embeddings import MANIFEST_NAME, Embedder, ModelMissingError, OnnxEmbedder
 from symbiote.engine import MemoryEngine
+from symbiote.history import ConversationHistory, HistoryStore, open_history_store
+from symbiote.history_tools import HistoryServices, register_history_tools
 from symbiote.personality import Personality, load
 from symbiote.server import SymbioteMCP, build_server
-from symbiote.storage import MemoryStore, open_embedded_store
+from symbiote.storage import MemoryStore, open_embedded_store, open_server_store
 
 log = logging.getLogger(__name__)
 
@@ -45,24 +50,63 @@ class Runtime:
     engine: MemoryEngine
     server: SymbioteMCP
     started: float = field(default_factory=time.monotonic)
+    history: HistoryServices | None = None
 
     @property
     def uptime_seconds(self) -> float:
         return round(time.monotonic() - self.started, 1)
 
 
+def history_services(
+    settings: Settings,
+    embedder: AsyncEmbedder,
+    engine: MemoryEngine,
+    clients: ChromaClients | None = None,
+    guard: Callable[[Callable[[], HistoryStore]], HistoryStore] | None = None,
+) -> HistoryServices:
+    """Conversation history and build_context, in the same Chroma as the memories.
+
+    `guard` wraps the history store's opener the way the memory store's is wrapped, e.g. in
+    `snapshots.GuardedStore` so that history writes too need the file share's writer lease.
+    """
+    clients = clients or ChromaClients(ChromaServer.from_settings(settings), settings.chromadb_path)
+
+    def open_history(model: str, dimension: int) -> HistoryStore:
+        def opener() -> HistoryStore:
+            return open_history_store(clients.get(), model, dimension)
+
+        return guard(opener) if guard is not None else opener()
+
+    history = ConversationHistory(embedder, open_history)
+    builder = ContextBuilder(
+        history,
+        engine,
+        TokenCounter(settings.model_dir / "tokenizer.json"),
+        tail_n=settings.history_tail_n,
+        top_k=settings.memory_top_k,
+        budget=settings.context_token_budget,
+    )
+    return HistoryServices(history, builder)
+
+
 def build_runtime(settings: Settings) -> Runtime:
     personality = load(settings.personalities_dir, settings.personality)
+    chroma_server = ChromaServer.from_settings(settings)
 
     def open_store(model: str, dimension: int) -> MemoryStore:
+        if chroma_server is not None:
+            return open_server_store(chroma_server, settings.chromadb_path, model, dimension)
         return open_embedded_store(settings.chromadb_path, model, dimension)
 
     embedder = AsyncEmbedder(lambda: load_embedder(settings.model_dir), cache_size=settings.embed_cache_size)
     engine = MemoryEngine(embedder, open_store)
+    history = history_services(settings, embedder, engine, ChromaClients(chroma_server, settings.chromadb_path))
+    server = build_server(engine, personality)
+    register_history_tools(server, history)
     log.info(
         "symbiote configured: personality=%s store=%s model=%s",
         personality.variant,
-        settings.chromadb_path,
+        chroma_server.describe() if chroma_server else settings.chromadb_path,
         settings.model_dir,
     )
-    return Runtime(settings, personality, engine, build_server(engine, personality))
+    return Runtime(settings, personality, engine, server, history=history)
