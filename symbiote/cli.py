@@ -73,7 +73,11 @@ def serve(args: argparse.Namespace) -> int:
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
     settings = dataclasses.replace(settings, **overrides)
     logs.configure(settings.log_level)
-    app = create_app(settings)
+    try:
+        app = create_app(settings)
+    except ConfigError as exc:
+        print(f"symbiote: {exc}", file=sys.stderr)
+        return 2
     log.info("serving MCP on http://%s:%d/mcp (legacy SSE at /sse, health at /health)", settings.host, settings.port)
     config = uvicorn.Config(
         app,
@@ -123,6 +127,99 @@ def export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _auth_store(settings: Settings):  # type: ignore[no-untyped-def]
+    from symbiote.auth.store import AuthStore, default_auth_db
+
+    return AuthStore(settings.auth_db_path or default_auth_db(settings.chromadb_path))
+
+
+def _when(stamp: float | None) -> str:
+    import datetime
+
+    if stamp is None:
+        return "-"
+    return datetime.datetime.fromtimestamp(stamp, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def keys(args: argparse.Namespace) -> int:
+    """`symbiote keys create|list|revoke`: static API keys for clients that can send a header."""
+    from symbiote.auth.policy import resolve_mode
+    from symbiote.auth.store import AuthStoreUnavailable
+
+    settings = _settings()
+    store = _auth_store(settings)
+    try:
+        if args.action == "create":
+            name = " ".join(args.name.split())
+            if not name or len(name) > 100:
+                print("symbiote: give the key a name of 1 to 100 characters, e.g. `symbiote keys create vscode`", file=sys.stderr)
+                return 2
+            key, secret = store.create_api_key(name)
+            print(f"Created API key {key.key_id} ({key.name}). Copy it now: it is not shown again.\n")
+            print(f"    {secret}\n")
+            print(f"Send it as an HTTP header:  Authorization: Bearer {secret}")
+            if resolve_mode(settings) == "none":
+                print(
+                    "\nNote: with this configuration the server runs without authentication (SYMBIOTE_AUTH=none on "
+                    "loopback); keys are checked when it runs with SYMBIOTE_AUTH=oauth."
+                )
+            return 0
+        if args.action == "list":
+            found = store.list_api_keys()
+            if not found:
+                print("No API keys. Create one with `symbiote keys create NAME`.")
+                return 0
+            print(f"{'ID':<14} {'NAME':<24} {'KEY':<16} {'CREATED':<22} {'LAST USED':<22} STATUS")
+            for key in found:
+                status = f"revoked {_when(key.revoked_at)}" if key.revoked_at else "active"
+                print(f"{key.key_id:<14} {key.name[:24]:<24} {key.hint:<16} {_when(key.created_at):<22} {_when(key.last_used_at):<22} {status}")
+            return 0
+        revoked = store.revoke_api_key(args.key)
+        if not revoked:
+            print(f"symbiote: no active API key with id or name {args.key!r} (see `symbiote keys list`)", file=sys.stderr)
+            return 1
+        for key in revoked:
+            print(f"Revoked API key {key.key_id} ({key.name}); it stops working immediately.")
+        return 0
+    except AuthStoreUnavailable as exc:
+        print(f"symbiote: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        store.close()
+
+
+def oauth(args: argparse.Namespace) -> int:
+    """`symbiote oauth revoke-all`: disconnect every OAuth connector (API keys are untouched)."""
+    from symbiote.auth.store import AuthStoreUnavailable
+
+    store = _auth_store(_settings())
+    try:
+        count = store.revoke_all_grants()
+    except AuthStoreUnavailable as exc:
+        print(f"symbiote: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        store.close()
+    print(f"Revoked {count} OAuth connection(s); each connector must sign in again with the owner secret.")
+    return 0
+
+
+def owner_secret_hash(_args: argparse.Namespace) -> int:
+    """Read an owner secret (prompt or stdin) and print its SYMBIOTE_OWNER_SECRET_HASH value."""
+    import getpass
+
+    from symbiote.auth.owner import hash_secret
+    from symbiote.auth.policy import GENERATE_HINT, MIN_OWNER_SECRET_LENGTH
+
+    secret = getpass.getpass("Owner secret: ") if sys.stdin.isatty() else sys.stdin.readline()
+    secret = secret.strip()
+    if len(secret) < MIN_OWNER_SECRET_LENGTH:
+        print(f"symbiote: the owner secret needs at least {MIN_OWNER_SECRET_LENGTH} characters; {GENERATE_HINT}", file=sys.stderr)
+        return 2
+    print(hash_secret(secret))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="symbiote", description="Venom's persistent memory, over MCP.")
     parser.add_argument("--version", action="version", version=f"symbiote {__version__}")
@@ -135,6 +232,21 @@ def main(argv: list[str] | None = None) -> int:
     export_cmd = commands.add_parser("export-model", help="export the bundled model to ONNX (needs torch)")
     export_cmd.add_argument("--target", help="directory to write (default: SYMBIOTE_MODEL_DIR)")
     export_cmd.set_defaults(run=export)
+    keys_cmd = commands.add_parser("keys", help="API keys for clients that send 'Authorization: Bearer' (oauth mode)")
+    key_actions = keys_cmd.add_subparsers(dest="action", required=True)
+    create_cmd = key_actions.add_parser("create", help="create a key and print it once")
+    create_cmd.add_argument("name", help="what the key is for, e.g. vscode")
+    key_actions.add_parser("list", help="list keys (never the keys themselves)")
+    revoke_cmd = key_actions.add_parser("revoke", help="revoke a key by id or name")
+    revoke_cmd.add_argument("key", help="the key's id (key_...) or name")
+    keys_cmd.set_defaults(run=keys)
+    oauth_cmd = commands.add_parser("oauth", help="manage OAuth connections (Claude, ChatGPT connectors)")
+    oauth_actions = oauth_cmd.add_subparsers(dest="action", required=True)
+    oauth_actions.add_parser("revoke-all", help="disconnect every OAuth connector; they must sign in again")
+    oauth_cmd.set_defaults(run=oauth)
+    commands.add_parser(
+        "owner-secret-hash", help="print SYMBIOTE_OWNER_SECRET_HASH for an owner secret read from stdin"
+    ).set_defaults(run=owner_secret_hash)
     args = parser.parse_args(argv)
     return int(args.run(args))
 

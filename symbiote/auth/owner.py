@@ -1,0 +1,140 @@
+"""The owner secret: how the single owner proves it is them on the consent page.
+
+The secret is set at deploy time (SYMBIOTE_OWNER_SECRET, or SYMBIOTE_OWNER_SECRET_HASH made by
+`symbiote owner-secret-hash` so the plain secret never sits in the app settings). Attempts are
+checked with scrypt and compared in constant time, and `SignInLimiter` puts exponential backoff
+in front of the check, so guessing is throttled before any hashing work is spent.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import os
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1  # ~16 MiB, tens of ms: fine behind a rate limit
+_MAXMEM = 64 * 1024 * 1024
+
+
+class OwnerSecretError(ValueError):
+    """A malformed SYMBIOTE_OWNER_SECRET_HASH."""
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def _scrypt(secret: str, salt: bytes, n: int, r: int, p: int) -> bytes:
+    return hashlib.scrypt(secret.encode("utf-8"), salt=salt, n=n, r=r, p=p, maxmem=_MAXMEM, dklen=32)
+
+
+def hash_secret(secret: str) -> str:
+    """`scrypt$n$r$p$salt$hash`, the value for SYMBIOTE_OWNER_SECRET_HASH."""
+    salt = os.urandom(16)
+    return f"scrypt${SCRYPT_N}${SCRYPT_R}${SCRYPT_P}${_b64(salt)}${_b64(_scrypt(secret, salt, SCRYPT_N, SCRYPT_R, SCRYPT_P))}"
+
+
+def parse_secret_hash(text: str) -> tuple[int, int, int, bytes, bytes]:
+    parts = text.split("$")
+    if len(parts) != 6 or parts[0] != "scrypt":
+        raise OwnerSecretError("expected scrypt$n$r$p$salt$hash (made by `symbiote owner-secret-hash`)")
+    try:
+        n, r, p = int(parts[1]), int(parts[2]), int(parts[3])
+        salt, digest = _unb64(parts[4]), _unb64(parts[5])
+    except ValueError:
+        raise OwnerSecretError("expected scrypt$n$r$p$salt$hash (made by `symbiote owner-secret-hash`)") from None
+    if n < 2**12 or n & (n - 1) or not 1 <= r <= 32 or not 1 <= p <= 16 or len(salt) < 8 or len(digest) != 32:
+        raise OwnerSecretError("the scrypt parameters are out of range; make a new hash with `symbiote owner-secret-hash`")
+    if 128 * r * n * p > _MAXMEM // 2:
+        raise OwnerSecretError("the scrypt cost needs too much memory; make a new hash with `symbiote owner-secret-hash`")
+    return n, r, p, salt, digest
+
+
+class OwnerSecret:
+    """Checks an attempt against the configured secret: scrypt, then a constant-time compare."""
+
+    def __init__(self, secret: str = "", secret_hash: str = "") -> None:
+        if secret_hash:
+            self._n, self._r, self._p, self._salt, self._digest = parse_secret_hash(secret_hash)
+        elif secret:
+            self._n, self._r, self._p, self._salt = SCRYPT_N, SCRYPT_R, SCRYPT_P, os.urandom(16)
+            self._digest = _scrypt(secret, self._salt, self._n, self._r, self._p)
+        else:
+            self._digest = b""
+
+    @property
+    def configured(self) -> bool:
+        return bool(self._digest)
+
+    def verify(self, attempt: str) -> bool:
+        """Blocking (tens of ms): call it from a worker thread."""
+        if not self._digest or not attempt or len(attempt) > 1024:
+            return False
+        return hmac.compare_digest(_scrypt(attempt, self._salt, self._n, self._r, self._p), self._digest)
+
+
+@dataclass
+class _Source:
+    failures: int = 0
+    locked_until: float = 0.0
+
+
+@dataclass
+class SignInLimiter:
+    """Exponential backoff on wrong owner secrets, per source address and for the whole server.
+
+    A source gets `free_failures` wrong attempts, then waits 1 s, 2 s, 4 s ... (at most
+    `max_delay`) after each further one. Sources are cheap to fake behind proxies, so a global
+    budget also applies: after `global_max` failures within `global_window` seconds every
+    sign-in waits until the oldest of them ages out. While locked, attempts are refused without
+    checking the secret (no guess is tested, no hashing work is spent), so an attacker learns
+    nothing and the server stays responsive; existing tokens keep working throughout.
+    """
+
+    free_failures: int = 5
+    max_delay: float = 900.0
+    global_max: int = 30
+    global_window: float = 900.0
+    max_sources: int = 10_000
+    clock: object = field(default=time.monotonic, repr=False)
+    _sources: dict[str, _Source] = field(default_factory=dict, repr=False)
+    _recent: deque[float] = field(default_factory=deque, repr=False)
+
+    def _now(self) -> float:
+        return self.clock()  # type: ignore[operator]
+
+    def retry_after(self, source: str) -> float:
+        """Seconds until `source` may try again (0: it may try now)."""
+        now = self._now()
+        while self._recent and self._recent[0] <= now - self.global_window:
+            self._recent.popleft()
+        wait = 0.0
+        if len(self._recent) >= self.global_max:
+            wait = self._recent[0] + self.global_window - now
+        state = self._sources.get(source)
+        if state is not None:
+            wait = max(wait, state.locked_until - now)
+        return max(0.0, wait)
+
+    def failure(self, source: str) -> None:
+        now = self._now()
+        self._recent.append(now)
+        if source not in self._sources and len(self._sources) >= self.max_sources:
+            oldest = min(self._sources, key=lambda key: self._sources[key].locked_until)
+            del self._sources[oldest]
+        state = self._sources.setdefault(source, _Source())
+        state.failures += 1
+        over = state.failures - self.free_failures
+        if over >= 0:
+            state.locked_until = now + min(2.0**over, self.max_delay)
+
+    def success(self, source: str) -> None:
+        self._sources.pop(source, None)

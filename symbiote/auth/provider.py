@@ -1,0 +1,271 @@
+"""Symbiote as the OAuth 2.1 authorization server for its single owner, on the MCP SDK's interfaces.
+
+`SymbioteOAuthProvider` implements the SDK's `OAuthAuthorizationServerProvider` for one public
+origin (the issuer); all origins share one `AuthStore`. The SDK's handlers do the protocol work
+(metadata, registration, PKCE S256 checks, redirect-URI checks, token and revocation endpoints);
+this class decides what is stored and when a code may be minted: only after the owner approves
+on the consent page (`symbiote.auth.consent`).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hmac
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import anyio.to_thread
+from mcp.server.auth.middleware.client_auth import ClientAuthenticator
+from mcp.server.auth.provider import (
+    AccessToken,
+    AuthorizationCode,
+    AuthorizationParams,
+    AuthorizeError,
+    RefreshToken,
+    RegistrationError,
+    TokenError,
+)
+from mcp.shared.auth import InvalidRedirectUriError, OAuthClientInformationFull, OAuthToken
+from pydantic import AnyUrl
+from starlette.requests import Request
+
+from symbiote.auth.policy import is_loopback
+from symbiote.auth.store import API_KEY_PREFIX, AuthStore, digest, new_secret
+
+SCOPE = "memory"  # one owner, one permission: the whole memory
+FORBIDDEN_REDIRECT_SCHEMES = frozenset({"javascript", "data", "file", "vbscript", "about", "blob"})
+
+
+def _canonical_resource(url: str) -> str:
+    parts = urlsplit(url.strip())
+    return f"{parts.scheme.lower()}://{parts.netloc.lower()}{parts.path.rstrip('/')}"
+
+
+class SymbioteClient(OAuthClientInformationFull):
+    """A registered client, with the server's own rules for scopes and loopback redirects."""
+
+    def validate_scope(self, requested_scope: str | None) -> list[str] | None:
+        # Scopes carry no meaning for a single-owner memory (clients send anything from nothing to
+        # "claudeai" or "read write"): every grant is the whole memory, reported as scope "memory".
+        return [SCOPE]
+
+    def validate_redirect_uri(self, redirect_uri: AnyUrl | None) -> AnyUrl:
+        if redirect_uri is not None and self.redirect_uris and redirect_uri not in self.redirect_uris:
+            # RFC 8252 §7.3: a native app's loopback redirect may use any port.
+            if redirect_uri.scheme == "http" and is_loopback(redirect_uri.host or ""):
+                for registered in self.redirect_uris:
+                    if (
+                        registered.scheme == "http"
+                        and registered.host == redirect_uri.host
+                        and registered.path == redirect_uri.path
+                        and registered.query == redirect_uri.query
+                    ):
+                        return redirect_uri
+        return super().validate_redirect_uri(redirect_uri)
+
+
+def redirect_uri_problem(uri: AnyUrl) -> str | None:
+    """OAuth 2.1 §2.3.1 / RFC 8252: https, http on loopback, or an app's private-use scheme."""
+    scheme = (uri.scheme or "").lower()
+    if uri.fragment is not None:
+        return f"redirect URI {uri} must not have a fragment"
+    if scheme == "https":
+        return None
+    if scheme == "http":
+        return None if is_loopback(uri.host or "") else f"redirect URI {uri} must use https (http only on loopback)"
+    if scheme in FORBIDDEN_REDIRECT_SCHEMES:
+        return f"redirect URI scheme {scheme!r} is not allowed"
+    return None  # a private-use scheme such as cursor:// or vscode://
+
+
+class SymbioteOAuthProvider:
+    """The SDK's provider protocol for one origin, over the shared store."""
+
+    def __init__(self, store: AuthStore, origin: str, *, access_ttl: int, refresh_ttl: int) -> None:
+        self.store = store
+        self.origin = origin
+        self.resource = f"{origin}/mcp"
+        self.access_ttl = access_ttl
+        self.refresh_ttl = refresh_ttl
+
+    async def _run(self, fn: Any, *args: Any) -> Any:
+        return await anyio.to_thread.run_sync(fn, *args)
+
+    # -- clients --------------------------------------------------------------------------------
+
+    async def get_client(self, client_id: str) -> SymbioteClient | None:
+        found = await self._run(self.store.get_client, client_id)
+        if found is None:
+            return None
+        info, secret_hash = found
+        return SymbioteClient.model_validate({**info, "client_secret": secret_hash})
+
+    async def register_client(self, client_info: OAuthClientInformationFull) -> None:
+        for uri in client_info.redirect_uris or []:
+            problem = redirect_uri_problem(uri)
+            if problem:
+                raise RegistrationError("invalid_redirect_uri", problem)
+        if client_info.scope is None or SCOPE not in client_info.scope.split():
+            client_info.scope = SCOPE if client_info.scope is None else f"{client_info.scope} {SCOPE}"
+        info = client_info.model_dump(mode="json", exclude={"client_secret"}, exclude_none=True)
+        if not await self._run(self.store.register_client, client_info.client_id, info, client_info.client_secret):
+            raise RegistrationError(
+                "invalid_client_metadata", "Too many registrations are waiting for the owner's approval; try later."
+            )
+
+    # -- authorization --------------------------------------------------------------------------
+
+    async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
+        """No code yet: park the request and send the browser to the owner's consent page."""
+        if params.resource and _canonical_resource(params.resource) not in (self.resource, self.origin):
+            raise AuthorizeError("invalid_target", f"This server only issues tokens for {self.resource}")
+        pending = {
+            "state": params.state,
+            "scopes": [SCOPE],
+            "code_challenge": params.code_challenge,
+            "redirect_uri": str(params.redirect_uri),
+            "redirect_uri_provided_explicitly": params.redirect_uri_provided_explicitly,
+            "resource": self.resource,
+            "origin": self.origin,
+        }
+        ticket = await self._run(self.store.add_pending, client.client_id, pending)
+        return f"{self.origin}/oauth/consent?ticket={ticket}"
+
+    async def load_authorization_code(self, client: OAuthClientInformationFull, authorization_code: str) -> AuthorizationCode | None:
+        found = await self._run(self.store.load_code, authorization_code)
+        if found is None:
+            return None
+        client_id, data, expires_at = found
+        return AuthorizationCode(
+            code=authorization_code,
+            scopes=data["scopes"],
+            expires_at=expires_at,
+            client_id=client_id,
+            code_challenge=data["code_challenge"],
+            redirect_uri=AnyUrl(data["redirect_uri"]),
+            redirect_uri_provided_explicitly=data["redirect_uri_provided_explicitly"],
+            resource=data["resource"],
+            subject="owner",
+        )
+
+    async def exchange_authorization_code(self, client: OAuthClientInformationFull, authorization_code: AuthorizationCode) -> OAuthToken:
+        issued = await self._run(
+            lambda: self.store.exchange_code(
+                authorization_code.code,
+                client.client_id,
+                authorization_code.scopes,
+                authorization_code.resource,
+                self.access_ttl,
+                self.refresh_ttl,
+            )
+        )
+        if issued is None:
+            raise TokenError("invalid_grant", "authorization code was already used or has expired")
+        return OAuthToken(
+            access_token=issued.access_token,
+            expires_in=issued.access_expires_in,
+            scope=" ".join(issued.scopes),
+            refresh_token=issued.refresh_token,
+        )
+
+    # -- tokens ---------------------------------------------------------------------------------
+
+    async def load_refresh_token(self, client: OAuthClientInformationFull, refresh_token: str) -> RefreshToken | None:
+        record = await self._run(self.store.load_refresh, refresh_token)
+        if record is None or record.client_id != client.client_id:
+            return None
+        return RefreshToken(
+            token=refresh_token,
+            client_id=record.client_id,
+            scopes=record.scopes,
+            expires_at=int(record.expires_at),
+            resource=record.resource,
+            subject="owner",
+        )
+
+    async def exchange_refresh_token(self, client: OAuthClientInformationFull, refresh_token: RefreshToken, scopes: list[str]) -> OAuthToken:
+        issued = await self._run(
+            lambda: self.store.rotate_refresh(refresh_token.token, scopes, self.access_ttl, self.refresh_ttl)
+        )
+        if issued is None:
+            raise TokenError("invalid_grant", "refresh token was already used, revoked or has expired")
+        return OAuthToken(
+            access_token=issued.access_token,
+            expires_in=issued.access_expires_in,
+            scope=" ".join(issued.scopes),
+            refresh_token=issued.refresh_token,
+        )
+
+    async def load_access_token(self, token: str) -> AccessToken | None:
+        if token.startswith(API_KEY_PREFIX):
+            key = await self._run(self.store.check_api_key, token)
+            if key is None:
+                return None
+            # An API key is good on every origin this server answers on.
+            return AccessToken(
+                token=token, client_id=f"apikey:{key.key_id}", scopes=[SCOPE], resource=self.resource, subject="owner"
+            )
+        record = await self._run(self.store.load_token, token, "access")
+        if record is None:
+            return None
+        return AccessToken(
+            token=token,
+            client_id=record.client_id,
+            scopes=record.scopes,
+            expires_at=int(record.expires_at),
+            resource=record.resource,
+            subject="owner",
+            claims={"iss": self.origin},
+        )
+
+    async def revoke_token(self, token: AccessToken | RefreshToken) -> None:
+        """Revoking either token ends the whole grant: its access and refresh tokens together."""
+        for kind in ("access", "refresh"):
+            record = await self._run(self.store.load_token, token.token, kind)
+            if record is not None:
+                await self._run(self.store.revoke_grant, record.grant_id)
+                return
+
+    async def exchange_identity_assertion(self, client: Any, params: Any) -> OAuthToken:
+        raise TokenError("unsupported_grant_type", "The JWT bearer grant is not supported by this authorization server")
+
+
+class HashedSecretAuthenticator(ClientAuthenticator):
+    """The SDK's client authentication, against client secrets stored only as digests.
+
+    The stored record carries the digest in `client_secret`; for this one request the presented
+    secret is hashed and, when it matches (constant-time), the SDK's own checks run with the
+    presented value in its place. Any other value fails them exactly as a wrong secret would.
+    """
+
+    async def authenticate_request(self, request: Request) -> OAuthClientInformationFull:
+        presented = await _presented_secret(request)
+        return await ClientAuthenticator(_PresentedSecretView(self.provider, presented)).authenticate_request(request)
+
+
+class _PresentedSecretView:
+    def __init__(self, provider: Any, presented: str | None) -> None:
+        self._provider = provider
+        self._presented = presented
+
+    async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
+        client = await self._provider.get_client(client_id)
+        if client is None or not client.client_secret:
+            return client
+        if self._presented and hmac.compare_digest(digest(self._presented), client.client_secret):
+            return client.model_copy(update={"client_secret": self._presented})
+        return client.model_copy(update={"client_secret": new_secret("mismatch_")})
+
+
+async def _presented_secret(request: Request) -> str | None:
+    header = request.headers.get("Authorization", "")
+    if header.startswith("Basic "):
+        try:
+            decoded = base64.b64decode(header[6:]).decode("utf-8")
+        except (ValueError, UnicodeDecodeError, binascii.Error):
+            return None
+        return unquote(decoded.split(":", 1)[1]) if ":" in decoded else None
+    form = await request.form()
+    value = form.get("client_secret")
+    return value if isinstance(value, str) else None

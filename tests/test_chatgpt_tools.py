@@ -1,0 +1,79 @@
+"""ChatGPT's `search` and `fetch` over real HTTP: the exact shapes deep research expects, as
+structured content and as the same JSON in the text, with links that resolve on this server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+import httpx
+import pytest
+from mcp import Client
+
+from tests.conftest import ServerProcess
+
+
+@pytest.fixture(scope="module")
+def chatgpt_server(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator[ServerProcess]:
+    proc = ServerProcess(tmp_path_factory.mktemp("chatgpt") / "data", env={"SYMBIOTE_CHATGPT_TOOLS": "on"}).start()
+    yield proc
+    proc.stop()
+
+
+async def structured_and_text(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result.content
+    assert len(result.content) == 1 and result.content[0].type == "text"
+    assert json.loads(result.content[0].text) == result.structured_content  # the same JSON, twice
+    return result.structured_content
+
+
+async def test_search_and_fetch_have_chatgpts_shapes(chatgpt_server: ServerProcess) -> None:
+    async with Client(chatgpt_server.mcp_url) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        stored = await client.call_tool(
+            "store_memory", {"content": "Our daughter Maya starts violin lessons on Tuesdays at 4pm", "tags": ["family"]}
+        )
+        memory_id = stored.structured_content["memory_id"]
+        found = await structured_and_text(client, "search", {"query": "when are Maya's music lessons?"})
+        fetched = await structured_and_text(client, "fetch", {"id": memory_id})
+        nothing = await structured_and_text(client, "search", {"query": "quarterly tax filing deadline"})
+    for name in ("search", "fetch"):
+        tool = tools[name]
+        assert tool.annotations.read_only_hint is True and tool.description and tool.output_schema
+    assert list(tools["search"].input_schema["properties"]) == ["query"]
+    assert list(tools["fetch"].input_schema["properties"]) == ["id"]
+
+    assert set(found) == {"results"} and found["results"]
+    hit = found["results"][0]
+    assert set(hit) == {"id", "title", "url"} and hit["id"] == memory_id
+    assert hit["title"].startswith("Our daughter Maya")
+    assert hit["url"] == f"{chatgpt_server.base_url}/memories/{memory_id}"
+    assert nothing == {"results": []}
+
+    assert set(fetched) == {"id", "title", "text", "url", "metadata"}
+    assert fetched["id"] == memory_id and fetched["text"] == "Our daughter Maya starts violin lessons on Tuesdays at 4pm"
+    assert fetched["url"] == hit["url"]
+    assert fetched["metadata"]["tags"] == ["family"] and fetched["metadata"]["timestamp"].endswith("Z")
+
+    link = httpx.get(hit["url"], timeout=10)
+    assert link.status_code == 200 and link.json()["content"] == fetched["text"]
+    assert httpx.get(f"{chatgpt_server.base_url}/memories/mem_00000000000000000001", timeout=10).status_code == 404
+    assert httpx.get(hit["url"], headers={"Host": "evil.example"}, timeout=10).status_code == 421
+
+
+async def test_search_and_fetch_errors_read_like_sentences(chatgpt_server: ServerProcess) -> None:
+    async with Client(chatgpt_server.mcp_url) as client:
+        empty = await client.call_tool("search", {"query": "  "})
+        missing = await client.call_tool("fetch", {"id": "mem_00000000000000000001"})
+    assert empty.is_error and "query is empty" in empty.content[0].text
+    assert missing.is_error and "Memory not found" in missing.content[0].text
+    assert "Traceback" not in empty.content[0].text + missing.content[0].text
+
+
+async def test_a_local_loopback_server_keeps_its_six_tools(server: ServerProcess) -> None:
+    """Local clients (Claude Desktop/Code, VS Code) use search_memory; ChatGPT cannot reach loopback."""
+    async with Client(server.mcp_url) as client:
+        names = {tool.name for tool in (await client.list_tools()).tools}
+    assert "search" not in names and "fetch" not in names
