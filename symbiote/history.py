@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import re
 import secrets
 import time
@@ -45,7 +46,7 @@ MAX_CONVERSATION_ID = 200
 MAX_TURN_CHARS = 100_000
 MAX_TURN_INDEX = 999_999_999
 MAX_GET = 500
-RACE_RETRIES = 5
+RACE_RETRIES = 25  # a writer that keeps losing the race backs off a random, growing while
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 Role = Literal["user", "assistant", "system"]
@@ -166,9 +167,10 @@ def _turn(document: str | None, meta: dict[str, Any] | None) -> Turn:
 
 
 class HistoryStore(Protocol):
-    """What `ConversationHistory` needs from storage. Method names say read or write (see snapshots.GuardedStore)."""
+    """What `ConversationHistory` needs from storage. The one write is `add` (the name
+    `snapshots.GuardedStore` puts behind the writer lease); the rest only read."""
 
-    def append(
+    def add(
         self, conversation: str, role: str, text: str, ts: str, ts_us: int, vector: np.ndarray, index: int | None
     ) -> tuple[Turn, bool]: ...
 
@@ -206,7 +208,7 @@ class ChromaHistoryStore:
         meta = (got["metadatas"] or [{}])[0] or {}
         return _turn((got["documents"] or [None])[0], meta), str(meta.get("writer", ""))
 
-    def append(
+    def add(
         self, conversation: str, role: str, text: str, ts: str, ts_us: int, vector: np.ndarray, index: int | None
     ) -> tuple[Turn, bool]:
         """Store one turn; returns it and whether it was written (False: the same turn was there already)."""
@@ -214,7 +216,9 @@ class ChromaHistoryStore:
         if index is None:
             index = max(self._indexes(conversation), default=-1) + 1
         writer = secrets.token_hex(8)
-        for _attempt in range(RACE_RETRIES):
+        for attempt in range(RACE_RETRIES):
+            if attempt:
+                time.sleep(random.uniform(0, 0.005 * 2 ** min(attempt, 5)))  # break the tie with the other writer
             rid = record_id(conversation, index)
             existing = self._read(rid) if explicit else None
             if existing is None:
@@ -299,7 +303,7 @@ class ConversationHistory:
         store = await self._store_or_raise()
         vector = (await self._embedder.embed([said]))[0]
         async with self._appending.hold(cid):  # this instance's appends to one conversation, one at a time
-            turn, written = await self._call(store.append, cid, who, said, stamp, micros, vector, index)
+            turn, written = await self._call(store.add, cid, who, said, stamp, micros, vector, index)
         if written:
             message = f"Turn {turn.turn_index} appended to conversation {cid!r}."
         else:

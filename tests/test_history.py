@@ -96,6 +96,31 @@ async def test_concurrent_appends_get_distinct_indexes(history: ConversationHist
     assert len(turns) == 12 and sorted(t.text for t in turns) == sorted(f"message {i}" for i in range(12))
 
 
+async def test_history_writes_can_be_put_behind_the_share_write_gate(tmp_path: Path, model_dir: Path) -> None:
+    """`history_services(guard=...)` with the file share's GuardedStore: a snapshot holds appends back."""
+    from symbiote.config import Settings
+    from symbiote.embedder import AsyncEmbedder
+    from symbiote.runtime import history_services, load_embedder
+    from symbiote.snapshots import GuardedStore, WriteGate
+
+    settings = Settings(chromadb_path=tmp_path / "data", model_dir=model_dir)
+    gate = WriteGate()
+    embedder = AsyncEmbedder(lambda: load_embedder(model_dir))
+    services = history_services(
+        settings, embedder, engine=None, guard=lambda opener: GuardedStore(opener, None, gate, settings.chromadb_path)
+    )
+    try:
+        await services.history.append("gated", "user", "before the snapshot")
+        with gate.quiesce():
+            pending = asyncio.ensure_future(services.history.append("gated", "user", "during the snapshot"))
+            await asyncio.sleep(0.5)
+            assert not pending.done()  # waits for the snapshot to finish
+            assert [t.text for t in (await services.history.get("gated")).turns] == ["before the snapshot"]  # reads go on
+        assert (await pending).turn_index == 1
+    finally:
+        embedder.close()
+
+
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
