@@ -136,6 +136,12 @@ async def main() -> None:
                     await client.call_tool("search_memory", {"query": "what did we decide about the trip?"})
                     repeat.append(time.perf_counter() - started)
                 print(summary(f"search_memory, repeated query (cache hit) at {size}", repeat))
+                stats_times = []
+                for _ in range(20):
+                    started = time.perf_counter()
+                    await client.call_tool("memory_stats", {})
+                    stats_times.append(time.perf_counter() - started)
+                print(summary(f"memory_stats at {size}", stats_times))
         stats = httpx.get(f"http://127.0.0.1:{port}/health").json()
         print(f"health after run: {stats['memories']} memories")
     finally:

@@ -20,6 +20,10 @@ param personality string = 'default'
 @description('Extra host names (custom domains) the MCP endpoint answers to, comma-separated.')
 param allowedHosts string = ''
 
+@secure()
+@description('Owner secret for the OAuth consent page (azd env set SYMBIOTE_OWNER_SECRET ...); empty: API keys only.')
+param ownerSecret string = ''
+
 @description('0 scales to zero when idle (cheapest, cold start on the first request); 1 keeps one replica warm.')
 @allowed([
   0
@@ -61,6 +65,7 @@ module resources 'resources.bicep' = {
     imageName: apiImageName
     personality: personality
     allowedHosts: allowedHosts
+    ownerSecret: ownerSecret
     minReplicas: minReplicas
     shareQuotaGiB: shareQuotaGiB
     snapshotKeep: snapshotKeep

@@ -27,6 +27,10 @@ param personality string = 'default'
 @description('Custom host names, comma-separated.')
 param allowedHosts string = ''
 
+@secure()
+@description('Owner secret typed on the OAuth consent page (Claude, ChatGPT connectors); empty: only API keys work.')
+param ownerSecret string = ''
+
 @allowed([
   0
   1
@@ -371,6 +375,12 @@ resource app 'Microsoft.App/containerApps@2024-10-02-preview' = {
           identity: identity.id
         }
       ]
+      secrets: empty(ownerSecret) ? [] : [
+        {
+          name: 'owner-secret'
+          value: ownerSecret
+        }
+      ]
     }
     template: {
       containers: [
@@ -429,6 +439,16 @@ resource app 'Microsoft.App/containerApps@2024-10-02-preview' = {
             {
               name: 'SYMBIOTE_ALLOWED_HOSTS'
               value: allowedHosts
+            }
+            {
+              name: 'SYMBIOTE_AUTH'
+              value: 'oauth'
+            }
+            {
+              // The secret itself stays in the container app's secret store, never in plain settings.
+              name: 'SYMBIOTE_OWNER_SECRET'
+              secretRef: empty(ownerSecret) ? null : 'owner-secret'
+              value: empty(ownerSecret) ? '' : null
             }
             {
               name: 'SYMBIOTE_SHARE'

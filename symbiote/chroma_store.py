@@ -24,6 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from symbiote.errors import StoreUnavailableError
+from symbiote.filters import MemoryFilter
 from symbiote.lexical import KeywordMatch, LexicalIndex
 from symbiote.storage import Match, StoredMemory
 
@@ -33,31 +34,31 @@ MEMORY_COLLECTION = "venom_memories"
 CHUNK_COLLECTION = "venom_memories_chunks"
 
 
-def _time_filter(after_us: int | None, before_us: int | None) -> dict[str, Any] | None:
-    clauses: list[dict[str, Any]] = []
-    if after_us is not None:
-        clauses.append({"created_us": {"$gte": after_us}})
-    if before_us is not None:
-        clauses.append({"created_us": {"$lt": before_us}})
-    if not clauses:
-        return None
-    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
-
-
-def _metadata(memory: StoredMemory, passages: int) -> dict[str, Any]:
+def _metadata(memory: StoredMemory, passages: int, clear_missing: bool = False) -> dict[str, Any]:
+    """Chroma metadata for a memory. For an update, `clear_missing` sends None for absent keys,
+    which Chroma's merge treats as "remove" (a tag list emptied by an update must not linger)."""
     meta: dict[str, Any] = {
         "timestamp": memory.timestamp,
         "created_us": memory.created_us,
         "content_hash": memory.content_hash,
         "windows": passages,
+        "bookmarked": memory.bookmarked,
     }
-    if memory.tags:  # Chroma rejects empty lists
-        meta["tags"] = list(memory.tags)
+    optional = {
+        "tags": list(memory.tags) or None,  # Chroma rejects empty lists and None values
+        "type": memory.type,
+        "confidence": memory.confidence,
+        "updated_us": memory.updated_us,
+        "conversation_id": memory.conversation_id,
+    }
+    meta.update({key: value for key, value in optional.items() if value is not None or clear_missing})
     return meta
 
 
 def _from_chroma(memory_id: str, document: str | None, meta: dict[str, Any] | None) -> StoredMemory:
     meta = meta or {}
+    confidence = meta.get("confidence")
+    updated = meta.get("updated_us")
     return StoredMemory(
         memory_id=memory_id,
         content=document or "",
@@ -65,7 +66,16 @@ def _from_chroma(memory_id: str, document: str | None, meta: dict[str, Any] | No
         created_us=int(meta.get("created_us", 0)),
         tags=tuple(meta.get("tags") or ()),
         content_hash=str(meta.get("content_hash", "")),
+        type=meta.get("type"),
+        confidence=float(confidence) if confidence is not None else None,
+        bookmarked=bool(meta.get("bookmarked", False)),
+        updated_us=int(updated) if updated is not None else None,
+        conversation_id=meta.get("conversation_id"),
     )
+
+
+def _chunk_ids(memory_id: str, passages: int) -> list[str]:
+    return [f"{memory_id}#{i}" for i in range(1, passages)]
 
 
 class ChromaMemoryStore:
@@ -126,56 +136,102 @@ class ChromaMemoryStore:
     # -- writes ----------------------------------------------------------------------------
 
     def add(self, memory: StoredMemory, vectors: np.ndarray, windows: Sequence[str]) -> None:
+        self.add_many([(memory, vectors, windows)])
+
+    def add_many(self, items: Sequence[tuple[StoredMemory, np.ndarray, Sequence[str]]]) -> None:
+        """One keyword transaction, one Chroma call per collection: all stored or none."""
+        if not items:
+            return
         written = False
         try:
             with self._lexical.transaction() as tx:
-                tx.add(memory.memory_id, memory.created_us, memory.content)
-                self._add_vectors(memory, vectors, windows)
+                for memory, _vectors, _windows in items:
+                    tx.add(memory.memory_id, memory.created_us, memory.content)
+                self._add_vectors(items)
                 written = True
         except BaseException:
             if written:  # the index commit failed after Chroma took the write: undo it
-                self._delete_vectors(memory.memory_id, len(windows))
+                self._delete_vectors([(m.memory_id, len(w)) for m, _v, w in items])
             raise
 
-    def _add_vectors(self, memory: StoredMemory, vectors: np.ndarray, windows: Sequence[str]) -> None:
-        extra = len(windows) - 1
-        chunk_ids = [f"{memory.memory_id}#{i}" for i in range(1, extra + 1)]
-        if extra:
-            self._chunks.add(
-                ids=chunk_ids,
-                embeddings=vectors[1:].tolist(),
-                documents=list(windows[1:]),
-                metadatas=[
-                    {"memory_id": memory.memory_id, "window": i, "created_us": memory.created_us}
-                    for i in range(1, extra + 1)
-                ],
-            )
+    def _add_vectors(self, items: Sequence[tuple[StoredMemory, np.ndarray, Sequence[str]]]) -> None:
+        chunk_ids: list[str] = []
+        chunk_vectors: list[list[float]] = []
+        chunk_docs: list[str] = []
+        chunk_meta: list[dict[str, Any]] = []
+        for memory, vectors, windows in items:
+            for i, (vector, text) in enumerate(zip(vectors[1:], windows[1:]), start=1):
+                chunk_ids.append(f"{memory.memory_id}#{i}")
+                chunk_vectors.append(vector.tolist())
+                chunk_docs.append(text)
+                chunk_meta.append({"memory_id": memory.memory_id, "window": i, "created_us": memory.created_us})
+        if chunk_ids:
+            self._chunks.add(ids=chunk_ids, embeddings=chunk_vectors, documents=chunk_docs, metadatas=chunk_meta)
         try:
             self._memories.add(
-                ids=[memory.memory_id],
-                embeddings=vectors[:1].tolist(),
-                documents=[memory.content],
-                metadatas=[_metadata(memory, len(windows))],
+                ids=[m.memory_id for m, _v, _w in items],
+                embeddings=[v[0].tolist() for _m, v, _w in items],
+                documents=[m.content for m, _v, _w in items],
+                metadatas=[_metadata(m, len(w)) for m, _v, w in items],
             )
         except BaseException:
-            if extra:
+            if chunk_ids:
                 self._chunks.delete(ids=chunk_ids)
             raise
 
-    def _delete_vectors(self, memory_id: str, windows: int) -> None:
-        self._memories.delete(ids=[memory_id])
-        if windows > 1:
-            self._chunks.delete(ids=[f"{memory_id}#{i}" for i in range(1, windows)])
+    def _delete_vectors(self, memories: Sequence[tuple[str, int]]) -> None:
+        self._memories.delete(ids=[mid for mid, _ in memories])
+        chunks = [cid for mid, passages in memories for cid in _chunk_ids(mid, passages)]
+        if chunks:
+            self._chunks.delete(ids=chunks)
+
+    def replace(self, memory: StoredMemory, vectors: np.ndarray | None, windows: Sequence[str]) -> None:
+        old = self._memories.get(ids=[memory.memory_id], include=["metadatas"])
+        if not old["ids"]:
+            raise KeyError(memory.memory_id)
+        old_passages = int((old["metadatas"] or [{}])[0].get("windows", 1) or 1)
+        if vectors is None:  # metadata only: text, vectors and keyword entry stay
+            self._memories.update(ids=[memory.memory_id], metadatas=[_metadata(memory, old_passages, True)])
+            return
+        with self._lexical.transaction() as tx:
+            tx.delete(memory.memory_id)
+            tx.add(memory.memory_id, memory.created_us, memory.content)
+            stale = _chunk_ids(memory.memory_id, old_passages)
+            if stale:
+                self._chunks.delete(ids=stale)
+            fresh = _chunk_ids(memory.memory_id, len(windows))
+            if fresh:
+                self._chunks.add(
+                    ids=fresh,
+                    embeddings=vectors[1:].tolist(),
+                    documents=list(windows[1:]),
+                    metadatas=[
+                        {"memory_id": memory.memory_id, "window": i, "created_us": memory.created_us}
+                        for i in range(1, len(windows))
+                    ],
+                )
+            self._memories.update(
+                ids=[memory.memory_id],
+                embeddings=vectors[:1].tolist(),
+                documents=[memory.content],
+                metadatas=[_metadata(memory, len(windows), True)],
+            )
 
     def delete(self, memory_id: str) -> bool:
-        got = self._memories.get(ids=[memory_id], include=["metadatas"])
-        if not got["ids"]:
-            return False
-        windows = int((got["metadatas"] or [{}])[0].get("windows", 1) or 1)
+        return bool(self.delete_many([memory_id]))
+
+    def delete_many(self, memory_ids: Sequence[str]) -> list[str]:
+        if not memory_ids:
+            return []
+        got = self._memories.get(ids=list(memory_ids), include=["metadatas"])
+        present = [(mid, int((meta or {}).get("windows", 1) or 1)) for mid, meta in zip(got["ids"], got["metadatas"] or [])]
+        if not present:
+            return []
         with self._lexical.transaction() as tx:
-            tx.delete(memory_id)
-            self._delete_vectors(memory_id, windows)
-        return True
+            for memory_id, _passages in present:
+                tx.delete(memory_id)
+            self._delete_vectors(present)
+        return [mid for mid, _ in present]
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -194,19 +250,39 @@ class ChromaMemoryStore:
             return None
         return _from_chroma(got["ids"][0], (got["documents"] or [None])[0], (got["metadatas"] or [None])[0])
 
+    def find_contents(self, hashes: Sequence[str]) -> dict[str, StoredMemory]:
+        """Existing memories by content hash, one query for a whole batch."""
+        if not hashes:
+            return {}
+        got = self._memories.get(
+            where={"content_hash": {"$in": list(dict.fromkeys(hashes))}}, include=["documents", "metadatas"]
+        )
+        found = [_from_chroma(mid, doc, meta) for mid, doc, meta in zip(got["ids"], got["documents"] or [], got["metadatas"] or [])]
+        return {m.content_hash: m for m in sorted(found, key=lambda m: m.created_us, reverse=True)}
+
+    def counts(self) -> dict[str, int]:
+        """Records per collection: memories, extra passages, keyword index entries."""
+        return {
+            "memories": int(self._memories.count()),
+            "passages": int(self._chunks.count()),
+            "keyword_index": self._lexical.count(),
+        }
+
     def nearest(
-        self, vector: np.ndarray, k: int, after_us: int | None = None, before_us: int | None = None
+        self, vector: np.ndarray, k: int, where: MemoryFilter | None = None, passages: bool = True
     ) -> list[Match]:
-        where = _time_filter(after_us, before_us)
         best: dict[str, float] = {}
-        for collection, owner in ((self._memories, None), (self._chunks, "memory_id")):
+        sources = [(self._memories, None, where.chroma_where() if where else None)]
+        if passages:  # passages carry only the time; the engine re-checks the rest
+            sources.append((self._chunks, "memory_id", where.chroma_where(with_metadata=False) if where else None))
+        for collection, owner, condition in sources:
             available = collection.count()
             if not available:
                 continue
             found = collection.query(
                 query_embeddings=[vector.tolist()],
                 n_results=min(k, available),
-                where=where,
+                where=condition,
                 include=["distances", "metadatas"] if owner else ["distances"],
             )
             metas = (found.get("metadatas") or [[]])[0] or [None] * len(found["ids"][0])
@@ -217,24 +293,28 @@ class ChromaMemoryStore:
                     best[mid] = similarity
         return sorted((Match(m, s) for m, s in best.items()), key=lambda m: m.similarity, reverse=True)
 
-    def keyword(
-        self, text: str, k: int, after_us: int | None = None, before_us: int | None = None
-    ) -> list[KeywordMatch]:
-        return self._lexical.search(text, k, after_us, before_us)
+    def keyword(self, text: str, k: int, where: MemoryFilter | None = None) -> list[KeywordMatch]:
+        after, before = (where.after_us, where.before_us) if where else (None, None)
+        return self._lexical.search(text, k, after, before)
 
-    def keyword_words(
-        self, words: Sequence[str], k: int, after_us: int | None = None, before_us: int | None = None
-    ) -> list[KeywordMatch]:
-        return self._lexical.search_words(words, k, after_us, before_us, body_only=True)
+    def keyword_words(self, words: Sequence[str], k: int, where: MemoryFilter | None = None) -> list[KeywordMatch]:
+        after, before = (where.after_us, where.before_us) if where else (None, None)
+        return self._lexical.search_words(words, k, after, before, body_only=True)
 
     def coverage(self, text: str, memory_ids: Sequence[str]) -> dict[str, float]:
         return self._lexical.coverage(text, memory_ids)
+
+    def count_from(self, conversation_id: str, since_us: int) -> int:
+        got = self._memories.get(
+            where={"$and": [{"conversation_id": conversation_id}, {"created_us": {"$gte": since_us}}]}, include=[]
+        )
+        return len(got["ids"])
 
     def count(self) -> int:
         return int(self._memories.count())
 
     def page(self, limit: int, before_us: int | None) -> list[StoredMemory]:
-        heads = self._memories.get(where=_time_filter(None, before_us), include=["metadatas"])
+        heads = self._memories.get(where=MemoryFilter(before_us=before_us).chroma_where(), include=["metadatas"])
         ordered = sorted(
             zip(heads["ids"], heads["metadatas"] or []),
             key=lambda pair: (int((pair[1] or {}).get("created_us", 0)), pair[0]),
@@ -243,9 +323,9 @@ class ChromaMemoryStore:
         found = self.get([mid for mid, _ in ordered])
         return [found[mid] for mid, _ in ordered if mid in found]
 
-    def scan(self) -> list[StoredMemory]:
-        """Every memory without its content (ids, timestamps, tags): for statistics."""
-        heads = self._memories.get(include=["metadatas"])
+    def scan(self, where: MemoryFilter | None = None) -> list[StoredMemory]:
+        """Every (matching) memory without its content: for statistics and retention."""
+        heads = self._memories.get(where=where.chroma_where() if where else None, include=["metadatas"])
         return [_from_chroma(mid, None, meta) for mid, meta in zip(heads["ids"], heads["metadatas"] or [])]
 
     def size_bytes(self) -> int:

@@ -67,14 +67,15 @@ def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from symbiote import logs
-    from symbiote.app import create_app
+    from symbiote.snapshots import create_share_app
 
     settings = _settings()
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
     settings = dataclasses.replace(settings, **overrides)
     logs.configure(settings.log_level)
     try:
-        app = create_app(settings)
+        # = create_app, plus the writer lease and snapshots when SYMBIOTE_SHARE is set
+        app = create_share_app(settings, periodic_snapshots=True)
     except ConfigError as exc:
         print(f"symbiote: {exc}", file=sys.stderr)
         return 2
@@ -220,6 +221,26 @@ def owner_secret_hash(_args: argparse.Namespace) -> int:
     return 0
 
 
+def reset(args: argparse.Namespace) -> int:
+    """Start an empty memory store; the old data directory is moved aside, never deleted."""
+    from symbiote.storage import reset_store
+
+    settings = _settings()
+    if not args.confirm:
+        print(
+            f"symbiote: this moves {settings.chromadb_path} aside and starts an empty memory store. "
+            "Run again with --confirm to do it (nothing is deleted; the old directory is kept).",
+            file=sys.stderr,
+        )
+        return 2
+    moved = reset_store(settings.chromadb_path)
+    if moved is None:
+        print(f"created an empty memory store at {settings.chromadb_path}")
+    else:
+        print(f"moved the old store to {moved}; {settings.chromadb_path} is now empty. Restart the server.")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="symbiote", description="Venom's persistent memory, over MCP.")
     parser.add_argument("--version", action="version", version=f"symbiote {__version__}")
@@ -244,6 +265,9 @@ def main(argv: list[str] | None = None) -> int:
     oauth_actions = oauth_cmd.add_subparsers(dest="action", required=True)
     oauth_actions.add_parser("revoke-all", help="disconnect every OAuth connector; they must sign in again")
     oauth_cmd.set_defaults(run=oauth)
+    reset_cmd = commands.add_parser("reset", help="start an empty memory store (the old one is kept aside)")
+    reset_cmd.add_argument("--confirm", action="store_true", help="really do it")
+    reset_cmd.set_defaults(run=reset)
     commands.add_parser(
         "owner-secret-hash", help="print SYMBIOTE_OWNER_SECRET_HASH for an owner secret read from stdin"
     ).set_defaults(run=owner_secret_hash)

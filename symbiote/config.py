@@ -66,6 +66,11 @@ class Settings:
     chatgpt_tools: str = "auto"  # on | off | auto (on wherever ChatGPT can reach the server)
 
     # Conversation history and build_context (symbiote.history, symbiote.context).
+    # Memory limits and policy (issue 4): None = unlimited / kept forever.
+    max_memories: int | None = None
+    retention_days: int | None = None
+    memory_confidence_min: float = 0.7
+    memory_max_per_window: int = 3
     history_tail_n: int = 16
     memory_top_k: int = 8
     context_token_budget: int = 2000
@@ -110,6 +115,7 @@ class Settings:
         share = _share_settings(env, problems, integer)
         chroma_server = _chroma_server_settings(env, problems, integer)
         memory_context = _context_settings(integer)
+        limits = _limit_settings(env, problems, integer)
         auth = _auth_settings(env, problems, integer, host)
         if problems:
             raise ConfigError("Invalid configuration:\n  - " + "\n  - ".join(problems))
@@ -127,6 +133,7 @@ class Settings:
             **share,
             **chroma_server,
             **memory_context,
+            **limits,
             **auth,
         )
 
@@ -300,3 +307,25 @@ def _auth_settings(env: Mapping[str, str], problems: list[str], integer: Any, ho
     }
     problems.extend(auth_problems(host=host, env=env, **values))
     return values
+
+
+def _limit_settings(env: Mapping[str, str], problems: list[str], integer: Any) -> dict[str, Any]:
+    """MAX_MEMORIES, RETENTION_DAYS (both unset: unlimited, forever), the history write policy."""
+    raw_min = env.get("MEMORY_CONFIDENCE_MIN", "").strip()
+    confidence_min = 0.7
+    if raw_min:
+        try:
+            confidence_min = float(raw_min)
+        except ValueError:
+            problems.append(f"MEMORY_CONFIDENCE_MIN={raw_min!r} is not a number")
+        else:
+            if not 0 <= confidence_min <= 1:
+                problems.append(f"MEMORY_CONFIDENCE_MIN={raw_min} must be from 0 to 1")
+    max_memories = integer("MAX_MEMORIES", 0, 1, 100_000_000) if env.get("MAX_MEMORIES", "").strip() else None
+    retention = integer("RETENTION_DAYS", 0, 1, 100_000) if env.get("RETENTION_DAYS", "").strip() else None
+    return {
+        "max_memories": max_memories,
+        "retention_days": retention,
+        "memory_confidence_min": confidence_min,
+        "memory_max_per_window": integer("MEMORY_MAX_PER_WINDOW", 3, 1, 1000),
+    }

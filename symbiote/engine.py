@@ -1,10 +1,11 @@
-"""The memory engine: validation, ids, embedding and scoring over a `MemoryStore`.
+"""The memory engine: validation, ids, embedding, policy and scoring over a `MemoryStore`.
 
 It knows nothing of MCP or HTTP; every surface (MCP tools, resources, health) calls it. The
 store is opened lazily on the first memory operation (or by `warm_up()` in the background), so
 a server answers `initialize` before Chroma and the model have loaded. A store that cannot be
 opened is not fatal: each call reports why and tries again, so fixing a permission does not
-need a restart. All blocking work runs in worker threads.
+need a restart (a damaged store is the exception: it waits for an operator). All blocking
+work runs in worker threads.
 """
 
 from __future__ import annotations
@@ -13,26 +14,32 @@ import asyncio
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any, Callable, Sequence, TypeVar
 
 from symbiote import validation
 from symbiote.embedder import AsyncEmbedder
 from symbiote.embeddings import MODEL_DIMENSION, MODEL_NAME
-from symbiote.errors import MemoryNotFoundError, StoreUnavailableError, SymbioteError
+from symbiote.errors import InvalidInputError, MemoryNotFoundError, StoreUnavailableError, SymbioteError
+from symbiote.failures import StoreDamagedError, is_transient, write_failure
+from symbiote.filters import MemoryFilter
 from symbiote.ids import IdGenerator
 from symbiote.keyed_lock import KeyedLock
 from symbiote.lexical import KeywordMatch
 from symbiote.ranking import Candidate, QueryEvidence, fuse, relevance_scores
 from symbiote.records import (
+    BatchStoreResult,
     DeleteResult,
     Memory,
     MemoryPage,
     MemoryStats,
     NearDuplicate,
+    RetentionResult,
     SearchHit,
     SearchResults,
     StoreResult,
+    UpdateResult,
 )
 from symbiote.storage import MemoryStore, StoredMemory, content_hash
 from symbiote.topics import TopicIndex
@@ -45,6 +52,29 @@ CANDIDATES = 50  # per retriever, before fusion
 TOPIC_CANDIDATES = 10  # memories carrying a vague question's topic words that join the candidates
 TOPIC_MEMBERSHIP = 0.5  # how strongly a keyword match makes a memory a member of a topic
 NEAR_DUPLICATE = 0.92  # cosine at or above which a new memory is reported as a near-duplicate
+QUOTA_WARNING = 0.9
+WRITE_RETRIES = 3  # transient lock contention: retried this many times, backing off exponentially
+RETRY_BASE_SECONDS = 0.05
+RETENTION_INTERVAL_SECONDS = 24 * 3600
+
+
+class QuotaExceededError(SymbioteError):
+    """MAX_MEMORIES is reached; nothing is ever evicted to make room."""
+
+
+class PolicyRefusedError(InvalidInputError):
+    """The write policy for memories drawn from a conversation refused this one."""
+
+
+@dataclass(frozen=True)
+class EnginePolicy:
+    """Limits and policy from configuration (MAX_MEMORIES, RETENTION_DAYS, MEMORY_*)."""
+
+    max_memories: int | None = None
+    retention_days: int | None = None
+    confidence_min: float = 0.7
+    max_per_window: int = 3
+    window_minutes: int = 60
 
 
 def iso_utc(micros: int) -> str:
@@ -53,8 +83,21 @@ def iso_utc(micros: int) -> str:
     )
 
 
+def _now_us() -> int:
+    return time.time_ns() // 1000
+
+
 def _public(memory: StoredMemory) -> Memory:
-    return Memory(memory_id=memory.memory_id, content=memory.content, timestamp=memory.timestamp, tags=list(memory.tags))
+    return Memory(
+        memory_id=memory.memory_id,
+        content=memory.content,
+        timestamp=memory.timestamp,
+        tags=list(memory.tags),
+        type=memory.type,
+        confidence=memory.confidence,
+        bookmarked=memory.bookmarked,
+        updated_at=iso_utc(memory.updated_us) if memory.updated_us else None,
+    )
 
 
 class _Timer:
@@ -74,13 +117,20 @@ class _Timer:
 
 
 class MemoryEngine:
-    """Stores, finds, lists and deletes memories. Safe to share between any number of clients."""
+    """Stores, finds, lists, updates and deletes memories. Safe to share between any number of clients."""
 
-    def __init__(self, embedder: AsyncEmbedder, open_store: Callable[[str, int], MemoryStore]) -> None:
+    def __init__(
+        self,
+        embedder: AsyncEmbedder,
+        open_store: Callable[[str, int], MemoryStore],
+        policy: EnginePolicy | None = None,
+    ) -> None:
         self._embedder = embedder
         self._open_store = open_store
+        self.policy = policy or EnginePolicy()
         self._store: MemoryStore | None = None
         self._store_error: str | None = None
+        self._damaged: StoreDamagedError | None = None
         self._open_lock = asyncio.Lock()
         self._io = ThreadPoolExecutor(max_workers=4, thread_name_prefix="store")
         self._ids = IdGenerator()
@@ -92,11 +142,20 @@ class MemoryEngine:
     # -- lifecycle -------------------------------------------------------------------------
 
     async def warm_up(self) -> None:
-        """Open the store and load the model now rather than on the first request."""
+        """Open the store and load the model now rather than on the first request.
+
+        With RETENTION_DAYS set it then stays on as the daily retention cleanup (cancel it at shutdown).
+        """
         results = await asyncio.gather(self._store_or_raise(), self._topic_index(), return_exceptions=True)
         for result in results:
             if isinstance(result, BaseException):
                 log.warning("memory warm-up incomplete: %s", result)
+        while self.policy.retention_days is not None and self._store is not None:
+            try:
+                await self.apply_retention()
+            except SymbioteError as exc:
+                log.error("retention cleanup failed: %s", exc)
+            await asyncio.sleep(RETENTION_INTERVAL_SECONDS)
 
     def status(self) -> dict[str, Any]:
         """Health facts without touching the disk: ready, starting, or unavailable (and why)."""
@@ -120,16 +179,23 @@ class MemoryEngine:
         self._io.shutdown(wait=True)
         self._embedder.close()
 
-    # -- operations ------------------------------------------------------------------------
+    # -- writes ----------------------------------------------------------------------------
 
-    async def store(self, content: Any, tags: Any = None) -> StoreResult:
+    async def store(
+        self,
+        content: Any,
+        tags: Any = None,
+        type: Any = None,  # noqa: A002 - the tool's argument name
+        confidence: Any = None,
+        conversation_id: Any = None,
+        bookmarked: Any = False,
+    ) -> StoreResult:
         started = time.perf_counter()
-        text = validation.content(content)
-        labels = validation.tags(tags)
+        draft = self._draft(content, tags, type, confidence, conversation_id, bookmarked)
         store = await self._store_or_raise()
-        digest = content_hash(text)
-        async with self._same_content.hold(digest):  # two identical stores at once make one memory
-            existing = await self._read(store.find_content, digest)
+        await self._check_policy(store, draft)
+        async with self._same_content.hold(draft.content_hash):  # two identical stores at once make one memory
+            existing = await self._read(store.find_content, draft.content_hash)
             if existing is not None:
                 return StoreResult(
                     memory_id=existing.memory_id,
@@ -138,32 +204,163 @@ class MemoryEngine:
                     status="duplicate",
                     message=f"Already remembered: identical content is stored as {existing.memory_id}; no copy made.",
                 )
-            windows = await self._embedder.windows(text)
+            warning = await self._check_quota(store, 1)
+            windows = await self._embedder.windows(draft.content)
             vectors = await self._embedder.embed(windows)
             near = await self._near_duplicates(store, vectors[0])
-            memory_id = self._ids.new()
-            created_us = int(memory_id[4:20])
-            memory = StoredMemory(memory_id, text, iso_utc(created_us), created_us, tuple(labels), digest)
+            memory = self._stamp(draft)
             await self._write(store.add, memory, vectors, windows)
         self._store_timer.add(started)
         message = "Memory stored."
         if near:
             message += f" {len(near)} existing memory(ies) say nearly the same; see near_duplicates."
+        if warning:
+            message += f" {warning}"
         return StoreResult(
-            memory_id=memory_id, timestamp=memory.timestamp, tags=labels, status="stored", near_duplicates=near,
+            memory_id=memory.memory_id,
+            timestamp=memory.timestamp,
+            tags=list(memory.tags),
+            status="stored",
+            near_duplicates=near,
+            warning=warning,
             message=message,
         )
 
-    async def _near_duplicates(self, store: MemoryStore, vector: Any) -> list[NearDuplicate]:
-        close = [m for m in await self._read(store.nearest, vector, 3) if m.similarity >= NEAR_DUPLICATE]
-        if not close:
-            return []
-        found = await self._read(store.get, [m.memory_id for m in close])
-        return [
-            NearDuplicate(memory_id=m.memory_id, content=found[m.memory_id].content, similarity=round(m.similarity, 3))
-            for m in close
-            if m.memory_id in found
-        ]
+    async def store_many(self, items: Any) -> BatchStoreResult:
+        """Store a batch: every item valid or none stored; one embedding pass, one write."""
+        entries = validation.batch(items)
+        drafts: list[StoredMemory] = []
+        for position, item in enumerate(entries, start=1):
+            try:
+                drafts.append(
+                    self._draft(
+                        item.get("content"),
+                        item.get("tags"),
+                        item.get("type"),
+                        item.get("confidence"),
+                        item.get("conversation_id"),
+                        item.get("bookmarked", False),
+                    )
+                )
+            except InvalidInputError as exc:
+                raise InvalidInputError(f"item {position}: {exc} Nothing was stored.") from None
+        store = await self._store_or_raise()
+        existing = await self._read(store.find_contents, [d.content_hash for d in drafts])
+        fresh: dict[str, StoredMemory] = {}
+        for draft in drafts:
+            if draft.content_hash not in existing:
+                fresh.setdefault(draft.content_hash, draft)
+        warning = await self._check_quota(store, len(fresh))
+        windows = [await self._embedder.windows(d.content) for d in fresh.values()]
+        flat = [text for group in windows for text in group]
+        vectors = await self._embedder.embed(flat)
+        stamped = {digest: self._stamp(d) for digest, d in fresh.items()}
+        batch = []
+        offset = 0
+        for (digest, memory), group in zip(stamped.items(), windows):
+            batch.append((memory, vectors[offset : offset + len(group)], group))
+            offset += len(group)
+        await self._write(store.add_many, batch)
+        results = []
+        for draft in drafts:
+            if draft.content_hash in existing:
+                old = existing[draft.content_hash]
+                results.append(
+                    StoreResult(
+                        memory_id=old.memory_id, timestamp=old.timestamp, tags=list(old.tags), status="duplicate",
+                        message="Already remembered; no copy made.",
+                    )
+                )
+            else:
+                memory = stamped[draft.content_hash]
+                first = fresh[draft.content_hash] is draft
+                results.append(
+                    StoreResult(
+                        memory_id=memory.memory_id, timestamp=memory.timestamp, tags=list(memory.tags),
+                        status="stored" if first else "duplicate",
+                        message="Memory stored." if first else "Repeated within the batch; stored once.",
+                    )
+                )
+        stored = len(batch)
+        message = f"{stored} stored, {len(drafts) - stored} already remembered."
+        if warning:
+            message += f" {warning}"
+        return BatchStoreResult(results=results, stored=stored, duplicates=len(drafts) - stored, warning=warning, message=message)
+
+    async def update(
+        self,
+        memory_id: Any,
+        content: Any = None,
+        tags: Any = None,
+        type: Any = None,  # noqa: A002
+        confidence: Any = None,
+        bookmarked: Any = None,
+    ) -> UpdateResult:
+        """Change a memory in place: same id and original timestamp; new text is re-embedded."""
+        mid = validation.memory_id(memory_id)
+        store = await self._store_or_raise()
+        found = await self._read(store.get, [mid])
+        if mid not in found:
+            raise MemoryNotFoundError(mid)
+        old = found[mid]
+        changes: dict[str, Any] = {}
+        if content is not None:
+            text = validation.content(content)
+            if text != old.content:
+                changes["content"] = text
+                changes["content_hash"] = content_hash(text)
+        if tags is not None:
+            changes["tags"] = tuple(validation.tags(tags))
+        if type is not None:
+            changes["type"] = validation.memory_type(type)
+        if confidence is not None:
+            changes["confidence"] = validation.confidence(confidence)
+        if bookmarked is not None:
+            changes["bookmarked"] = validation.flag(bookmarked, "bookmarked")
+        if not changes:
+            return UpdateResult(memory=_public(old), reembedded=False, message="Nothing to change.")
+        memory = replace(old, updated_us=_now_us(), **changes)
+        if "content" in changes:
+            windows = await self._embedder.windows(memory.content)
+            vectors = await self._embedder.embed(windows)
+            await self._write(store.replace, memory, vectors, windows)
+        else:
+            await self._write(store.replace, memory, None, [])
+        return UpdateResult(
+            memory=_public(memory),
+            reembedded="content" in changes,
+            message="Memory updated" + (" and re-indexed." if "content" in changes else "."),
+        )
+
+    async def delete(self, memory_id: Any) -> DeleteResult:
+        mid = validation.memory_id(memory_id)
+        store = await self._store_or_raise()
+        if not await self._write(store.delete, mid):
+            raise MemoryNotFoundError(mid)
+        return DeleteResult(memory_id=mid, deleted=True, message="Memory deleted permanently.")
+
+    async def apply_retention(self) -> RetentionResult:
+        """Delete memories older than RETENTION_DAYS in one batch, never bookmarked ones. Off by default."""
+        days = self.policy.retention_days
+        if days is None:
+            return RetentionResult(removed=0, kept_bookmarked=0, message="Retention is off: memories are kept forever.")
+        store = await self._store_or_raise()
+        cutoff = _now_us() - days * 86_400 * 1_000_000
+        old = await self._read(store.scan, MemoryFilter(before_us=cutoff))
+        keep = [m for m in old if m.bookmarked]
+        doomed = [m.memory_id for m in old if not m.bookmarked]
+        removed = await self._write(store.delete_many, doomed) if doomed else []
+        log.info(
+            "retention (%d days): removed %d memories, skipped %d bookmarked: removed=%s skipped=%s",
+            days, len(removed), len(keep), removed, [m.memory_id for m in keep],
+        )
+        return RetentionResult(
+            removed=len(removed),
+            kept_bookmarked=len(keep),
+            message=f"Removed {len(removed)} memories older than {days} days; kept {len(keep)} bookmarked.",
+        )
+
+    # -- reads -----------------------------------------------------------------------------
 
     async def search(
         self,
@@ -173,34 +370,40 @@ class MemoryEngine:
         after: Any = None,
         before: Any = None,
         when: Any = None,
+        tags: Any = None,
+        tag_mode: Any = "any",
+        type: Any = None,  # noqa: A002
+        min_confidence: Any = None,
     ) -> SearchResults:
         started = time.perf_counter()
         text = validation.query(query)
         count = validation.limit(limit, name="limit", high=20)
         cutoff = validation.min_relevance(min_relevance, RELEVANCE_CUTOFF)
         after_us, before_us = validation.time_window(after, before, when)
-        candidates, evidence = await self.rank(text, after_us, before_us)
+        where = MemoryFilter(
+            after_us=after_us,
+            before_us=before_us,
+            tags=tuple(validation.tags(tags)),
+            tag_mode=validation.tag_mode(tag_mode),
+            type=validation.memory_type(type) if type is not None else None,
+            min_confidence=validation.confidence(min_confidence) if min_confidence is not None else None,
+        )
+        candidates, evidence = await self.rank(text, where)
         scored = list(zip(candidates, relevance_scores(candidates, evidence)))
         scored.sort(key=lambda pair: pair[1], reverse=True)  # stable: equal scores keep the fused order
-        kept = [(c, score) for c, score in scored if score >= cutoff][: count * 2]
-        found = await self._read((await self._store_or_raise()).get, [c.memory_id for c, _ in kept])
+        kept = [(c, score) for c, score in scored if score >= cutoff]
+        found = await self._read((await self._store_or_raise()).get, [c.memory_id for c, _ in kept[: count * 3]])
         hits: list[SearchHit] = []
         seen: set[str] = set()
-        for candidate, score in kept:
+        for candidate, score in kept[: count * 3]:
             memory = found.get(candidate.memory_id)
-            if memory is None:
+            if memory is None or not where.matches(memory):
                 continue
             digest = memory.content_hash or content_hash(memory.content)
             if digest in seen:  # never the same content twice
                 continue
             seen.add(digest)
-            hits.append(
-                SearchHit(
-                    **_public(memory).model_dump(),
-                    relevance_score=score,
-                    matched_by=candidate.matched_by,
-                )
-            )
+            hits.append(SearchHit(**_public(memory).model_dump(), relevance_score=score, matched_by=candidate.matched_by))
             if len(hits) == count:
                 break
         self._search_timer.add(started)
@@ -211,9 +414,7 @@ class MemoryEngine:
         )
         return SearchResults(query=text, results=hits, count=len(hits), message=message)
 
-    async def rank(
-        self, text: str, after_us: int | None = None, before_us: int | None = None
-    ) -> tuple[list[Candidate], QueryEvidence]:
+    async def rank(self, text: str, where: MemoryFilter | None = None) -> tuple[list[Candidate], QueryEvidence]:
         """All candidates for a query, best first, and the query-level evidence for scoring them."""
         store, vectors, topics = await asyncio.gather(
             self._store_or_raise(), self._embedder.embed([text]), self._topic_index()
@@ -221,17 +422,16 @@ class MemoryEngine:
         topic = topics.match(vectors[0])
         no_members: list[KeywordMatch] = []
         dense, keyword, members = await asyncio.gather(
-            self._read(store.nearest, vectors[0], CANDIDATES, after_us, before_us),
-            self._read(store.keyword, text, CANDIDATES, after_us, before_us),
-            self._read(store.keyword_words, topic.keywords, TOPIC_CANDIDATES, after_us, before_us)
+            self._read(store.nearest, vectors[0], CANDIDATES, where),
+            self._read(store.keyword, text, CANDIDATES, where),
+            self._read(store.keyword_words, topic.keywords, TOPIC_CANDIDATES, where)
             if topic
             else asyncio.sleep(0, no_members),
         )
         candidates = fuse(dense, keyword, members)
         if not candidates:
             return [], QueryEvidence(0.0, 0.0, 0.0)
-        shown = [c.memory_id for c in candidates[:10]]
-        coverage = await self._read(store.coverage, text, shown)
+        coverage = await self._read(store.coverage, text, [c.memory_id for c in candidates[:10]])
         evidence = QueryEvidence(
             top_cosine=max((m.similarity for m in dense), default=0.0),
             coverage=max(coverage.values(), default=0.0),
@@ -239,11 +439,6 @@ class MemoryEngine:
             activation=topic.activation if topic else 0.0,
         )
         return candidates, evidence
-
-    async def _topic_index(self) -> TopicIndex:
-        if self._topics is None:
-            self._topics = TopicIndex(await self._embedder.embed(TopicIndex.questions()))
-        return self._topics
 
     async def get(self, memory_id: Any) -> Memory:
         mid = validation.memory_id(memory_id)
@@ -253,12 +448,12 @@ class MemoryEngine:
             raise MemoryNotFoundError(mid)
         return _public(found[mid])
 
-    async def delete(self, memory_id: Any) -> DeleteResult:
-        mid = validation.memory_id(memory_id)
+    async def get_many(self, memory_ids: Any) -> list[Memory | None]:
+        """One lookup; results in the order asked, None where no memory has that id."""
+        ids = validation.memory_ids(memory_ids)
         store = await self._store_or_raise()
-        if not await self._write(store.delete, mid):
-            raise MemoryNotFoundError(mid)
-        return DeleteResult(memory_id=mid, deleted=True, message="Memory deleted permanently.")
+        found = await self._read(store.get, list(dict.fromkeys(ids)))
+        return [_public(found[mid]) if mid in found else None for mid in ids]
 
     async def list_memories(self, limit: Any = 10, before: Any = None) -> MemoryPage:
         count = validation.limit(limit, name="limit", high=50)
@@ -275,39 +470,135 @@ class MemoryEngine:
 
     async def stats(self) -> MemoryStats:
         store = await self._store_or_raise()
-        heads, size = await asyncio.gather(self._read(store.scan), self._read(store.size_bytes))
+        heads, size, collections = await asyncio.gather(
+            self._read(store.scan), self._read(store.size_bytes), self._read(store.counts)
+        )
         share_usage = getattr(store, "share_usage", None)  # symbiote.snapshots.GuardedStore on a file share
         share = await self._read(share_usage) if callable(share_usage) else None
         tag_counts: dict[str, int] = {}
+        type_counts: dict[str, int] = {}
         for memory in heads:
             for tag in memory.tags:
                 tag_counts[tag] = tag_counts.get(tag, 0) + 1
+            kind = memory.type or "untyped"
+            type_counts[kind] = type_counts.get(kind, 0) + 1
         top = dict(sorted(tag_counts.items(), key=lambda kv: (-kv[1], kv[0]))[:10])
         stamps = sorted(m.created_us for m in heads)
+        quota = self.policy.max_memories
         return MemoryStats(
             total_memories=len(heads),
+            by_type=dict(sorted(type_counts.items())),
+            collections=collections,
             oldest_timestamp=iso_utc(stamps[0]) if stamps else None,
             newest_timestamp=iso_utc(stamps[-1]) if stamps else None,
             top_tags=top,
             storage_mb=round(size / 1_048_576, 3),
+            quota=quota,
+            usage_percent=round(100 * len(heads) / quota, 1) if quota else None,
             embedding_model=MODEL_NAME,
             embedding_dimension=MODEL_DIMENSION,
             avg_store_ms=self._store_timer.mean_ms,
             avg_search_ms=self._search_timer.mean_ms,
+            retention_days=self.policy.retention_days,
             share=share,
         )
+
+    # -- policy ----------------------------------------------------------------------------
+
+    def _draft(
+        self, content: Any, tags: Any, type: Any, confidence: Any, conversation_id: Any, bookmarked: Any  # noqa: A002
+    ) -> StoredMemory:
+        """A validated memory without id or time yet."""
+        text = validation.content(content)
+        return StoredMemory(
+            memory_id="",
+            content=text,
+            timestamp="",
+            created_us=0,
+            tags=tuple(validation.tags(tags)),
+            content_hash=content_hash(text),
+            type=validation.memory_type(type) if type is not None else None,
+            confidence=validation.confidence(confidence) if confidence is not None else None,
+            bookmarked=validation.flag(bookmarked, "bookmarked"),
+            conversation_id=validation.conversation_id(conversation_id) if conversation_id is not None else None,
+        )
+
+    def _stamp(self, draft: StoredMemory) -> StoredMemory:
+        memory_id = self._ids.new()
+        created_us = int(memory_id[4:20])
+        return replace(draft, memory_id=memory_id, created_us=created_us, timestamp=iso_utc(created_us))
+
+    async def _check_policy(self, store: MemoryStore, draft: StoredMemory) -> None:
+        """Memories drawn from a conversation (conversation_id given) must be confident and few."""
+        if draft.conversation_id is None:
+            return
+        floor = self.policy.confidence_min
+        if draft.confidence is None or draft.confidence < floor:
+            raise PolicyRefusedError(
+                f"Not stored: memories drawn from a conversation need confidence >= {floor:g} "
+                f"(MEMORY_CONFIDENCE_MIN; got {draft.confidence}). Store it without conversation_id if the "
+                "user asked for it explicitly."
+            )
+        since = _now_us() - self.policy.window_minutes * 60 * 1_000_000
+        recent = await self._read(store.count_from, draft.conversation_id, since)
+        if recent >= self.policy.max_per_window:
+            raise PolicyRefusedError(
+                f"Not stored: {recent} memories were already drawn from this conversation in the last "
+                f"{self.policy.window_minutes} minutes (MEMORY_MAX_PER_WINDOW={self.policy.max_per_window}). "
+                "Keep the most important ones; update_memory can refine them."
+            )
+
+    async def _check_quota(self, store: MemoryStore, adding: int) -> str | None:
+        quota = self.policy.max_memories
+        if quota is None or adding == 0:
+            return None
+        current = await self._read(store.count)
+        if current + adding > quota:
+            raise QuotaExceededError(
+                f"Memory quota reached: {current} of {quota} memories are stored (MAX_MEMORIES), so this was not "
+                "saved. Nothing is ever deleted to make room: delete memories you no longer need, or raise "
+                "MAX_MEMORIES."
+            )
+        if current + adding >= QUOTA_WARNING * quota:
+            message = f"Warning: {current + adding} of {quota} memories used ({100 * (current + adding) / quota:.0f} %)."
+            log.warning("memory quota: %s", message)
+            return message
+        return None
+
+    async def _near_duplicates(self, store: MemoryStore, vector: Any) -> list[NearDuplicate]:
+        close = [m for m in await self._read(store.nearest, vector, 3, None, False) if m.similarity >= NEAR_DUPLICATE]
+        if not close:
+            return []
+        found = await self._read(store.get, [m.memory_id for m in close])
+        return [
+            NearDuplicate(memory_id=m.memory_id, content=found[m.memory_id].content, similarity=round(m.similarity, 3))
+            for m in close
+            if m.memory_id in found
+        ]
+
+    async def _topic_index(self) -> TopicIndex:
+        if self._topics is None:
+            self._topics = TopicIndex(await self._embedder.embed(TopicIndex.questions()))
+        return self._topics
 
     # -- plumbing --------------------------------------------------------------------------
 
     async def _store_or_raise(self) -> MemoryStore:
         if self._store is not None:
             return self._store
+        if self._damaged is not None:  # never retried by itself: an operator decides (symbiote reset)
+            raise self._damaged
         async with self._open_lock:
             if self._store is None:
                 try:
                     self._store = await self._run(self._open_store, MODEL_NAME, MODEL_DIMENSION)
                     self._store_error = None
                     log.info("memory store opened")
+                except StoreDamagedError as exc:
+                    self._damaged = exc
+                    self._store_error = str(exc)
+                    log.error("memory store damaged: %s", exc)
+                    raise
                 except SymbioteError as exc:
                     self._store_error = str(exc)
                     log.error("memory store unavailable: %s", exc)
@@ -331,6 +622,7 @@ class MemoryEngine:
             raise StoreUnavailableError(f"Reading the memory store failed: {exc}") from exc
 
     async def _write(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a write: with the writer lease where there is one, retrying transient lock contention."""
         # A store on a shared file system (symbiote.snapshots.GuardedStore) needs every write
         # to hold the writer lease and pass the snapshot gate; it offers `writing()` for that.
         writing = getattr(self._store, "writing", None)
@@ -341,13 +633,22 @@ class MemoryEngine:
             with writing():
                 return fn(*args)
 
-        try:
-            return await self._run(guarded)
-        except SymbioteError:
-            raise
-        except Exception as exc:
-            log.exception("memory write failed")
-            raise StoreUnavailableError(
-                f"Saving to the memory store failed ({exc}); nothing was changed. "
-                "Check that the disk has space and CHROMADB_PATH is writable."
-            ) from exc
+        for attempt in range(WRITE_RETRIES + 1):
+            try:
+                return await self._run(guarded)
+            except SymbioteError:
+                raise
+            except Exception as exc:
+                if is_transient(exc) and attempt < WRITE_RETRIES:
+                    delay = RETRY_BASE_SECONDS * 2**attempt
+                    log.warning("memory store busy (%s); retrying in %.2f s", exc, delay)
+                    await asyncio.sleep(delay)
+                    continue
+                log.exception("memory write failed")
+                if is_transient(exc):
+                    raise StoreUnavailableError(
+                        f"The memory store stayed busy after {WRITE_RETRIES} retries ({exc}); nothing was changed. "
+                        "Another process may be writing to CHROMADB_PATH: only one may."
+                    ) from exc
+                raise write_failure(exc) from exc
+        raise AssertionError("unreachable")

@@ -14,6 +14,10 @@ class Memory(BaseModel):
     content: str = Field(description="The full text as stored.")
     timestamp: str = Field(description="When it was stored, ISO-8601 UTC.")
     tags: list[str] = Field(default_factory=list, description="Labels given when it was stored.")
+    type: str | None = Field(default=None, description="Kind of memory: preference, fact, project, decision, personal...")
+    confidence: float | None = Field(default=None, description="How sure the writer was, 0-1 (when given).")
+    bookmarked: bool = Field(default=False, description="Bookmarked memories are never removed by retention.")
+    updated_at: str | None = Field(default=None, description="When it was last changed, ISO-8601 UTC.")
 
 
 class SearchHit(Memory):
@@ -51,7 +55,38 @@ class StoreResult(BaseModel):
         default_factory=list,
         description="Existing memories that say nearly the same thing; consider delete_memory on the stale one.",
     )
+    warning: str | None = Field(default=None, description="Set when the store is at 90 % of its quota or more.")
     message: str
+
+
+class BatchStoreResult(BaseModel):
+    """The outcome of store_memories: one result per item, in order."""
+
+    results: list[StoreResult]
+    stored: int
+    duplicates: int
+    warning: str | None = None
+    message: str
+
+
+class UpdateResult(BaseModel):
+    memory: Memory
+    reembedded: bool = Field(description="True when the content changed and was indexed again.")
+    message: str
+
+
+class RetentionResult(BaseModel):
+    removed: int
+    kept_bookmarked: int
+    message: str
+
+
+class MemoryList(BaseModel):
+    """get_memories: the memories in the order asked, null where no memory has that id."""
+
+    memories: list[Memory | None]
+    found: int
+    missing: list[str]
 
 
 class SearchResults(BaseModel):
@@ -77,10 +112,15 @@ class MemoryPage(BaseModel):
 
 class MemoryStats(BaseModel):
     total_memories: int
+    by_type: dict[str, int] = Field(description="Memories per type ('untyped' when none was given).")
+    collections: dict[str, int] = Field(description="Records per collection: memories, passages, keyword index.")
     oldest_timestamp: str | None
     newest_timestamp: str | None
     top_tags: dict[str, int] = Field(description="The most used tags and how many memories carry each.")
     storage_mb: float = Field(description="Size of the data directory on disk.")
+    quota: int | None = Field(description="MAX_MEMORIES, or null when unlimited.")
+    usage_percent: float | None = Field(description="Share of the quota in use, or null when unlimited.")
+    retention_days: int | None = Field(description="RETENTION_DAYS, or null: memories are kept forever.")
     embedding_model: str
     embedding_dimension: int
     avg_store_ms: float | None = Field(description="Mean store latency since the server started.")

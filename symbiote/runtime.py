@@ -13,7 +13,7 @@ from symbiote.config import Settings
 from symbiote.context import ContextBuilder, TokenCounter
 from symbiote.embedder import AsyncEmbedder
 from symbiote.embeddings import MANIFEST_NAME, Embedder, ModelMissingError, OnnxEmbedder
-from symbiote.engine import MemoryEngine
+from symbiote.engine import EnginePolicy, MemoryEngine
 from symbiote.history import ConversationHistory, HistoryStore, open_history_store
 from symbiote.history_tools import HistoryServices, register_history_tools
 from symbiote.personality import Personality, load
@@ -41,6 +41,15 @@ def load_embedder(model_dir: Path) -> Embedder:
                 "Run scripts/setup.sh, or set SYMBIOTE_MODEL_DIR to an exported model."
             ) from None
     return OnnxEmbedder(model_dir)
+
+
+def engine_policy(settings: Settings) -> EnginePolicy:
+    return EnginePolicy(
+        max_memories=settings.max_memories,
+        retention_days=settings.retention_days,
+        confidence_min=settings.memory_confidence_min,
+        max_per_window=settings.memory_max_per_window,
+    )
 
 
 @dataclass
@@ -99,7 +108,7 @@ def build_runtime(settings: Settings) -> Runtime:
         return open_embedded_store(settings.chromadb_path, model, dimension)
 
     embedder = AsyncEmbedder(lambda: load_embedder(settings.model_dir), cache_size=settings.embed_cache_size)
-    engine = MemoryEngine(embedder, open_store)
+    engine = MemoryEngine(embedder, open_store, engine_policy(settings))
     history = history_services(settings, embedder, engine, ChromaClients(chroma_server, settings.chromadb_path))
     server = build_server(engine, personality)
     register_history_tools(server, history)

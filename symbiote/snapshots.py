@@ -325,6 +325,7 @@ def build_share_runtime(settings: Settings, services: ShareServices | None) -> A
     from symbiote.embedder import AsyncEmbedder
     from symbiote.engine import MemoryEngine
     from symbiote.personality import load
+    from symbiote.history_tools import register_history_tools
     from symbiote.server import build_server
 
     if services is None:
@@ -338,13 +339,22 @@ def build_share_runtime(settings: Settings, services: ShareServices | None) -> A
         )
 
     embedder = AsyncEmbedder(lambda: rt.load_embedder(settings.model_dir), cache_size=settings.embed_cache_size)
-    engine = MemoryEngine(embedder, open_store)
+    engine = MemoryEngine(embedder, open_store, rt.engine_policy(settings))
     log.info(
         "symbiote configured: personality=%s store=%s share=%s (%s) writer=%s",
         personality.variant, settings.chromadb_path, services.share.kind, services.share.location,
         "yes" if services.lease.held else "standby",
     )
-    return rt.Runtime(settings, personality, engine, build_server(engine, personality))
+    # History writes need the lease too; its store's only write is `add`, which GuardedStore guards.
+    history = rt.history_services(
+        settings,
+        embedder,
+        engine,
+        guard=lambda opener: GuardedStore(opener, services.lease, services.gate, settings.chromadb_path),
+    )
+    server = build_server(engine, personality)
+    register_history_tools(server, history)
+    return rt.Runtime(settings, personality, engine, server, history=history)
 
 
 async def share_health(runtime: Any, services: ShareServices | None) -> dict[str, Any]:

@@ -7,20 +7,26 @@ the way past one machine). Calls block; the engine runs them in worker threads.
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import logging
 import re
+import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, Sequence
 
 from symbiote.errors import StoreUnavailableError
+from symbiote.failures import StoreDamagedError, StorageReadOnlyError, is_damage
 
 if TYPE_CHECKING:
     import numpy as np
 
     from symbiote.chroma_client import ChromaServer
     from symbiote.chroma_store import ChromaMemoryStore
-    from symbiote.lexical import KeywordMatch
+    from symbiote.filters import MemoryFilter
+    from symbiote.lexical import KeywordMatch, LexicalIndex
 
 LEXICAL_FILE = "symbiote_keywords.sqlite3"
 
@@ -41,6 +47,11 @@ class StoredMemory:
     created_us: int
     tags: tuple[str, ...]
     content_hash: str = ""
+    type: str | None = None
+    confidence: float | None = None
+    bookmarked: bool = False
+    updated_us: int | None = None
+    conversation_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -54,31 +65,53 @@ class MemoryStore(Protocol):
 
     def add(self, memory: StoredMemory, vectors: "np.ndarray", windows: Sequence[str]) -> None: ...
 
+    def add_many(self, items: Sequence[tuple[StoredMemory, "np.ndarray", Sequence[str]]]) -> None:
+        """All or nothing."""
+        ...
+
+    def replace(self, memory: StoredMemory, vectors: "np.ndarray | None", windows: Sequence[str]) -> None:
+        """Same id, new content or metadata; `vectors` None keeps the old text and vectors."""
+        ...
+
     def get(self, memory_ids: Sequence[str]) -> dict[str, StoredMemory]: ...
 
     def find_content(self, content_hash: str) -> StoredMemory | None: ...
 
-    def nearest(
-        self, vector: "np.ndarray", k: int, after_us: int | None = None, before_us: int | None = None
-    ) -> list[Match]: ...
+    def find_contents(self, hashes: Sequence[str]) -> dict[str, StoredMemory]: ...
 
-    def keyword(
-        self, text: str, k: int, after_us: int | None = None, before_us: int | None = None
-    ) -> list["KeywordMatch"]: ...
+    def counts(self) -> dict[str, int]:
+        """Records per collection, for statistics."""
+        ...
+
+    def nearest(
+        self, vector: "np.ndarray", k: int, where: "MemoryFilter | None" = None, passages: bool = True
+    ) -> list[Match]:
+        """Memories by cosine similarity of their best passage (or whole text only, without passages)."""
+        ...
+
+    def keyword(self, text: str, k: int, where: "MemoryFilter | None" = None) -> list["KeywordMatch"]: ...
 
     def keyword_words(
-        self, words: Sequence[str], k: int, after_us: int | None = None, before_us: int | None = None
+        self, words: Sequence[str], k: int, where: "MemoryFilter | None" = None
     ) -> list["KeywordMatch"]: ...
 
     def coverage(self, text: str, memory_ids: Sequence[str]) -> dict[str, float]: ...
 
     def delete(self, memory_id: str) -> bool: ...
 
+    def delete_many(self, memory_ids: Sequence[str]) -> list[str]:
+        """Deletes in one go; returns the ids that existed."""
+        ...
+
     def count(self) -> int: ...
+
+    def count_from(self, conversation_id: str, since_us: int) -> int: ...
 
     def page(self, limit: int, before_us: int | None) -> list[StoredMemory]: ...
 
-    def scan(self) -> list[StoredMemory]: ...
+    def scan(self, where: "MemoryFilter | None" = None) -> list[StoredMemory]:
+        """Every (matching) memory without its content: for statistics and retention."""
+        ...
 
     def size_bytes(self) -> int: ...
 
@@ -91,6 +124,12 @@ def open_embedded_store(path: Path, model_name: str, dimension: int) -> "ChromaM
         probe.write_bytes(b"")
         probe.unlink()
     except OSError as exc:
+        if exc.errno == errno.EROFS:
+            raise StorageReadOnlyError(
+                f"Storage is read-only: {str(path)!r} is on a read-only file system, so memory is unavailable "
+                "(Chroma cannot open a store read-only). Remount it read-write or set CHROMADB_PATH elsewhere; "
+                "the stored memories are untouched."
+            ) from exc
         raise StoreUnavailableError(
             f"The memory store directory {str(path)!r} is not writable ({exc.strerror or exc}). "
             "Fix its permissions or set CHROMADB_PATH to a writable directory."
@@ -99,12 +138,85 @@ def open_embedded_store(path: Path, model_name: str, dimension: int) -> "ChromaM
     from chromadb.config import Settings as ChromaSettings
 
     from symbiote.chroma_store import ChromaMemoryStore
+
+    client = None
+    try:
+        client = chromadb.PersistentClient(
+            path=str(path), settings=ChromaSettings(anonymized_telemetry=False, allow_reset=False)
+        )
+        for collection in client.list_collections():  # reads the catalogue: damage shows here, not mid-request
+            client.get_collection(collection.name).count()
+    except Exception as exc:
+        _forget_chroma_system(path, client)
+        if not is_damage(exc):
+            raise
+        backup = quarantine(path)
+        raise StoreDamagedError(
+            f"The memory store in {str(path)!r} is damaged ({exc}). Its files were copied to {str(backup)!r} "
+            "untouched. To recover: restore a snapshot or backup into CHROMADB_PATH, or run "
+            "`symbiote reset --confirm` to start an empty store (the damaged one stays in the backup). "
+            "Memory is unavailable until then."
+        ) from exc
+    return ChromaMemoryStore(client, model_name, dimension, _keyword_index(path), data_path=path)
+
+
+def _forget_chroma_system(path: Path, client: object | None) -> None:
+    """Chroma caches one system per path and keeps a broken one after a failed open (1.5.9), so
+    every later open of that path (after a restore or reset) would fail too: drop it."""
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    if client is not None:
+        try:
+            client.close()  # type: ignore[attr-defined]
+        except Exception:
+            pass
+    SharedSystemClient._identifier_to_system.pop(str(path), None)
+    SharedSystemClient._identifier_to_refcount.pop(str(path), None)
+
+
+def _keyword_index(path: Path) -> "LexicalIndex":
+    """The keyword index; derived data, so a damaged one is set aside and rebuilt from Chroma."""
     from symbiote.lexical import LexicalIndex
 
-    client = chromadb.PersistentClient(
-        path=str(path), settings=ChromaSettings(anonymized_telemetry=False, allow_reset=False)
+    try:
+        index = LexicalIndex(path / LEXICAL_FILE)
+        index.count()
+        return index
+    except Exception as exc:
+        if not is_damage(exc):
+            raise
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        for suffix in ("", "-wal", "-shm"):
+            damaged = path / f"{LEXICAL_FILE}{suffix}"
+            if damaged.exists():
+                damaged.rename(path / f"{LEXICAL_FILE}{suffix}.damaged-{stamp}")
+        logging.getLogger(__name__).warning("keyword index was damaged (%s); set aside, rebuilding from Chroma", exc)
+        return LexicalIndex(path / LEXICAL_FILE)
+
+
+def quarantine(path: Path) -> Path:
+    """Copy a damaged data directory aside (timestamped), leaving the original untouched."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    backup = path.with_name(f"{path.name}.damaged-{stamp}")
+    shutil.copytree(path, backup, dirs_exist_ok=True)
+    logging.getLogger(__name__).error(
+        "memory store at %s is damaged; copied to %s. Recover by restoring a backup into %s, or "
+        "`symbiote reset --confirm` for an empty store.",
+        path, backup, path,
     )
-    return ChromaMemoryStore(client, model_name, dimension, LexicalIndex(path / LEXICAL_FILE), data_path=path)
+    return backup
+
+
+def reset_store(path: Path) -> Path | None:
+    """`symbiote reset --confirm`: move the data directory aside (never deleted) and leave an empty one."""
+    if not path.exists():
+        path.mkdir(parents=True)
+        return None
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    backup = path.with_name(f"{path.name}.reset-{stamp}")
+    path.rename(backup)
+    path.mkdir(parents=True)
+    return backup
 
 
 def open_server_store(server: "ChromaServer", index_dir: Path, model_name: str, dimension: int) -> "ChromaMemoryStore":

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import Annotated, Any, Awaitable, Callable, TypeVar
+from typing import Annotated, Any, Awaitable, Callable, Literal, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -18,7 +18,17 @@ from pydantic import Field
 
 from symbiote.engine import MemoryEngine
 from symbiote.errors import SymbioteError
-from symbiote.records import DeleteResult, Memory, MemoryPage, MemoryStats, SearchResults, StoreResult
+from symbiote.records import (
+    BatchStoreResult,
+    DeleteResult,
+    Memory,
+    MemoryList,
+    MemoryPage,
+    MemoryStats,
+    SearchResults,
+    StoreResult,
+    UpdateResult,
+)
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")
@@ -63,8 +73,38 @@ def register_tools(server: MCPServer, engine: MemoryEngine) -> None:
             list[str] | None,
             Field(description="Up to 10 short labels (each at most 50 characters), e.g. [\"project-x\", \"preference\"]."),
         ] = None,
+        type: Annotated[  # noqa: A002
+            str | None, Field(description="Kind of memory: preference, fact, project, decision, personal, or another word.")
+        ] = None,
+        confidence: Annotated[float | None, Field(description="How sure you are it is true and lasting, 0-1.")] = None,
+        conversation_id: Annotated[
+            str | None,
+            Field(
+                description="Set only when the memory is drawn from a conversation rather than asked for: then "
+                "the write policy applies (confidence >= 0.7, at most 3 per conversation per hour)."
+            ),
+        ] = None,
+        bookmarked: Annotated[bool, Field(description="Keep forever, even under a retention policy.")] = False,
     ) -> StoreResult:
-        return await engine.store(content, tags)
+        return await engine.store(content, tags, type, confidence, conversation_id, bookmarked)
+
+    @server.tool(
+        title="Store memories (batch)",
+        description=(
+            "Store several memories at once (up to 100), e.g. when importing notes or summarising a long "
+            "conversation. All or nothing: if any item is invalid, none is stored and the error names the item. "
+            "Identical content already stored is not copied (status 'duplicate')."
+        ),
+        annotations=ToolAnnotations(title="Store memories", readOnlyHint=False, destructiveHint=False, idempotentHint=False),
+    )
+    @_engine_errors
+    async def store_memories(
+        memories: Annotated[
+            list[dict[str, Any]],
+            Field(description="Items like {\"content\": \"...\", \"tags\": [...], \"type\": \"fact\", \"confidence\": 0.9}."),
+        ],
+    ) -> BatchStoreResult:
+        return await engine.store_many(memories)
 
     @server.tool(
         title="Search memory",
@@ -94,8 +134,16 @@ def register_tools(server: MCPServer, engine: MemoryEngine) -> None:
         when: Annotated[
             str | None, Field(description="Only memories stored within this period, e.g. 'last week', 'yesterday'.")
         ] = None,
+        tags: Annotated[list[str] | None, Field(description="Only memories with these tags (see tag_mode).")] = None,
+        tag_mode: Annotated[Literal["any", "all"], Field(description="'any' of the tags (default) or 'all' of them.")] = "any",
+        type: Annotated[str | None, Field(description="Only memories of this type, e.g. preference.")] = None,  # noqa: A002
+        min_confidence: Annotated[
+            float | None, Field(description="Only memories stored with at least this confidence (0-1).")
+        ] = None,
     ) -> SearchResults:
-        return await engine.search(query, limit, min_relevance, after, before, when)
+        return await engine.search(
+            query, limit, min_relevance, after, before, when, tags, tag_mode, type, min_confidence
+        )
 
     @server.tool(
         title="Get memory",
@@ -107,6 +155,42 @@ def register_tools(server: MCPServer, engine: MemoryEngine) -> None:
         memory_id: Annotated[str, Field(description="The id, like 'mem_17321234567890120042'.")],
     ) -> Memory:
         return await engine.get(memory_id)
+
+    @server.tool(
+        title="Get memories",
+        description="Fetch several memories by id in one call; the answer keeps your order, with null for unknown ids.",
+        annotations=ToolAnnotations(title="Get memories", readOnlyHint=True, openWorldHint=False),
+    )
+    @_engine_errors
+    async def get_memories(
+        memory_ids: Annotated[list[str], Field(description="Up to 100 ids.")],
+    ) -> MemoryList:
+        found = await engine.get_many(memory_ids)
+        return MemoryList(
+            memories=found,
+            found=sum(m is not None for m in found),
+            missing=[mid for mid, m in zip(memory_ids, found) if m is None],
+        )
+
+    @server.tool(
+        title="Update memory",
+        description=(
+            "Correct or refine a memory in place (same id, original timestamp kept, updated_at recorded): new "
+            "content is re-indexed; tags, type, confidence and bookmarked can change on their own. Prefer this "
+            "to storing a second, conflicting memory."
+        ),
+        annotations=ToolAnnotations(title="Update memory", readOnlyHint=False, destructiveHint=False, idempotentHint=True),
+    )
+    @_engine_errors
+    async def update_memory(
+        memory_id: Annotated[str, Field(description="The id of the memory to change.")],
+        content: Annotated[str | None, Field(description="New text (omit to keep).")] = None,
+        tags: Annotated[list[str] | None, Field(description="New tags, replacing the old ones (omit to keep).")] = None,
+        type: Annotated[str | None, Field(description="New type (omit to keep).")] = None,  # noqa: A002
+        confidence: Annotated[float | None, Field(description="New confidence 0-1 (omit to keep).")] = None,
+        bookmarked: Annotated[bool | None, Field(description="Bookmark (keep forever) or not (omit to keep).")] = None,
+    ) -> UpdateResult:
+        return await engine.update(memory_id, content, tags, type, confidence, bookmarked)
 
     @server.tool(
         title="Delete memory",
@@ -143,7 +227,10 @@ def register_tools(server: MCPServer, engine: MemoryEngine) -> None:
 
     @server.tool(
         title="Memory statistics",
-        description="How many memories are stored, the oldest and newest, the most used tags, disk usage and latency.",
+        description=(
+            "How many memories are stored (per type and per collection), the oldest and newest, the most used "
+            "tags, disk usage, quota usage and mean latency."
+        ),
         annotations=ToolAnnotations(title="Memory statistics", readOnlyHint=True, openWorldHint=False),
     )
     @_engine_errors

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Literal
 
 from symbiote import timeparse
 from symbiote.errors import InvalidInputError
@@ -130,3 +131,68 @@ def time_window(after: Any, before: Any, when: Any) -> tuple[int | None, int | N
     if low is not None and high is not None and low >= high:
         raise InvalidInputError("The time filters leave no period to search (after is not before before).")
     return low, high
+
+
+MAX_BATCH = 100
+_TYPE = re.compile(r"^[a-z][a-z0-9_-]{0,29}$")
+
+
+def memory_type(value: Any) -> str:
+    """A short word: preference, fact, project, decision, personal, or any other."""
+    if not isinstance(value, str) or not _TYPE.match(value.strip().lower()):
+        raise InvalidInputError(
+            "type must be one short word (letters, digits, - or _; at most 30), e.g. preference, fact, project, "
+            "decision, personal."
+        )
+    return value.strip().lower()
+
+
+def confidence(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise InvalidInputError(f"confidence must be a number from 0 to 1 (got {value!r}).")
+    return float(value)
+
+
+def flag(value: Any, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidInputError(f"{name} must be true or false.")
+    return value
+
+
+def conversation_id(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip() or len(value.strip()) > 200:
+        raise InvalidInputError("conversation_id must be non-empty text of at most 200 characters.")
+    return value.strip()
+
+
+def tag_mode(value: Any) -> Literal["any", "all"]:
+    if value not in ("any", "all"):
+        raise InvalidInputError("tag_mode must be 'any' (at least one tag) or 'all' (every tag).")
+    return value  # type: ignore[return-value]
+
+
+def memory_ids(value: Any) -> list[str]:
+    if not isinstance(value, (list, tuple)) or not value:
+        raise InvalidInputError("memory_ids must be a non-empty list of ids.")
+    if len(value) > MAX_BATCH:
+        raise InvalidInputError(f"{len(value)} ids given; at most {MAX_BATCH} per call.")
+    return [memory_id(v) for v in value]
+
+
+def batch(value: Any) -> list[dict[str, Any]]:
+    """store_memories items: 1..100 objects, each at least {"content": ...}."""
+    if not isinstance(value, (list, tuple)) or not value:
+        raise InvalidInputError("memories must be a non-empty list of {content, tags?, type?, confidence?} objects.")
+    if len(value) > MAX_BATCH:
+        raise InvalidInputError(f"{len(value)} memories given; at most {MAX_BATCH} per batch. Nothing was stored.")
+    items = []
+    for position, item in enumerate(value, start=1):
+        if isinstance(item, str):
+            item = {"content": item}
+        if not isinstance(item, dict):
+            raise InvalidInputError(f"item {position} must be an object with a content field. Nothing was stored.")
+        unknown = set(item) - {"content", "tags", "type", "confidence", "conversation_id", "bookmarked"}
+        if unknown:
+            raise InvalidInputError(f"item {position} has unknown fields {sorted(unknown)}. Nothing was stored.")
+        items.append(item)
+    return items

@@ -43,3 +43,17 @@ async def test_stdio_transport_stores_and_searches(tmp_path: Path, model_dir: Pa
     assert not stored.is_error and not found.is_error
     assert found.structured_content["results"][0]["memory_id"] == stored.structured_content["memory_id"]
     assert len(tools.tools) >= 6
+
+
+def test_reset_needs_confirmation_and_keeps_the_old_store(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "chroma.sqlite3").write_bytes(b"old memories")
+    refused = run_cli("reset", env={"CHROMADB_PATH": str(data)})
+    assert refused.returncode == 2 and "--confirm" in refused.stderr
+    assert (data / "chroma.sqlite3").exists()
+    done = run_cli("reset", "--confirm", env={"CHROMADB_PATH": str(data)})
+    assert done.returncode == 0, done.stderr
+    kept = list(tmp_path.glob("data.reset-*"))
+    assert len(kept) == 1 and (kept[0] / "chroma.sqlite3").read_bytes() == b"old memories"
+    assert data.is_dir() and not any(data.iterdir())

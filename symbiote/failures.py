@@ -1,0 +1,74 @@
+"""What went wrong with the disk, in words a person can act on, and which failures to retry.
+
+Chroma and SQLite report a full disk, a read-only mount or a lock held by another process as
+assorted exception types and messages; the engine turns them into one clear error each (reads
+keep working; nothing already stored is touched) and retries only what passes by itself.
+"""
+
+from __future__ import annotations
+
+import errno
+
+from symbiote.errors import StoreUnavailableError
+
+
+class StorageFullError(StoreUnavailableError):
+    pass
+
+
+class StorageReadOnlyError(StoreUnavailableError):
+    pass
+
+
+class StoreDamagedError(StoreUnavailableError):
+    """The data directory cannot be read as a memory store; it was copied aside, not changed."""
+
+
+_FULL = ("database or disk is full", "no space left on device", "disk full", "quota exceeded")
+_READ_ONLY = ("readonly database", "read-only file system", "read only file system", "attempt to write a readonly")
+_TRANSIENT = ("database is locked", "database table is locked", "database is busy", "resource temporarily unavailable")
+_DAMAGED = ("file is not a database", "database disk image is malformed", "malformed", "not a database", "corrupt")
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in seen:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen
+
+
+def _text(exc: BaseException) -> str:
+    return " ".join(str(e).lower() for e in _chain(exc))
+
+
+def _errnos(exc: BaseException) -> set[int]:
+    return {e.errno for e in _chain(exc) if isinstance(e, OSError) and e.errno is not None}
+
+
+def write_failure(exc: BaseException) -> StoreUnavailableError:
+    """The error to show for a failed write."""
+    text, codes = _text(exc), _errnos(exc)
+    if errno.ENOSPC in codes or errno.EDQUOT in codes or any(s in text for s in _FULL):
+        return StorageFullError(
+            "Storage full, unable to save memory. Free disk space (or raise the file share's quota) and try "
+            "again; everything already stored is intact and search keeps working."
+        )
+    if errno.EROFS in codes or errno.EACCES in codes or any(s in text for s in _READ_ONLY):
+        return StorageReadOnlyError(
+            "Storage is read-only, unable to save memory. Make CHROMADB_PATH writable (check the mount and its "
+            "permissions); everything already stored is intact and search keeps working."
+        )
+    return StoreUnavailableError(
+        f"Saving to the memory store failed ({exc}); nothing was changed. "
+        "Check that the disk has space and CHROMADB_PATH is writable."
+    )
+
+
+def is_transient(exc: BaseException) -> bool:
+    return any(s in _text(exc) for s in _TRANSIENT)
+
+
+def is_damage(exc: BaseException) -> bool:
+    return any(s in _text(exc) for s in _DAMAGED)
