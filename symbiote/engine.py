@@ -56,6 +56,7 @@ QUOTA_WARNING = 0.9
 WRITE_RETRIES = 3  # transient lock contention: retried this many times, backing off exponentially
 RETRY_BASE_SECONDS = 0.05
 RETENTION_INTERVAL_SECONDS = 24 * 3600
+SUMMARY_TTL_SECONDS = 30.0
 
 
 class QuotaExceededError(SymbioteError):
@@ -136,6 +137,8 @@ class MemoryEngine:
         self._ids = IdGenerator()
         self._same_content = KeyedLock()
         self._topics: TopicIndex | None = None
+        self._summary_cache: tuple[int, float, dict[str, Any]] | None = None
+        self._writes = 0  # bumped by every write this instance makes
         self._store_timer = _Timer()
         self._search_timer = _Timer()
 
@@ -470,31 +473,18 @@ class MemoryEngine:
 
     async def stats(self) -> MemoryStats:
         store = await self._store_or_raise()
-        heads, size, collections = await asyncio.gather(
-            self._read(store.scan), self._read(store.size_bytes), self._read(store.counts)
+        summary, size, collections = await asyncio.gather(
+            self._summary(store), self._read(store.size_bytes), self._read(store.counts)
         )
         share_usage = getattr(store, "share_usage", None)  # symbiote.snapshots.GuardedStore on a file share
         share = await self._read(share_usage) if callable(share_usage) else None
-        tag_counts: dict[str, int] = {}
-        type_counts: dict[str, int] = {}
-        for memory in heads:
-            for tag in memory.tags:
-                tag_counts[tag] = tag_counts.get(tag, 0) + 1
-            kind = memory.type or "untyped"
-            type_counts[kind] = type_counts.get(kind, 0) + 1
-        top = dict(sorted(tag_counts.items(), key=lambda kv: (-kv[1], kv[0]))[:10])
-        stamps = sorted(m.created_us for m in heads)
         quota = self.policy.max_memories
         return MemoryStats(
-            total_memories=len(heads),
-            by_type=dict(sorted(type_counts.items())),
+            **summary,
             collections=collections,
-            oldest_timestamp=iso_utc(stamps[0]) if stamps else None,
-            newest_timestamp=iso_utc(stamps[-1]) if stamps else None,
-            top_tags=top,
             storage_mb=round(size / 1_048_576, 3),
             quota=quota,
-            usage_percent=round(100 * len(heads) / quota, 1) if quota else None,
+            usage_percent=round(100 * summary["total_memories"] / quota, 1) if quota else None,
             embedding_model=MODEL_NAME,
             embedding_dimension=MODEL_DIMENSION,
             avg_store_ms=self._store_timer.mean_ms,
@@ -502,6 +492,32 @@ class MemoryEngine:
             retention_days=self.policy.retention_days,
             share=share,
         )
+
+    async def _summary(self, store: MemoryStore) -> dict[str, Any]:
+        """Counts per type, top tags, oldest/newest: a scan of every memory's metadata, so it is
+        kept until this instance writes again (or for 30 s, for writes by other instances)."""
+        cached = self._summary_cache
+        if cached is not None and cached[0] == self._writes and time.monotonic() - cached[1] < SUMMARY_TTL_SECONDS:
+            return cached[2]
+        generation, began = self._writes, time.monotonic()
+        heads = await self._read(store.scan)
+        tag_counts: dict[str, int] = {}
+        type_counts: dict[str, int] = {}
+        for memory in heads:
+            for tag in memory.tags:
+                tag_counts[tag] = tag_counts.get(tag, 0) + 1
+            kind = memory.type or "untyped"
+            type_counts[kind] = type_counts.get(kind, 0) + 1
+        stamps = [m.created_us for m in heads]
+        summary = {
+            "total_memories": len(heads),
+            "by_type": dict(sorted(type_counts.items())),
+            "top_tags": dict(sorted(tag_counts.items(), key=lambda kv: (-kv[1], kv[0]))[:10]),
+            "oldest_timestamp": iso_utc(min(stamps)) if stamps else None,
+            "newest_timestamp": iso_utc(max(stamps)) if stamps else None,
+        }
+        self._summary_cache = (generation, began, summary)  # a write meanwhile makes it stale at once
+        return summary
 
     # -- policy ----------------------------------------------------------------------------
 
@@ -635,7 +651,10 @@ class MemoryEngine:
 
         for attempt in range(WRITE_RETRIES + 1):
             try:
-                return await self._run(guarded)
+                try:
+                    return await self._run(guarded)
+                finally:
+                    self._writes += 1  # statistics must show this write (or whatever part of it landed)
             except SymbioteError:
                 raise
             except Exception as exc:

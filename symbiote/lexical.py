@@ -100,6 +100,7 @@ class LexicalIndex:
             "CREATE TABLE IF NOT EXISTS docs (memory_id TEXT PRIMARY KEY, created_us INTEGER NOT NULL, body TEXT NOT NULL)"
         )
         self._conn.execute("CREATE INDEX IF NOT EXISTS docs_created ON docs(created_us)")
+        self._counts: dict[str, int] = {}  # "" -> all memories, term -> memories containing it; reset on write
         self._conn.execute(
             "CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5("
             "memory_id UNINDEXED, body, ctx, tokenize='porter unicode61 remove_diacritics 2')"
@@ -114,12 +115,16 @@ class LexicalIndex:
                 yield LexicalTransaction(self._conn)
             except BaseException:
                 self._conn.execute("ROLLBACK")
+                self._counts.clear()
                 raise
             self._conn.execute("COMMIT")
+            self._counts.clear()
 
     def count(self) -> int:
         with self._lock:
-            return int(self._conn.execute("SELECT count(*) FROM docs").fetchone()[0])
+            if "" not in self._counts:
+                self._counts[""] = int(self._conn.execute("SELECT count(*) FROM docs").fetchone()[0])
+            return self._counts[""]
 
     def ids(self) -> set[str]:
         with self._lock:
@@ -202,7 +207,14 @@ class LexicalIndex:
         return {m: sum(w for word, w in weights.items() if m in holders[word]) / whole for m in memory_ids}
 
     def _doc_count(self, term: str) -> int:
-        return int(self._conn.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", (f'body:"{term}"',)).fetchone()[0])
+        """Memories containing `term` (stemmed); cached until the next write, as every search asks."""
+        if term not in self._counts:
+            if len(self._counts) > 10_000:
+                self._counts.clear()
+            self._counts[term] = int(
+                self._conn.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", (f'body:"{term}"',)).fetchone()[0]
+            )
+        return self._counts[term]
 
     def close(self) -> None:
         with self._lock:
