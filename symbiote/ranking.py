@@ -81,8 +81,8 @@ def relevance_scores(candidates: Sequence[Candidate], evidence: QueryEvidence) -
         rank_share = math.exp(-(best - c.fused) / RANK_DISCOUNT)
         # A vague topic question ("what am I working on?") is answered by every memory of the
         # topic, not just the best one: a member keeps its share of the topic's strength.
-        topic_share = evidence.activation * c.topic
-        scores.append(round(100.0 * p * max(rank_share, topic_share), 1))
+        topic_share = min(evidence.activation, 1.0) * c.topic
+        scores.append(round(min(100.0, 100.0 * p * min(max(rank_share, topic_share), 1.0)), 1))
     return scores
 
 

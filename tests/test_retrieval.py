@@ -186,6 +186,16 @@ def test_ties_go_to_the_newer_memory() -> None:
     assert [c.memory_id for c in ranked] == ["mem_00000000000000020000", "mem_00000000000000010000"]
 
 
+def test_scores_stay_within_0_and_100_even_for_float_noise() -> None:
+    from symbiote.ranking import Candidate, QueryEvidence, relevance_scores
+
+    best = Candidate("mem_b", 1.0000001, 1.0, 1.0, 1.6500001, "both")
+    other = Candidate("mem_a", 0.2, 0.0, 1.0, 0.45, "topic")
+    evidence = QueryEvidence(top_cosine=1.0000001, coverage=1.0, topic=0.5000001, activation=1.0000002)
+    scores = relevance_scores([best, other], evidence)
+    assert all(0 <= s <= 100 for s in scores) and scores[0] == 100.0
+
+
 def test_fusion_rewards_agreement_and_says_why() -> None:
     dense = [Match("mem_a", 0.55), Match("mem_b", 0.50), Match("mem_c", 0.20)]
     keyword = [KeywordMatch("mem_b", 8.0), KeywordMatch("mem_d", 4.0)]
