@@ -3,7 +3,9 @@
 `/mcp` is stateless with JSON responses: every POST is self-contained, so any number of
 clients (and the Azure Functions adapter, which buffers whole responses) work without
 sticky sessions; `GET /mcp` (a server-push stream we never use) is answered 405. The legacy
-SSE pair (`/sse`, `/messages/`) stays for older clients.
+SSE pair (`GET /sse`, `POST /messages/{session_id}`, see `symbiote.sse`) stays for older
+clients. `settings.transport` picks what is served: `http` (the default) both, `sse` only the
+legacy pair. Around everything: the request body cap and CORS (`symbiote.http_limits`).
 
 Health (`/`, `/health`) is always public and reveals nothing private. Everything else sits
 behind `symbiote.auth.gateway.AuthGateway`: in `oauth` mode (the default anywhere but a
@@ -22,6 +24,7 @@ from typing import AsyncIterator
 from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.routing import BaseRoute, Mount, Route
 
 from symbiote.auth.gateway import AuthGateway
@@ -33,7 +36,9 @@ from symbiote.chatgpt_tools import memory_link_endpoint, register_chatgpt_tools
 from symbiote.config import ConfigError, Settings
 from symbiote.health import health_endpoint
 from symbiote.runtime import Runtime, build_runtime
+from symbiote.http_limits import BodyLimit, cors_middleware
 from symbiote.security import allowed_hosts, transport_security
+from symbiote.sse import LegacySseTransport, SessionTable
 
 log = logging.getLogger(__name__)
 
@@ -64,13 +69,27 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, warm_up: b
         mcp._symbiote_chatgpt_tools = True  # type: ignore[attr-defined]
     security = transport_security(settings)
     streamable = mcp.streamable_http_app(
-        stateless_http=True, json_response=True, transport_security=security, host=settings.host
+        stateless_http=True,
+        json_response=True,
+        transport_security=security,
+        host=settings.host,
+        max_request_body_size=settings.max_body_bytes,
     )
-    sse = mcp.sse_app(transport_security=security, host=settings.host)
-    mcp_endpoint = next(r.endpoint for r in streamable.routes if isinstance(r, Route) and r.path == "/mcp")
-    endpoints: list[BaseRoute] = [
-        Route("/mcp", endpoint=mcp_endpoint, methods=["POST", "DELETE"]),
-        *sse.routes,
+    sessions = SessionTable()
+    mcp.symbiote_sessions = sessions  # type: ignore[attr-defined]  # health reports len(sessions)
+    sse = LegacySseTransport(
+        mcp._lowlevel_server,
+        security=security,
+        sessions=sessions,
+        heartbeat_seconds=settings.sse_heartbeat_seconds,
+        max_lifetime_seconds=settings.sse_max_lifetime_seconds,
+    )
+    endpoints: list[BaseRoute] = []
+    if settings.transport != "sse":
+        mcp_endpoint = next(r.endpoint for r in streamable.routes if isinstance(r, Route) and r.path == "/mcp")
+        endpoints.append(Route("/mcp", endpoint=mcp_endpoint, methods=["POST", "DELETE"]))
+    endpoints += [
+        *sse.routes(),
         Route("/memories/{memory_id}", endpoint=memory_link_endpoint(runtime.engine), methods=["GET"]),
     ]
     resolver = OriginResolver(settings, allowed_hosts(settings))
@@ -89,7 +108,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, warm_up: b
         )
     else:
         gateway = AuthGateway(mode=mode, resolver=resolver, endpoints=endpoints)
-    health = health_endpoint(runtime)
+    health = health_endpoint(runtime, sessions)
     routes: list[BaseRoute] = [
         Route("/", health, methods=["GET"]),
         Route("/health", health, methods=["GET"]),
@@ -114,8 +133,13 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, warm_up: b
         if store is not None:
             store.close()
 
-    app = Starlette(routes=routes, lifespan=lifespan)
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        middleware=[*cors_middleware(settings.cors_origins), Middleware(BodyLimit, max_bytes=settings.max_body_bytes)],
+    )
     app.state.runtime = runtime
+    app.state.sessions = sessions
     app.state.auth_mode = mode
     app.state.auth_store = store
     return app

@@ -60,7 +60,16 @@ def _preload_memory_stack() -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
+    """`symbiote serve [--transport http|sse|stdio]` (default: SYMBIOTE_TRANSPORT, else http)."""
     import dataclasses
+
+    settings = _settings()
+    overrides = {
+        k: v for k, v in (("host", args.host), ("port", args.port), ("transport", getattr(args, "transport", None))) if v is not None
+    }
+    settings = dataclasses.replace(settings, **overrides)
+    if settings.transport == "stdio":
+        return _serve_stdio(settings)  # no uvicorn, no Starlette, no HTTP at all
 
     _preload_memory_stack()
 
@@ -69,9 +78,6 @@ def serve(args: argparse.Namespace) -> int:
     from symbiote import logs
     from symbiote.snapshots import create_share_app
 
-    settings = _settings()
-    overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
-    settings = dataclasses.replace(settings, **overrides)
     logs.configure(settings.log_level)
     try:
         # = create_app, plus the writer lease and snapshots when SYMBIOTE_SHARE is set
@@ -79,7 +85,11 @@ def serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"symbiote: {exc}", file=sys.stderr)
         return 2
-    log.info("serving MCP on http://%s:%d/mcp (legacy SSE at /sse, health at /health)", settings.host, settings.port)
+    base = f"http://{settings.host}:{settings.port}"
+    if settings.transport == "sse":
+        log.info("transport: sse - legacy SSE at %s/sse (messages to /messages/{session_id}), health at /health", base)
+    else:
+        log.info("transport: http - streamable HTTP at %s/mcp, legacy SSE at /sse, health at /health", base)
     config = uvicorn.Config(
         app,
         host=settings.host,
@@ -93,15 +103,21 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def stdio(_args: argparse.Namespace) -> int:
+    """`symbiote stdio`: the same as `symbiote serve --transport stdio`."""
+    import dataclasses
+
+    return _serve_stdio(dataclasses.replace(_settings(), transport="stdio"))
+
+
+def _serve_stdio(settings: Settings) -> int:
     import anyio
 
     from symbiote import logs
     from symbiote.runtime import build_runtime
 
-    settings = _settings()
     logs.configure(settings.log_level)
     runtime = build_runtime(settings)
-    log.info("serving MCP over stdio")
+    log.info("transport: stdio - serving MCP over stdin/stdout")
 
     async def main() -> None:
         async with anyio.create_task_group() as tasks:
@@ -248,8 +264,14 @@ def main(argv: list[str] | None = None) -> int:
     serve_cmd = commands.add_parser("serve", help="serve streamable HTTP (/mcp), legacy SSE and /health")
     serve_cmd.add_argument("--host", help="interface to bind (default: HOST or 127.0.0.1)")
     serve_cmd.add_argument("--port", type=int, help="port (default: PORT or 8000)")
+    serve_cmd.add_argument(
+        "--transport",
+        choices=("http", "sse", "stdio"),
+        help="http: streamable HTTP at /mcp plus legacy SSE (default); sse: legacy SSE only; stdio: stdin/stdout "
+        "(default: SYMBIOTE_TRANSPORT or http)",
+    )
     serve_cmd.set_defaults(run=serve)
-    commands.add_parser("stdio", help="serve over stdin/stdout (Claude Desktop)").set_defaults(run=stdio)
+    commands.add_parser("stdio", help="serve over stdin/stdout (Claude Desktop); = serve --transport stdio").set_defaults(run=stdio)
     export_cmd = commands.add_parser("export-model", help="export the bundled model to ONNX (needs torch)")
     export_cmd.add_argument("--target", help="directory to write (default: SYMBIOTE_MODEL_DIR)")
     export_cmd.set_defaults(run=export)

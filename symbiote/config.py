@@ -82,6 +82,12 @@ class Settings:
     chroma_auth_header: str = "Authorization"
     chroma_tenant: str = "default_tenant"
     chroma_database: str = "default_database"
+    # Transports and the HTTP surface (symbiote.app, symbiote.sse, symbiote.http_limits; docs/transports.md).
+    transport: str = "http"  # http (streamable /mcp + legacy SSE) | sse (legacy SSE only) | stdio
+    sse_heartbeat_seconds: float = 30.0
+    sse_max_lifetime_seconds: float = 3600.0
+    cors_origins: tuple[str, ...] = ()
+    max_body_bytes: int = 4 * 1024 * 1024
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
@@ -117,6 +123,7 @@ class Settings:
         memory_context = _context_settings(integer)
         limits = _limit_settings(env, problems, integer)
         auth = _auth_settings(env, problems, integer, host)
+        transport = _transport_settings(env, problems, integer)
         if problems:
             raise ConfigError("Invalid configuration:\n  - " + "\n  - ".join(problems))
         return cls(
@@ -135,7 +142,47 @@ class Settings:
             **memory_context,
             **limits,
             **auth,
+            **transport,
         )
+
+
+def _transport_settings(env: Mapping[str, str], problems: list[str], integer: Any) -> dict[str, Any]:
+    """SYMBIOTE_TRANSPORT, the legacy SSE heartbeat and session lifetime, CORS, the request body cap."""
+
+    def seconds(name: str, default: float, low: float, high: float) -> float:
+        raw = env.get(name, "").strip()
+        if not raw:
+            return default
+        try:
+            value = float(raw)
+        except ValueError:
+            problems.append(f"{name}={raw!r} is not a number of seconds")
+            return default
+        if not low <= value <= high:
+            problems.append(f"{name}={raw} is out of range ({low:g}..{high:g} seconds)")
+            return default
+        return value
+
+    transport = env.get("SYMBIOTE_TRANSPORT", "").strip().lower() or "http"
+    if transport not in TRANSPORTS:
+        problems.append(f"SYMBIOTE_TRANSPORT={transport!r} must be one of {', '.join(TRANSPORTS)}")
+        transport = "http"
+    cors = _split(env.get("SYMBIOTE_CORS_ORIGINS", ""))
+    for origin in cors:
+        if origin == "*":
+            problems.append(
+                "SYMBIOTE_CORS_ORIGINS='*' is not accepted: any web page could then drive the memory from a "
+                "visitor's browser. List the origins of the browser-based clients, e.g. https://app.example.com"
+            )
+        elif not origin.startswith(("http://", "https://")) or origin.rstrip("/").count("/") != 2:
+            problems.append(f"SYMBIOTE_CORS_ORIGINS entry {origin!r} must be an origin like https://app.example.com")
+    return {
+        "transport": transport,
+        "sse_heartbeat_seconds": seconds("SYMBIOTE_SSE_HEARTBEAT_SECONDS", 30.0, 0.1, 300.0),
+        "sse_max_lifetime_seconds": seconds("SYMBIOTE_SSE_MAX_LIFETIME_SECONDS", 3600.0, 1.0, 7 * 86400.0),
+        "cors_origins": tuple(o.rstrip("/") for o in cors if o != "*"),
+        "max_body_bytes": integer("SYMBIOTE_MAX_BODY_BYTES", 4 * 1024 * 1024, 1024, 256 * 1024 * 1024),
+    }
 
 
 def _share_settings(env: Mapping[str, str], problems: list[str], integer: Any) -> dict[str, Any]:

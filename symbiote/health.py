@@ -11,7 +11,11 @@ from symbiote import __version__
 from symbiote.runtime import Runtime
 
 
-async def health_report(runtime: Runtime) -> dict[str, Any]:
+async def health_report(runtime: Runtime, sessions: Any = None) -> dict[str, Any]:
+    """`sessions`: the legacy SSE session table (`symbiote.sse.SessionTable`); by default the one
+    `create_app` attached to the runtime's server (streamable HTTP at /mcp is stateless: no sessions)."""
+    if sessions is None:
+        sessions = getattr(runtime.server, "symbiote_sessions", None)
     status = runtime.engine.status()
     count = await runtime.engine.count()
     report: dict[str, Any] = {
@@ -20,6 +24,8 @@ async def health_report(runtime: Runtime) -> dict[str, Any]:
         "version": __version__,
         "personality": runtime.personality.variant,
         "uptime_seconds": runtime.uptime_seconds,
+        "transport": getattr(runtime.settings, "transport", "http"),
+        "active_sessions": len(sessions) if sessions is not None else 0,
         "memories": count,
         "store": status["store"],
         "model_loaded": status["model_loaded"],
@@ -29,8 +35,8 @@ async def health_report(runtime: Runtime) -> dict[str, Any]:
     return report
 
 
-def health_endpoint(runtime: Runtime):  # type: ignore[no-untyped-def]
+def health_endpoint(runtime: Runtime, sessions: Any = None):  # type: ignore[no-untyped-def]
     async def health(_request: Request) -> JSONResponse:
-        return JSONResponse(await health_report(runtime))
+        return JSONResponse(await health_report(runtime, sessions))
 
     return health

@@ -2,7 +2,8 @@
 
 Always on. Loopback names are always allowed; deployed names come from the platform's
 environment (`symbiote.platform_hosts`) and from configuration (SYMBIOTE_ALLOWED_HOSTS), each
-accepted with and without a port.
+accepted with and without a port. A browser's Origin header must be one of ours, one in
+SYMBIOTE_ALLOWED_ORIGINS, or one the CORS configuration allows (SYMBIOTE_CORS_ORIGINS).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def allowed_hosts(settings: Settings) -> list[str]:
 def allowed_origins(settings: Settings) -> list[str]:
     origins = [f"http://{name}:*" for name in LOOPBACK_HOSTS] + [f"http://{name}" for name in LOOPBACK_HOSTS]
     origins += [f"https://{name}" for name in deployed_hosts(settings)]
-    return list(dict.fromkeys([*origins, *settings.allowed_origins]))
+    return list(dict.fromkeys([*origins, *settings.allowed_origins, *settings.cors_origins]))
 
 
 def transport_security(settings: Settings) -> TransportSecuritySettings:

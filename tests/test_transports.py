@@ -1,0 +1,145 @@
+"""One suite, three transports: every tool behaves the same over streamable HTTP, legacy SSE and stdio.
+
+`client` is parametrized: a real `symbiote serve --transport http` (the SDK client on /mcp), a real
+`symbiote serve --transport sse` (the SDK's legacy SSE client on /sse), and a real
+`symbiote serve --transport stdio` child process (the SDK's stdio client).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import httpx
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.sse import sse_client
+
+from tests.conftest import MODEL_DIR, ServerProcess
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+TRANSPORTS = ("http", "sse", "stdio")
+
+
+@pytest.fixture(scope="module")
+def http_server(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator[ServerProcess]:
+    proc = ServerProcess(tmp_path_factory.mktemp("t-http") / "data", env={"SYMBIOTE_TRANSPORT": "http"}).start()
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture(scope="module")
+def sse_server(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator[ServerProcess]:
+    proc = ServerProcess(tmp_path_factory.mktemp("t-sse") / "data", env={"SYMBIOTE_TRANSPORT": "sse"}).start()
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture(params=TRANSPORTS)
+def connect(request: pytest.FixtureRequest, tmp_path: Path, model_dir: Path) -> Callable[[], Client]:
+    """Connects an SDK client over the transport named by the parameter: `async with connect() as client`.
+
+    (A factory rather than a connected client: anyio's cancel scopes must be entered and left in the
+    same task, and pytest-asyncio sets fixtures up and tears them down in different ones.)
+    """
+    transport = request.param
+    if transport == "http":
+        url = request.getfixturevalue("http_server").mcp_url
+        return lambda: Client(url)
+    if transport == "sse":
+        sse_url = request.getfixturevalue("sse_server").base_url + "/sse"
+        return lambda: Client(sse_client(sse_url), mode="legacy")
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "symbiote", "serve", "--transport", "stdio"],
+        env={
+            **os.environ,
+            "CHROMADB_PATH": str(tmp_path / "data"),
+            "SYMBIOTE_MODEL_DIR": str(MODEL_DIR),
+            "HF_HUB_OFFLINE": "1",
+            "PORT": "1",  # nothing is bound: a privileged port would fail if it were
+        },
+    )
+    return lambda: Client(params)
+
+
+async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+async def test_store_search_get_list_stats(connect: Callable[[], Client]) -> None:
+    async with connect() as client:
+        marker = uuid.uuid4().hex[:8]
+        stored = await call(client, "store_memory", content=f"Project {marker} ships its web app with React", tags=["work", marker])
+        found = await call(client, "search_memory", query=f"Project {marker} frontend framework")
+        got = await call(client, "get_memory", memory_id=stored["memory_id"])
+        page = await call(client, "list_memories", limit=20)
+        stats = await call(client, "memory_stats")
+        assert stored["memory_id"] in [hit["memory_id"] for hit in found["results"]]
+        assert got["content"] == f"Project {marker} ships its web app with React" and got["tags"] == ["work", marker]
+        assert stored["memory_id"] in [m["memory_id"] for m in page["memories"]]
+        assert stats["total_memories"] >= 1
+
+
+async def test_validation_errors_are_readable_tool_errors(connect: Callable[[], Client]) -> None:
+    async with connect() as client:
+        empty = await client.call_tool("search_memory", {"query": "   "})
+        too_many = await client.call_tool("search_memory", {"query": "x", "limit": 99})
+        missing = await client.call_tool("get_memory", {"memory_id": "mem_00000000000000000001"})
+        for result in (empty, too_many, missing):
+            assert result.is_error
+            assert "Traceback" not in result.content[0].text  # type: ignore[union-attr]
+        assert "query is empty" in empty.content[0].text  # type: ignore[union-attr]
+        assert "from 1 to 20" in too_many.content[0].text  # type: ignore[union-attr]
+        assert "Memory not found" in missing.content[0].text  # type: ignore[union-attr]
+
+
+async def test_tools_prompt_and_resources(connect: Callable[[], Client]) -> None:
+    async with connect() as client:
+        tools = {tool.name for tool in (await client.list_tools()).tools}
+        prompt = await client.get_prompt("venom_identity")
+        stats = await client.read_resource("memory://stats")
+        assert tools >= {"store_memory", "search_memory", "get_memory", "delete_memory", "list_memories", "memory_stats"}
+        assert "search_memory" in prompt.messages[0].content.text  # type: ignore[union-attr]
+        assert isinstance(json.loads(stats.contents[0].text), dict)  # type: ignore[union-attr]
+        assert client.instructions and "search_memory" in client.instructions
+
+
+async def test_delete_then_gone(connect: Callable[[], Client]) -> None:
+    async with connect() as client:
+        stored = await call(client, "store_memory", content=f"Temporary note {uuid.uuid4().hex}")
+        assert (await call(client, "delete_memory", memory_id=stored["memory_id"]))["deleted"] is True
+        gone = await client.call_tool("get_memory", {"memory_id": stored["memory_id"]})
+        assert gone.is_error and "Memory not found" in gone.content[0].text  # type: ignore[union-attr]
+
+
+async def test_sse_transport_serves_only_the_legacy_pair(sse_server: ServerProcess) -> None:
+    async with httpx.AsyncClient(base_url=sse_server.base_url) as http:
+        ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        assert (await http.post("/mcp", json=ping, headers={"Accept": "application/json, text/event-stream"})).status_code == 404
+        health = (await http.get("/health")).json()
+    assert health["transport"] == "sse" and health["status"] == "ok"
+    assert "transport: sse" in sse_server.log()
+
+
+async def test_http_transport_is_the_default_and_logged(http_server: ServerProcess) -> None:
+    async with httpx.AsyncClient(base_url=http_server.base_url) as http:
+        health = (await http.get("/health")).json()
+    assert health["transport"] == "http" and "active_sessions" in health
+    assert "transport: http" in http_server.log()
+
+
+async def test_bad_transport_is_a_config_error(tmp_path: Path) -> None:
+    import subprocess
+
+    env = {**os.environ, "CHROMADB_PATH": str(tmp_path), "SYMBIOTE_TRANSPORT": "carrier-pigeon"}
+    run = subprocess.run([sys.executable, "-m", "symbiote", "serve"], env=env, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2 and "SYMBIOTE_TRANSPORT='carrier-pigeon'" in run.stderr
