@@ -92,9 +92,10 @@ async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--samples", type=int, default=200)
+    parser.add_argument("--data", type=Path, help="reuse this data directory (already filled stores are not refilled)")
     args = parser.parse_args()
     rng = random.Random(7)
-    data = Path(tempfile.mkdtemp(prefix="symbiote-bench-")) / "data"
+    data = args.data or Path(tempfile.mkdtemp(prefix="symbiote-bench-")) / "data"
     port = free_port()
     env = {**os.environ, "CHROMADB_PATH": str(data), "PORT": str(port), "HF_HUB_OFFLINE": "1", "LOG_LEVEL": "WARNING"}
     proc = subprocess.Popen([str(ROOT / ".venv/bin/symbiote"), "serve"], env=env)
@@ -107,7 +108,7 @@ async def main() -> None:
             except httpx.HTTPError:
                 pass
             await asyncio.sleep(0.1)
-        stored = 0
+        stored = int(httpx.get(f"http://127.0.0.1:{port}/health").json()["memories"] or 0)
         async with Client(url) as client:
             store_times = []
             for i in range(args.samples):
@@ -115,13 +116,14 @@ async def main() -> None:
                 result = await client.call_tool("store_memory", {"content": synthetic_memory(i, rng)})
                 store_times.append(time.perf_counter() - started)
                 assert not result.is_error
-            stored = args.samples
+            stored += args.samples
             print(summary("store_memory", store_times))
         for size in args.sizes:
-            began = time.perf_counter()
-            await fill(url, stored, size, rng)
-            print(f"filled to {size} memories in {time.perf_counter() - began:.0f} s")
-            stored = size
+            if stored < size:
+                began = time.perf_counter()
+                await fill(url, stored, size, rng)
+                print(f"filled to {size} memories in {time.perf_counter() - began:.0f} s")
+                stored = size
             async with Client(url) as client:
                 times = []
                 for i in range(args.samples):
