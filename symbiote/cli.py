@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
-import threading
 from pathlib import Path
 
 from symbiote import __version__
@@ -40,25 +38,6 @@ def _graceful_server_class() -> type:
     return GracefulServer
 
 
-def _preload_memory_stack() -> None:
-    """Import Chroma and onnxruntime on a side thread while the main thread imports the MCP SDK.
-
-    Part of each import (reading files, loading shared libraries) runs without the GIL, so the
-    first search after a cold start (a scale-from-zero wake) comes back sooner.
-    """
-
-    def work() -> None:
-        try:
-            import chromadb  # noqa: F401
-            import onnxruntime  # noqa: F401
-            import tokenizers  # noqa: F401
-        except Exception:  # the real import later reports any problem properly
-            pass
-
-    if os.environ.get("SYMBIOTE_PRELOAD", "1") != "0":
-        threading.Thread(target=work, name="preload", daemon=True).start()
-
-
 def serve(args: argparse.Namespace) -> int:
     """`symbiote serve [--transport http|sse|stdio]` (default: SYMBIOTE_TRANSPORT, else http)."""
     import dataclasses
@@ -70,8 +49,6 @@ def serve(args: argparse.Namespace) -> int:
     settings = dataclasses.replace(settings, **overrides)
     if settings.transport == "stdio":
         return _serve_stdio(settings)  # no uvicorn, no Starlette, no HTTP at all
-
-    _preload_memory_stack()
 
     import uvicorn
 
