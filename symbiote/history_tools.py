@@ -2,46 +2,23 @@
 
 from __future__ import annotations
 
-import functools
-import logging
 from dataclasses import dataclass
-from typing import Annotated, Any, Awaitable, Callable, Literal, TypeVar
+from typing import Annotated, Literal
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from symbiote.context import BuiltContext, ContextBuilder
-from symbiote.errors import SymbioteError
 from symbiote.history import AppendResult, ConversationHistory, History
+from symbiote.tools import readable_errors
 
-log = logging.getLogger(__name__)
-R = TypeVar("R")
 
 
 @dataclass
 class HistoryServices:
     history: ConversationHistory
     context: ContextBuilder
-
-
-def _readable_errors(fn: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R]]:
-    """Failures become tool errors a person can read; never a stack trace."""
-
-    @functools.wraps(fn)
-    async def wrapper(*args: Any, **kwargs: Any) -> R:
-        try:
-            return await fn(*args, **kwargs)
-        except SymbioteError as exc:
-            raise ToolError(str(exc)) from exc
-        except ToolError:
-            raise
-        except Exception as exc:
-            log.exception("tool %s failed", fn.__name__)
-            raise ToolError("Internal error in the memory server; it has been logged. Try again shortly.") from exc
-
-    return wrapper
 
 
 def register_history_tools(server: MCPServer, services: HistoryServices) -> None:
@@ -60,7 +37,7 @@ def register_history_tools(server: MCPServer, services: HistoryServices) -> None
             title="Append to conversation history", readOnlyHint=False, destructiveHint=False, idempotentHint=False
         ),
     )
-    @_readable_errors
+    @readable_errors
     async def append_history(
         conversation_id: Annotated[str, Field(description="Your client's id for the conversation (any text, <= 200 chars).")],
         role: Annotated[Literal["user", "assistant", "system"], Field(description="Who said it.")],
@@ -80,7 +57,7 @@ def register_history_tools(server: MCPServer, services: HistoryServices) -> None
         ),
         annotations=ToolAnnotations(title="Get conversation history", readOnlyHint=True, openWorldHint=False),
     )
-    @_readable_errors
+    @readable_errors
     async def get_history(
         conversation_id: Annotated[str, Field(description="The conversation's id, as given to append_history.")],
         n: Annotated[int, Field(description="How many of the most recent turns, 1 to 500.")] = 16,
@@ -97,7 +74,7 @@ def register_history_tools(server: MCPServer, services: HistoryServices) -> None
         ),
         annotations=ToolAnnotations(title="Build prompt context", readOnlyHint=True, openWorldHint=False),
     )
-    @_readable_errors
+    @readable_errors
     async def build_context(
         conversation_id: Annotated[str, Field(description="The conversation's id, as given to append_history.")],
         message: Annotated[str, Field(description="The new message to build the context for.")],

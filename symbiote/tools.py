@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 R = TypeVar("R")
 
 
-def _engine_errors(fn: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R]]:
+def readable_errors(fn: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R]]:
     """Turn engine failures into tool errors a person can read; never leak a stack trace."""
 
     @functools.wraps(fn)
@@ -66,7 +66,7 @@ def register_tools(server: MCPServer, engine: MemoryEngine) -> None:
         ),
         annotations=ToolAnnotations(title="Store memory", readOnlyHint=False, destructiveHint=False, idempotentHint=False),
     )
-    @_engine_errors
+    @readable_errors
     async def store_memory(
         content: Annotated[str, Field(description="The text to remember. Any length; long text is kept whole.")],
         tags: Annotated[
@@ -97,7 +97,7 @@ def register_tools(server: MCPServer, engine: MemoryEngine) -> None:
         ),
         annotations=ToolAnnotations(title="Store memories", readOnlyHint=False, destructiveHint=False, idempotentHint=False),
     )
-    @_engine_errors
+    @readable_errors
     async def store_memories(
         memories: Annotated[
             list[dict[str, Any]],
@@ -118,7 +118,7 @@ def register_tools(server: MCPServer, engine: MemoryEngine) -> None:
         ),
         annotations=ToolAnnotations(title="Search memory", readOnlyHint=True, openWorldHint=False),
     )
-    @_engine_errors
+    @readable_errors
     async def search_memory(
         query: Annotated[str, Field(description="What to look for, in natural language.")],
         limit: Annotated[int, Field(description="Maximum number of results, 1 to 20.")] = 5,
@@ -150,7 +150,7 @@ def register_tools(server: MCPServer, engine: MemoryEngine) -> None:
         description="Fetch one memory by its id (from search_memory or list_memories), with its tags and timestamp.",
         annotations=ToolAnnotations(title="Get memory", readOnlyHint=True, openWorldHint=False),
     )
-    @_engine_errors
+    @readable_errors
     async def get_memory(
         memory_id: Annotated[str, Field(description="The id, like 'mem_17321234567890120042'.")],
     ) -> Memory:
@@ -161,7 +161,7 @@ def register_tools(server: MCPServer, engine: MemoryEngine) -> None:
         description="Fetch several memories by id in one call; the answer keeps your order, with null for unknown ids.",
         annotations=ToolAnnotations(title="Get memories", readOnlyHint=True, openWorldHint=False),
     )
-    @_engine_errors
+    @readable_errors
     async def get_memories(
         memory_ids: Annotated[list[str], Field(description="Up to 100 ids.")],
     ) -> MemoryList:
@@ -181,7 +181,7 @@ def register_tools(server: MCPServer, engine: MemoryEngine) -> None:
         ),
         annotations=ToolAnnotations(title="Update memory", readOnlyHint=False, destructiveHint=False, idempotentHint=True),
     )
-    @_engine_errors
+    @readable_errors
     async def update_memory(
         memory_id: Annotated[str, Field(description="The id of the memory to change.")],
         content: Annotated[str | None, Field(description="New text (omit to keep).")] = None,
@@ -200,7 +200,7 @@ def register_tools(server: MCPServer, engine: MemoryEngine) -> None:
         ),
         annotations=ToolAnnotations(title="Delete memory", readOnlyHint=False, destructiveHint=True, idempotentHint=True),
     )
-    @_engine_errors
+    @readable_errors
     async def delete_memory(
         memory_id: Annotated[str, Field(description="The id of the memory to delete.")],
     ) -> DeleteResult:
@@ -215,7 +215,7 @@ def register_tools(server: MCPServer, engine: MemoryEngine) -> None:
         ),
         annotations=ToolAnnotations(title="List memories", readOnlyHint=True, openWorldHint=False),
     )
-    @_engine_errors
+    @readable_errors
     async def list_memories(
         limit: Annotated[int, Field(description="Page size, 1 to 50.")] = 10,
         before: Annotated[
@@ -233,6 +233,6 @@ def register_tools(server: MCPServer, engine: MemoryEngine) -> None:
         ),
         annotations=ToolAnnotations(title="Memory statistics", readOnlyHint=True, openWorldHint=False),
     )
-    @_engine_errors
+    @readable_errors
     async def memory_stats() -> MemoryStats:
         return await engine.stats()
