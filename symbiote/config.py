@@ -71,6 +71,7 @@ class Settings:
     retention_days: int | None = None
     memory_confidence_min: float = 0.7
     memory_max_per_window: int = 3
+    min_free_mb: int = 50  # writes are refused while less is free on the data disk (0: never)
     history_tail_n: int = 16
     memory_top_k: int = 8
     context_token_budget: int = 2000
@@ -357,7 +358,7 @@ def _auth_settings(env: Mapping[str, str], problems: list[str], integer: Any, ho
 
 
 def _limit_settings(env: Mapping[str, str], problems: list[str], integer: Any) -> dict[str, Any]:
-    """MAX_MEMORIES, RETENTION_DAYS (both unset: unlimited, forever), the history write policy."""
+    """MAX_MEMORIES, RETENTION_DAYS (both unset: unlimited, forever), the history write policy, the disk reserve."""
     raw_min = env.get("MEMORY_CONFIDENCE_MIN", "").strip()
     confidence_min = 0.7
     if raw_min:
@@ -375,4 +376,5 @@ def _limit_settings(env: Mapping[str, str], problems: list[str], integer: Any) -
         "retention_days": retention,
         "memory_confidence_min": confidence_min,
         "memory_max_per_window": integer("MEMORY_MAX_PER_WINDOW", 3, 1, 1000),
+        "min_free_mb": integer("SYMBIOTE_MIN_FREE_MB", 50, 0, 1_000_000),
     }

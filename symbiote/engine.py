@@ -16,10 +16,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Sequence, TypeVar
 
 from symbiote import validation
 from symbiote.embedder import AsyncEmbedder
+from symbiote.diskspace import DiskSpace
 from symbiote.embeddings import MODEL_DIMENSION, MODEL_NAME
 from symbiote.errors import InvalidInputError, MemoryNotFoundError, StoreUnavailableError, SymbioteError
 from symbiote.failures import StoreDamagedError, is_transient, write_failure
@@ -125,8 +126,10 @@ class MemoryEngine:
         embedder: AsyncEmbedder,
         open_store: Callable[[str, int], MemoryStore],
         policy: EnginePolicy | None = None,
+        space: DiskSpace | None = None,
     ) -> None:
         self._embedder = embedder
+        self._space = space
         self._open_store = open_store
         self.policy = policy or EnginePolicy()
         self._store: MemoryStore | None = None
@@ -209,6 +212,7 @@ class MemoryEngine:
                 )
             warning = await self._check_quota(store, 1)
             windows = await self._embedder.windows(draft.content)
+            await self._ensure_space(windows)
             vectors = await self._embedder.embed(windows)
             near = await self._near_duplicates(store, vectors[0])
             memory = self._stamp(draft)
@@ -256,6 +260,7 @@ class MemoryEngine:
         warning = await self._check_quota(store, len(fresh))
         windows = [await self._embedder.windows(d.content) for d in fresh.values()]
         flat = [text for group in windows for text in group]
+        await self._ensure_space(flat)
         vectors = await self._embedder.embed(flat)
         stamped = {digest: self._stamp(d) for digest, d in fresh.items()}
         batch = []
@@ -325,9 +330,11 @@ class MemoryEngine:
         memory = replace(old, updated_us=_now_us(), **changes)
         if "content" in changes:
             windows = await self._embedder.windows(memory.content)
+            await self._ensure_space(windows)
             vectors = await self._embedder.embed(windows)
             await self._write(store.replace, memory, vectors, windows)
         else:
+            await self._ensure_space([""])
             await self._write(store.replace, memory, None, [])
         return UpdateResult(
             memory=_public(memory),
@@ -636,6 +643,14 @@ class MemoryEngine:
         except Exception as exc:
             log.exception("memory read failed")
             raise StoreUnavailableError(f"Reading the memory store failed: {exc}") from exc
+
+    async def _ensure_space(self, windows: Sequence[str]) -> None:
+        """Refuse a write the disk has no room for before Chroma sees a full disk (symbiote.diskspace).
+
+        Checked before embedding, so a refused batch costs no model time; one vector per window.
+        """
+        if self._space is not None:
+            await self._space.ensure(DiskSpace.estimate(list(windows), len(windows)))
 
     async def _write(self, fn: Callable[..., T], *args: Any) -> T:
         """Run a write: with the writer lease where there is one, retrying transient lock contention."""

@@ -34,6 +34,7 @@ from typing import Any, Callable, Literal, Protocol
 import numpy as np
 from pydantic import BaseModel, Field
 
+from symbiote.diskspace import DiskSpace
 from symbiote.embedder import AsyncEmbedder
 from symbiote.errors import InvalidInputError, StoreUnavailableError, SymbioteError
 from symbiote.keyed_lock import KeyedLock
@@ -285,8 +286,14 @@ class ChromaHistoryStore:
 class ConversationHistory:
     """Appends and reads conversation turns; the store is opened on first use, like the memory store's."""
 
-    def __init__(self, embedder: AsyncEmbedder, open_store: Callable[[str, int], HistoryStore]) -> None:
+    def __init__(
+        self,
+        embedder: AsyncEmbedder,
+        open_store: Callable[[str, int], HistoryStore],
+        space: DiskSpace | None = None,
+    ) -> None:
         self._embedder = embedder
+        self._space = space
         self._open_store = open_store
         self._store: HistoryStore | None = None
         self._open_lock = asyncio.Lock()
@@ -302,6 +309,8 @@ class ConversationHistory:
         stamp, micros = parse_ts(ts)
         store = await self._store_or_raise()
         vector = (await self._embedder.embed([said]))[0]
+        if self._space is not None:
+            await self._space.ensure(DiskSpace.estimate([said], 1))
         async with self._appending.hold(cid):  # this instance's appends to one conversation, one at a time
             turn, written = await self._call(store.add, cid, who, said, stamp, micros, vector, index)
         if written:

@@ -11,6 +11,7 @@ from typing import Callable
 from symbiote.chroma_client import ChromaClients, ChromaServer
 from symbiote.config import Settings
 from symbiote.context import ContextBuilder, TokenCounter
+from symbiote.diskspace import DiskSpace
 from symbiote.embedder import AsyncEmbedder
 from symbiote.embeddings import MANIFEST_NAME, Embedder, ModelMissingError, OnnxEmbedder
 from symbiote.engine import EnginePolicy, MemoryEngine
@@ -41,6 +42,11 @@ def load_embedder(model_dir: Path) -> Embedder:
                 "Run scripts/setup.sh, or set SYMBIOTE_MODEL_DIR to an exported model."
             ) from None
     return OnnxEmbedder(model_dir)
+
+
+def disk_space(settings: Settings) -> DiskSpace:
+    """The data disk's reserve; also for a Chroma server, whose keyword index is in CHROMADB_PATH."""
+    return DiskSpace(settings.chromadb_path, settings.min_free_mb * 1024 * 1024)
 
 
 def engine_policy(settings: Settings) -> EnginePolicy:
@@ -86,7 +92,7 @@ def history_services(
 
         return guard(opener) if guard is not None else opener()
 
-    history = ConversationHistory(embedder, open_history)
+    history = ConversationHistory(embedder, open_history, disk_space(settings))
     builder = ContextBuilder(
         history,
         engine,
@@ -108,7 +114,7 @@ def build_runtime(settings: Settings) -> Runtime:
         return open_embedded_store(settings.chromadb_path, model, dimension)
 
     embedder = AsyncEmbedder(lambda: load_embedder(settings.model_dir), cache_size=settings.embed_cache_size)
-    engine = MemoryEngine(embedder, open_store, engine_policy(settings))
+    engine = MemoryEngine(embedder, open_store, engine_policy(settings), disk_space(settings))
     history = history_services(settings, embedder, engine, ChromaClients(chroma_server, settings.chromadb_path))
     server = build_server(engine, personality)
     register_history_tools(server, history)

@@ -193,9 +193,14 @@ def small_disk(tmp_path: Path) -> Path:
 
 
 async def test_disk_full_fails_clearly_and_reads_keep_working(settings: Settings, small_disk: Path) -> None:
-    engine = await engine_with(settings, chromadb_path=small_disk / "data")
+    # 1 MB reserve on a 3 MB disk: writes are refused before Chroma itself meets the full disk
+    # (Chroma 1.5.9 can hang or stay wedged after ENOSPC; see symbiote.diskspace).
+    runtime = build_runtime(replace(settings, chromadb_path=small_disk / "data", min_free_mb=1))
+    engine, history = runtime.engine, runtime.history
+    assert history is not None
     try:
         await engine.store("Stored before the disk filled up")
+        await history.history.append("c1", "user", "said before the disk filled up")
         filler = small_disk / "filler"
         with filler.open("wb") as handle:
             try:
@@ -203,12 +208,32 @@ async def test_disk_full_fails_clearly_and_reads_keep_working(settings: Settings
                     handle.write(b"\0" * 65536)
             except OSError:
                 pass
-        with pytest.raises(StoreUnavailableError, match="Storage full, unable to save memory"):
-            for i in range(200):  # Chroma buffers a little; it fails within a few writes
-                await engine.store(f"After the disk filled up {i}: " + "x" * 2000)
-        assert (await engine.search("before the disk filled up")).results[0].content == "Stored before the disk filled up"
+        with pytest.raises(StoreUnavailableError, match=r"Storage full, unable to save memory: 0\.0 MB free .* 1\.0 MB in reserve"):
+            await engine.store("After the disk filled up")
+        with pytest.raises(StoreUnavailableError, match="Storage full"):
+            await engine.store_many([{"content": "batch after the disk filled up"}])
+        with pytest.raises(StoreUnavailableError, match="Storage full"):
+            await history.history.append("c1", "user", "said after the disk filled up")
+        hits = (await engine.search("before the disk filled up")).results
+        assert [h.content for h in hits] == ["Stored before the disk filled up"]
+        assert [t.text for t in (await history.history.get("c1")).turns] == ["said before the disk filled up"]
         filler.unlink()
         assert (await engine.store("Stored after space was freed")).status == "stored"
+        assert (await history.history.append("c1", "user", "said after space was freed")).status == "appended"
+        assert (await engine.stats()).total_memories == 2
+    finally:
+        engine.close()
+
+
+async def test_a_write_bigger_than_the_free_space_is_refused_whole(settings: Settings, small_disk: Path) -> None:
+    engine = await engine_with(settings, chromadb_path=small_disk / "data", min_free_mb=1)
+    try:
+        await engine.store("A small memory that fits")
+        huge = [{"content": f"bulk item {i} " + "words " * 8000} for i in range(10)]  # 480 KB of text, ~2 MB on disk
+        with pytest.raises(StoreUnavailableError, match="Storage full"):
+            await engine.store_many(huge)
+        assert (await engine.stats()).total_memories == 1  # all or nothing
+        assert (await engine.store("Another small memory")).status == "stored"
     finally:
         engine.close()
 
@@ -220,7 +245,7 @@ async def test_read_only_storage_fails_clearly_and_reads_keep_working(settings: 
         "from pathlib import Path\n"
         "from symbiote.config import Settings\n"
         "from symbiote.runtime import build_runtime\n"
-        "engine = build_runtime(Settings(chromadb_path=Path(sys.argv[1]), model_dir=Path(sys.argv[2]))).engine\n"
+        "engine = build_runtime(Settings(chromadb_path=Path(sys.argv[1]), model_dir=Path(sys.argv[2]), min_free_mb=0)).engine\n"
         "asyncio.run(engine.store('Stored while writable'))\n"
         "engine.close()\n"
     )
@@ -229,7 +254,7 @@ async def test_read_only_storage_fails_clearly_and_reads_keep_working(settings: 
     remount = subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], capture_output=True)
     if remount.returncode != 0:
         pytest.skip(f"cannot remount read-only here: {remount.stderr.decode().strip()}")
-    engine = await engine_with(settings, chromadb_path=data)
+    engine = await engine_with(settings, chromadb_path=data, min_free_mb=0)
     try:
         with pytest.raises(StoreUnavailableError, match="(?i)read-only|not writable"):
             await engine.store("Cannot be stored")
@@ -277,3 +302,10 @@ async def test_damaged_store_is_set_aside_and_reported_until_reset(settings: Set
         assert (await fresh.store("a fresh start")).status == "stored"
     finally:
         fresh.close()
+
+
+def test_disk_reserve_is_configured_in_megabytes() -> None:
+    assert Settings.from_env({}).min_free_mb == 50
+    assert Settings.from_env({"SYMBIOTE_MIN_FREE_MB": "0"}).min_free_mb == 0
+    with pytest.raises(Exception, match="SYMBIOTE_MIN_FREE_MB"):
+        Settings.from_env({"SYMBIOTE_MIN_FREE_MB": "lots"})
