@@ -43,6 +43,7 @@ from symbiote.records import (
     UpdateResult,
 )
 from symbiote.storage import MemoryStore, StoredMemory, content_hash
+from symbiote.summary import Summary
 from symbiote.topics import TopicIndex
 
 log = logging.getLogger(__name__)
@@ -140,7 +141,8 @@ class MemoryEngine:
         self._ids = IdGenerator()
         self._same_content = KeyedLock()
         self._topics: TopicIndex | None = None
-        self._summary_cache: tuple[int, float, dict[str, Any]] | None = None
+        self._summary: Summary | None = None  # built by one scan, then kept current by this instance's writes
+        self._summary_refresh: asyncio.Task[Summary | None] | None = None
         self._writes = 0  # bumped by every write this instance makes
         self._store_timer = _Timer()
         self._search_timer = _Timer()
@@ -217,6 +219,8 @@ class MemoryEngine:
             near = await self._near_duplicates(store, vectors[0])
             memory = self._stamp(draft)
             await self._write(store.add, memory, vectors, windows)
+            if self._summary is not None:
+                self._summary.add(memory)
         self._store_timer.add(started)
         message = "Memory stored."
         if near:
@@ -269,6 +273,9 @@ class MemoryEngine:
             batch.append((memory, vectors[offset : offset + len(group)], group))
             offset += len(group)
         await self._write(store.add_many, batch)
+        if self._summary is not None:
+            for memory, _vectors, _windows in batch:
+                self._summary.add(memory)
         results = []
         for draft in drafts:
             if draft.content_hash in existing:
@@ -336,6 +343,8 @@ class MemoryEngine:
         else:
             await self._ensure_space([""])
             await self._write(store.replace, memory, None, [])
+        if self._summary is not None:
+            self._summary.replace(old, memory)
         return UpdateResult(
             memory=_public(memory),
             reembedded="content" in changes,
@@ -345,8 +354,11 @@ class MemoryEngine:
     async def delete(self, memory_id: Any) -> DeleteResult:
         mid = validation.memory_id(memory_id)
         store = await self._store_or_raise()
+        found = await self._read(store.get, [mid])  # what it was, for the statistics
         if not await self._write(store.delete, mid):
             raise MemoryNotFoundError(mid)
+        if self._summary is not None and mid in found:
+            self._summary.remove(found[mid])
         return DeleteResult(memory_id=mid, deleted=True, message="Memory deleted permanently.")
 
     async def apply_retention(self) -> RetentionResult:
@@ -360,6 +372,10 @@ class MemoryEngine:
         keep = [m for m in old if m.bookmarked]
         doomed = [m.memory_id for m in old if not m.bookmarked]
         removed = await self._write(store.delete_many, doomed) if doomed else []
+        if self._summary is not None:
+            heads = {m.memory_id: m for m in old}
+            for mid in removed:
+                self._summary.remove(heads[mid])
         log.info(
             "retention (%d days): removed %d memories, skipped %d bookmarked: removed=%s skipped=%s",
             days, len(removed), len(keep), removed, [m.memory_id for m in keep],
@@ -481,7 +497,7 @@ class MemoryEngine:
     async def stats(self) -> MemoryStats:
         store = await self._store_or_raise()
         summary, size, collections = await asyncio.gather(
-            self._summary(store), self._read(store.size_bytes), self._read(store.counts)
+            self._summary_report(store), self._read(store.size_bytes), self._read(store.counts)
         )
         share_usage = getattr(store, "share_usage", None)  # symbiote.snapshots.GuardedStore on a file share
         share = await self._read(share_usage) if callable(share_usage) else None
@@ -500,31 +516,33 @@ class MemoryEngine:
             share=share,
         )
 
-    async def _summary(self, store: MemoryStore) -> dict[str, Any]:
-        """Counts per type, top tags, oldest/newest: a scan of every memory's metadata, so it is
-        kept until this instance writes again (or for 30 s, for writes by other instances)."""
-        cached = self._summary_cache
-        if cached is not None and cached[0] == self._writes and time.monotonic() - cached[1] < SUMMARY_TTL_SECONDS:
-            return cached[2]
-        generation, began = self._writes, time.monotonic()
-        heads = await self._read(store.scan)
-        tag_counts: dict[str, int] = {}
-        type_counts: dict[str, int] = {}
-        for memory in heads:
-            for tag in memory.tags:
-                tag_counts[tag] = tag_counts.get(tag, 0) + 1
-            kind = memory.type or "untyped"
-            type_counts[kind] = type_counts.get(kind, 0) + 1
-        stamps = [m.created_us for m in heads]
-        summary = {
-            "total_memories": len(heads),
-            "by_type": dict(sorted(type_counts.items())),
-            "top_tags": dict(sorted(tag_counts.items(), key=lambda kv: (-kv[1], kv[0]))[:10]),
-            "oldest_timestamp": iso_utc(min(stamps)) if stamps else None,
-            "newest_timestamp": iso_utc(max(stamps)) if stamps else None,
-        }
-        self._summary_cache = (generation, began, summary)  # a write meanwhile makes it stale at once
-        return summary
+    async def _summary_report(self, store: MemoryStore) -> dict[str, Any]:
+        """Counts per type and tag, oldest and newest (symbiote.summary): scanned once, then kept
+        current by this instance's writes; rescanned in the background when older than 30 s, for
+        writes by other instances. A stats call never waits for a scan but the very first."""
+        summary = self._summary
+        if summary is None:
+            summary = await self._rescan(store)
+        elif summary.age() > SUMMARY_TTL_SECONDS and (self._summary_refresh is None or self._summary_refresh.done()):
+            self._summary_refresh = asyncio.create_task(self._rescan_quietly(store))
+        return summary.report()
+
+    async def _rescan(self, store: MemoryStore) -> Summary:
+        writes = self._writes
+        fresh = Summary(await self._read(store.scan), iso_utc)
+        if self._writes != writes:  # a write landed meanwhile: the scan may or may not show it
+            if self._summary is not None:
+                return self._summary  # kept current by that write; try again later
+            fresh.taken = float("-inf")  # close enough for now, rescanned at the next call
+        self._summary = fresh
+        return fresh
+
+    async def _rescan_quietly(self, store: MemoryStore) -> Summary | None:
+        try:
+            return await self._rescan(store)
+        except Exception as exc:  # the last summary stays; the next stats call tries again
+            log.warning("memory statistics refresh failed: %s", exc)
+            return None
 
     # -- policy ----------------------------------------------------------------------------
 

@@ -178,6 +178,32 @@ async def test_stats_by_type_and_collection(engine: MemoryEngine) -> None:
     assert stats.collections["passages"] == 2  # the two-sentence memory's sentences
 
 
+async def test_stats_follow_every_kind_of_write_without_rescanning(settings: Settings) -> None:
+    engine = await engine_with(settings)
+    try:
+        assert (await engine.stats()).total_memories == 0  # the one scan
+        first = await engine.store("Likes hiking in the Alps", ["outdoors", "travel"], type="preference")
+        await engine.store_many([
+            {"content": "Flight to Lisbon on 3 May", "tags": ["travel"], "type": "fact"},
+            {"content": "Uses Neovim for editing", "tags": ["tools"]},
+        ])
+        await engine.update(first.memory_id, type="personal", tags=["outdoors"])
+        listed = await engine.list_memories(limit=10)
+        neovim = next(m for m in listed.memories if m.content.startswith("Uses Neovim"))
+        await engine.delete(neovim.memory_id)
+        live = await engine.stats()
+    finally:
+        engine.close()
+    fresh = await engine_with(settings)  # a new instance scans what is on disk
+    try:
+        scanned = await fresh.stats()
+    finally:
+        fresh.close()
+    keys = ("total_memories", "by_type", "top_tags", "oldest_timestamp", "newest_timestamp")
+    assert {k: getattr(live, k) for k in keys} == {k: getattr(scanned, k) for k in keys}
+    assert live.by_type == {"fact": 1, "personal": 1} and live.top_tags == {"outdoors": 1, "travel": 1}
+
+
 # -- failure handling ------------------------------------------------------------------------
 
 
