@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Sequence
 
 import numpy as np
 
 from symbiote.embeddings import Embedder
+from symbiote.priority import PriorityExecutor
 
 # Texts embedded per trip to the worker: small enough that a query waiting behind a large
 # batch waits for one slice, not the whole batch.
@@ -28,7 +28,7 @@ class AsyncEmbedder:
     def __init__(self, load: Callable[[], Embedder], cache_size: int = 2048) -> None:
         self._load = load
         self._model: Embedder | None = None
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed")
+        self._executor = PriorityExecutor(1, "embed")
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_size = cache_size
         self._loading: asyncio.Future[Embedder] | None = None
@@ -38,7 +38,7 @@ class AsyncEmbedder:
         if self._model is not None:
             return self._model
         if self._loading is None:
-            self._loading = asyncio.get_running_loop().run_in_executor(self._executor, self._load)
+            self._loading = asyncio.ensure_future(self._executor.run(self._load, urgent=True))
         try:
             self._model = await asyncio.shield(self._loading)
         except BaseException:
@@ -46,8 +46,11 @@ class AsyncEmbedder:
             raise
         return self._model
 
-    async def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Vectors for `texts`, in order; cached texts skip the model."""
+    async def embed(self, texts: Sequence[str], urgent: bool = False) -> np.ndarray:
+        """Vectors for `texts`, in order; cached texts skip the model.
+
+        `urgent` (a query someone waits on) goes before queued background slices (a batch being stored).
+        """
         model = await self.model()
         found: dict[str, np.ndarray] = {}
         for text in dict.fromkeys(texts):
@@ -56,10 +59,9 @@ class AsyncEmbedder:
                 self._cache.move_to_end(text)
                 found[text] = hit
         missing = [t for t in dict.fromkeys(texts) if t not in found]
-        loop = asyncio.get_running_loop()
         for start in range(0, len(missing), _SLICE):
             part = missing[start : start + _SLICE]
-            vectors = await loop.run_in_executor(self._executor, model.embed, part)
+            vectors = await self._executor.run(model.embed, part, urgent=urgent)
             for text, vector in zip(part, vectors):
                 found[text] = vector
                 self._remember(text, vector)
@@ -69,7 +71,7 @@ class AsyncEmbedder:
 
     async def windows(self, text: str) -> list[str]:
         model = await self.model()
-        return await asyncio.get_running_loop().run_in_executor(self._executor, model.windows, text)
+        return await self._executor.run(model.windows, text)
 
     def _remember(self, text: str, vector: np.ndarray) -> None:
         if self._cache_size <= 0:

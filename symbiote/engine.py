@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any, Callable, Sequence, TypeVar
@@ -28,6 +27,7 @@ from symbiote.filters import MemoryFilter
 from symbiote.ids import IdGenerator
 from symbiote.keyed_lock import KeyedLock
 from symbiote.lexical import KeywordMatch
+from symbiote.priority import PriorityExecutor
 from symbiote.ranking import Candidate, QueryEvidence, fuse, relevance_scores
 from symbiote.records import (
     BatchStoreResult,
@@ -137,7 +137,8 @@ class MemoryEngine:
         self._store_error: str | None = None
         self._damaged: StoreDamagedError | None = None
         self._open_lock = asyncio.Lock()
-        self._io = ThreadPoolExecutor(max_workers=4, thread_name_prefix="store")
+        # reads someone waits on go first, and one write at a time leaves the rest free (symbiote.priority)
+        self._io = PriorityExecutor(4, "store", background_limit=1)
         self._ids = IdGenerator()
         self._same_content = KeyedLock()
         self._topics: TopicIndex | None = None
@@ -203,7 +204,7 @@ class MemoryEngine:
         store = await self._store_or_raise()
         await self._check_policy(store, draft)
         async with self._same_content.hold(draft.content_hash):  # two identical stores at once make one memory
-            existing = await self._read(store.find_content, draft.content_hash)
+            existing = await self._read(store.find_content, draft.content_hash, urgent=False)
             if existing is not None:
                 return StoreResult(
                     memory_id=existing.memory_id,
@@ -256,7 +257,7 @@ class MemoryEngine:
             except InvalidInputError as exc:
                 raise InvalidInputError(f"item {position}: {exc} Nothing was stored.") from None
         store = await self._store_or_raise()
-        existing = await self._read(store.find_contents, [d.content_hash for d in drafts])
+        existing = await self._read(store.find_contents, [d.content_hash for d in drafts], urgent=False)
         fresh: dict[str, StoredMemory] = {}
         for draft in drafts:
             if draft.content_hash not in existing:
@@ -354,7 +355,7 @@ class MemoryEngine:
     async def delete(self, memory_id: Any) -> DeleteResult:
         mid = validation.memory_id(memory_id)
         store = await self._store_or_raise()
-        found = await self._read(store.get, [mid])  # what it was, for the statistics
+        found = await self._read(store.get, [mid], urgent=False)  # what it was, for the statistics
         if not await self._write(store.delete, mid):
             raise MemoryNotFoundError(mid)
         if self._summary is not None and mid in found:
@@ -368,7 +369,7 @@ class MemoryEngine:
             return RetentionResult(removed=0, kept_bookmarked=0, message="Retention is off: memories are kept forever.")
         store = await self._store_or_raise()
         cutoff = _now_us() - days * 86_400 * 1_000_000
-        old = await self._read(store.scan, MemoryFilter(before_us=cutoff))
+        old = await self._read(store.scan, MemoryFilter(before_us=cutoff), urgent=False)
         keep = [m for m in old if m.bookmarked]
         doomed = [m.memory_id for m in old if not m.bookmarked]
         removed = await self._write(store.delete_many, doomed) if doomed else []
@@ -443,7 +444,7 @@ class MemoryEngine:
     async def rank(self, text: str, where: MemoryFilter | None = None) -> tuple[list[Candidate], QueryEvidence]:
         """All candidates for a query, best first, and the query-level evidence for scoring them."""
         store, vectors, topics = await asyncio.gather(
-            self._store_or_raise(), self._embedder.embed([text]), self._topic_index()
+            self._store_or_raise(), self._embedder.embed([text], urgent=True), self._topic_index()
         )
         topic = topics.match(vectors[0])
         no_members: list[KeywordMatch] = []
@@ -529,7 +530,7 @@ class MemoryEngine:
 
     async def _rescan(self, store: MemoryStore) -> Summary:
         writes = self._writes
-        fresh = Summary(await self._read(store.scan), iso_utc)
+        fresh = Summary(await self._read(store.scan, urgent=False), iso_utc)
         if self._writes != writes:  # a write landed meanwhile: the scan may or may not show it
             if self._summary is not None:
                 return self._summary  # kept current by that write; try again later
@@ -581,7 +582,7 @@ class MemoryEngine:
                 "user asked for it explicitly."
             )
         since = _now_us() - self.policy.window_minutes * 60 * 1_000_000
-        recent = await self._read(store.count_from, draft.conversation_id, since)
+        recent = await self._read(store.count_from, draft.conversation_id, since, urgent=False)
         if recent >= self.policy.max_per_window:
             raise PolicyRefusedError(
                 f"Not stored: {recent} memories were already drawn from this conversation in the last "
@@ -593,7 +594,7 @@ class MemoryEngine:
         quota = self.policy.max_memories
         if quota is None or adding == 0:
             return None
-        current = await self._read(store.count)
+        current = await self._read(store.count, urgent=False)
         if current + adding > quota:
             raise QuotaExceededError(
                 f"Memory quota reached: {current} of {quota} memories are stored (MAX_MEMORIES), so this was not "
@@ -607,10 +608,10 @@ class MemoryEngine:
         return None
 
     async def _near_duplicates(self, store: MemoryStore, vector: Any) -> list[NearDuplicate]:
-        close = [m for m in await self._read(store.nearest, vector, 3, None, False) if m.similarity >= NEAR_DUPLICATE]
+        close = [m for m in await self._read(store.nearest, vector, 3, None, False, urgent=False) if m.similarity >= NEAR_DUPLICATE]
         if not close:
             return []
-        found = await self._read(store.get, [m.memory_id for m in close])
+        found = await self._read(store.get, [m.memory_id for m in close], urgent=False)
         return [
             NearDuplicate(memory_id=m.memory_id, content=found[m.memory_id].content, similarity=round(m.similarity, 3))
             for m in close
@@ -650,12 +651,13 @@ class MemoryEngine:
                     raise StoreUnavailableError(self._store_error) from exc
         return self._store
 
-    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._io, fn, *args)
+    async def _run(self, fn: Callable[..., T], *args: Any, urgent: bool = False) -> T:
+        return await self._io.run(fn, *args, urgent=urgent)
 
-    async def _read(self, fn: Callable[..., T], *args: Any) -> T:
+    async def _read(self, fn: Callable[..., T], *args: Any, urgent: bool = True) -> T:
+        """A read; `urgent` unless it only prepares a write (then it queues with the writes)."""
         try:
-            return await self._run(fn, *args)
+            return await self._run(fn, *args, urgent=urgent)
         except SymbioteError:
             raise
         except Exception as exc:

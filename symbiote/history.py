@@ -339,7 +339,7 @@ class ConversationHistory:
         cid = check_conversation_id(conversation_id) if conversation_id is not None else None
         k = check_count(limit, "limit", 50)
         store = await self._store_or_raise()
-        vector = (await self._embedder.embed([query.strip()]))[0]
+        vector = (await self._embedder.embed([query.strip()], urgent=True))[0]
         found = await self._call(store.search, vector, k, cid)
         return [HistoryHit(**turn.model_dump(), similarity=round(sim, 4)) for turn, sim in found]
 

@@ -1,0 +1,90 @@
+"""Worker threads that serve a waiting person before background work.
+
+A client storing a batch queues dozens of store and embedding jobs; with a plain FIFO pool a
+search that arrives behind them waits for all of them, and while several writes run at once
+they take most of the GIL (Chroma's bindings hold it for a whole call). Here every job is
+`urgent` (someone is waiting on a read: search, get, stats) or background (writes and the checks
+that precede them). A free worker always takes the oldest urgent job first, and at most
+`background_limit` background jobs run at a time, so the other workers stay free for reads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import deque
+from concurrent.futures import Future
+from typing import Any, Callable, TypeVar
+
+T = TypeVar("T")
+Job = tuple[Future[Any], Callable[..., Any], tuple[Any, ...]]
+
+
+class PriorityExecutor:
+    """`workers` threads; urgent jobs first, then background ones (at most `background_limit` at once)."""
+
+    def __init__(self, workers: int, name: str, background_limit: int | None = None) -> None:
+        self._urgent: deque[Job] = deque()
+        self._background: deque[Job] = deque()
+        self._background_limit = background_limit or workers
+        self._background_running = 0
+        self._closed = False
+        self._cond = threading.Condition()
+        self._threads = [threading.Thread(target=self._work, name=f"{name}_{i}", daemon=True) for i in range(workers)]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, fn: Callable[..., T], *args: Any, urgent: bool = False) -> Future[T]:
+        future: Future[T] = Future()
+        with self._cond:
+            if self._closed:
+                raise RuntimeError("cannot schedule new work after shutdown")
+            (self._urgent if urgent else self._background).append((future, fn, args))
+            self._cond.notify_all()
+        return future
+
+    async def run(self, fn: Callable[..., T], *args: Any, urgent: bool = False) -> T:
+        return await asyncio.wrap_future(self.submit(fn, *args, urgent=urgent))
+
+    def _next(self) -> tuple[Job, bool] | None:
+        with self._cond:
+            while True:
+                if self._urgent:
+                    return self._urgent.popleft(), False
+                if self._background and self._background_running < self._background_limit:
+                    self._background_running += 1
+                    return self._background.popleft(), True
+                if self._closed and not self._background:
+                    return None
+                self._cond.wait()
+
+    def _work(self) -> None:
+        while (taken := self._next()) is not None:
+            (future, fn, args), background = taken
+            try:
+                if future.set_running_or_notify_cancel():
+                    try:
+                        result = fn(*args)
+                    except BaseException as exc:
+                        future.set_exception(exc)
+                    else:
+                        future.set_result(result)
+            finally:
+                if background:
+                    with self._cond:
+                        self._background_running -= 1
+                        self._cond.notify_all()
+
+    def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
+        with self._cond:
+            self._closed = True
+            if cancel_futures:
+                for future, _fn, _args in [*self._urgent, *self._background]:
+                    future.cancel()
+                self._urgent.clear()
+                self._background.clear()
+            self._cond.notify_all()
+        if wait:
+            for thread in self._threads:
+                if thread is not threading.current_thread():
+                    thread.join()

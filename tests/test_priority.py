@@ -1,0 +1,69 @@
+"""The store and embedding workers serve urgent work (a waiting search) before queued background work."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+from symbiote.priority import PriorityExecutor
+
+
+async def test_urgent_jobs_overtake_queued_background_jobs() -> None:
+    pool = PriorityExecutor(1, "test")
+    gate = threading.Event()
+    order: list[str] = []
+    try:
+        blocker = pool.run(gate.wait)  # occupies the only worker
+        background = [pool.run(order.append, f"batch {i}") for i in range(3)]
+        await asyncio.sleep(0.05)
+        urgent = pool.run(order.append, "search", urgent=True)
+        gate.set()
+        await asyncio.gather(blocker, *background, urgent)
+        assert order == ["search", "batch 0", "batch 1", "batch 2"]
+    finally:
+        pool.shutdown()
+
+
+async def test_errors_reach_the_caller_and_shutdown_cancels_what_waits() -> None:
+    pool = PriorityExecutor(1, "test")
+    with pytest.raises(ZeroDivisionError):
+        await pool.run(lambda: 1 / 0)
+    gate = threading.Event()
+    running = pool.submit(gate.wait, 5)
+    time.sleep(0.05)  # the worker has taken `running`
+    waiting = pool.submit(print, "never")
+    threading.Timer(0.1, gate.set).start()
+    pool.shutdown(wait=True, cancel_futures=True)
+    assert running.result() is True and waiting.cancelled()
+    with pytest.raises(RuntimeError, match="after shutdown"):
+        pool.submit(print)
+
+
+async def test_background_jobs_never_take_the_workers_kept_for_urgent_ones() -> None:
+    pool = PriorityExecutor(3, "test", background_limit=1)
+    gate = threading.Event()
+    running: list[int] = []
+    peak = [0]
+    lock = threading.Lock()
+
+    def write(i: int) -> None:
+        with lock:
+            running.append(i)
+            peak[0] = max(peak[0], len(running))
+        gate.wait()
+        with lock:
+            running.remove(i)
+
+    try:
+        writes = [pool.run(write, i) for i in range(5)]
+        await asyncio.sleep(0.05)
+        # one write runs, four wait; a read still gets a worker at once
+        assert await asyncio.wait_for(pool.run(lambda: "read", urgent=True), 1) == "read"
+        gate.set()
+        await asyncio.gather(*writes)
+        assert peak[0] == 1
+    finally:
+        pool.shutdown()
