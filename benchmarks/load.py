@@ -14,6 +14,11 @@ CHROMADB_PATH unless --data is given) and runs, in order, the phases named in --
           connected; then the 100 HTTP clients search only (--rate-seconds), store only
           (--rate-seconds), and all 120 run mixed store/search for --duration seconds.
           Every acknowledged memory id is fetched back with get_memory afterwards.
+          A client whose session dies counts one failed request, is listed with the time, and
+          reconnects. For legacy SSE that is a message POST that failed: the SDK's `sse_client`
+          then logs "Error in post_writer" and fails every later call with "Connection closed"
+          (the call in flight never gets an answer), so the POSTs are watched and the call in
+          flight ends at once. --client-log FILE keeps the SDK client's warnings and tracebacks.
   batch   One client stores --batch memories as fast as it can (--batch-concurrency calls in
           flight) while another runs memory_stats and search_memory back to back; p50/p95 of
           those, and the event-loop lag (see below), idle baseline vs. during the batch.
@@ -64,11 +69,13 @@ from pathlib import Path
 from typing import Any, Self
 
 import httpx
+import httpx2
 from mcp import Client
 from mcp.client.sse import sse_client
 
 ROOT = Path(__file__).resolve().parent.parent
 CALL_TIMEOUT = 120.0
+SSE_TIMEOUT = 5.0  # sse_client's connect/write/pool timeout for the message POSTs (the SDK's default)
 JSON = {"content-type": "application/json"}
 logging.getLogger("mcp").setLevel(logging.CRITICAL)  # a client whose server was killed logs stack traces
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -438,10 +445,63 @@ def _err(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}".replace("\n", " ")
 
 
+class SessionGone(Exception):
+    """The client's session is dead ("Connection closed"): every further call on it fails at once.
+
+    `counted`: the call that found it dead is counted as a failed request in its tally already.
+    """
+
+    counted = False
+
+
+def session_gone(exc: BaseException) -> SessionGone | None:
+    """The SessionGone in `exc`: leaving `async with client` wraps it in an ExceptionGroup (anyio 4)."""
+    if isinstance(exc, SessionGone):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            if (found := session_gone(inner)) is not None:
+                return found
+    return None
+
+
+async def _call_tool(client: Client, tool: str, args: dict[str, Any]) -> Any:
+    """`client.call_tool`, but a legacy-SSE session whose message POST failed raises SessionGone at once.
+
+    The SDK's `sse_client` sends every message from one task (`post_writer`); when a POST fails
+    it logs "Error in post_writer" and that task ends: the call whose POST failed never gets an
+    answer (it would wait CALL_TIMEOUT) and every later call fails with "Connection closed".
+    """
+    watch: SessionWatch | None = getattr(client, "_load_watch", None)
+    if watch is None:
+        return await client.call_tool(tool, args)
+    if watch.error is not None:
+        raise SessionGone(watch.error)
+    calling = asyncio.ensure_future(client.call_tool(tool, args))
+    died = asyncio.ensure_future(watch.dead.wait())
+    try:
+        await asyncio.wait({calling, died}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        died.cancel()
+        if not calling.done():
+            calling.cancel()
+            with contextlib.suppress(BaseException):
+                await calling
+    if calling.done() and not calling.cancelled():
+        return calling.result()
+    raise SessionGone(watch.error or "message POST failed")
+
+
 async def call(client: Client, tally: Tally | None, op: str, tool: str, args: dict[str, Any]) -> dict[str, Any] | None:
+    """One tool call; None when it failed (counted in `tally`). Raises SessionGone when the session died."""
     started = time.perf_counter()
     try:
-        result = await asyncio.wait_for(client.call_tool(tool, args), CALL_TIMEOUT)
+        result = await asyncio.wait_for(_call_tool(client, tool, args), CALL_TIMEOUT)
+    except SessionGone as exc:
+        if tally is not None:
+            tally.fail(op, f"session dead: {exc}")
+            exc.counted = True
+        raise
     except Exception as exc:  # a failed request, whatever the cause
         if tally is not None:
             tally.fail(op, _err(exc))
@@ -449,6 +509,10 @@ async def call(client: Client, tally: Tally | None, op: str, tool: str, args: di
                 tally.timeouts.append(
                     f"{op} sent {time.strftime('%H:%M:%S', time.localtime(time.time() - CALL_TIMEOUT))}"
                 )
+        if tally is not None and "Connection closed" in str(exc):
+            gone = SessionGone(_err(exc))
+            gone.counted = True
+            raise gone from exc
         return None
     if result.is_error or result.structured_content is None:
         if tally is not None:
@@ -483,8 +547,61 @@ def http_client(url: str) -> Client:
     return Client(url + "/mcp", read_timeout_seconds=CALL_TIMEOUT)
 
 
+class SessionWatch:
+    """Notices, for one legacy-SSE client, the message POST that failed (see `_call_tool`)."""
+
+    def __init__(self) -> None:
+        self.dead = asyncio.Event()
+        self.error: str | None = None
+
+    def failed(self, what: str) -> None:
+        if self.error is None:
+            self.error = what[:200]
+            self.dead.set()
+
+
+class _WatchedTransport(httpx2.AsyncBaseTransport):
+    """httpx2's transport, reporting a message POST that raised or was refused to a SessionWatch."""
+
+    def __init__(self, watch: SessionWatch) -> None:
+        self._inner = httpx2.AsyncHTTPTransport()
+        self._watch = watch
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        try:
+            response = await self._inner.handle_async_request(request)
+        except Exception as exc:
+            if request.method == "POST":
+                self._watch.failed(f"message POST failed: {_err(exc)}")
+            raise
+        if request.method == "POST" and response.status_code >= 400:
+            self._watch.failed(f"message POST answered {response.status_code}")
+        return response
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
 def legacy_sse_client(url: str) -> Client:
-    return Client(sse_client(url + "/sse"), mode="legacy", read_timeout_seconds=CALL_TIMEOUT)
+    watch = SessionWatch()
+
+    def factory(
+        headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None, auth: httpx2.Auth | None = None
+    ) -> httpx2.AsyncClient:  # as mcp.shared._httpx_utils.create_mcp_http_client, with the watched transport
+        kwargs: dict[str, Any] = {"timeout": timeout, "transport": _WatchedTransport(watch)}
+        if headers is not None:
+            kwargs["headers"] = headers
+        if auth is not None:
+            kwargs["auth"] = auth
+        return httpx2.AsyncClient(**kwargs)
+
+    client = Client(
+        sse_client(url + "/sse", timeout=SSE_TIMEOUT, httpx_client_factory=factory),
+        mode="legacy",
+        read_timeout_seconds=CALL_TIMEOUT,
+    )
+    client._load_watch = watch  # type: ignore[attr-defined]  # read by _call_tool
+    return client
 
 
 class EndpointLog(logging.Handler):
@@ -586,6 +703,8 @@ class Gate:
     connected: int = 0
     connect_failed: int = 0
     broken: int = 0
+    broken_by_kind: Counter[str] = field(default_factory=Counter)
+    losses: list[str] = field(default_factory=list)  # "HH:MM:SS kind+index: why", to find in the server log
     finished: Counter[str] = field(default_factory=Counter)
     events: dict[str, asyncio.Event] = field(default_factory=dict)
     deadline: float = 0.0
@@ -602,8 +721,9 @@ async def long_lived_client(kind: str, index: int, url: str, gate: Gate, store_s
     phases = ["search", "store", "mixed", "close"]
     step = 0
     counted = False
-    for _attempt in range(6):  # bounded reconnects
+    for _attempt in range(30):  # bounded reconnects
         client = http_client(url) if kind == "http" else legacy_sse_client(url)
+        in_tally = False  # whether the failure is counted already (as the call that found the session dead)
         try:
             async with client:
                 if not counted:
@@ -630,13 +750,17 @@ async def long_lived_client(kind: str, index: int, url: str, gate: Gate, store_s
             # (a transport error cancels the call in flight instead of raising it)
             what = "client session ended unexpectedly (call in flight cancelled)"
         except Exception as exc:
-            what = _err(exc)[:200]
+            gone = session_gone(exc)
+            what = f"session dead: {gone}"[:200] if gone is not None else _err(exc)[:200]
+            in_tally = gone is not None and gone.counted
         if not counted:
             gate.connect_failed += 1
             print(f"  client {kind}{index} could not connect: {what}", flush=True)
             return
         gate.broken += 1
-        if gate.tally is not None:
+        gate.broken_by_kind[kind] += 1
+        gate.losses.append(f"{time.strftime('%H:%M:%S')} {kind}{index}: {what}")
+        if gate.tally is not None and not in_tally:
             gate.tally.fail(f"session/{kind}", what)
         print(f"  client {kind}{index} broke ({what}); reconnecting", flush=True)
     gate.finished["gave-up"] += 1
@@ -739,6 +863,7 @@ async def phase_load(
             "rates": {op: round(tally.rate(op), 2) for op in tally.lat},
             "latency": {op: lat_summary(v) for op, v in tally.lat.items()},
             "failed": failed,
+            "failed_by_op": dict(tally.failed),
             "errors": dict(tally.errors.most_common(10)),
             "timeouts": tally.timeouts[:20],
             "acked": len(tally.acked),
@@ -755,7 +880,14 @@ async def phase_load(
     await asyncio.wait(tasks, timeout=60)
     sampler.window = "after-load"
     results["sessions_broken"] = gate.broken
-    print(f"client sessions that broke mid-run (each also counted as a failed request): {gate.broken}")
+    results["sessions_broken_by_kind"] = dict(gate.broken_by_kind)
+    results["session_losses"] = gate.losses[:50]
+    print(
+        f"client sessions that broke mid-run (each counted once as a failed request, then reconnected): "
+        f"{gate.broken} (HTTP {gate.broken_by_kind['http']}, SSE {gate.broken_by_kind['sse']})"
+    )
+    for line in gate.losses[:20]:
+        print(f"    {line}")
 
     print(f"\nverifying {len(acked)} acknowledged writes with get_memory ...", flush=True)
     missing, unchecked = await verify(url, acked)
@@ -791,10 +923,16 @@ async def phase_batch(args: argparse.Namespace, server: Server, out: dict[str, A
 
     async def observe(tally: Tally, stop: asyncio.Event, limit_s: float) -> None:
         end = time.monotonic() + limit_s
-        async with http_client(url) as client:
-            while not stop.is_set() and time.monotonic() < end:
-                await call(client, tally, "memory_stats", "memory_stats", {})
-                await search(client, tally, rng)
+        for _attempt in range(20):  # a dead session is counted (in tally) and replaced
+            try:
+                async with http_client(url) as client:
+                    while not stop.is_set() and time.monotonic() < end:
+                        await call(client, tally, "memory_stats", "memory_stats", {})
+                        await search(client, tally, rng)
+                    return
+            except Exception as exc:
+                if session_gone(exc) is None:
+                    raise
 
     # idle baseline: the observer and the probe with nothing else running
     base = Tally("baseline")
@@ -817,9 +955,10 @@ async def phase_batch(args: argparse.Namespace, server: Server, out: dict[str, A
     remaining = [args.batch]
 
     async def writer(client: Client) -> None:
-        while remaining[0] > 0:
-            remaining[0] -= 1
-            await store(client, heavy, texts)
+        with contextlib.suppress(SessionGone):  # counted in the tally; the other writers go on
+            while remaining[0] > 0:
+                remaining[0] -= 1
+                await store(client, heavy, texts)
 
     probe = LagProbe(url)
     observer = asyncio.create_task(observe(seen, stop, 3600))
@@ -1162,6 +1301,19 @@ def summary(out: dict[str, Any]) -> None:
                 str(mixed.get("loadavg")),
             )
         )
+        by_kind = Counter(
+            {kind: sum(n for op, n in (mixed.get("failed_by_op") or {}).items() if op.endswith("/" + kind))
+             for kind in ("http", "sse")}
+        )
+        broken = load.get("sessions_broken_by_kind") or {}
+        rows.append(
+            (
+                "  of which HTTP / SSE; client sessions lost (HTTP / SSE)",
+                "0 / 0; 0 / 0",
+                f"{by_kind['http']} / {by_kind['sse']}; {broken.get('http', 0)} / {broken.get('sse', 0)}",
+                "",
+            )
+        )
         rows.append(("lost writes after the mixed load", "0", f"{load.get('lost')} of {load.get('acked')}", ""))
         rows.append(
             (
@@ -1379,6 +1531,7 @@ def main() -> int:
     parser.add_argument("--data", type=Path, help="CHROMADB_PATH to use (default: a new temporary directory)")
     parser.add_argument("--log-level", default="INFO")
     parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--client-log", help="write the MCP client's warnings and errors here (default: silenced)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (server log, data)")
     parser.add_argument("--probe", help=argparse.SUPPRESS)
     parser.add_argument("--probe-interval", type=float, default=0.02, help=argparse.SUPPRESS)
@@ -1386,6 +1539,13 @@ def main() -> int:
     if args.probe:
         probe_main(args.probe, args.probe_interval)
         return 0
+    if args.client_log:
+        handler = logging.FileHandler(args.client_log)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+        mcp_log = logging.getLogger("mcp")
+        mcp_log.addHandler(handler)
+        mcp_log.setLevel(logging.WARNING)
+        mcp_log.propagate = False  # the file only, not stderr
     return asyncio.run(run(args))
 
 
