@@ -47,6 +47,7 @@ def serve(args: argparse.Namespace) -> int:
         k: v for k, v in (("host", args.host), ("port", args.port), ("transport", getattr(args, "transport", None))) if v is not None
     }
     settings = dataclasses.replace(settings, **overrides)
+    _prestart_store(settings)
     if settings.transport == "stdio":
         return _serve_stdio(settings)  # no uvicorn, no Starlette, no HTTP at all
 
@@ -74,6 +75,10 @@ def serve(args: argparse.Namespace) -> int:
         log_level=settings.log_level.lower(),
         log_config=None,
         timeout_graceful_shutdown=10,
+        # Longer than clients keep idle connections (httpx: 5 s). With uvicorn's default of 5 s a
+        # legacy-SSE client's POST could land on a connection the server was closing that instant,
+        # and the MCP SDK's SSE client drops the whole session on that error.
+        timeout_keep_alive=30,
     )
     _graceful_server_class()(config).run()
     return 0
@@ -86,8 +91,18 @@ def stdio(_args: argparse.Namespace) -> int:
     return _serve_stdio(dataclasses.replace(_settings(), transport="stdio"))
 
 
+def _prestart_store(settings: Settings) -> None:
+    """Start the embedded store's process first: it imports Chroma while we import the rest."""
+    if not settings.chroma_host:
+        from symbiote.store_process import prestart
+
+        prestart(settings.chromadb_path)
+
+
 def _serve_stdio(settings: Settings) -> int:
     import anyio
+
+    _prestart_store(settings)
 
     from symbiote import logs
     from symbiote.runtime import build_runtime

@@ -128,9 +128,11 @@ class MemoryEngine:
         open_store: Callable[[str, int], MemoryStore],
         policy: EnginePolicy | None = None,
         space: DiskSpace | None = None,
+        on_close: Callable[[], None] | None = None,
     ) -> None:
         self._embedder = embedder
         self._space = space
+        self._on_close = on_close  # e.g. end the memory store's process (symbiote.store_process)
         self._open_store = open_store
         self.policy = policy or EnginePolicy()
         self._store: MemoryStore | None = None
@@ -187,6 +189,8 @@ class MemoryEngine:
     def close(self) -> None:
         self._io.shutdown(wait=True)
         self._embedder.close()
+        if self._on_close is not None:
+            self._on_close()
 
     # -- writes ----------------------------------------------------------------------------
 

@@ -44,7 +44,8 @@ def _text(exc: BaseException) -> str:
 
 
 def _errnos(exc: BaseException) -> set[int]:
-    return {e.errno for e in _chain(exc) if isinstance(e, OSError) and e.errno is not None}
+    # OSError, and errors from the memory store process that carry the errno of their cause
+    return {code for e in _chain(exc) if isinstance(code := getattr(e, "errno", None), int)}
 
 
 def write_failure(exc: BaseException) -> StoreUnavailableError:

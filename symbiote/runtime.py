@@ -19,7 +19,8 @@ from symbiote.history import ConversationHistory, HistoryStore, open_history_sto
 from symbiote.history_tools import HistoryServices, register_history_tools
 from symbiote.personality import Personality, load
 from symbiote.server import SymbioteMCP, build_server
-from symbiote.storage import MemoryStore, open_embedded_store, open_server_store
+from symbiote.storage import MemoryStore, open_server_store
+from symbiote.store_process import StoreProcess, for_path
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +67,7 @@ class Runtime:
     server: SymbioteMCP
     started: float = field(default_factory=time.monotonic)
     history: HistoryServices | None = None
+    store_process: StoreProcess | None = None  # the embedded Chroma's own process, if that is the store
 
     @property
     def uptime_seconds(self) -> float:
@@ -78,16 +80,20 @@ def history_services(
     engine: MemoryEngine,
     clients: ChromaClients | None = None,
     guard: Callable[[Callable[[], HistoryStore]], HistoryStore] | None = None,
+    host: StoreProcess | None = None,
 ) -> HistoryServices:
     """Conversation history and build_context, in the same Chroma as the memories.
 
     `guard` wraps the history store's opener the way the memory store's is wrapped, e.g. in
     `snapshots.GuardedStore` so that history writes too need the file share's writer lease.
+    With `host` (embedded Chroma) the history store lives in the memory store's process.
     """
     clients = clients or ChromaClients(ChromaServer.from_settings(settings), settings.chromadb_path)
 
     def open_history(model: str, dimension: int) -> HistoryStore:
         def opener() -> HistoryStore:
+            if host is not None:
+                return host.open("history", model, dimension)  # type: ignore[return-value]
             return open_history_store(clients.get(), model, dimension)
 
         return guard(opener) if guard is not None else opener()
@@ -108,14 +114,22 @@ def build_runtime(settings: Settings) -> Runtime:
     personality = load(settings.personalities_dir, settings.personality)
     chroma_server = ChromaServer.from_settings(settings)
 
+    # Embedded Chroma runs in a process of its own (symbiote.store_process); a server is one already.
+    host = for_path(settings.chromadb_path) if chroma_server is None else None
+
     def open_store(model: str, dimension: int) -> MemoryStore:
-        if chroma_server is not None:
-            return open_server_store(chroma_server, settings.chromadb_path, model, dimension)
-        return open_embedded_store(settings.chromadb_path, model, dimension)
+        if host is not None:
+            return host.open("memories", model, dimension)  # type: ignore[return-value]
+        assert chroma_server is not None
+        return open_server_store(chroma_server, settings.chromadb_path, model, dimension)
 
     embedder = AsyncEmbedder(lambda: load_embedder(settings.model_dir), cache_size=settings.embed_cache_size)
-    engine = MemoryEngine(embedder, open_store, engine_policy(settings), disk_space(settings))
-    history = history_services(settings, embedder, engine, ChromaClients(chroma_server, settings.chromadb_path))
+    engine = MemoryEngine(
+        embedder, open_store, engine_policy(settings), disk_space(settings), on_close=host.close if host else None
+    )
+    history = history_services(
+        settings, embedder, engine, ChromaClients(chroma_server, settings.chromadb_path), host=host
+    )
     server = build_server(engine, personality)
     register_history_tools(server, history)
     log.info(
@@ -124,4 +138,4 @@ def build_runtime(settings: Settings) -> Runtime:
         chroma_server.describe() if chroma_server else settings.chromadb_path,
         settings.model_dir,
     )
-    return Runtime(settings, personality, engine, server, history=history)
+    return Runtime(settings, personality, engine, server, history=history, store_process=host)

@@ -32,7 +32,8 @@ from starlette.routing import Route
 from symbiote.config import Settings
 from symbiote.errors import StoreUnavailableError
 from symbiote.fileshare import FileShare, ShareUsage, Snapshot, WriterLease, open_share, prune_snapshots
-from symbiote.storage import MemoryStore, open_embedded_store
+from symbiote.storage import MemoryStore
+from symbiote.store_process import for_path
 
 log = logging.getLogger(__name__)
 
@@ -192,6 +193,10 @@ class GuardedStore:
 
 
 def _close(store: MemoryStore) -> None:
+    own_close = getattr(store, "close", None)  # a store in the store process closes itself there
+    if callable(own_close):
+        own_close()
+        return
     client = getattr(store, "_client", None)
     close = getattr(client, "close", None)
     if callable(close):
@@ -332,14 +337,22 @@ def build_share_runtime(settings: Settings, services: ShareServices | None) -> A
         return rt.build_runtime(settings)
     personality = load(settings.personalities_dir, settings.personality)
 
+    host = for_path(settings.chromadb_path)  # the embedded Chroma's own process (symbiote.store_process)
+
     def open_store(model: str, dimension: int) -> MemoryStore:
         path = settings.chromadb_path
         return GuardedStore(
-            lambda: open_embedded_store(path, model, dimension), services.lease, services.gate, path, services.usage_report
+            lambda: host.open("memories", model, dimension),  # type: ignore[arg-type, return-value]
+            services.lease,
+            services.gate,
+            path,
+            services.usage_report,
         )
 
     embedder = AsyncEmbedder(lambda: rt.load_embedder(settings.model_dir), cache_size=settings.embed_cache_size)
-    engine = MemoryEngine(embedder, open_store, rt.engine_policy(settings))
+    engine = MemoryEngine(
+        embedder, open_store, rt.engine_policy(settings), rt.disk_space(settings), on_close=host.close
+    )
     log.info(
         "symbiote configured: personality=%s store=%s share=%s (%s) writer=%s",
         personality.variant, settings.chromadb_path, services.share.kind, services.share.location,
@@ -351,10 +364,11 @@ def build_share_runtime(settings: Settings, services: ShareServices | None) -> A
         embedder,
         engine,
         guard=lambda opener: GuardedStore(opener, services.lease, services.gate, settings.chromadb_path),
+        host=host,
     )
     server = build_server(engine, personality)
     register_history_tools(server, history)
-    return rt.Runtime(settings, personality, engine, server, history=history)
+    return rt.Runtime(settings, personality, engine, server, history=history, store_process=host)
 
 
 async def share_health(runtime: Any, services: ShareServices | None) -> dict[str, Any]:

@@ -291,7 +291,8 @@ async def test_read_only_storage_fails_clearly_and_reads_keep_working(settings: 
 
 async def test_transient_lock_is_retried(engine: MemoryEngine, settings: Settings) -> None:
     await engine.store("warm the store up")
-    lock = sqlite3.connect(settings.chromadb_path / "chroma.sqlite3", timeout=0)
+    # another process holding the write lock (the store runs in its own process, so this is one)
+    lock = sqlite3.connect(settings.chromadb_path / "chroma.sqlite3", timeout=0, check_same_thread=False)
     lock.execute("BEGIN EXCLUSIVE")
     release = threading.Timer(0.3, lock.rollback)
     release.start()

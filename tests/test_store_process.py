@@ -1,0 +1,90 @@
+"""The embedded Chroma runs in a process of its own: it survives being killed, and never outlives the server."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from symbiote.config import Settings
+from symbiote.runtime import build_runtime
+
+from .conftest import ServerProcess
+
+
+def _gone(pid: int, within: float) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        try:  # reap it if it is our own child
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                return True
+        except ChildProcessError:
+            pass
+        time.sleep(0.05)
+    return False
+
+
+async def test_a_killed_store_process_is_replaced_and_nothing_is_lost(settings: Settings) -> None:
+    runtime = build_runtime(settings)
+    engine, history = runtime.engine, runtime.history
+    assert history is not None
+    try:
+        stored = await engine.store("The spare key is under the blue flowerpot")
+        await history.history.append("c1", "user", "where did I put the key?")
+        host = runtime.store_process
+        assert host is not None
+        first = host.pid
+        assert first is not None and first != os.getpid()
+        os.kill(first, signal.SIGKILL)
+        assert _gone(first, 5)
+        hits = (await engine.search("where is the spare key?")).results
+        assert [h.memory_id for h in hits][:1] == [stored.memory_id]
+        assert [t.text for t in (await history.history.get("c1")).turns] == ["where did I put the key?"]
+        assert host.pid not in (None, first)
+        assert (await engine.store("Stored after the restart")).status == "stored"
+        assert (await engine.stats()).total_memories == 2
+    finally:
+        engine.close()
+    assert host.pid is None  # closed with the engine
+
+
+def test_the_store_process_ends_with_the_server(tmp_path: Path) -> None:
+    script = textwrap.dedent(
+        f"""
+        import os, sys
+        from pathlib import Path
+        from symbiote.store_process import StoreProcess
+        host = StoreProcess(Path({str(tmp_path / "data")!r}))
+        host.open("memories", "all-MiniLM-L6-v2", 384)
+        print(host.pid, flush=True)
+        os.kill(os.getpid(), 9)  # the server dies without closing anything
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip(), done.stderr[-2000:]
+    child = int(done.stdout.split()[0])
+    assert _gone(child, 10), "the store process outlived the server"
+
+
+def test_idle_keep_alive_connections_outlive_the_clients_own_expiry(fresh_server: ServerProcess) -> None:
+    """Clients drop idle connections after 5 s (httpx); the server must not close them first, or a
+    legacy-SSE POST can land on a closing connection and the SDK ends the whole session."""
+    connection = http.client.HTTPConnection("127.0.0.1", fresh_server.port, timeout=10)
+    try:
+        connection.request("GET", "/health")
+        assert connection.getresponse().read()
+        time.sleep(6)
+        connection.request("GET", "/health")  # same socket: http.client does not reconnect by itself
+        response = connection.getresponse()
+        assert response.status == 200 and response.read()
+    finally:
+        connection.close()
