@@ -19,14 +19,16 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-import numpy as np
 
 from symbiote.errors import StoreUnavailableError
 from symbiote.filters import MemoryFilter
 from symbiote.lexical import KeywordMatch, LexicalIndex
 from symbiote.storage import Match, StoredMemory
+
+if TYPE_CHECKING:  # annotations only: numpy is not on the way to `initialize`
+    import numpy as np
 
 log = logging.getLogger(__name__)
 

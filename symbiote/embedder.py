@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from typing import Callable, Sequence
+from typing import Callable, Sequence, TYPE_CHECKING
 
-import numpy as np
 
 from symbiote.embeddings import Embedder
 from symbiote.priority import PriorityExecutor
+
+if TYPE_CHECKING:  # numpy is imported when first needed: it is not on the way to `initialize`
+    import numpy as np
 
 # Texts embedded per trip to the worker: small enough that a query waiting behind a large
 # batch waits for one slice, not the whole batch.
@@ -51,6 +53,8 @@ class AsyncEmbedder:
 
         `urgent` (a query someone waits on) goes before queued background slices (a batch being stored).
         """
+        import numpy as np
+
         model = await self.model()
         found: dict[str, np.ndarray] = {}
         for text in dict.fromkeys(texts):

@@ -12,9 +12,11 @@ import json
 import logging
 import re
 from pathlib import Path
-from typing import Protocol, Sequence
+from typing import Protocol, Sequence, TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported when first needed: it is not on the way to `initialize`
+    import numpy as np
+
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +83,8 @@ class OnnxEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed texts (each cut to the model's 256-token window, as sentence-transformers does)."""
+        import numpy as np
+
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         encodings = self._tokenizer.encode_batch(list(texts))

@@ -29,15 +29,17 @@ import re
 import secrets
 import time
 from datetime import datetime, timezone
-from typing import Any, Callable, Literal, Protocol
+from typing import Any, Callable, Literal, Protocol, TYPE_CHECKING
 
-import numpy as np
 from pydantic import BaseModel, Field
 
 from symbiote.diskspace import DiskSpace
 from symbiote.embedder import AsyncEmbedder
 from symbiote.errors import InvalidInputError, StoreUnavailableError, SymbioteError
 from symbiote.keyed_lock import KeyedLock
+
+if TYPE_CHECKING:  # numpy is imported when first needed: it is not on the way to `initialize`
+    import numpy as np
 
 log = logging.getLogger(__name__)
 

@@ -12,9 +12,13 @@ seed question the product spec names.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from dataclasses import dataclass
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported when first needed: it is not on the way to `initialize`
+    import numpy as np
+
 
 TOPIC_GATE = 0.45  # cosine to a topic's questions from which a query counts as being about it
 
@@ -124,6 +128,8 @@ class TopicIndex:
     """The topics' question vectors; embedded once, then a matrix product per query."""
 
     def __init__(self, question_vectors: np.ndarray) -> None:
+        import numpy as np
+
         self._vectors = question_vectors
         self._owner = np.array([i for i, (questions, _) in enumerate(TOPICS.values()) for _ in questions])
         self._names = list(TOPICS)
@@ -133,6 +139,8 @@ class TopicIndex:
         return [q for questions, _ in TOPICS.values() for q in questions]
 
     def match(self, query_vector: np.ndarray) -> TopicMatch | None:
+        import numpy as np
+
         sims = self._vectors @ query_vector
         best = int(np.argmax(sims))
         if float(sims[best]) < TOPIC_GATE:
