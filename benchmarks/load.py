@@ -291,25 +291,45 @@ class Server:
     def health(self) -> dict[str, Any]:
         return httpx.get(self.url + "/health", timeout=30).json()
 
-    def rss(self) -> int | None:
+    def _tree(self) -> list[int]:
+        """The server and its descendants (the embedded store runs in a child process)."""
         if self.proc is None or self.proc.poll() is not None:
-            return None
-        try:
-            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-        except OSError:
-            return None
-        return None
+            return []
+        parents: dict[int, int] = {}
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                except (OSError, IndexError, ValueError):
+                    pass
+        tree = [self.proc.pid]
+        for pid in tree:
+            tree.extend(child for child, parent in parents.items() if parent == pid)
+        return tree
+
+    def rss(self) -> int | None:
+        """RSS of the server and its store process together."""
+        total = 0
+        for pid in self._tree():
+            try:
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1]) * 1024
+            except OSError:
+                pass
+        return total or None
 
     def cpu_seconds(self) -> float | None:
-        if self.proc is None or self.proc.poll() is not None:
-            return None
-        try:
-            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-            return (int(fields[11]) + int(fields[12])) / TICKS
-        except (OSError, IndexError, ValueError):
-            return None
+        """CPU time of the server and its store process together."""
+        total, seen = 0.0, False
+        for pid in self._tree():
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                total += (int(fields[11]) + int(fields[12])) / TICKS
+                seen = True
+            except (OSError, IndexError, ValueError):
+                pass
+        return total if seen else None
 
     def boot_log(self) -> str:
         """The log written since the last start."""

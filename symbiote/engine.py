@@ -177,11 +177,11 @@ class MemoryEngine:
         return {"store": "not_opened", "model_loaded": self._embedder.loaded}
 
     async def count(self) -> int | None:
-        """Number of memories, or None when the store is not open."""
+        """Number of memories, or None when the store is not open. For health: never queued behind writes."""
         if self._store is None:
             return None
         try:
-            return await self._run(self._store.count)
+            return await self._run(self._store.count, urgent=True)
         except Exception:  # health must never fail because of a count
             log.exception("counting memories failed")
             return None
