@@ -4,8 +4,10 @@ A client storing a batch queues dozens of store and embedding jobs; with a plain
 search that arrives behind them waits for all of them, and while several writes run at once
 they take most of the GIL (Chroma's bindings hold it for a whole call). Here every job is
 `urgent` (someone is waiting on a read: search, get, stats) or background (writes and the checks
-that precede them). A free worker always takes the oldest urgent job first, and at most
-`background_limit` background jobs run at a time, so the other workers stay free for reads.
+that precede them). A free worker takes the oldest urgent job first, and at most
+`background_limit` background jobs run at a time, so the other workers stay free for reads. So
+that a steady stream of searches cannot starve a store forever, a waiting background job goes
+first after every `URGENT_STREAK` urgent ones.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from typing import Any, Callable, TypeVar
 T = TypeVar("T")
 Job = tuple[Future[Any], Callable[..., Any], tuple[Any, ...]]
 
+URGENT_STREAK = 4  # urgent jobs taken in a row while a background job waits, before it gets its turn
+
 
 class PriorityExecutor:
     """`workers` threads; urgent jobs first, then background ones (at most `background_limit` at once)."""
@@ -28,6 +32,7 @@ class PriorityExecutor:
         self._background: deque[Job] = deque()
         self._background_limit = background_limit or workers
         self._background_running = 0
+        self._streak = 0  # urgent jobs taken since a background job last could have gone
         self._closed = False
         self._cond = threading.Condition()
         self._threads = [threading.Thread(target=self._work, name=f"{name}_{i}", daemon=True) for i in range(workers)]
@@ -49,9 +54,12 @@ class PriorityExecutor:
     def _next(self) -> tuple[Job, bool] | None:
         with self._cond:
             while True:
-                if self._urgent:
+                background_may_go = bool(self._background) and self._background_running < self._background_limit
+                if self._urgent and not (background_may_go and self._streak >= URGENT_STREAK):
+                    self._streak = self._streak + 1 if background_may_go else 0
                     return self._urgent.popleft(), False
-                if self._background and self._background_running < self._background_limit:
+                if background_may_go:
+                    self._streak = 0
                     self._background_running += 1
                     return self._background.popleft(), True
                 if self._closed and not self._background:

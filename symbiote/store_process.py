@@ -39,6 +39,28 @@ CHILD_ENV = "SYMBIOTE_STORE_CHILD_PATH"  # the server's sys.path, so the child i
 CLOSE_TIMEOUT_SECONDS = 15.0
 
 
+class _FairLock:
+    """A lock handed out in arrival order: the one write in flight is not overtaken again and
+    again by reads that release and re-take a plain lock."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._next = 0
+        self._serving = 0
+
+    def __enter__(self) -> None:
+        with self._cond:
+            ticket = self._next
+            self._next += 1
+            while ticket != self._serving:
+                self._cond.wait()
+
+    def __exit__(self, *_exc: object) -> None:
+        with self._cond:
+            self._serving += 1
+            self._cond.notify_all()
+
+
 class _ChildGone(Exception):
     """The child process is not there to answer (it exited, was killed or crashed)."""
 
@@ -164,7 +186,7 @@ class StoreProcess:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._lock = threading.Lock()
+        self._lock = _FairLock()
         self._proc: subprocess.Popen[bytes] | None = None
         self._conn: Connection | None = None
         self._opened: dict[int, tuple[str, str, int]] = {}  # handle -> how it was opened, to reopen

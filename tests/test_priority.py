@@ -16,12 +16,14 @@ async def test_urgent_jobs_overtake_queued_background_jobs() -> None:
     gate = threading.Event()
     order: list[str] = []
     try:
-        blocker = pool.run(gate.wait)  # occupies the only worker
-        background = [pool.run(order.append, f"batch {i}") for i in range(3)]
-        await asyncio.sleep(0.05)
-        urgent = pool.run(order.append, "search", urgent=True)
+        blocker = pool.submit(gate.wait, 5)  # occupies the only worker
+        time.sleep(0.05)
+        background = [pool.submit(order.append, f"batch {i}") for i in range(3)]
+        urgent = asyncio.wrap_future(pool.submit(order.append, "search", urgent=True))
         gate.set()
-        await asyncio.gather(blocker, *background, urgent)
+        await urgent
+        for future in (blocker, *background):
+            future.result(timeout=5)
         assert order == ["search", "batch 0", "batch 1", "batch 2"]
     finally:
         pool.shutdown()
@@ -53,17 +55,36 @@ async def test_background_jobs_never_take_the_workers_kept_for_urgent_ones() -> 
         with lock:
             running.append(i)
             peak[0] = max(peak[0], len(running))
-        gate.wait()
+        gate.wait(5)
         with lock:
             running.remove(i)
 
     try:
-        writes = [pool.run(write, i) for i in range(5)]
-        await asyncio.sleep(0.05)
-        # one write runs, four wait; a read still gets a worker at once
+        writes = [pool.submit(write, i) for i in range(5)]
+        time.sleep(0.1)
+        assert len(running) == 1  # one write runs, four wait although two workers are idle
+        # and a read still gets a worker at once
         assert await asyncio.wait_for(pool.run(lambda: "read", urgent=True), 1) == "read"
         gate.set()
-        await asyncio.gather(*writes)
+        for future in writes:
+            future.result(timeout=5)
         assert peak[0] == 1
+    finally:
+        pool.shutdown()
+
+
+async def test_a_stream_of_urgent_jobs_does_not_starve_background_work() -> None:
+    pool = PriorityExecutor(1, "test")
+    gate = threading.Event()
+    order: list[str] = []
+    try:
+        blocker = pool.submit(gate.wait, 5, urgent=True)  # occupies the only worker
+        time.sleep(0.05)
+        write = pool.submit(order.append, "write")
+        reads = [pool.submit(order.append, f"read {i}", urgent=True) for i in range(10)]
+        gate.set()
+        for future in (blocker, write, *reads):
+            future.result(timeout=5)
+        assert order.index("write") == 4  # after URGENT_STREAK reads, not after all ten
     finally:
         pool.shutdown()
