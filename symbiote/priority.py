@@ -7,7 +7,7 @@ they take most of the GIL (Chroma's bindings hold it for a whole call). Here eve
 that precede them). A free worker takes the oldest urgent job first, and at most
 `background_limit` background jobs run at a time, so the other workers stay free for reads. So
 that a steady stream of searches cannot starve a store forever, a waiting background job goes
-first after every `URGENT_STREAK` urgent ones.
+first after every `URGENT_STREAK` urgent ones (a bound on waiting, not a share: searches stay first).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any, Callable, TypeVar
 T = TypeVar("T")
 Job = tuple[Future[Any], Callable[..., Any], tuple[Any, ...]]
 
-URGENT_STREAK = 4  # urgent jobs taken in a row while a background job waits, before it gets its turn
+URGENT_STREAK = 16  # urgent jobs taken in a row while a background job waits, before it gets its turn
 
 
 class PriorityExecutor:

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from symbiote.priority import PriorityExecutor
+from symbiote.priority import URGENT_STREAK, PriorityExecutor
 
 
 async def test_urgent_jobs_overtake_queued_background_jobs() -> None:
@@ -81,10 +81,10 @@ async def test_a_stream_of_urgent_jobs_does_not_starve_background_work() -> None
         blocker = pool.submit(gate.wait, 5, urgent=True)  # occupies the only worker
         time.sleep(0.05)
         write = pool.submit(order.append, "write")
-        reads = [pool.submit(order.append, f"read {i}", urgent=True) for i in range(10)]
+        reads = [pool.submit(order.append, f"read {i}", urgent=True) for i in range(URGENT_STREAK + 6)]
         gate.set()
         for future in (blocker, write, *reads):
             future.result(timeout=5)
-        assert order.index("write") == 4  # after URGENT_STREAK reads, not after all ten
+        assert order.index("write") == URGENT_STREAK  # after URGENT_STREAK reads, not after all of them
     finally:
         pool.shutdown()
