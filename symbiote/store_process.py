@@ -12,7 +12,8 @@ The child hosts the same objects as before (`storage.open_embedded_store`, the h
 One call at a time, like Chroma itself. If the child dies (killed, crashed), the next call
 starts a new one and reopens what was open: the server keeps serving.
 The child exits when the server closes it, and by itself when the server goes away (the socket
-reaches end-of-file; on Linux the kernel also sends it SIGTERM when its parent dies).
+reaches end-of-file; on Linux the kernel also kills it when its parent dies). It ignores SIGINT
+and SIGTERM: those are for the server, which shuts down gracefully and then closes the child.
 """
 
 from __future__ import annotations
@@ -130,14 +131,17 @@ def _die_with_parent() -> None:
         import ctypes
 
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: only if end-of-file cannot reach us (a hung call)
     except Exception:
         pass  # not Linux: end-of-file on the socket still ends the child
 
 
 def child_main(fd: int) -> None:
     """The child's loop: open objects, call their methods, answer each request in order."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the server's to handle; it closes us
+    # Ctrl+C (SIGINT to the process group) and a SIGTERM to every process of the service (systemd,
+    # a container runtime) are the server's to handle: it finishes its requests, then closes us.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     _die_with_parent()
     conn = Connection(fd)
     import chromadb  # noqa: F401  - now, while the server is still importing its own modules

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from symbiote.config import Settings
 from symbiote.runtime import build_runtime
+from symbiote.store_process import StoreProcess
 
 from .conftest import ServerProcess
 
@@ -88,3 +89,19 @@ def test_idle_keep_alive_connections_outlive_the_clients_own_expiry(fresh_server
         assert response.status == 200 and response.read()
     finally:
         connection.close()
+
+
+def test_sigterm_to_every_process_is_left_to_the_server(tmp_path: Path) -> None:
+    """systemd and container runtimes may signal the whole group: the store must stay up until the
+    server, shutting down gracefully, has finished its writes and closes it."""
+    host = StoreProcess(tmp_path / "data")
+    try:
+        store = host.open("memories", "all-MiniLM-L6-v2", 384)
+        assert host.pid is not None
+        os.kill(host.pid, signal.SIGTERM)
+        os.kill(host.pid, signal.SIGINT)
+        time.sleep(0.3)
+        assert store.count() == 0  # still answering
+    finally:
+        host.close()
+    assert host.pid is None
