@@ -98,6 +98,9 @@ def connect_server(server: ChromaServer) -> Any:
     Raises StoreUnavailableError saying what to fix when the server cannot be reached or refuses
     the credentials; the engine reports it and tries again on the next call.
     """
+    from symbiote.embeddings import import_numpy
+
+    import_numpy()  # chromadb imports numpy; another worker thread may be importing it right now
     import chromadb
     from chromadb.errors import NotFoundError
 
@@ -152,6 +155,9 @@ def embedded_client(path: Path) -> Any:
             f"The memory store directory {str(path)!r} cannot be created ({exc.strerror or exc}). "
             "Fix its permissions or set CHROMADB_PATH to a writable directory."
         ) from exc
+    from symbiote.embeddings import import_numpy
+
+    import_numpy()  # chromadb imports numpy; another worker thread may be importing it right now
     import chromadb
 
     return chromadb.PersistentClient(path=str(path), settings=_chroma_settings())

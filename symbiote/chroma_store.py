@@ -306,6 +306,15 @@ class ChromaMemoryStore:
     def coverage(self, text: str, memory_ids: Sequence[str]) -> dict[str, float]:
         return self._lexical.coverage(text, memory_ids)
 
+    def retrieve(
+        self, vector: np.ndarray, text: str, k: int, topic_words: Sequence[str], topic_k: int,
+        where: MemoryFilter | None = None,
+    ) -> tuple[list[Match], list[KeywordMatch], list[KeywordMatch]]:
+        """A search's first stage in one call (one trip to the store process, one wait behind a write):
+        nearest by vector, by keywords, and by the vague question's topic words (none: empty)."""
+        members = self.keyword_words(topic_words, topic_k, where) if topic_words else []
+        return self.nearest(vector, k, where), self.keyword(text, k, where), members
+
     def count_from(self, conversation_id: str, since_us: int) -> int:
         got = self._memories.get(
             where={"$and": [{"conversation_id": conversation_id}, {"created_us": {"$gte": since_us}}]}, include=[]

@@ -53,9 +53,9 @@ class AsyncEmbedder:
 
         `urgent` (a query someone waits on) goes before queued background slices (a batch being stored).
         """
-        import numpy as np
-
         model = await self.model()
+        import numpy as np  # loaded with the model (runtime.load_embedder), never raced here
+
         found: dict[str, np.ndarray] = {}
         for text in dict.fromkeys(texts):
             hit = self._cache.get(text)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 from pathlib import Path
 from typing import Protocol, Sequence, TYPE_CHECKING
 
@@ -32,6 +33,17 @@ _SPAN_TOKENS = 128
 _SPAN_STRIDE = 96
 _PARAGRAPH = re.compile(r"\n\s*\n")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
+
+
+_NUMPY_LOCK = threading.Lock()
+
+
+def import_numpy() -> None:
+    """Import numpy (and what imports it) in one thread at a time the first time. numpy is off the
+    import path to `initialize`, so several worker threads may ask for it at once, and a first
+    import of numpy racing another fails ("partially initialized module 'numpy._typing'")."""
+    with _NUMPY_LOCK:
+        import numpy  # noqa: F401
 
 
 class ModelMissingError(RuntimeError):

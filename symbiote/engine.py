@@ -26,7 +26,6 @@ from symbiote.failures import StoreDamagedError, is_transient, write_failure
 from symbiote.filters import MemoryFilter
 from symbiote.ids import IdGenerator
 from symbiote.keyed_lock import KeyedLock
-from symbiote.lexical import KeywordMatch
 from symbiote.priority import PriorityExecutor
 from symbiote.ranking import Candidate, QueryEvidence, fuse, relevance_scores
 from symbiote.records import (
@@ -451,13 +450,9 @@ class MemoryEngine:
             self._store_or_raise(), self._embedder.embed([text], urgent=True), self._topic_index()
         )
         topic = topics.match(vectors[0])
-        no_members: list[KeywordMatch] = []
-        dense, keyword, members = await asyncio.gather(
-            self._read(store.nearest, vectors[0], CANDIDATES, where),
-            self._read(store.keyword, text, CANDIDATES, where),
-            self._read(store.keyword_words, topic.keywords, TOPIC_CANDIDATES, where)
-            if topic
-            else asyncio.sleep(0, no_members),
+        words = list(topic.keywords) if topic else []
+        dense, keyword, members = await self._read(
+            store.retrieve, vectors[0], text, CANDIDATES, words, TOPIC_CANDIDATES, where
         )
         candidates = fuse(dense, keyword, members)
         if not candidates:

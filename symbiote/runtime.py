@@ -13,7 +13,7 @@ from symbiote.config import Settings
 from symbiote.context import ContextBuilder, TokenCounter
 from symbiote.diskspace import DiskSpace
 from symbiote.embedder import AsyncEmbedder
-from symbiote.embeddings import MANIFEST_NAME, Embedder, ModelMissingError, OnnxEmbedder
+from symbiote.embeddings import MANIFEST_NAME, Embedder, ModelMissingError, OnnxEmbedder, import_numpy
 from symbiote.engine import EnginePolicy, MemoryEngine
 from symbiote.history import ConversationHistory, HistoryStore, open_history_store
 from symbiote.history_tools import HistoryServices, register_history_tools
@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 
 def load_embedder(model_dir: Path) -> Embedder:
     """The exported ONNX model; exported on the spot if missing and the build tools are installed."""
+    import_numpy()
     if not (model_dir / MANIFEST_NAME).is_file():
         try:
             from symbiote.model_export import export_model

@@ -97,6 +97,13 @@ class MemoryStore(Protocol):
 
     def coverage(self, text: str, memory_ids: Sequence[str]) -> dict[str, float]: ...
 
+    def retrieve(
+        self, vector: "np.ndarray", text: str, k: int, topic_words: Sequence[str], topic_k: int,
+        where: "MemoryFilter | None" = None,
+    ) -> tuple[list[Match], list["KeywordMatch"], list["KeywordMatch"]]:
+        """`nearest`, `keyword` and (with topic words) `keyword_words` in one call."""
+        ...
+
     def delete(self, memory_id: str) -> bool: ...
 
     def delete_many(self, memory_ids: Sequence[str]) -> list[str]:
