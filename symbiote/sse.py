@@ -164,6 +164,9 @@ class LegacySseTransport:
                     reason[0] = f"maximum lifetime of {self.max_lifetime_seconds:g} s reached; the client reconnects"
                 else:
                     reason[0] = "server closed the session"
+                # Out of the table before the stream ends: a client that posts the moment it sees
+                # the end must get 404, not a 202 for a session that is going away.
+                self.sessions.close(session, reason[0])
 
         async def stream() -> None:
             try:
