@@ -306,6 +306,13 @@ class ChromaMemoryStore:
     def coverage(self, text: str, memory_ids: Sequence[str]) -> dict[str, float]:
         return self._lexical.coverage(text, memory_ids)
 
+    def coverage_and_get(
+        self, text: str, coverage_ids: Sequence[str], get_ids: Sequence[str]
+    ) -> tuple[dict[str, float], dict[str, StoredMemory]]:
+        """A search's second stage in one call: keyword coverage of the leading candidates, and
+        the likely results themselves."""
+        return self.coverage(text, coverage_ids), self.get(get_ids)
+
     def retrieve(
         self, vector: np.ndarray, text: str, k: int, topic_words: Sequence[str], topic_k: int,
         where: MemoryFilter | None = None,

@@ -418,11 +418,13 @@ class MemoryEngine:
             type=validation.memory_type(type) if type is not None else None,
             min_confidence=validation.confidence(min_confidence) if min_confidence is not None else None,
         )
-        candidates, evidence = await self.rank(text, where)
+        candidates, evidence, found = await self._rank(text, where, prefetch=count * 3)
         scored = list(zip(candidates, relevance_scores(candidates, evidence)))
         scored.sort(key=lambda pair: pair[1], reverse=True)  # stable: equal scores keep the fused order
         kept = [(c, score) for c, score in scored if score >= cutoff]
-        found = await self._read((await self._store_or_raise()).get, [c.memory_id for c, _ in kept[: count * 3]])
+        missing = [c.memory_id for c, _ in kept[: count * 3] if c.memory_id not in found]
+        if missing:  # a topic member that scoring moved up: rare, one more trip
+            found.update(await self._read((await self._store_or_raise()).get, missing))
         hits: list[SearchHit] = []
         seen: set[str] = set()
         for candidate, score in kept[: count * 3]:
@@ -446,6 +448,14 @@ class MemoryEngine:
 
     async def rank(self, text: str, where: MemoryFilter | None = None) -> tuple[list[Candidate], QueryEvidence]:
         """All candidates for a query, best first, and the query-level evidence for scoring them."""
+        candidates, evidence, _found = await self._rank(text, where, prefetch=0)
+        return candidates, evidence
+
+    async def _rank(
+        self, text: str, where: MemoryFilter | None, prefetch: int
+    ) -> tuple[list[Candidate], QueryEvidence, dict[str, StoredMemory]]:
+        """`rank`, plus the memories most likely to be returned (the first `prefetch` candidates and
+        the leading topic members), fetched with the coverage: two trips to the store per search."""
         store, vectors, topics = await asyncio.gather(
             self._store_or_raise(), self._embedder.embed([text], urgent=True), self._topic_index()
         )
@@ -456,15 +466,19 @@ class MemoryEngine:
         )
         candidates = fuse(dense, keyword, members)
         if not candidates:
-            return [], QueryEvidence(0.0, 0.0, 0.0)
-        coverage = await self._read(store.coverage, text, [c.memory_id for c in candidates[:10]])
+            return [], QueryEvidence(0.0, 0.0, 0.0), {}
+        likely = [c.memory_id for c in candidates[:prefetch]]
+        likely += [c.memory_id for c in candidates[prefetch:] if c.topic > 0][:prefetch]
+        coverage, found = await self._read(
+            store.coverage_and_get, text, [c.memory_id for c in candidates[:10]], likely
+        )
         evidence = QueryEvidence(
             top_cosine=max((m.similarity for m in dense), default=0.0),
             coverage=max(coverage.values(), default=0.0),
             topic=topic.activation * TOPIC_MEMBERSHIP if topic and candidates[0].topic else 0.0,
             activation=topic.activation if topic else 0.0,
         )
-        return candidates, evidence
+        return candidates, evidence, found
 
     async def get(self, memory_id: Any) -> Memory:
         mid = validation.memory_id(memory_id)

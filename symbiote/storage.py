@@ -97,6 +97,12 @@ class MemoryStore(Protocol):
 
     def coverage(self, text: str, memory_ids: Sequence[str]) -> dict[str, float]: ...
 
+    def coverage_and_get(
+        self, text: str, coverage_ids: Sequence[str], get_ids: Sequence[str]
+    ) -> tuple[dict[str, float], dict[str, StoredMemory]]:
+        """`coverage` and `get` in one call."""
+        ...
+
     def retrieve(
         self, vector: "np.ndarray", text: str, k: int, topic_words: Sequence[str], topic_k: int,
         where: "MemoryFilter | None" = None,
