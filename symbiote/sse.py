@@ -20,6 +20,7 @@ credential check) and adds the rest.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import secrets
 import time
@@ -168,6 +169,15 @@ class LegacySseTransport:
                 # the end must get 404, not a 202 for a session that is going away.
                 self.sessions.close(session, reason[0])
 
+        response_state = {"started": False, "complete": False}
+
+        async def tracked_send(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                response_state["started"] = True
+            elif message["type"] == "http.response.body" and not message.get("more_body", False):
+                response_state["complete"] = True
+            await send(message)
+
         async def stream() -> None:
             try:
                 await EventSourceResponse(
@@ -176,10 +186,15 @@ class LegacySseTransport:
                     ping=self.heartbeat_seconds,
                     send_timeout=max(self.heartbeat_seconds, 1.0),
                     headers={"Cache-Control": "no-store"},
-                )(scope, receive, send)
+                )(scope, receive, tracked_send)
             except Exception as exc:  # a failed write (heartbeat included) means the client is gone
                 reason[0] = f"write failed: {type(exc).__name__}"
             finally:
+                if response_state["started"] and not response_state["complete"]:
+                    # Ended without the stream's last chunk (server shutting down): send it, so the
+                    # client sees a clean end of stream and reconnects, and nothing is logged as broken.
+                    with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                        await send({"type": "http.response.body", "body": b"", "more_body": False})
                 self.sessions.close(session, reason[0])
                 await read_stream_writer.aclose()
                 await write_stream_reader.aclose()

@@ -206,3 +206,23 @@ async def test_hundreds_of_connects_leave_no_session_behind(sse_server: ServerPr
         async with Client(sse_client(sse_server.base_url + "/sse"), mode="legacy") as client:
             assert not (await client.call_tool("memory_stats", {})).is_error
     assert await wait_for_sessions(sse_server.base_url, 0) == 0
+
+
+async def test_sigterm_ends_open_streams_cleanly(fresh_server: ServerProcess) -> None:
+    """A graceful shutdown with legacy-SSE clients connected: their streams end properly (the
+    client sees the end and reconnects elsewhere), nothing is logged as broken, exit code 0."""
+
+    async def hold_stream() -> str:
+        async with httpx.AsyncClient(base_url=fresh_server.base_url, timeout=30) as http:
+            async with http.stream("GET", "/sse") as response:
+                async for _line in response.aiter_lines():
+                    pass
+        return "ended"
+
+    streams = [asyncio.create_task(hold_stream()) for _ in range(2)]
+    await asyncio.sleep(1.0)
+    assert fresh_server.proc is not None
+    code = await asyncio.to_thread(fresh_server.stop)
+    assert await asyncio.wait_for(asyncio.gather(*streams), 10) == ["ended", "ended"]
+    assert code == 0
+    assert " ERROR " not in fresh_server.log(), fresh_server.log()[-2000:]
