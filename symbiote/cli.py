@@ -93,7 +93,7 @@ def stdio(_args: argparse.Namespace) -> int:
 
 def _prestart_store(settings: Settings) -> None:
     """Start the embedded store's process first: it imports Chroma while we import the rest."""
-    if not settings.chroma_host:
+    if not settings.chroma_host and settings.store_process:
         from symbiote.store_process import prestart
 
         prestart(settings.chromadb_path)

@@ -72,6 +72,7 @@ class Settings:
     memory_confidence_min: float = 0.7
     memory_max_per_window: int = 3
     min_free_mb: int = 50  # writes are refused while less is free on the data disk (0: never)
+    store_process: bool = True  # embedded Chroma in its own process (symbiote.store_process); off: in-process
     history_tail_n: int = 16
     memory_top_k: int = 8
     context_token_budget: int = 2000
@@ -377,4 +378,17 @@ def _limit_settings(env: Mapping[str, str], problems: list[str], integer: Any) -
         "memory_confidence_min": confidence_min,
         "memory_max_per_window": integer("MEMORY_MAX_PER_WINDOW", 3, 1, 1000),
         "min_free_mb": integer("SYMBIOTE_MIN_FREE_MB", 50, 0, 1_000_000),
+        "store_process": _on_off(env, "SYMBIOTE_STORE_PROCESS", True, problems),
     }
+
+
+def _on_off(env: Mapping[str, str], name: str, default: bool, problems: list[str]) -> bool:
+    raw = env.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    problems.append(f"{name}={raw!r} must be on/1/true/yes or off/0/false/no")
+    return default

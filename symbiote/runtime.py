@@ -19,7 +19,7 @@ from symbiote.history import ConversationHistory, HistoryStore, open_history_sto
 from symbiote.history_tools import HistoryServices, register_history_tools
 from symbiote.personality import Personality, load
 from symbiote.server import SymbioteMCP, build_server
-from symbiote.storage import MemoryStore, open_server_store
+from symbiote.storage import MemoryStore, open_embedded_store, open_server_store
 from symbiote.store_process import StoreProcess, for_path
 
 log = logging.getLogger(__name__)
@@ -44,6 +44,13 @@ def load_embedder(model_dir: Path) -> Embedder:
                 "Run scripts/setup.sh, or set SYMBIOTE_MODEL_DIR to an exported model."
             ) from None
     return OnnxEmbedder(model_dir)
+
+
+def store_host(settings: Settings) -> StoreProcess | None:
+    """The embedded store's own process, when that is how the store runs."""
+    if settings.chroma_host or not settings.store_process:
+        return None
+    return for_path(settings.chromadb_path)
 
 
 def disk_space(settings: Settings) -> DiskSpace:
@@ -115,14 +122,16 @@ def build_runtime(settings: Settings) -> Runtime:
     personality = load(settings.personalities_dir, settings.personality)
     chroma_server = ChromaServer.from_settings(settings)
 
-    # Embedded Chroma runs in a process of its own (symbiote.store_process); a server is one already.
-    host = for_path(settings.chromadb_path) if chroma_server is None else None
+    # Embedded Chroma runs in a process of its own (symbiote.store_process) unless
+    # SYMBIOTE_STORE_PROCESS=off; a Chroma server is one already.
+    host = store_host(settings)
 
     def open_store(model: str, dimension: int) -> MemoryStore:
         if host is not None:
             return host.open("memories", model, dimension)  # type: ignore[return-value]
-        assert chroma_server is not None
-        return open_server_store(chroma_server, settings.chromadb_path, model, dimension)
+        if chroma_server is not None:
+            return open_server_store(chroma_server, settings.chromadb_path, model, dimension)
+        return open_embedded_store(settings.chromadb_path, model, dimension)
 
     embedder = AsyncEmbedder(lambda: load_embedder(settings.model_dir), cache_size=settings.embed_cache_size)
     engine = MemoryEngine(

@@ -32,8 +32,7 @@ from starlette.routing import Route
 from symbiote.config import Settings
 from symbiote.errors import StoreUnavailableError
 from symbiote.fileshare import FileShare, ShareUsage, Snapshot, WriterLease, open_share, prune_snapshots
-from symbiote.storage import MemoryStore
-from symbiote.store_process import for_path
+from symbiote.storage import MemoryStore, open_embedded_store
 
 log = logging.getLogger(__name__)
 
@@ -337,12 +336,18 @@ def build_share_runtime(settings: Settings, services: ShareServices | None) -> A
         return rt.build_runtime(settings)
     personality = load(settings.personalities_dir, settings.personality)
 
-    host = for_path(settings.chromadb_path)  # the embedded Chroma's own process (symbiote.store_process)
+    host = rt.store_host(settings)  # the embedded Chroma's own process (symbiote.store_process)
 
     def open_store(model: str, dimension: int) -> MemoryStore:
         path = settings.chromadb_path
+
+        def opener() -> MemoryStore:
+            if host is not None:
+                return host.open("memories", model, dimension)  # type: ignore[return-value]
+            return open_embedded_store(path, model, dimension)
+
         return GuardedStore(
-            lambda: host.open("memories", model, dimension),  # type: ignore[arg-type, return-value]
+            opener,
             services.lease,
             services.gate,
             path,
@@ -351,7 +356,7 @@ def build_share_runtime(settings: Settings, services: ShareServices | None) -> A
 
     embedder = AsyncEmbedder(lambda: rt.load_embedder(settings.model_dir), cache_size=settings.embed_cache_size)
     engine = MemoryEngine(
-        embedder, open_store, rt.engine_policy(settings), rt.disk_space(settings), on_close=host.close
+        embedder, open_store, rt.engine_policy(settings), rt.disk_space(settings), on_close=host.close if host else None
     )
     log.info(
         "symbiote configured: personality=%s store=%s share=%s (%s) writer=%s",

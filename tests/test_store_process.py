@@ -9,7 +9,10 @@ import subprocess
 import sys
 import textwrap
 import time
+from dataclasses import replace
 from pathlib import Path
+
+import pytest
 
 from symbiote.config import Settings
 from symbiote.runtime import build_runtime
@@ -35,7 +38,7 @@ def _gone(pid: int, within: float) -> bool:
 
 
 async def test_a_killed_store_process_is_replaced_and_nothing_is_lost(settings: Settings) -> None:
-    runtime = build_runtime(settings)
+    runtime = build_runtime(replace(settings, store_process=True))
     engine, history = runtime.engine, runtime.history
     assert history is not None
     try:
@@ -89,6 +92,13 @@ def test_idle_keep_alive_connections_outlive_the_clients_own_expiry(fresh_server
         assert response.status == 200 and response.read()
     finally:
         connection.close()
+
+
+def test_the_store_process_can_be_turned_off() -> None:
+    assert Settings.from_env({}).store_process is True
+    assert Settings.from_env({"SYMBIOTE_STORE_PROCESS": "off"}).store_process is False
+    with pytest.raises(Exception, match="SYMBIOTE_STORE_PROCESS"):
+        Settings.from_env({"SYMBIOTE_STORE_PROCESS": "sometimes"})
 
 
 def test_sigterm_to_every_process_is_left_to_the_server(tmp_path: Path) -> None:
