@@ -100,6 +100,15 @@ class ChromaMemoryStore:
         )
         self._sync_lexical()
 
+    def close(self) -> None:
+        """Close the Chroma client (e.g. before reopening the store to see another writer's changes)."""
+        close = getattr(self._client, "close", None)
+        if callable(close):
+            try:
+                close()
+            except Exception:
+                log.debug("closing the Chroma client failed", exc_info=True)
+
     @staticmethod
     def _check_identity(collection: Any, model_name: str, dimension: int) -> None:
         """Refuse data embedded by another model: mixing vector spaces silently ruins search."""

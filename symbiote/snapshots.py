@@ -192,17 +192,9 @@ class GuardedStore:
 
 
 def _close(store: MemoryStore) -> None:
-    own_close = getattr(store, "close", None)  # a store in the store process closes itself there
-    if callable(own_close):
-        own_close()
-        return
-    client = getattr(store, "_client", None)
-    close = getattr(client, "close", None)
+    close = getattr(store, "close", None)  # ChromaMemoryStore.close, or RemoteStore.close in the store process
     if callable(close):
-        try:
-            close()
-        except Exception:
-            log.debug("closing the old Chroma client failed", exc_info=True)
+        close()
 
 
 class SnapshotJob:

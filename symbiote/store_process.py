@@ -117,13 +117,9 @@ def _open(kind: str, path: str, model: str, dimension: int) -> Any:
 
 
 def _close_object(obj: Any) -> None:
-    client = getattr(obj, "_client", None)
-    close = getattr(client, "close", None)
+    close = getattr(obj, "close", None)  # ChromaMemoryStore.close; the history store shares its client
     if callable(close):
-        try:
-            close()
-        except Exception:
-            pass
+        close()
 
 
 def _die_with_parent() -> None:
