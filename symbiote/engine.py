@@ -358,7 +358,8 @@ class MemoryEngine:
     async def delete(self, memory_id: Any) -> DeleteResult:
         mid = validation.memory_id(memory_id)
         store = await self._store_or_raise()
-        found = await self._read(store.get, [mid], urgent=False)  # what it was, for the statistics
+        # what it was, for the statistics (only once they have been counted)
+        found = await self._read(store.get, [mid], urgent=False) if self._summary is not None else {}
         if not await self._write(store.delete, mid):
             raise MemoryNotFoundError(mid)
         if self._summary is not None and mid in found:
