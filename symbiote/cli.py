@@ -6,6 +6,7 @@ import argparse
 import logging
 import sys
 from pathlib import Path
+from typing import Any, Callable
 
 from symbiote import __version__
 from symbiote.config import ConfigError, Settings
@@ -47,22 +48,25 @@ def serve(args: argparse.Namespace) -> int:
         k: v for k, v in (("host", args.host), ("port", args.port), ("transport", getattr(args, "transport", None))) if v is not None
     }
     settings = dataclasses.replace(settings, **overrides)
-    _prestart_store(settings)
     if settings.transport == "stdio":
         return _serve_stdio(settings)  # no uvicorn, no Starlette, no HTTP at all
 
+    _prestart_store(settings)
     import uvicorn
 
-    from symbiote import logs
-    from symbiote.snapshots import create_share_app
+    from symbiote import handshake, logs
 
     logs.configure(settings.log_level)
-    try:
-        # = create_app, plus the writer lease and snapshots when SYMBIOTE_SHARE is set
-        app = create_share_app(settings, periodic_snapshots=True)
-    except ConfigError as exc:
-        print(f"symbiote: {exc}", file=sys.stderr)
-        return 2
+    failures: list[BaseException] = []
+    app: Any
+    if handshake.usable(settings):
+        app = _boot_app(settings, failures, lambda: server)
+    else:  # with OAuth every request needs the token check: build first, then listen
+        try:
+            app = _build_app(settings)
+        except ConfigError as exc:
+            print(f"symbiote: {exc}", file=sys.stderr)
+            return 2
     base = f"http://{settings.host}:{settings.port}"
     if settings.transport == "sse":
         log.info("transport: sse - legacy SSE at %s/sse (messages to /messages/{session_id}), health at /health", base)
@@ -74,14 +78,49 @@ def serve(args: argparse.Namespace) -> int:
         port=settings.port,
         log_level=settings.log_level.lower(),
         log_config=None,
+        ws="none",  # nothing here speaks WebSocket; skips importing the websockets package at start
         timeout_graceful_shutdown=10,
         # Longer than clients keep idle connections (httpx: 5 s). With uvicorn's default of 5 s a
         # legacy-SSE client's POST could land on a connection the server was closing that instant,
         # and the MCP SDK's SSE client drops the whole session on that error.
         timeout_keep_alive=30,
     )
-    _graceful_server_class()(config).run()
+    server = _graceful_server_class()(config)
+    server.run()
+    if failures:
+        return 2 if isinstance(failures[0], ConfigError) else 1
     return 0
+
+
+def _build_app(settings: Settings) -> Any:
+    """The whole HTTP app: create_app, plus the writer lease and snapshots when SYMBIOTE_SHARE is set."""
+    from symbiote.snapshots import create_share_app
+    from symbiote.startup import collector_paused
+
+    with collector_paused():
+        return create_share_app(settings, periodic_snapshots=True)
+
+
+def _boot_app(settings: Settings, failures: list[BaseException], server: Callable[[], Any]) -> Any:
+    """Listen first and build in the background (`symbiote.boot`), with the handshake cache."""
+    from symbiote import handshake
+    from symbiote.boot import BootApp
+
+    print_ = handshake.fingerprint(settings)
+    cache = handshake.HandshakeCache.load(settings, print_)
+
+    def failed(exc: BaseException) -> None:
+        failures.append(exc)
+        print(f"symbiote: {exc}", file=sys.stderr)
+        server().should_exit = True
+
+    return BootApp(
+        lambda: _build_app(settings),
+        cache=cache,
+        record_as=None if cache is not None else print_,
+        save=lambda recorded: recorded.save(settings),
+        on_failure=failed,
+    )
 
 
 def stdio(_args: argparse.Namespace) -> int:
@@ -100,15 +139,17 @@ def _prestart_store(settings: Settings) -> None:
 
 
 def _serve_stdio(settings: Settings) -> int:
-    import anyio
+    from symbiote.startup import collector_paused
 
-    _prestart_store(settings)
+    with collector_paused():
+        _prestart_store(settings)
+        import anyio
 
-    from symbiote import logs
-    from symbiote.runtime import build_runtime
+        from symbiote import logs
+        from symbiote.runtime import build_runtime
 
-    logs.configure(settings.log_level)
-    runtime = build_runtime(settings)
+        logs.configure(settings.log_level)
+        runtime = build_runtime(settings)
     log.info("transport: stdio - serving MCP over stdin/stdout")
 
     async def main() -> None:

@@ -147,6 +147,9 @@ def open_embedded_store(path: Path, model_name: str, dimension: int) -> "ChromaM
             f"The memory store directory {str(path)!r} is not writable ({exc.strerror or exc}). "
             "Fix its permissions or set CHROMADB_PATH to a writable directory."
         ) from exc
+    from symbiote.embeddings import import_numpy
+
+    import_numpy()  # Chroma imports numpy; the embedder may be importing it in another thread now
     import chromadb
     from chromadb.config import Settings as ChromaSettings
 

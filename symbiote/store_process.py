@@ -140,7 +140,10 @@ def child_main(fd: int) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     _die_with_parent()
     conn = Connection(fd)
-    import chromadb  # noqa: F401  - now, while the server is still importing its own modules
+    from symbiote.startup import collector_paused
+
+    with collector_paused():  # Chroma's import is mostly allocation: 10 % faster without the collector
+        import chromadb  # noqa: F401  - now, while the server is still importing its own modules
 
     objects: dict[int, Any] = {}
     while True:

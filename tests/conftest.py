@@ -51,11 +51,14 @@ class ServerProcess:
     def mcp_url(self) -> str:
         return f"{self.base_url}/mcp"
 
-    def start(self, wait_ready: bool = True) -> "ServerProcess":
+    def start(self, wait_ready: bool = True, wait_health: bool = True) -> "ServerProcess":
+        """`wait_health=False` returns at once: the caller polls (the handshake tests)."""
         self._log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "symbiote", "serve"], env=self.env, stdout=self._log, stderr=subprocess.STDOUT
         )
+        if not wait_health:
+            return self
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

@@ -1,0 +1,336 @@
+"""The MCP handshake, answered from a cache while the MCP SDK is still loading.
+
+Importing the MCP SDK takes most of a second here (pydantic builds three sets of protocol
+models), yet what a client asks first - `initialize` or `server/discover`, then `tools/list` -
+has the same answer every time for the same code and settings. So once the SDK has loaded, the
+server asks *itself* those questions, through the whole app (gateway, transport, SDK), and keeps
+the answers in `handshake-cache.json` in the data directory. On the next start,
+`symbiote.boot.BootApp` replays them while the SDK loads.
+
+The cache never invents an answer: every entry is what the SDK said, byte for byte except the
+JSON-RPC id. It answers only a plain request it recognises exactly (loopback Host, no Origin,
+no credentials, no session, the JSON content types, a method and protocol version it recorded);
+anything else waits for the SDK. The fingerprint covers our source files, the personalities,
+the settings that shape the server and the installed SDK, so a change anywhere makes the cache
+stale; it is then ignored and recorded again. Only used where no credentials are required
+(`SYMBIOTE_AUTH` resolved to `none`): with OAuth, every request needs the token check.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib.util
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Mapping
+
+from symbiote import __version__
+from symbiote.config import Settings
+
+log = logging.getLogger(__name__)
+
+CACHE_FILE = "handshake-cache.json"
+FORMAT = 1
+PROBE_ID = "symbiote-handshake-probe"
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})
+MAX_BODY = 64 * 1024  # a handshake request is a few hundred bytes
+# What clients send before their first real call. Recorded for every protocol version.
+METHODS = (
+    "initialize",
+    "notifications/initialized",
+    "server/discover",
+    "ping",
+    "tools/list",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+)
+META_PREFIX = "io.modelcontextprotocol/"
+META_KEYS = frozenset({META_PREFIX + "protocolVersion", META_PREFIX + "clientInfo", META_PREFIX + "clientCapabilities"})
+# Packages whose version shapes the answers (schemas, field names, wire format).
+SHAPING_PACKAGES = ("mcp", "mcp_types", "pydantic", "pydantic_core", "starlette")
+
+ASGIApp = Callable[[dict[str, Any], Callable[[], Awaitable[dict[str, Any]]], Callable[[dict[str, Any]], Awaitable[None]]], Awaitable[None]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Reply:
+    """One recorded HTTP answer; `body` holds PROBE_ID where the request's id goes."""
+
+    status: int
+    headers: tuple[tuple[str, str], ...]
+    body: str
+
+    def render(self, request_id: int | str | None) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        body = self.body
+        if request_id is not None:
+            body = body.replace(json.dumps(PROBE_ID), json.dumps(request_id), 1)
+        data = body.encode()
+        headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in self.headers]
+        headers.append((b"content-length", str(len(data)).encode()))
+        return self.status, headers, data
+
+
+def cache_path(settings: Settings) -> Path:
+    return settings.chromadb_path / CACHE_FILE
+
+
+def usable(settings: Settings) -> bool:
+    """The cache serves open, streamable-HTTP servers on a loopback interface only (see above)."""
+    from symbiote.auth.policy import exposed, resolve_mode
+
+    public = exposed(settings.host, settings.platform_hosts, settings.behind_functions_host)
+    return settings.transport == "http" and not public and resolve_mode(settings) == "none"
+
+
+def fingerprint(settings: Settings) -> str:
+    """Everything that shapes the handshake's answers; any change makes a recorded cache stale."""
+    digest = hashlib.sha256(f"format {FORMAT} symbiote {__version__}\n".encode())
+    # The port and log level change no answer; secrets are not in the repr.
+    digest.update(repr(dataclasses.replace(settings, port=0, log_level="")).encode())
+    package = Path(__file__).resolve().parent
+    sources = sorted(package.rglob("*.py")) + sorted(settings.personalities_dir.glob("*.md"))
+    for source in sources:
+        digest.update(f"\n{source.name}\n".encode())
+        digest.update(source.read_bytes())
+    for name in SHAPING_PACKAGES:  # find_spec locates a top-level package without importing it
+        spec = importlib.util.find_spec(name)
+        origin = Path(spec.origin) if spec and spec.origin else None
+        stat = origin.stat() if origin else None
+        digest.update(f"\n{name} {origin} {stat.st_size if stat else 0} {stat.st_mtime_ns if stat else 0}".encode())
+    return digest.hexdigest()
+
+
+def _key(method: str, header_version: str, offered_version: str = "") -> str:
+    return f"{method}|{header_version}|{offered_version}"
+
+
+class HandshakeCache:
+    """Recorded answers to the handshake, keyed by method and protocol version."""
+
+    def __init__(self, print_: str, replies: Mapping[str, Reply]) -> None:
+        self.fingerprint = print_
+        self.replies = dict(replies)
+
+    @classmethod
+    def load(cls, settings: Settings, print_: str | None = None) -> HandshakeCache | None:
+        """The recorded cache if it matches these settings and this code; None otherwise."""
+        try:
+            raw = json.loads(cache_path(settings).read_text(encoding="utf-8"))
+            print_ = print_ or fingerprint(settings)
+            if raw.get("format") != FORMAT or raw.get("fingerprint") != print_:
+                return None
+            replies = {key: Reply(int(r["status"]), tuple((str(k), str(v)) for k, v in r["headers"]), str(r["body"])) for key, r in raw["replies"].items()}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None
+        return cls(print_, replies)
+
+    def save(self, settings: Settings) -> None:
+        """Write atomically; a data directory we cannot write just means no cache."""
+        path = cache_path(settings)
+        data = {
+            "format": FORMAT,
+            "fingerprint": self.fingerprint,
+            "replies": {key: {"status": r.status, "headers": list(r.headers), "body": r.body} for key, r in self.replies.items()},
+        }
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps(data), encoding="utf-8")
+            os.replace(tmp, path)
+        except OSError as exc:
+            log.debug("handshake cache not written (%s)", exc)
+            tmp.unlink(missing_ok=True)
+
+    def answer(self, scope: Mapping[str, Any], body: bytes) -> tuple[int, list[tuple[bytes, bytes]], bytes] | None:
+        """The recorded answer to this request, or None when it is not a plain handshake request."""
+        found = _match(scope, body)
+        if found is None:
+            return None
+        key, request_id = found
+        reply = self.replies.get(key)
+        return reply.render(request_id) if reply is not None else None
+
+
+def wants_body(scope: Mapping[str, Any]) -> bool:
+    """Whether this request could be a handshake request at all (checked before reading its body)."""
+    if scope.get("type") != "http" or scope.get("method") != "POST" or scope.get("path") != "/mcp":
+        return False
+    headers = _headers(scope)
+    length = headers.get("content-length", "")
+    return length.isdigit() and int(length) <= MAX_BODY
+
+
+def _headers(scope: Mapping[str, Any]) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for name, value in scope.get("headers", ()):
+        key = name.decode("latin-1").lower()
+        if key in headers:  # a repeated header: leave such requests to the SDK
+            headers[key] = "\0repeated"
+        else:
+            headers[key] = value.decode("latin-1")
+    return headers
+
+
+def _match(scope: Mapping[str, Any], body: bytes) -> tuple[str, int | str | None] | None:
+    """(cache key, JSON-RPC id) of a plain handshake request; None for anything else."""
+    headers = _headers(scope)
+    if any(name in headers for name in ("origin", "authorization", "mcp-session-id", "cookie", "last-event-id")):
+        return None
+    host = headers.get("host", "")
+    name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+    if name not in LOOPBACK_NAMES:
+        return None
+    if headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
+        return None
+    accept = headers.get("accept", "")
+    if "application/json" not in accept or "text/event-stream" not in accept:
+        return None
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        return None
+    method = message.get("method")
+    if method not in METHODS or set(message) - {"jsonrpc", "id", "method", "params"}:
+        return None
+    notification = method.startswith("notifications/")
+    request_id = message.get("id")
+    if notification != ("id" not in message):
+        return None
+    if not notification and (isinstance(request_id, bool) or not isinstance(request_id, (int, str))):
+        return None
+    header_version = headers.get("mcp-protocol-version", "")
+    if headers.get("mcp-method", method) != method:
+        return None
+    params = message.get("params", {})
+    if not isinstance(params, dict) or not _plain_meta(params.get("_meta", {}), header_version):
+        return None
+    rest = {k: v for k, v in params.items() if k != "_meta"}
+    offered = ""
+    if method == "initialize":
+        offered = rest.pop("protocolVersion", None)
+        capabilities = rest.pop("capabilities", None)
+        client = rest.pop("clientInfo", None)
+        if not isinstance(offered, str) or not _plain_capabilities(capabilities) or not _plain_client(client):
+            return None
+    if rest:
+        return None
+    return _key(method, header_version, offered), request_id
+
+
+def _plain_meta(meta: object, header_version: str) -> bool:
+    if not isinstance(meta, dict) or set(meta) - META_KEYS:
+        return False
+    version = meta.get(META_PREFIX + "protocolVersion")
+    if version is not None and version != header_version:
+        return False
+    client = meta.get(META_PREFIX + "clientInfo")
+    capabilities = meta.get(META_PREFIX + "clientCapabilities")
+    return (client is None or _plain_client(client)) and (capabilities is None or _plain_capabilities(capabilities))
+
+
+def _plain_client(client: object) -> bool:
+    """A clientInfo the SDK accepts for sure: string fields only."""
+    return (
+        isinstance(client, dict)
+        and isinstance(client.get("name"), str)
+        and isinstance(client.get("version"), str)
+        and all(isinstance(value, str) for value in client.values())
+    )
+
+
+def _plain_capabilities(capabilities: object) -> bool:
+    """Capabilities made of objects of flags (what every client sends); anything else goes to the SDK."""
+    if not isinstance(capabilities, dict):
+        return False
+    for value in capabilities.values():
+        if not isinstance(value, dict) or not all(isinstance(flag, (bool, dict)) for flag in value.values()):
+            return False
+    return True
+
+
+def _probes() -> list[tuple[str, dict[str, str], dict[str, Any]]]:
+    """(cache key, headers, message) for every request worth recording."""
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+
+    client = {"name": "symbiote-handshake", "version": __version__}
+    probes: list[tuple[str, dict[str, str], dict[str, Any]]] = []
+    for offered in HANDSHAKE_PROTOCOL_VERSIONS:
+        params = {"protocolVersion": offered, "capabilities": {}, "clientInfo": client}
+        probes.append((_key("initialize", "", offered), {}, {"method": "initialize", "params": params}))
+    for version in ("", *HANDSHAKE_PROTOCOL_VERSIONS):
+        headers = {"mcp-protocol-version": version} if version else {}
+        probes.append((_key("notifications/initialized", version), headers, {"method": "notifications/initialized"}))
+        for method in ("ping", "tools/list", "prompts/list", "resources/list", "resources/templates/list"):
+            probes.append((_key(method, version), headers, {"method": method, "params": {}}))
+    for version in MODERN_PROTOCOL_VERSIONS:
+        meta = {META_PREFIX + "protocolVersion": version, META_PREFIX + "clientInfo": client, META_PREFIX + "clientCapabilities": {}}
+        for method in ("server/discover", "ping", "tools/list", "prompts/list", "resources/list", "resources/templates/list"):
+            headers = {"mcp-protocol-version": version, "mcp-method": method}
+            probes.append((_key(method, version), headers, {"method": method, "params": {"_meta": meta}}))
+    return probes
+
+
+async def record(app: ASGIApp, print_: str) -> HandshakeCache:
+    """Ask the running app every handshake question and keep its successful answers."""
+    replies: dict[str, Reply] = {}
+    for key, extra_headers, message in _probes():
+        if not message["method"].startswith("notifications/"):
+            message = {**message, "id": PROBE_ID}
+        body = json.dumps({"jsonrpc": "2.0", **message}).encode()
+        headers = {"host": "127.0.0.1", "content-type": "application/json", "accept": "application/json, text/event-stream", **extra_headers}
+        status, response_headers, response_body = await _call(app, headers, body)
+        text = response_body.decode()
+        if status >= 400 or (text and "result" not in json.loads(text)):
+            continue  # the SDK refused this combination: leave it to the SDK at run time too
+        if "id" in message and text.count(json.dumps(PROBE_ID)) != 1:
+            continue
+        kept = tuple((k, v) for k, v in response_headers if k not in ("content-length", "date", "server"))
+        replies[key] = Reply(status, kept, text)
+    return HandshakeCache(print_, replies)
+
+
+async def _call(app: ASGIApp, headers: dict[str, str], body: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
+    """One in-process request through the whole ASGI app."""
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/mcp",
+        "raw_path": b"/mcp",
+        "root_path": "",
+        "query_string": b"",
+        "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in {**headers, "content-length": str(len(body))}.items()],
+        "client": ("127.0.0.1", 0),
+        "server": ("127.0.0.1", 0),
+        "state": {},
+    }
+    sent = False
+    status = 500
+    response_headers: list[tuple[str, str]] = []
+    chunks: list[bytes] = []
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = int(message["status"])
+            response_headers.extend((k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in message.get("headers", ()))
+        elif message["type"] == "http.response.body":
+            chunks.append(message.get("body", b""))
+
+    await app(scope, receive, send)
+    return status, response_headers, b"".join(chunks)
