@@ -51,15 +51,18 @@ def serve(args: argparse.Namespace) -> int:
     if settings.transport == "stdio":
         return _serve_stdio(settings)  # no uvicorn, no Starlette, no HTTP at all
 
-    _prestart_store(settings)
+    from symbiote import handshake
+
+    booting = handshake.usable(settings)
+    _prestart(settings, model=not booting)  # booting: the model loads once the server listens
     import uvicorn
 
-    from symbiote import handshake, logs
+    from symbiote import logs
 
     logs.configure(settings.log_level)
     failures: list[BaseException] = []
     app: Any
-    if handshake.usable(settings):
+    if booting:
         app = _boot_app(settings, failures, lambda: server)
     else:  # with OAuth every request needs the token check: build first, then listen
         try:
@@ -114,8 +117,12 @@ def _boot_app(settings: Settings, failures: list[BaseException], server: Callabl
         print(f"symbiote: {exc}", file=sys.stderr)
         server().should_exit = True
 
+    def build() -> Any:
+        _preload_model(settings)  # now, not before: its imports would slow the way to listening
+        return _build_app(settings)
+
     return BootApp(
-        lambda: _build_app(settings),
+        build,
         cache=cache,
         record_as=None if cache is not None else print_,
         save=lambda recorded: recorded.save(settings),
@@ -130,19 +137,32 @@ def stdio(_args: argparse.Namespace) -> int:
     return _serve_stdio(dataclasses.replace(_settings(), transport="stdio"))
 
 
-def _prestart_store(settings: Settings) -> None:
-    """Start the embedded store's process first: it imports Chroma while we import the rest."""
+def _prestart(settings: Settings, model: bool = True) -> None:
+    """Start what the first search waits on before importing the rest: the embedded store's
+    process (it imports Chroma on the other core) and, with `model`, the model's load."""
     if not settings.chroma_host and settings.store_process:
+        from symbiote.embeddings import MODEL_DIMENSION, MODEL_NAME
         from symbiote.store_process import prestart
 
-        prestart(settings.chromadb_path)
+        # With a file share the store may be opened only under the writer lease: not before.
+        prestart(settings.chromadb_path, None if settings.share else ("memories", MODEL_NAME, MODEL_DIMENSION))
+    if model:
+        _preload_model(settings)
+
+
+def _preload_model(settings: Settings) -> None:
+    """Load the model and embed the topic questions in the background (`symbiote.preload`)."""
+    from symbiote import preload
+    from symbiote.topics import TopicIndex
+
+    preload.start(settings.model_dir, TopicIndex.questions())  # every search matches topics first
 
 
 def _serve_stdio(settings: Settings) -> int:
     from symbiote.startup import collector_paused
 
     with collector_paused():
-        _prestart_store(settings)
+        _prestart(settings)
         import anyio
 
         from symbiote import logs

@@ -13,7 +13,7 @@ from collections import OrderedDict
 from typing import Callable, Sequence, TYPE_CHECKING
 
 
-from symbiote.embeddings import Embedder
+from symbiote.embeddings import Embedder, WarmModel
 from symbiote.priority import PriorityExecutor
 
 if TYPE_CHECKING:  # numpy is imported when first needed: it is not on the way to `initialize`
@@ -27,13 +27,14 @@ _SLICE = 16
 class AsyncEmbedder:
     """Wraps a blocking `Embedder` for asyncio callers."""
 
-    def __init__(self, load: Callable[[], Embedder], cache_size: int = 2048) -> None:
+    def __init__(self, load: Callable[[], Embedder | WarmModel], cache_size: int = 2048) -> None:
+        """`load` may return a `WarmModel`: its vectors go into the cache (`symbiote.preload`)."""
         self._load = load
         self._model: Embedder | None = None
         self._executor = PriorityExecutor(1, "embed")
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_size = cache_size
-        self._loading: asyncio.Future[Embedder] | None = None
+        self._loading: asyncio.Future[Embedder | WarmModel] | None = None
 
     async def model(self) -> Embedder:
         """Load the model once (in the worker thread), however many callers ask at once."""
@@ -42,10 +43,16 @@ class AsyncEmbedder:
         if self._loading is None:
             self._loading = asyncio.ensure_future(self._executor.run(self._load, urgent=True))
         try:
-            self._model = await asyncio.shield(self._loading)
+            loaded = await asyncio.shield(self._loading)
         except BaseException:
             self._loading = None  # let the next call try again (e.g. after the model is installed)
             raise
+        if self._model is None:
+            if isinstance(loaded, WarmModel):
+                for text, vector in loaded.vectors.items():
+                    self._remember(text, vector)
+                loaded = loaded.model
+            self._model = loaded
         return self._model
 
     async def embed(self, texts: Sequence[str], urgent: bool = False) -> np.ndarray:

@@ -8,6 +8,7 @@ an embedder that grabs both starves the event loop (search p95 207 ms vs 20 ms m
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import re
@@ -144,3 +145,40 @@ class OnnxEmbedder:
                     break
                 start += _SPAN_STRIDE
         return spans
+
+
+def load_embedder(model_dir: Path) -> Embedder:
+    """The exported ONNX model; exported on the spot if missing and the build tools are installed."""
+    import_numpy()
+    if not (model_dir / MANIFEST_NAME).is_file():
+        try:
+            from symbiote.model_export import export_model
+        except ImportError:
+            raise ModelMissingError(
+                f"No exported embedding model in {model_dir}. Run scripts/setup.sh or `symbiote export-model`."
+            ) from None
+        log.warning("no exported model in %s; exporting it now (one time, about 10 s)", model_dir)
+        try:
+            export_model(model_dir)
+        except ImportError as exc:
+            raise ModelMissingError(
+                f"No exported embedding model in {model_dir}, and the export tools are not installed ({exc}). "
+                "Run scripts/setup.sh, or set SYMBIOTE_MODEL_DIR to an exported model."
+            ) from None
+    return OnnxEmbedder(model_dir)
+
+
+@dataclasses.dataclass(frozen=True)
+class WarmModel:
+    """A loaded model with texts it has already embedded (the topic questions), for the cache."""
+
+    model: Embedder
+    vectors: dict[str, np.ndarray]
+
+
+def load_warm(model_dir: Path, texts: Sequence[str]) -> WarmModel:
+    """`load_embedder`, then embed `texts`: all the model work the first search would wait for."""
+    model = load_embedder(model_dir)
+    unique = list(dict.fromkeys(texts))
+    vectors = model.embed(unique) if unique else []
+    return WarmModel(model, dict(zip(unique, vectors)))

@@ -13,7 +13,8 @@ from symbiote.config import Settings
 from symbiote.context import ContextBuilder, TokenCounter
 from symbiote.diskspace import DiskSpace
 from symbiote.embedder import AsyncEmbedder
-from symbiote.embeddings import MANIFEST_NAME, Embedder, ModelMissingError, OnnxEmbedder, import_numpy
+from symbiote import embeddings, preload
+from symbiote.embeddings import Embedder, WarmModel
 from symbiote.engine import EnginePolicy, MemoryEngine
 from symbiote.history import ConversationHistory, HistoryStore, open_history_store
 from symbiote.history_tools import HistoryServices, register_history_tools
@@ -25,25 +26,9 @@ from symbiote.store_process import StoreProcess, for_path
 log = logging.getLogger(__name__)
 
 
-def load_embedder(model_dir: Path) -> Embedder:
-    """The exported ONNX model; exported on the spot if missing and the build tools are installed."""
-    import_numpy()
-    if not (model_dir / MANIFEST_NAME).is_file():
-        try:
-            from symbiote.model_export import export_model
-        except ImportError:
-            raise ModelMissingError(
-                f"No exported embedding model in {model_dir}. Run scripts/setup.sh or `symbiote export-model`."
-            ) from None
-        log.warning("no exported model in %s; exporting it now (one time, about 10 s)", model_dir)
-        try:
-            export_model(model_dir)
-        except ImportError as exc:
-            raise ModelMissingError(
-                f"No exported embedding model in {model_dir}, and the export tools are not installed ({exc}). "
-                "Run scripts/setup.sh, or set SYMBIOTE_MODEL_DIR to an exported model."
-            ) from None
-    return OnnxEmbedder(model_dir)
+def load_embedder(model_dir: Path) -> Embedder | WarmModel:
+    """The model `symbiote.preload` began loading at process start, else loaded now."""
+    return preload.take(model_dir) or embeddings.load_embedder(model_dir)
 
 
 def store_host(settings: Settings) -> StoreProcess | None:

@@ -28,6 +28,7 @@ import subprocess
 import sys
 import threading
 import weakref
+from concurrent.futures import Future
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Callable
@@ -195,7 +196,22 @@ class StoreProcess:
         self._opened: dict[int, tuple[str, str, int]] = {}  # handle -> how it was opened, to reopen
         self._next_handle = 1
         self._closed = False
+        self._preopened: dict[tuple[str, str, int], Future[RemoteStore]] = {}
         self._start()
+
+    def preopen(self, kind: str, model: str, dimension: int) -> None:
+        """Open a store now, in a thread, so that it is open by the time the server asks for it:
+        the child opens it right after importing Chroma instead of idling until the app is built."""
+        future: Future[RemoteStore] = Future()
+        self._preopened[(kind, model, dimension)] = future
+
+        def run() -> None:
+            try:
+                future.set_result(self._open_now(kind, model, dimension))
+            except BaseException as exc:  # noqa: BLE001 - `open` opens again and reports it
+                future.set_exception(exc)
+
+        threading.Thread(target=run, name=f"symbiote-preopen-{kind}", daemon=True).start()
 
     def _start(self) -> None:
         ours, theirs = socket.socketpair()
@@ -261,6 +277,15 @@ class StoreProcess:
 
     def open(self, kind: str, model: str, dimension: int) -> "RemoteStore":
         """Open a store (`memories` or `history`) in the child and return its proxy."""
+        future = self._preopened.pop((kind, model, dimension), None)
+        if future is not None:
+            try:
+                return future.result()
+            except Exception:  # noqa: BLE001 - opened again below, which raises with the reason
+                pass
+        return self._open_now(kind, model, dimension)
+
+    def _open_now(self, kind: str, model: str, dimension: int) -> "RemoteStore":
         with self._lock:
             handle = self._next_handle
             self._next_handle += 1
@@ -346,12 +371,15 @@ def _reap(proc: subprocess.Popen[bytes], conn: Connection) -> None:
 _PRESTARTED: dict[Path, StoreProcess] = {}
 
 
-def prestart(path: Path) -> None:
+def prestart(path: Path, preopen: tuple[str, str, int] | None = None) -> None:
     """Start the child for `path` now (at process start), so that it imports Chroma while the
-    server imports everything else; `for_path` hands it to the runtime."""
+    server imports everything else; `for_path` hands it to the runtime. `preopen` (kind, model,
+    dimension) opens that store as soon as Chroma is imported."""
     key = path.expanduser().resolve()
     if key not in _PRESTARTED:
         _PRESTARTED[key] = StoreProcess(path)
+        if preopen is not None:
+            _PRESTARTED[key].preopen(*preopen)
 
 
 def for_path(path: Path) -> StoreProcess:

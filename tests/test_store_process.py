@@ -115,3 +115,36 @@ def test_sigterm_to_every_process_is_left_to_the_server(tmp_path: Path) -> None:
     finally:
         host.close()
     assert host.pid is None
+
+
+def test_a_preopened_store_is_the_one_handed_out(tmp_path: Path) -> None:
+    from symbiote.embeddings import MODEL_DIMENSION, MODEL_NAME
+
+    host = StoreProcess(tmp_path / "data")
+    try:
+        host.preopen("memories", MODEL_NAME, MODEL_DIMENSION)  # opens as soon as Chroma is imported
+        store = host.open("memories", MODEL_NAME, MODEL_DIMENSION)
+        assert store.count() == 0
+        again = host.open("memories", MODEL_NAME, MODEL_DIMENSION)  # a second open is a plain open
+        assert again.count() == 0
+    finally:
+        host.close()
+
+
+def test_a_preopen_that_failed_is_opened_again_and_says_why(tmp_path: Path) -> None:
+    from symbiote.embeddings import MODEL_DIMENSION, MODEL_NAME
+
+    data = tmp_path / "data"
+    host = StoreProcess(data)
+    try:
+        host.open("memories", MODEL_NAME, MODEL_DIMENSION)
+    finally:
+        host.close()
+    host = StoreProcess(data)
+    try:
+        host.preopen("memories", "another-model", 768)
+        with pytest.raises(Exception, match="another-model|768"):
+            host.open("memories", "another-model", 768)
+        assert host.open("memories", MODEL_NAME, MODEL_DIMENSION).count() == 0  # the process still serves
+    finally:
+        host.close()
