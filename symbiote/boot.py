@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import threading
 from typing import Any, Awaitable, Callable
 
-from symbiote.handshake import ASGIApp, HandshakeCache, record, wants_body
+from symbiote.handshake import ASGIApp, HandshakeCache, record
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +49,9 @@ class BootApp:
         self._record_delay = record_delay
         self._app: ASGIApp | None = None
         self._failure: BaseException | None = None
+        self._stopping = False
         self._ready: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._inner_lifespan: asyncio.Task[None] | None = None
         self._to_inner: asyncio.Queue[Message] | None = None
@@ -64,7 +67,7 @@ class BootApp:
             await self._lifespan(scope, receive, send)
             return
         if self._app is None:
-            if self._cache is not None and wants_body(scope):
+            if self._cache is not None and self._cache.wants_body(scope):
                 body, receive = await _buffer(receive)
                 answer = self._cache.answer(scope, body) if body is not None else None
                 if answer is not None:
@@ -75,13 +78,21 @@ class BootApp:
             assert self._ready is not None, "requests arrive only after the lifespan has started"
             await self._ready.wait()
             if self._app is None:
-                await _unavailable(scope, send, self._failure)
+                await _unavailable(scope, send, "shutting down" if self._stopping else "failed to start; see its log")
                 return
         await self._app(scope, receive, send)
 
+    def stop_waiting(self) -> None:
+        """The server is shutting down: requests still waiting for the app get 503 now, and an app
+        that finishes building is not started. Safe from a signal handler."""
+        self._stopping = True
+        if self._app is None and self._ready is not None and self._loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop has closed: nothing waits any more
+                self._loop.call_soon_threadsafe(self._ready.set)
+
     async def _lifespan(self, scope: dict[str, Any], receive: Callable[[], Awaitable[Message]], send: Callable[[Message], Awaitable[None]]) -> None:
         await receive()  # lifespan.startup
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         self._ready = asyncio.Event()
         built: asyncio.Future[ASGIApp] = loop.create_future()
         threading.Thread(target=self._build_in_thread, args=(loop, built), name="symbiote-build", daemon=True).start()
@@ -120,12 +131,16 @@ class BootApp:
         assert self._ready is not None
         try:
             app = await built
+            if self._stopping:
+                return
             self._to_inner, self._from_inner = asyncio.Queue(), asyncio.Queue()
             inner_scope = {**scope, "state": scope.get("state", {})}
             self._inner_lifespan = asyncio.create_task(app(inner_scope, self._to_inner.get, self._from_inner.put))
             await self._to_inner.put({"type": "lifespan.startup"})
             reply = await self._from_inner.get()
             if reply["type"] != "lifespan.startup.complete":
+                with contextlib.suppress(Exception):  # its traceback is in the message already
+                    await self._inner_lifespan
                 raise RuntimeError(reply.get("message") or "the app's start-up failed")
         except asyncio.CancelledError:
             raise
@@ -188,10 +203,10 @@ async def _buffer(receive: Callable[[], Awaitable[Message]]) -> tuple[bytes | No
     return body, replay
 
 
-async def _unavailable(scope: dict[str, Any], send: Callable[[Message], Awaitable[None]], failure: BaseException | None) -> None:
+async def _unavailable(scope: dict[str, Any], send: Callable[[Message], Awaitable[None]], why: str) -> None:
     if scope["type"] != "http":
         return
-    data = b'{"error": "Symbiote failed to start; see its log"}'
+    data = json.dumps({"error": f"Symbiote {why}"}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
     await send({"type": "http.response.start", "status": 503, "headers": headers})
     await send({"type": "http.response.body", "body": data})

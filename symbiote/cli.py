@@ -32,9 +32,13 @@ def _graceful_server_class() -> type:
         Functions host) would see a kill instead of the graceful exit that really happened.
         """
 
+        on_exit: Callable[[], None] | None = None  # BootApp.stop_waiting: no new app once stopping
+
         def handle_exit(self, sig: int, frame: object) -> None:
             super().handle_exit(sig, frame)  # type: ignore[arg-type]
             self._captured_signals.clear()
+            if self.on_exit is not None:
+                self.on_exit()
 
     return GracefulServer
 
@@ -89,6 +93,8 @@ def serve(args: argparse.Namespace) -> int:
         timeout_keep_alive=30,
     )
     server = _graceful_server_class()(config)
+    if booting:
+        server.on_exit = app.stop_waiting
     server.run()
     if failures:
         return 2 if isinstance(failures[0], ConfigError) else 1

@@ -33,7 +33,7 @@ from symbiote.config import Settings
 log = logging.getLogger(__name__)
 
 CACHE_FILE = "handshake-cache.json"
-FORMAT = 1
+FORMAT = 2
 PROBE_ID = "symbiote-handshake-probe"
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})
 MAX_BODY = 64 * 1024  # a handshake request is a few hundred bytes
@@ -67,7 +67,7 @@ class Reply:
     def render(self, request_id: int | str | None) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
         body = self.body
         if request_id is not None:
-            body = body.replace(json.dumps(PROBE_ID), json.dumps(request_id), 1)
+            body = body.replace(json.dumps(PROBE_ID), json.dumps(request_id, ensure_ascii=False), 1)
         data = body.encode()
         headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in self.headers]
         headers.append((b"content-length", str(len(data)).encode()))
@@ -96,12 +96,24 @@ def fingerprint(settings: Settings) -> str:
     for source in sources:
         digest.update(f"\n{source.name}\n".encode())
         digest.update(source.read_bytes())
-    for name in SHAPING_PACKAGES:  # find_spec locates a top-level package without importing it
-        spec = importlib.util.find_spec(name)
-        origin = Path(spec.origin) if spec and spec.origin else None
-        stat = origin.stat() if origin else None
-        digest.update(f"\n{name} {origin} {stat.st_size if stat else 0} {stat.st_mtime_ns if stat else 0}".encode())
+    for name in SHAPING_PACKAGES:
+        digest.update(f"\n{name}\n".encode())
+        digest.update(_installed(name))
     return digest.hexdigest()
+
+
+def _installed(name: str) -> bytes:
+    """The package's installed-files record (every file's hash, and the version in the directory
+    name), found without importing the package; its `__init__` file's size and time otherwise."""
+    spec = importlib.util.find_spec(name)  # locates a top-level package without importing it
+    if spec is None or not spec.origin:
+        return b"absent"
+    origin = Path(spec.origin)
+    site = origin.parent.parent if origin.name == "__init__.py" else origin.parent
+    for record in sorted(site.glob(f"{name}-*.dist-info/RECORD")):
+        return f"{record.parent.name}\n".encode() + record.read_bytes()
+    stat = origin.stat()
+    return f"{origin} {stat.st_size} {stat.st_mtime_ns}".encode()
 
 
 def _key(method: str, header_version: str, offered_version: str = "") -> str:
@@ -111,9 +123,13 @@ def _key(method: str, header_version: str, offered_version: str = "") -> str:
 class HandshakeCache:
     """Recorded answers to the handshake, keyed by method and protocol version."""
 
-    def __init__(self, print_: str, replies: Mapping[str, Reply]) -> None:
+    def __init__(self, print_: str, replies: Mapping[str, Reply], modern: tuple[str, ...] = (), max_body: int = MAX_BODY) -> None:
+        """`modern`: the protocol versions that use the per-request envelope (2026-07-28), as the
+        SDK that recorded the cache knew them; `max_body`: the largest body read early."""
         self.fingerprint = print_
         self.replies = dict(replies)
+        self.modern = frozenset(modern)
+        self.max_body = max_body
 
     @classmethod
     def load(cls, settings: Settings, print_: str | None = None) -> HandshakeCache | None:
@@ -124,9 +140,10 @@ class HandshakeCache:
             if raw.get("format") != FORMAT or raw.get("fingerprint") != print_:
                 return None
             replies = {key: Reply(int(r["status"]), tuple((str(k), str(v)) for k, v in r["headers"]), str(r["body"])) for key, r in raw["replies"].items()}
+            modern = tuple(str(version) for version in raw["modern"])
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
-        return cls(print_, replies)
+        return cls(print_, replies, modern, min(MAX_BODY, settings.max_body_bytes))
 
     def save(self, settings: Settings) -> None:
         """Write atomically; a data directory we cannot write just means no cache."""
@@ -134,6 +151,7 @@ class HandshakeCache:
         data = {
             "format": FORMAT,
             "fingerprint": self.fingerprint,
+            "modern": sorted(self.modern),
             "replies": {key: {"status": r.status, "headers": list(r.headers), "body": r.body} for key, r in self.replies.items()},
         }
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -147,21 +165,19 @@ class HandshakeCache:
 
     def answer(self, scope: Mapping[str, Any], body: bytes) -> tuple[int, list[tuple[bytes, bytes]], bytes] | None:
         """The recorded answer to this request, or None when it is not a plain handshake request."""
-        found = _match(scope, body)
+        found = _match(scope, body, self.modern)
         if found is None:
             return None
         key, request_id = found
         reply = self.replies.get(key)
         return reply.render(request_id) if reply is not None else None
 
-
-def wants_body(scope: Mapping[str, Any]) -> bool:
-    """Whether this request could be a handshake request at all (checked before reading its body)."""
-    if scope.get("type") != "http" or scope.get("method") != "POST" or scope.get("path") != "/mcp":
-        return False
-    headers = _headers(scope)
-    length = headers.get("content-length", "")
-    return length.isdigit() and int(length) <= MAX_BODY
+    def wants_body(self, scope: Mapping[str, Any]) -> bool:
+        """Whether this request could be a handshake request at all (checked before reading its body)."""
+        if scope.get("type") != "http" or scope.get("method") != "POST" or scope.get("path") != "/mcp":
+            return False
+        length = _headers(scope).get("content-length", "")
+        return length.isdigit() and int(length) <= self.max_body
 
 
 def _headers(scope: Mapping[str, Any]) -> dict[str, str]:
@@ -175,8 +191,12 @@ def _headers(scope: Mapping[str, Any]) -> dict[str, str]:
     return headers
 
 
-def _match(scope: Mapping[str, Any], body: bytes) -> tuple[str, int | str | None] | None:
-    """(cache key, JSON-RPC id) of a plain handshake request; None for anything else."""
+def _match(scope: Mapping[str, Any], body: bytes, modern: frozenset[str]) -> tuple[str, int | str | None] | None:
+    """(cache key, JSON-RPC id) of a plain handshake request; None for anything else.
+
+    Stricter than the SDK everywhere: whatever the SDK might refuse or answer differently
+    goes to the SDK.
+    """
     headers = _headers(scope)
     if any(name in headers for name in ("origin", "authorization", "mcp-session-id", "cookie", "last-event-id")):
         return None
@@ -184,15 +204,12 @@ def _match(scope: Mapping[str, Any], body: bytes) -> tuple[str, int | str | None
     name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
     if name not in LOOPBACK_NAMES:
         return None
-    if headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
+    if headers.get("content-type", "").split(";")[0].strip() != "application/json":
         return None
-    accept = headers.get("accept", "")
-    if "application/json" not in accept or "text/event-stream" not in accept:
+    accepted = {part.split(";")[0].strip().lower() for part in headers.get("accept", "").split(",")}
+    if not {"application/json", "text/event-stream"} <= accepted:
         return None
-    try:
-        message = json.loads(body)
-    except ValueError:
-        return None
+    message = _strict_json(body)
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
         return None
     method = message.get("method")
@@ -205,51 +222,78 @@ def _match(scope: Mapping[str, Any], body: bytes) -> tuple[str, int | str | None
     if not notification and (isinstance(request_id, bool) or not isinstance(request_id, (int, str))):
         return None
     header_version = headers.get("mcp-protocol-version", "")
-    if headers.get("mcp-method", method) != method:
-        return None
     params = message.get("params", {})
-    if not isinstance(params, dict) or not _plain_meta(params.get("_meta", {}), header_version):
+    if not isinstance(params, dict):
         return None
-    rest = {k: v for k, v in params.items() if k != "_meta"}
+    if header_version in modern:  # the per-request envelope: the SDK checks header, method and _meta
+        if headers.get("mcp-method") != method or set(params) != {"_meta"} or not _modern_meta(params["_meta"], header_version):
+            return None
+        return _key(method, header_version), request_id
+    if "mcp-method" in headers or "_meta" in params:
+        return None
     offered = ""
     if method == "initialize":
-        offered = rest.pop("protocolVersion", None)
-        capabilities = rest.pop("capabilities", None)
-        client = rest.pop("clientInfo", None)
-        if not isinstance(offered, str) or not _plain_capabilities(capabilities) or not _plain_client(client):
+        if set(params) != {"protocolVersion", "capabilities", "clientInfo"}:
             return None
-    if rest:
+        offered = params["protocolVersion"]
+        if not isinstance(offered, str) or not _plain_capabilities(params["capabilities"]) or not _plain_client(params["clientInfo"]):
+            return None
+    elif params:
         return None
     return _key(method, header_version, offered), request_id
 
 
-def _plain_meta(meta: object, header_version: str) -> bool:
-    if not isinstance(meta, dict) or set(meta) - META_KEYS:
-        return False
-    version = meta.get(META_PREFIX + "protocolVersion")
-    if version is not None and version != header_version:
-        return False
-    client = meta.get(META_PREFIX + "clientInfo")
-    capabilities = meta.get(META_PREFIX + "clientCapabilities")
-    return (client is None or _plain_client(client)) and (capabilities is None or _plain_capabilities(capabilities))
+def _strict_json(body: bytes) -> Any:
+    """The body as JSON if it is plain UTF-8 JSON the SDK reads the same way; None otherwise."""
+    try:
+        text = body.decode("utf-8")
+        if text.startswith("\ufeff"):
+            return None
+        message = json.loads(text)
+        json.dumps(message, ensure_ascii=False).encode("utf-8")  # lone surrogates ("\\ud800") fail here
+    except (UnicodeError, ValueError, RecursionError):
+        return None
+    return message
+
+
+def _modern_meta(meta: object, header_version: str) -> bool:
+    return (
+        isinstance(meta, dict)
+        and set(meta) == META_KEYS
+        and meta[META_PREFIX + "protocolVersion"] == header_version
+        and _plain_client(meta[META_PREFIX + "clientInfo"])
+        and _plain_capabilities(meta[META_PREFIX + "clientCapabilities"])
+    )
+
+
+CLIENT_INFO_KEYS = frozenset({"name", "version", "title", "description", "websiteUrl"})
+# Client capabilities the cache accepts, with the flags each may carry (all booleans); anything
+# else (experimental, sampling.context, elicitation modes, tasks...) goes to the SDK's validation.
+PLAIN_CAPABILITIES: Mapping[str, frozenset[str]] = {
+    "roots": frozenset({"listChanged"}),
+    "sampling": frozenset(),
+    "elicitation": frozenset(),
+}
 
 
 def _plain_client(client: object) -> bool:
-    """A clientInfo the SDK accepts for sure: string fields only."""
+    """A clientInfo the SDK accepts for sure: known string fields only, name and version given."""
     return (
         isinstance(client, dict)
-        and isinstance(client.get("name"), str)
-        and isinstance(client.get("version"), str)
+        and {"name", "version"} <= set(client) <= CLIENT_INFO_KEYS
         and all(isinstance(value, str) for value in client.values())
     )
 
 
 def _plain_capabilities(capabilities: object) -> bool:
-    """Capabilities made of objects of flags (what every client sends); anything else goes to the SDK."""
+    """Capabilities the SDK accepts for sure (see PLAIN_CAPABILITIES)."""
     if not isinstance(capabilities, dict):
         return False
-    for value in capabilities.values():
-        if not isinstance(value, dict) or not all(isinstance(flag, (bool, dict)) for flag in value.values()):
+    for name, flags in capabilities.items():
+        allowed = PLAIN_CAPABILITIES.get(name)
+        if allowed is None or not isinstance(flags, dict) or not set(flags) <= allowed:
+            return False
+        if not all(isinstance(value, bool) for value in flags.values()):
             return False
     return True
 
@@ -259,6 +303,7 @@ def _probes() -> list[tuple[str, dict[str, str], dict[str, Any]]]:
     from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
     client = {"name": "symbiote-handshake", "version": __version__}
+    # the answers do not depend on the client's capabilities (checked in tests/test_handshake.py)
     probes: list[tuple[str, dict[str, str], dict[str, Any]]] = []
     for offered in HANDSHAKE_PROTOCOL_VERSIONS:
         params = {"protocolVersion": offered, "capabilities": {}, "clientInfo": client}
@@ -278,6 +323,8 @@ def _probes() -> list[tuple[str, dict[str, str], dict[str, Any]]]:
 
 async def record(app: ASGIApp, print_: str) -> HandshakeCache:
     """Ask the running app every handshake question and keep its successful answers."""
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
     replies: dict[str, Reply] = {}
     for key, extra_headers, message in _probes():
         if not message["method"].startswith("notifications/"):
@@ -292,7 +339,7 @@ async def record(app: ASGIApp, print_: str) -> HandshakeCache:
             continue
         kept = tuple((k, v) for k, v in response_headers if k not in ("content-length", "date", "server"))
         replies[key] = Reply(status, kept, text)
-    return HandshakeCache(print_, replies)
+    return HandshakeCache(print_, replies, tuple(MODERN_PROTOCOL_VERSIONS))
 
 
 async def _call(app: ASGIApp, headers: dict[str, str], body: bytes) -> tuple[int, list[tuple[str, str]], bytes]:

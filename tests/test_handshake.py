@@ -172,22 +172,33 @@ def toy_cache() -> HandshakeCache:
     probe = json.dumps(handshake.PROBE_ID)
     body = '{"jsonrpc":"2.0","id":%s,"result":{"tools":[]}}' % probe
     init = '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-06-18"}}' % probe
+    json_type = (("content-type", "application/json"),)
     return HandshakeCache(
         "print",
         {
-            "tools/list|2025-06-18|": Reply(200, (("content-type", "application/json"),), body),
-            "initialize||2025-06-18": Reply(200, (("content-type", "application/json"),), init),
-            "notifications/initialized|2025-06-18|": Reply(202, (("content-type", "application/json"),), ""),
+            "tools/list|2025-06-18|": Reply(200, json_type, body),
+            "initialize||2025-06-18": Reply(200, json_type, init),
+            "notifications/initialized|2025-06-18|": Reply(202, json_type, ""),
+            "server/discover|2026-07-28|": Reply(200, json_type, body),
         },
+        modern=("2026-07-28",),
     )
 
 
+def test_a_plain_request_of_each_era_is_replayed(toy_cache: HandshakeCache) -> None:
+    assert toy_cache.answer(plain_scope(), json.dumps(initialize()).encode()) is not None
+    assert toy_cache.answer(plain_scope(MODERN), json.dumps(discover()).encode()) is not None
+    assert toy_cache.answer(plain_scope({"host": "localhost"}), json.dumps(initialize()).encode()) is not None
+    assert toy_cache.answer(plain_scope({"host": "[::1]:8000"}), json.dumps(initialize()).encode()) is not None
+
+
 def test_replay_puts_the_callers_id_in_and_counts_the_bytes(toy_cache: HandshakeCache) -> None:
-    for request_id in (41, "req-7", 0):
+    for request_id in (41, "req-7", 0, "café"):
         answer = toy_cache.answer(plain_scope({"mcp-protocol-version": "2025-06-18"}), json.dumps(tools_list(request_id)).encode())
         assert answer is not None
         status, headers, body = answer
         assert status == 200 and json.loads(body) == {"jsonrpc": "2.0", "id": request_id, "result": {"tools": []}}
+        assert json.dumps(request_id, ensure_ascii=False).encode() in body  # the id's own bytes, like the SDK
         assert (b"content-length", str(len(body)).encode()) in headers
     note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
     answer = toy_cache.answer(plain_scope({"mcp-protocol-version": "2025-06-18"}), json.dumps(note).encode())
@@ -217,17 +228,51 @@ def test_replay_puts_the_callers_id_in_and_counts_the_bytes(toy_cache: Handshake
         ({"mcp-protocol-version": "2025-06-18"}, {"jsonrpc": "2.0", "method": "notifications/initialized", "id": 3}),
         ({"mcp-protocol-version": "2025-06-18"}, {"jsonrpc": "1.0", "id": 1, "method": "tools/list"}),
         ({"mcp-protocol-version": "2024-11-05"}, tools_list()),  # not in this cache
+        ({"accept": "application/json-seq, text/event-stream"}, initialize()),
+        ({"content-type": "Application/JSON"}, initialize()),
+        ({}, initialize(capabilities={"roots": {"listChanged": {}}})),
+        ({}, initialize(capabilities={"sampling": {"context": True}})),
+        ({}, initialize(capabilities={"elicitation": {"form": True}})),
+        ({}, initialize(capabilities={"experimental": {}})),
+        ({}, initialize(clientInfo={"name": "x", "version": "1", "icons": "x"})),
+        ({}, initialize(_meta={})),  # an envelope on the old handshake
+        ({"mcp-method": "initialize"}, initialize()),
+        # the 2026-07-28 envelope: the SDK checks the Mcp-Method header and every _meta key
+        ({"mcp-protocol-version": "2026-07-28"}, discover()),
+        (MODERN, {**discover(), "params": {}}),
+        (MODERN, {**discover(), "params": {"_meta": {k: v for k, v in discover()["params"]["_meta"].items() if "Capabilities" not in k}}}),
+        (MODERN, {**discover(), "params": {"_meta": {**discover()["params"]["_meta"], "io.modelcontextprotocol/protocolVersion": "2025-11-25"}}}),
+        (MODERN, {**discover(), "params": {**discover()["params"], "cursor": "x"}}),
     ],
 )
 def test_only_plain_handshake_requests_are_replayed(toy_cache: HandshakeCache, headers: dict[str, str], message: Any) -> None:
     assert toy_cache.answer(plain_scope(headers), json.dumps(message).encode()) is None
 
 
-def test_only_small_posts_to_mcp_are_read_early() -> None:
-    assert handshake.wants_body({**plain_scope(), "headers": [(b"content-length", b"200")]})
-    assert not handshake.wants_body({**plain_scope(), "headers": [(b"content-length", b"9999999")]})
-    assert not handshake.wants_body({**plain_scope(), "headers": []})  # chunked: unknown size
-    assert not handshake.wants_body({**plain_scope(path="/health"), "headers": [(b"content-length", b"2")]})
+@pytest.mark.parametrize(
+    "body",
+    [
+        json.dumps(initialize()).encode("utf-16"),
+        b"\xef\xbb\xbf" + json.dumps(initialize()).encode(),  # a byte-order mark
+        json.dumps(initialize(clientInfo={"name": "\ud800", "version": "1"})).encode(),  # a lone surrogate, escaped
+        b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": ',
+    ],
+)
+def test_bodies_the_sdk_reads_differently_are_left_to_it(toy_cache: HandshakeCache, body: bytes) -> None:
+    assert toy_cache.answer(plain_scope(), body) is None
+
+
+def test_only_small_posts_to_mcp_are_read_early(settings: Settings, toy_cache: HandshakeCache) -> None:
+    assert toy_cache.wants_body({**plain_scope(), "headers": [(b"content-length", b"200")]})
+    assert not toy_cache.wants_body({**plain_scope(), "headers": [(b"content-length", b"9999999")]})
+    assert not toy_cache.wants_body({**plain_scope(), "headers": []})  # chunked: unknown size
+    assert not toy_cache.wants_body({**plain_scope(path="/health"), "headers": [(b"content-length", b"2")]})
+    small = dataclasses.replace(settings, max_body_bytes=1024)  # the app answers 413 above it
+    toy_cache.fingerprint = handshake.fingerprint(small)
+    toy_cache.save(small)
+    loaded = HandshakeCache.load(small)
+    assert loaded is not None and loaded.modern == toy_cache.modern
+    assert not loaded.wants_body({**plain_scope(), "headers": [(b"content-length", b"2000")]})
 
 
 def test_the_cache_goes_stale_when_what_shapes_the_answers_changes(settings: Settings, toy_cache: HandshakeCache) -> None:
@@ -248,6 +293,22 @@ def test_only_open_loopback_http_servers_use_it(settings: Settings) -> None:
     assert not handshake.usable(dataclasses.replace(settings, transport="sse"))
     assert not handshake.usable(dataclasses.replace(settings, auth_mode="oauth"))
     assert not handshake.usable(dataclasses.replace(settings, host="0.0.0.0", auth_mode="none", allow_unauthenticated=True))
+
+
+@pytest.mark.asyncio
+async def test_shutting_down_while_building_releases_waiting_requests(settings: Settings) -> None:
+    gate = threading.Event()
+    boot = BootApp(lambda: (gate.wait(60), create_share_app(settings))[1])
+    async with Served(boot) as served:
+        waiting = asyncio.create_task(post(served.url, {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {}}))
+        await asyncio.sleep(0.3)
+        assert not waiting.done()
+        boot.stop_waiting()  # what `symbiote serve` does on SIGTERM / Ctrl+C
+        answer = await asyncio.wait_for(waiting, 10)
+        gate.set()
+        await asyncio.sleep(0.5)
+    assert answer.status_code == 503 and "shutting down" in answer.json()["error"]
+    assert boot.app is None, "an app that finished building after the stop is not started"
 
 
 @pytest.mark.asyncio
