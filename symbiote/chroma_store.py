@@ -323,13 +323,14 @@ class ChromaMemoryStore:
         return self.coverage(text, coverage_ids), self.get(get_ids)
 
     def retrieve(
-        self, vector: np.ndarray, text: str, k: int, topic_words: Sequence[str], topic_k: int,
+        self, vector: np.ndarray, text: str | None, k: int, topic_words: Sequence[str], topic_k: int,
         where: MemoryFilter | None = None,
     ) -> tuple[list[Match], list[KeywordMatch], list[KeywordMatch]]:
         """A search's first stage in one call (one trip to the store process, one wait behind a write):
-        nearest by vector, by keywords, and by the vague question's topic words (none: empty)."""
+        nearest by vector, by keywords (text None: none, the caller has them), and by the vague
+        question's topic words (none: empty)."""
         members = self.keyword_words(topic_words, topic_k, where) if topic_words else []
-        return self.nearest(vector, k, where), self.keyword(text, k, where), members
+        return self.nearest(vector, k, where), self.keyword(text, k, where) if text is not None else [], members
 
     def count_from(self, conversation_id: str, since_us: int) -> int:
         got = self._memories.get(

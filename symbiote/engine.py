@@ -26,6 +26,7 @@ from symbiote.failures import StoreDamagedError, is_transient, write_failure
 from symbiote.filters import MemoryFilter
 from symbiote.ids import IdGenerator
 from symbiote.keyed_lock import KeyedLock
+from symbiote.lexical import KeywordMatch
 from symbiote.priority import PriorityExecutor
 from symbiote.ranking import Candidate, QueryEvidence, fuse, relevance_scores
 from symbiote.records import (
@@ -456,15 +457,18 @@ class MemoryEngine:
         self, text: str, where: MemoryFilter | None, prefetch: int
     ) -> tuple[list[Candidate], QueryEvidence, dict[str, StoredMemory]]:
         """`rank`, plus the memories most likely to be returned (the first `prefetch` candidates and
-        the leading topic members), fetched with the coverage: two trips to the store per search."""
-        store, vectors, topics = await asyncio.gather(
-            self._store_or_raise(), self._embedder.embed([text], urgent=True), self._topic_index()
+        the leading topic members), fetched with the coverage. Three trips to the store: keywords
+        while the query is embedded, then vectors and topic members, then coverage and contents."""
+
+        async def by_keyword() -> list[KeywordMatch]:  # needs no vector: runs while the query is embedded
+            return await self._read((await self._store_or_raise()).keyword, text, CANDIDATES, where)
+
+        store, vectors, topics, keyword = await asyncio.gather(
+            self._store_or_raise(), self._embedder.embed([text], urgent=True), self._topic_index(), by_keyword()
         )
         topic = topics.match(vectors[0])
         words = list(topic.keywords) if topic else []
-        dense, keyword, members = await self._read(
-            store.retrieve, vectors[0], text, CANDIDATES, words, TOPIC_CANDIDATES, where
-        )
+        dense, _, members = await self._read(store.retrieve, vectors[0], None, CANDIDATES, words, TOPIC_CANDIDATES, where)
         candidates = fuse(dense, keyword, members)
         if not candidates:
             return [], QueryEvidence(0.0, 0.0, 0.0), {}

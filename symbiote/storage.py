@@ -104,10 +104,10 @@ class MemoryStore(Protocol):
         ...
 
     def retrieve(
-        self, vector: "np.ndarray", text: str, k: int, topic_words: Sequence[str], topic_k: int,
+        self, vector: "np.ndarray", text: str | None, k: int, topic_words: Sequence[str], topic_k: int,
         where: "MemoryFilter | None" = None,
     ) -> tuple[list[Match], list["KeywordMatch"], list["KeywordMatch"]]:
-        """`nearest`, `keyword` and (with topic words) `keyword_words` in one call."""
+        """`nearest`, `keyword` (unless `text` is None) and (with topic words) `keyword_words` in one call."""
         ...
 
     def delete(self, memory_id: str) -> bool: ...
