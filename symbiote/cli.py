@@ -296,6 +296,40 @@ def owner_secret_hash(_args: argparse.Namespace) -> int:
     return 0
 
 
+def record_handshake(_args: argparse.Namespace) -> int:
+    """Record the handshake cache now (setup does, so that even the first start answers at once)."""
+    import asyncio
+
+    from symbiote import handshake
+
+    settings = _settings()
+    if not handshake.usable(settings):
+        print("the handshake cache is not used with these settings (OAuth, a public interface, or not HTTP)")
+        return 0
+    print_ = handshake.fingerprint(settings)
+    if handshake.HandshakeCache.load(settings, print_) is not None:
+        print(f"the handshake cache in {settings.chromadb_path} is up to date")
+        return 0
+    from symbiote import logs
+    from symbiote.snapshots import create_share_app
+
+    logs.configure("WARNING")
+    try:
+        app = create_share_app(settings, warm_up=False)
+    except ConfigError as exc:
+        print(f"symbiote: {exc}", file=sys.stderr)
+        return 2
+
+    async def ask() -> handshake.HandshakeCache:
+        async with app.router.lifespan_context(app):
+            return await handshake.record(app, print_)
+
+    cache = asyncio.run(ask())
+    cache.save(settings)
+    print(f"recorded {len(cache.replies)} handshake answers in {handshake.cache_path(settings)}")
+    return 0
+
+
 def reset(args: argparse.Namespace) -> int:
     """Start an empty memory store; the old data directory is moved aside, never deleted."""
     from symbiote.storage import reset_store
@@ -330,6 +364,9 @@ def main(argv: list[str] | None = None) -> int:
         "(default: SYMBIOTE_TRANSPORT or http)",
     )
     serve_cmd.set_defaults(run=serve)
+    commands.add_parser(
+        "record-handshake", help="record the answers to initialize, tools/list... for the next start (setup runs it)"
+    ).set_defaults(run=record_handshake)
     commands.add_parser("stdio", help="serve over stdin/stdout (Claude Desktop); = serve --transport stdio").set_defaults(run=stdio)
     export_cmd = commands.add_parser("export-model", help="export the bundled model to ONNX (needs torch)")
     export_cmd.add_argument("--target", help="directory to write (default: SYMBIOTE_MODEL_DIR)")

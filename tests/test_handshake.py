@@ -10,6 +10,8 @@ import asyncio
 import dataclasses
 import json
 import socket
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -372,3 +374,22 @@ def test_symbiote_serve_records_the_cache_once_and_replays_it(data_dir: Path) ->
         assert second.stop() == 0
     assert cache_file.stat().st_mtime_ns == recorded_at, "a fresh cache is not recorded again"
     assert "handshake cache recorded" in first.log() and "handshake cache recorded" not in second.log()
+
+
+def test_record_handshake_prepares_the_first_start(data_dir: Path) -> None:
+    env = {**ServerProcess(data_dir).env}
+    command = [sys.executable, "-m", "symbiote", "record-handshake"]
+    first = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert first.returncode == 0 and "recorded" in first.stdout, first.stderr
+    again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0 and "up to date" in again.stdout
+    recorded_at = (data_dir / handshake.CACHE_FILE).stat().st_mtime_ns
+    server = ServerProcess(data_dir).start()  # the same settings as `symbiote serve` will have
+    try:
+        answer = httpx.post(server.mcp_url, json=initialize(), headers=HEADERS, timeout=30)
+        assert answer.status_code == 200 and answer.json()["result"]["protocolVersion"] == "2025-06-18"
+        time.sleep(4)  # past the moment a stale cache would be recorded again
+    finally:
+        assert server.stop() == 0
+    assert (data_dir / handshake.CACHE_FILE).stat().st_mtime_ns == recorded_at, "the server found it current"
+    assert "handshake cache recorded" not in server.log()
