@@ -35,7 +35,7 @@ class BootApp:
         *,
         cache: HandshakeCache | None = None,
         record_as: str | None = None,
-        save: Callable[[HandshakeCache], None] | None = None,
+        save: Callable[[HandshakeCache], object] | None = None,
         on_failure: Callable[[BaseException], None] | None = None,
         record_delay: float = RECORD_DELAY_SECONDS,
     ) -> None:
@@ -155,11 +155,13 @@ class BootApp:
         if self._record_as is not None and self._save is not None:
             self._spawn(self._record(app, self._record_as, self._save))
 
-    async def _record(self, app: ASGIApp, print_: str, save: Callable[[HandshakeCache], None]) -> None:
+    async def _record(self, app: ASGIApp, print_: str, save: Callable[[HandshakeCache], object]) -> None:
         await asyncio.sleep(self._record_delay)
         try:
             cache = await record(app, print_)
-            await asyncio.to_thread(save, cache)
+            if await asyncio.to_thread(save, cache) is False:
+                log.info("handshake cache not written: the data directory is not writable")
+                return
             log.info("handshake cache recorded (%d answers) for the next start", len(cache.replies))
         except Exception:  # noqa: BLE001 - a cache we could not record only costs the next start time
             log.warning("handshake cache not recorded", exc_info=True)

@@ -325,7 +325,9 @@ def record_handshake(_args: argparse.Namespace) -> int:
             return await handshake.record(app, print_)
 
     cache = asyncio.run(ask())
-    cache.save(settings)
+    if not cache.save(settings):
+        print(f"symbiote: could not write {handshake.cache_path(settings)}", file=sys.stderr)
+        return 1
     print(f"recorded {len(cache.replies)} handshake answers in {handshake.cache_path(settings)}")
     return 0
 

@@ -145,8 +145,8 @@ class HandshakeCache:
             return None
         return cls(print_, replies, modern, min(MAX_BODY, settings.max_body_bytes))
 
-    def save(self, settings: Settings) -> None:
-        """Write atomically; a data directory we cannot write just means no cache."""
+    def save(self, settings: Settings) -> bool:
+        """Write atomically; a data directory we cannot write just means no cache (False)."""
         path = cache_path(settings)
         data = {
             "format": FORMAT,
@@ -159,9 +159,11 @@ class HandshakeCache:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp.write_text(json.dumps(data), encoding="utf-8")
             os.replace(tmp, path)
+            return True
         except OSError as exc:
             log.debug("handshake cache not written (%s)", exc)
             tmp.unlink(missing_ok=True)
+            return False
 
     def answer(self, scope: Mapping[str, Any], body: bytes) -> tuple[int, list[tuple[bytes, bytes]], bytes] | None:
         """The recorded answer to this request, or None when it is not a plain handshake request."""
