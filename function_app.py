@@ -26,7 +26,6 @@ import azure.functions as func
 from symbiote import preload
 from symbiote.config import Settings
 from symbiote.snapshots import create_share_app
-from symbiote.topics import TopicIndex
 
 log = logging.getLogger("symbiote.function_app")
 
@@ -45,7 +44,7 @@ def build_function_app(
     # (console and Application Insights); replacing its handlers would silence us there.
     logging.getLogger("symbiote").setLevel(settings.log_level)
     if warm_up:  # the model loads while the app (the MCP SDK) is imported and built: symbiote.preload
-        preload.start(settings.model_dir, TopicIndex.questions())
+        preload.start_for(settings)
     asgi = create_share_app(settings, share=share, warm_up=warm_up)
     services = asgi.state.share
     app = func.AsgiFunctionApp(app=asgi_wrapper(asgi) if asgi_wrapper else asgi, http_auth_level=HTTP_AUTH_LEVEL)

@@ -32,6 +32,17 @@ log = logging.getLogger(__name__)
 KEYWORD_SYNC_SECONDS = 5.0
 
 
+def import_chromadb() -> Any:
+    """`chromadb`, imported after numpy: chromadb imports numpy, and a first numpy import racing
+    another worker thread's fails (`embeddings.import_numpy`)."""
+    from symbiote.embeddings import import_numpy
+
+    import_numpy()
+    import chromadb
+
+    return chromadb
+
+
 def _chroma_settings(**extra: Any) -> Any:
     from chromadb.config import Settings as ChromaSettings
 
@@ -98,10 +109,7 @@ def connect_server(server: ChromaServer) -> Any:
     Raises StoreUnavailableError saying what to fix when the server cannot be reached or refuses
     the credentials; the engine reports it and tries again on the next call.
     """
-    from symbiote.embeddings import import_numpy
-
-    import_numpy()  # chromadb imports numpy; another worker thread may be importing it right now
-    import chromadb
+    chromadb = import_chromadb()
     from chromadb.errors import NotFoundError
 
     try:
@@ -155,12 +163,7 @@ def embedded_client(path: Path) -> Any:
             f"The memory store directory {str(path)!r} cannot be created ({exc.strerror or exc}). "
             "Fix its permissions or set CHROMADB_PATH to a writable directory."
         ) from exc
-    from symbiote.embeddings import import_numpy
-
-    import_numpy()  # chromadb imports numpy; another worker thread may be importing it right now
-    import chromadb
-
-    return chromadb.PersistentClient(path=str(path), settings=_chroma_settings())
+    return import_chromadb().PersistentClient(path=str(path), settings=_chroma_settings())
 
 
 class ChromaClients:

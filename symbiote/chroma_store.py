@@ -21,7 +21,6 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-
 from symbiote.errors import StoreUnavailableError
 from symbiote.filters import MemoryFilter
 from symbiote.lexical import KeywordMatch, LexicalIndex

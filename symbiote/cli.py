@@ -124,7 +124,9 @@ def _boot_app(settings: Settings, failures: list[BaseException], server: Callabl
         server().should_exit = True
 
     def build() -> Any:
-        _preload_model(settings)  # now, not before: its imports would slow the way to listening
+        from symbiote import preload
+
+        preload.start_for(settings)  # now, not before: its imports would slow the way to listening
         return _build_app(settings)
 
     return BootApp(
@@ -153,15 +155,9 @@ def _prestart(settings: Settings, model: bool = True) -> None:
         # With a file share the store may be opened only under the writer lease: not before.
         prestart(settings.chromadb_path, None if settings.share else ("memories", MODEL_NAME, MODEL_DIMENSION))
     if model:
-        _preload_model(settings)
+        from symbiote import preload
 
-
-def _preload_model(settings: Settings) -> None:
-    """Load the model and embed the topic questions in the background (`symbiote.preload`)."""
-    from symbiote import preload
-    from symbiote.topics import TopicIndex
-
-    preload.start(settings.model_dir, TopicIndex.questions())  # every search matches topics first
+        preload.start_for(settings)
 
 
 def _serve_stdio(settings: Settings) -> int:

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from typing import Callable, Sequence, TYPE_CHECKING
-
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from symbiote.embeddings import Embedder, WarmModel
 from symbiote.priority import PriorityExecutor

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 if TYPE_CHECKING:
+    from symbiote.config import Settings
     from symbiote.embeddings import WarmModel
 
 _PRELOADS: dict[Path, Future[WarmModel]] = {}
@@ -42,6 +43,13 @@ def start(model_dir: Path, texts: Sequence[str] = ()) -> None:
             future.set_exception(exc)
 
     threading.Thread(target=run, name="symbiote-model-preload", daemon=True).start()
+
+
+def start_for(settings: Settings) -> None:
+    """`start` for the configured model, with the topic questions (every search matches topics first)."""
+    from symbiote.topics import TopicIndex
+
+    start(settings.model_dir, TopicIndex.questions())
 
 
 def take(model_dir: Path) -> WarmModel | None:

@@ -147,19 +147,12 @@ def open_embedded_store(path: Path, model_name: str, dimension: int) -> "ChromaM
             f"The memory store directory {str(path)!r} is not writable ({exc.strerror or exc}). "
             "Fix its permissions or set CHROMADB_PATH to a writable directory."
         ) from exc
-    from symbiote.embeddings import import_numpy
-
-    import_numpy()  # Chroma imports numpy; the embedder may be importing it in another thread now
-    import chromadb
-    from chromadb.config import Settings as ChromaSettings
-
+    from symbiote.chroma_client import embedded_client
     from symbiote.chroma_store import ChromaMemoryStore
 
     client = None
     try:
-        client = chromadb.PersistentClient(
-            path=str(path), settings=ChromaSettings(anonymized_telemetry=False, allow_reset=False)
-        )
+        client = embedded_client(path)
         for collection in client.list_collections():  # reads the catalogue: damage shows here, not mid-request
             client.get_collection(collection.name).count()
     except Exception as exc:

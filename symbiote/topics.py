@@ -12,9 +12,8 @@ seed question the product spec names.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # numpy is imported when first needed: it is not on the way to `initialize`
     import numpy as np
