@@ -23,7 +23,6 @@ from typing import Any, Callable
 
 import azure.functions as func
 
-from symbiote import preload
 from symbiote.config import Settings
 from symbiote.snapshots import create_share_app
 
@@ -43,8 +42,6 @@ def build_function_app(
     # No logs.configure(): the Functions worker owns the root logger and forwards it to the host
     # (console and Application Insights); replacing its handlers would silence us there.
     logging.getLogger("symbiote").setLevel(settings.log_level)
-    if warm_up:  # the model loads while the app (the MCP SDK) is imported and built: symbiote.preload
-        preload.start_for(settings)
     asgi = create_share_app(settings, share=share, warm_up=warm_up)
     services = asgi.state.share
     app = func.AsgiFunctionApp(app=asgi_wrapper(asgi) if asgi_wrapper else asgi, http_auth_level=HTTP_AUTH_LEVEL)

@@ -58,7 +58,7 @@ def serve(args: argparse.Namespace) -> int:
     from symbiote import handshake
 
     booting = handshake.usable(settings)
-    _prestart(settings, model=not booting)  # booting: the model loads once the server listens
+    _prestart(settings)
     import uvicorn
 
     from symbiote import logs
@@ -145,19 +145,16 @@ def stdio(_args: argparse.Namespace) -> int:
     return _serve_stdio(dataclasses.replace(_settings(), transport="stdio"))
 
 
-def _prestart(settings: Settings, model: bool = True) -> None:
-    """Start what the first search waits on before importing the rest: the embedded store's
-    process (it imports Chroma on the other core) and, with `model`, the model's load."""
+def _prestart(settings: Settings) -> None:
+    """Start the embedded store's process before importing the rest: it imports Chroma on the
+    other core. (The model is preloaded only while the handshake cache answers for the build:
+    where a client waits for the build itself, loading the model beside it would delay it.)"""
     if not settings.chroma_host and settings.store_process:
         from symbiote.embeddings import MODEL_DIMENSION, MODEL_NAME
         from symbiote.store_process import prestart
 
         # With a file share the store may be opened only under the writer lease: not before.
         prestart(settings.chromadb_path, None if settings.share else ("memories", MODEL_NAME, MODEL_DIMENSION))
-    if model:
-        from symbiote import preload
-
-        preload.start_for(settings)
 
 
 def _serve_stdio(settings: Settings) -> int:
