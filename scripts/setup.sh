@@ -37,9 +37,10 @@ if [ ! -f "$MODEL_DIR/symbiote-model.json" ]; then
   [ -f "$MODEL_DIR/symbiote-model.json" ] || { echo "model export failed" >&2; exit 1; }
   step "model exported"
 fi
-if [ "${1:-}" != "dev" ] && [ ! -f "${CHROMADB_PATH:-data}/handshake-cache.json" ]; then
-  # The answers to initialize, tools/list... so that even the first start answers them at once
-  # (symbiote/handshake.py); afterwards the server keeps them current itself.
+if [ "${1:-}" != "dev" ]; then
+  # The answers to initialize, tools/list... over HTTP and stdio, so that even the first start
+  # answers them at once (symbiote/handshake.py, symbiote/stdio_handshake.py); a current cache is
+  # left alone, and afterwards the server keeps them current itself.
   HF_HUB_OFFLINE=1 .venv/bin/symbiote record-handshake >/dev/null || echo "handshake cache not recorded (the server records it itself)" >&2
-  step "handshake cache recorded"
+  step "handshake caches current"
 fi

@@ -12,6 +12,7 @@ from symbiote import __version__
 from symbiote.config import ConfigError, Settings
 
 log = logging.getLogger("symbiote")
+RECORD_DELAY_SECONDS = 3.0  # stdio records its handshake cache this long after start
 
 
 def _settings() -> Settings:
@@ -158,11 +159,25 @@ def _prestart(settings: Settings) -> None:
 
 
 def _serve_stdio(settings: Settings) -> int:
+    """Claim stdin/stdout and answer the handshake from the cache first (`symbiote.stdio_relay`),
+    then build the server and hand it the rest of the session."""
+    from symbiote import handshake, stdio_handshake
+    from symbiote.stdio_relay import StdioRelay
+
+    print_ = handshake.fingerprint(settings)
+    cache = stdio_handshake.StdioHandshakeCache.load(settings, print_)
+    relay = StdioRelay(cache, on_mismatch=lambda: stdio_handshake.cache_path(settings).unlink(missing_ok=True))
+    relay.start()
     from symbiote.startup import collector_paused
 
     with collector_paused():
         _prestart(settings)
+        if cache is not None:  # the client is answered meanwhile: load the model beside the build
+            from symbiote import preload
+
+            preload.start_for(settings)
         import anyio
+        from mcp.server.stdio import stdio_server
 
         from symbiote import logs
         from symbiote.runtime import build_runtime
@@ -171,15 +186,26 @@ def _serve_stdio(settings: Settings) -> int:
         runtime = build_runtime(settings)
     log.info("transport: stdio - serving MCP over stdin/stdout")
 
+    async def record_cache() -> None:
+        await anyio.sleep(RECORD_DELAY_SECONDS)  # after the first requests and the warm-up
+        recorded = await stdio_handshake.record(runtime.server, print_)
+        if recorded.save(settings):
+            log.info("recorded %d stdio handshake answers for the next start", len(recorded.replies))
+
     async def main() -> None:
+        stdin, stdout = relay.sdk_files()
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(runtime.engine.warm_up)
-            await runtime.server.run_stdio_async()
+            if cache is None:
+                tasks.start_soon(record_cache)
+            async with stdio_server(stdin=stdin, stdout=stdout) as (read_stream, write_stream):
+                await runtime.server.run_stdio_streams(read_stream, write_stream)
             tasks.cancel_scope.cancel()
 
     try:
         anyio.run(main)
     finally:
+        relay.close()
         runtime.engine.close()
     return 0
 
@@ -290,23 +316,33 @@ def owner_secret_hash(_args: argparse.Namespace) -> int:
 
 
 def record_handshake(_args: argparse.Namespace) -> int:
-    """Record the handshake cache now (setup does, so that even the first start answers at once)."""
+    """Record the handshake caches now, HTTP and stdio (setup does, so that even the first start
+    answers at once)."""
+    settings = _settings()
+    from symbiote import logs
+
+    logs.configure("WARNING")
+    for recorder in (_record_http_handshake, _record_stdio_handshake):
+        status = recorder(settings)
+        if status:
+            return status
+    return 0
+
+
+def _record_http_handshake(settings: Settings) -> int:
     import asyncio
 
     from symbiote import handshake
 
-    settings = _settings()
     if not handshake.usable(settings):
-        print("the handshake cache is not used with these settings (OAuth, a public interface, or not HTTP)")
+        print("the HTTP handshake cache is not used with these settings (OAuth, a public interface, or not HTTP)")
         return 0
     print_ = handshake.fingerprint(settings)
     if handshake.HandshakeCache.load(settings, print_) is not None:
-        print(f"the handshake cache in {settings.chromadb_path} is up to date")
+        print(f"the HTTP handshake cache in {settings.chromadb_path} is up to date")
         return 0
-    from symbiote import logs
     from symbiote.snapshots import create_share_app
 
-    logs.configure("WARNING")
     try:
         app = create_share_app(settings, warm_up=False)
     except ConfigError as exc:
@@ -321,7 +357,35 @@ def record_handshake(_args: argparse.Namespace) -> int:
     if not cache.save(settings):
         print(f"symbiote: could not write {handshake.cache_path(settings)}", file=sys.stderr)
         return 1
-    print(f"recorded {len(cache.replies)} handshake answers in {handshake.cache_path(settings)}")
+    print(f"recorded {len(cache.replies)} HTTP handshake answers in {handshake.cache_path(settings)}")
+    return 0
+
+
+def _record_stdio_handshake(settings: Settings) -> int:
+    import anyio
+
+    from symbiote import handshake, stdio_handshake
+
+    settings = stdio_handshake.stdio_settings(settings)
+    print_ = handshake.fingerprint(settings)
+    if stdio_handshake.StdioHandshakeCache.load(settings, print_) is not None:
+        print(f"the stdio handshake cache in {settings.chromadb_path} is up to date")
+        return 0
+    from symbiote.runtime import build_runtime
+
+    try:
+        runtime = build_runtime(settings)
+    except ConfigError as exc:
+        print(f"symbiote: {exc}", file=sys.stderr)
+        return 2
+    try:
+        cache = anyio.run(stdio_handshake.record, runtime.server, print_)
+    finally:
+        runtime.engine.close()
+    if not cache.save(settings):
+        print(f"symbiote: could not write {stdio_handshake.cache_path(settings)}", file=sys.stderr)
+        return 1
+    print(f"recorded {len(cache.replies)} stdio handshake answers in {stdio_handshake.cache_path(settings)}")
     return 0
 
 

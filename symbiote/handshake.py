@@ -89,8 +89,10 @@ def usable(settings: Settings) -> bool:
 def fingerprint(settings: Settings) -> str:
     """Everything that shapes the handshake's answers; any change makes a recorded cache stale."""
     digest = hashlib.sha256(f"format {FORMAT} symbiote {__version__}\n".encode())
-    # The port and log level change no answer; secrets are not in the repr.
-    digest.update(repr(dataclasses.replace(settings, port=0, log_level="")).encode())
+    # The port, the log level and where the data lives change no answer (the cache sits in the
+    # data directory, and one recorded by setup for `./data` serves Claude Desktop's absolute
+    # path to it too); secrets are not in the repr.
+    digest.update(repr(dataclasses.replace(settings, port=0, log_level="", chromadb_path=Path())).encode())
     package = Path(__file__).resolve().parent
     sources = sorted(package.rglob("*.py")) + sorted(settings.personalities_dir.glob("*.md"))
     for source in sources:

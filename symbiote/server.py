@@ -47,6 +47,11 @@ class SymbioteMCP(MCPServer):
                 raise ToolError(f"Invalid arguments for {name}: {problems}.") from cause
             raise
 
+    async def run_stdio_streams(self, read_stream: Any, write_stream: Any) -> None:
+        """`run_stdio_async` over streams the caller opened (`symbiote.stdio_relay` hands the SDK
+        pipes instead of the process's stdin and stdout, to answer the handshake while it loads)."""
+        await self._lowlevel_server.run(read_stream, write_stream, self._lowlevel_server.create_initialization_options())
+
 
 def build_server(engine: MemoryEngine, personality: Personality) -> SymbioteMCP:
     server = SymbioteMCP(

@@ -1,0 +1,298 @@
+"""`symbiote stdio` answers the handshake while the MCP SDK loads (`symbiote.stdio_relay`,
+`symbiote.stdio_handshake`).
+
+The server is the real `symbiote stdio` child process on real pipes. A gate (a test-only import
+hook given to the child through PYTHONPATH) holds back the import of `symbiote.runtime`, so
+"answered before the SDK was loaded" is certain, not a matter of timing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from symbiote import handshake, stdio_handshake
+from symbiote.config import Settings
+from symbiote.stdio_handshake import FORWARD, StdioHandshakeCache
+from tests.conftest import MODEL_DIR
+
+CLIENT = {"name": "claude-ai", "version": "0.1.0"}
+GATE_HOOK = """
+import os, sys, time
+
+class _Gate:
+    def find_spec(self, name, path=None, target=None):
+        if name == "symbiote.runtime":
+            while not os.path.exists(os.environ["SYMBIOTE_TEST_GATE"]):
+                time.sleep(0.02)
+        return None
+
+if os.environ.get("SYMBIOTE_TEST_GATE"):
+    sys.meta_path.insert(0, _Gate())
+"""
+
+
+def initialize(request_id: int | str = 0, version: str = "2025-06-18", **params: Any) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "initialize",
+        "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": CLIENT, **params},
+    }
+
+
+def request(request_id: int, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "method": method, **({"params": params} if params is not None else {})}
+
+
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+OPENING = [
+    initialize(),
+    INITIALIZED,
+    request(1, "tools/list", {}),
+    request(2, "prompts/list"),
+    request(3, "resources/list", {}),
+    request(4, "ping"),
+    request(5, "resources/templates/list", {}),
+]
+
+
+class StdioProcess:
+    """`symbiote stdio` as Claude Desktop runs it: a child process, JSON-RPC lines on its pipes."""
+
+    def __init__(self, data_dir: Path, gate: Path | None = None) -> None:
+        self.env = {
+            **os.environ,
+            "CHROMADB_PATH": str(data_dir),
+            "SYMBIOTE_MODEL_DIR": str(MODEL_DIR),
+            "HF_HUB_OFFLINE": "1",
+        }
+        if gate is not None:
+            hook = gate.parent / "hook"
+            hook.mkdir(exist_ok=True)
+            (hook / "sitecustomize.py").write_text(GATE_HOOK, encoding="utf-8")
+            self.env["PYTHONPATH"] = os.pathsep.join([str(hook), *filter(None, [os.environ.get("PYTHONPATH")])])
+            self.env["SYMBIOTE_TEST_GATE"] = str(gate)
+        self.lines: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> StdioProcess:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "symbiote", "stdio"], env=self.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        threading.Thread(target=self._read, daemon=True).start()
+        return self
+
+    def _read(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(json.loads(line))
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def receive(self, timeout: float = 60) -> dict[str, Any]:
+        return self.lines.get(timeout=timeout)
+
+    def ask(self, messages: list[dict[str, Any]]) -> dict[int | str, dict[str, Any]]:
+        """Send `messages`, return the replies by id (one per request)."""
+        for message in messages:
+            self.send(message)
+        wanted = {message["id"] for message in messages if "id" in message}
+        replies: dict[int | str, dict[str, Any]] = {}
+        while set(replies) != wanted:
+            reply = self.receive()
+            assert reply["id"] not in replies, f"two replies to {reply['id']}"
+            replies[reply["id"]] = reply
+        return replies
+
+    def stop(self) -> tuple[int, str]:
+        """Close stdin, as Claude Desktop does, and return the exit code and stderr."""
+        assert self.proc is not None and self.proc.stdin is not None and self.proc.stderr is not None
+        self.proc.stdin.close()
+        try:
+            code = self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            code = self.proc.wait()
+        return code, self.proc.stderr.read().decode(errors="replace")
+
+
+@pytest.fixture
+def recorded(tmp_path: Path) -> Iterator[Path]:
+    """A data directory prepared as setup prepares it: `symbiote record-handshake`."""
+    data = tmp_path / "data"
+    env = StdioProcess(data).env
+    done = subprocess.run([sys.executable, "-m", "symbiote", "record-handshake"], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "stdio handshake answers" in done.stdout, done.stderr
+    yield data
+
+
+def test_the_opening_is_answered_before_the_sdk_loads_and_equals_the_sdks_answers(tmp_path: Path, recorded: Path) -> None:
+    gate = tmp_path / "gate"
+    early = StdioProcess(recorded, gate).start()
+    try:
+        cached = early.ask(OPENING)
+        assert not gate.exists(), "answered while the server's import was held back"
+        assert all("result" in reply for reply in cached.values()), cached
+        early.send(request(6, "tools/call", {"name": "search_memory", "arguments": {"query": "what are we building?"}}))
+        with pytest.raises(queue.Empty):
+            early.receive(timeout=0.5)  # a tool call waits for the server
+        gate.touch()
+        searched = early.receive()
+        assert searched["id"] == 6 and "result" in searched and not searched["result"].get("isError"), searched
+        assert early.ask([request(7, "ping")])[7]["result"] == {}, "the SDK serves the rest of the session"
+        assert early.lines.empty(), "the SDK's own reply to the cached initialize is not sent again"
+    finally:
+        code, stderr = early.stop()
+    assert code == 0, stderr
+
+    uncached = StdioProcess(tmp_path / "other-data").start()  # no cache there: the SDK answers all
+    try:
+        answered = uncached.ask(OPENING)
+    finally:
+        uncached.stop()
+    assert cached == answered
+
+
+def test_an_unusual_opening_goes_to_the_sdk_and_the_cache_stops_answering(tmp_path: Path, recorded: Path) -> None:
+    gate = tmp_path / "gate"
+    server = StdioProcess(recorded, gate).start()
+    try:
+        server.send(initialize(capabilities={"experimental": {"x": {}}}))  # not a shape the cache answers
+        server.send(INITIALIZED)
+        server.send(request(1, "tools/list"))
+        with pytest.raises(queue.Empty):
+            server.receive(timeout=1.0)
+        gate.touch()
+        replies = {reply["id"]: reply for reply in (server.receive(), server.receive())}
+    finally:
+        code, _stderr = server.stop()
+    assert replies[0]["result"]["protocolVersion"] == "2025-06-18" and "tools" in replies[1]["result"]
+    assert code == 0
+
+
+def test_a_cache_that_disagrees_with_the_sdk_is_dropped(tmp_path: Path, recorded: Path) -> None:
+    path = recorded / stdio_handshake.CACHE_FILE
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    key = "initialize|2025-06-18"
+    reply = json.loads(raw["replies"][key])
+    reply["result"]["serverInfo"]["version"] = "0.0.0-tampered"
+    raw["replies"][key] = json.dumps(reply)
+    path.write_text(json.dumps(raw), encoding="utf-8")
+    server = StdioProcess(recorded).start()
+    try:
+        answered = server.ask([initialize(), INITIALIZED])
+        assert answered[0]["result"]["serverInfo"]["version"] == "0.0.0-tampered", "the cache answered"
+        assert server.ask([request(1, "tools/call", {"name": "memory_stats", "arguments": {}})])[1]["result"]
+        deadline = time.monotonic() + 30
+        while path.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert server.lines.empty(), "the SDK's duplicate initialize reply is still dropped"
+    finally:
+        code, stderr = server.stop()
+    assert not path.exists(), "a cache the SDK disagreed with is not used again"
+    assert "differed from the SDK's" in stderr and code == 0
+
+
+def test_without_a_cache_the_server_records_one_for_the_next_start(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    server = StdioProcess(data).start()
+    try:
+        assert server.ask([initialize(), INITIALIZED, request(1, "tools/list")])[1]["result"]["tools"]
+        deadline = time.monotonic() + 60
+        while not (data / stdio_handshake.CACHE_FILE).exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        code, _stderr = server.stop()
+    assert code == 0
+    cache = StdioHandshakeCache.load(Settings.from_env(server.env))
+    assert cache is not None, "recorded, and current for the same settings"
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+    assert {f"initialize|{version}" for version in HANDSHAKE_PROTOCOL_VERSIONS} <= set(cache.replies)
+    assert {f"tools/list|{version}" for version in HANDSHAKE_PROTOCOL_VERSIONS} <= set(cache.replies)
+
+
+def test_the_fingerprint_ignores_where_the_data_lives(settings: Settings) -> None:
+    import dataclasses
+
+    elsewhere = dataclasses.replace(settings, chromadb_path=Path("/somewhere/else"))
+    assert handshake.fingerprint(settings) == handshake.fingerprint(elsewhere)
+    assert handshake.fingerprint(settings) != handshake.fingerprint(dataclasses.replace(settings, personality="variant2"))
+    assert handshake.fingerprint(settings) != handshake.fingerprint(stdio_handshake.stdio_settings(settings))
+
+
+# The opening's rules, line by line, on a toy cache (what the real cache holds is tested above).
+TOY = StdioHandshakeCache(
+    "toy",
+    {
+        "initialize|2025-06-18": json.dumps({"jsonrpc": "2.0", "id": handshake.PROBE_ID, "result": {"protocolVersion": "2025-06-18"}}),
+        "tools/list|2025-06-18": json.dumps({"jsonrpc": "2.0", "id": handshake.PROBE_ID, "result": {"tools": []}}),
+    },
+)
+
+
+def line(message: object) -> bytes:
+    return json.dumps(message).encode() + b"\n"
+
+
+def test_initialize_is_answered_and_still_passed_on() -> None:
+    opening = TOY.session()
+    answer = opening.answer(line(initialize("abc")))
+    assert answer.forward and answer.suppress_id == "abc"
+    assert answer.reply is not None and json.loads(answer.reply)["id"] == "abc"
+    assert opening.answer(line(INITIALIZED)) == stdio_handshake.Answer(None, True)
+    listed = opening.answer(line(request(9, "tools/list")))
+    assert not listed.forward and listed.reply is not None and json.loads(listed.reply)["id"] == 9
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        line(request(1, "tools/list")),  # before initialize: the SDK refuses it
+        line(initialize(version="1999-01-01")),  # a version not recorded
+        line(initialize(True)),  # a boolean id
+        line(initialize(1.5)),  # a float id
+        line(initialize(capabilities={"sampling": {"context": {}}})),
+        line(initialize(clientInfo={"name": "x"})),  # no version
+        line(initialize(_meta={"x": 1})),
+        json.dumps(initialize()).encode() + b"\r\n",  # the SDK reads newlines its own way
+        json.dumps(initialize()).encode(),  # no newline: the end of input
+        b"\xef\xbb\xbf" + line(initialize()),  # a byte-order mark
+        line({**initialize(), "extra": 1}),
+        b"not json\n",
+        line([initialize()]),  # a batch
+    ],
+)
+def test_anything_unusual_goes_to_the_sdk_and_so_does_everything_after_it(first: bytes) -> None:
+    opening = TOY.session()
+    assert opening.answer(first) == FORWARD
+    assert opening.answer(line(initialize())) == FORWARD, "order is kept: the rest follows the SDK"
+
+
+@pytest.mark.parametrize(
+    "later",
+    [
+        line(request(2, "tools/list", {"cursor": "x"})),  # a page the cache does not hold
+        line(request(2, "tools/call", {"name": "memory_stats"})),
+        line({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 0}}),
+        line(request(2, "prompts/list")),  # not recorded in the toy cache
+    ],
+)
+def test_after_initialize_only_recorded_plain_requests_are_answered(later: bytes) -> None:
+    opening = TOY.session()
+    assert opening.answer(line(initialize())).reply is not None
+    assert opening.answer(later) == FORWARD
+    assert opening.answer(line(request(3, "tools/list"))) == FORWARD
