@@ -282,22 +282,16 @@ class ChromaMemoryStore:
         self, vector: np.ndarray, k: int, where: MemoryFilter | None = None, passages: bool = True
     ) -> list[Match]:
         best: dict[str, float] = {}
-        sources = [(self._memories, None, where.chroma_where() if where else None)]
+        # Chroma returns what it has when asked for more (or none, empty): no count() first,
+        # which cost two trips into Chroma per search. A passage's id is "<memory id>#<n>"
+        # (`_chunk_ids`), so its owner needs no metadata fetch either (half the passage query).
+        sources = [(self._memories, False, where.chroma_where() if where else None)]
         if passages:  # passages carry only the time; the engine re-checks the rest
-            sources.append((self._chunks, "memory_id", where.chroma_where(with_metadata=False) if where else None))
-        for collection, owner, condition in sources:
-            available = collection.count()
-            if not available:
-                continue
-            found = collection.query(
-                query_embeddings=[vector.tolist()],
-                n_results=min(k, available),
-                where=condition,
-                include=["distances", "metadatas"] if owner else ["distances"],
-            )
-            metas = (found.get("metadatas") or [[]])[0] or [None] * len(found["ids"][0])
-            for rid, distance, meta in zip(found["ids"][0], found["distances"][0], metas):
-                mid = str(meta[owner]) if owner and meta else rid
+            sources.append((self._chunks, True, where.chroma_where(with_metadata=False) if where else None))
+        for collection, passage, condition in sources:
+            found = collection.query(query_embeddings=[vector.tolist()], n_results=k, where=condition, include=["distances"])
+            for rid, distance in zip(found["ids"][0], found["distances"][0]):
+                mid = rid.rsplit("#", 1)[0] if passage else rid
                 similarity = 1.0 - float(distance)
                 if similarity > best.get(mid, -2.0):
                     best[mid] = similarity
