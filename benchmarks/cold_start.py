@@ -34,7 +34,8 @@ def free_port() -> int:
 
 async def one_run(data: Path, linger: bool = False) -> tuple[float, float]:
     port = free_port()
-    env = {**os.environ, "CHROMADB_PATH": str(data), "PORT": str(port), "HF_HUB_OFFLINE": "1", "LOG_LEVEL": "WARNING"}
+    env = {**os.environ, "CHROMADB_PATH": str(data), "PORT": str(port), "HF_HUB_OFFLINE": "1", "LOG_LEVEL": "WARNING",
+           "XDG_CACHE_HOME": str(data.parent / "user-cache")}  # the first start really has no cache
     started = time.perf_counter()
     proc = subprocess.Popen([str(ROOT / ".venv/bin/symbiote"), "serve"], env=env, stderr=subprocess.DEVNULL)
     try:

@@ -166,7 +166,7 @@ def _serve_stdio(settings: Settings) -> int:
 
     print_ = handshake.fingerprint(settings)
     cache = stdio_handshake.StdioHandshakeCache.load(settings, print_)
-    relay = StdioRelay(cache, on_mismatch=lambda: stdio_handshake.cache_path(settings).unlink(missing_ok=True))
+    relay = StdioRelay(cache, on_mismatch=lambda: cache.forget(settings) if cache is not None else None)
     relay.start()
     from symbiote.startup import collector_paused
 
@@ -339,7 +339,7 @@ def _record_http_handshake(settings: Settings) -> int:
         return 0
     print_ = handshake.fingerprint(settings)
     if handshake.HandshakeCache.load(settings, print_) is not None:
-        print(f"the HTTP handshake cache in {settings.chromadb_path} is up to date")
+        print("the HTTP handshake cache is up to date")
         return 0
     from symbiote.snapshots import create_share_app
 
@@ -369,7 +369,7 @@ def _record_stdio_handshake(settings: Settings) -> int:
     settings = stdio_handshake.stdio_settings(settings)
     print_ = handshake.fingerprint(settings)
     if stdio_handshake.StdioHandshakeCache.load(settings, print_) is not None:
-        print(f"the stdio handshake cache in {settings.chromadb_path} is up to date")
+        print("the stdio handshake cache is up to date")
         return 0
     from symbiote.runtime import build_runtime
 

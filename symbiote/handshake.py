@@ -4,7 +4,8 @@ Importing the MCP SDK takes most of a second here (pydantic builds three sets of
 models), yet what a client asks first - `initialize` or `server/discover`, then `tools/list` -
 has the same answer every time for the same code and settings. So once the SDK has loaded, the
 server asks *itself* those questions, through the whole app (gateway, transport, SDK), and keeps
-the answers in `handshake-cache.json` in the data directory. On the next start,
+the answers in `handshake-cache.json` in the data directory (and in the user's cache directory:
+`symbiote.cache_files`). On the next start,
 `symbiote.boot.BootApp` replays them while the SDK loads.
 
 The cache never invents an answer: every entry is what the SDK said, byte for byte except the
@@ -23,11 +24,10 @@ import hashlib
 import importlib.util
 import json
 import logging
-import os
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Mapping
 
-from symbiote import __version__
+from symbiote import __version__, cache_files
 from symbiote.config import Settings
 
 log = logging.getLogger(__name__)
@@ -135,37 +135,27 @@ class HandshakeCache:
 
     @classmethod
     def load(cls, settings: Settings, print_: str | None = None) -> HandshakeCache | None:
-        """The recorded cache if it matches these settings and this code; None otherwise."""
+        """The recorded cache if it matches these settings and this code (`symbiote.cache_files`
+        says where it may be); None otherwise."""
+        print_ = print_ or fingerprint(settings)
+        raw = cache_files.read(settings, CACHE_FILE, FORMAT, print_)
+        if raw is None:
+            return None
         try:
-            raw = json.loads(cache_path(settings).read_text(encoding="utf-8"))
-            print_ = print_ or fingerprint(settings)
-            if raw.get("format") != FORMAT or raw.get("fingerprint") != print_:
-                return None
             replies = {key: Reply(int(r["status"]), tuple((str(k), str(v)) for k, v in r["headers"]), str(r["body"])) for key, r in raw["replies"].items()}
             modern = tuple(str(version) for version in raw["modern"])
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        except (ValueError, KeyError, TypeError, AttributeError):
             return None
         return cls(print_, replies, modern, min(MAX_BODY, settings.max_body_bytes))
 
     def save(self, settings: Settings) -> bool:
-        """Write atomically; a data directory we cannot write just means no cache (False)."""
-        path = cache_path(settings)
-        data = {
+        """Write atomically; a data directory we cannot write just means no cache there (False)."""
+        return cache_files.write(settings, CACHE_FILE, {
             "format": FORMAT,
             "fingerprint": self.fingerprint,
             "modern": sorted(self.modern),
             "replies": {key: {"status": r.status, "headers": list(r.headers), "body": r.body} for key, r in self.replies.items()},
-        }
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(json.dumps(data), encoding="utf-8")
-            os.replace(tmp, path)
-            return True
-        except OSError as exc:
-            log.debug("handshake cache not written (%s)", exc)
-            tmp.unlink(missing_ok=True)
-            return False
+        })
 
     def answer(self, scope: Mapping[str, Any], body: bytes) -> tuple[int, list[tuple[bytes, bytes]], bytes] | None:
         """The recorded answer to this request, or None when it is not a plain handshake request."""

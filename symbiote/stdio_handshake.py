@@ -4,7 +4,7 @@ The stdio twin of `symbiote.handshake`: Claude Desktop starts `symbiote stdio`, 
 `initialize` at once and gives up if the answer is slow, yet the answer is the same every time
 for the same code and settings. So the server records the SDK's own stdio answers - through
 the SDK's `stdio_server`, line for line as they go on the wire - in `handshake-stdio.json` in
-the data directory, and `symbiote.stdio_relay` replays them on the next start while the SDK
+the data directory (and the user's cache directory: `symbiote.cache_files`), and `symbiote.stdio_relay` replays them on the next start while the SDK
 loads.
 
 Unlike HTTP, stdio is one stateful session: the SDK must see `initialize` itself. So the cache
@@ -21,11 +21,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import os
 from pathlib import Path
 from typing import Any, AsyncIterator, Mapping
 
-from symbiote import __version__
+from symbiote import __version__, cache_files
 from symbiote.config import Settings
 from symbiote.handshake import PROBE_ID, _plain_capabilities, _plain_client, _strict_json, fingerprint
 
@@ -68,29 +67,20 @@ class StdioHandshakeCache:
     @classmethod
     def load(cls, settings: Settings, print_: str | None = None) -> StdioHandshakeCache | None:
         """The recorded cache if it matches these settings and this code; None otherwise."""
+        print_ = print_ or fingerprint(stdio_settings(settings))
+        raw = cache_files.read(settings, CACHE_FILE, FORMAT, print_)
         try:
-            raw = json.loads(cache_path(settings).read_text(encoding="utf-8"))
-            print_ = print_ or fingerprint(stdio_settings(settings))
-            if raw.get("format") != FORMAT or raw.get("fingerprint") != print_:
-                return None
-            replies = {str(key): str(value) for key, value in raw["replies"].items()}
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return cls(print_, {str(key): str(value) for key, value in raw["replies"].items()}) if raw else None
+        except (KeyError, TypeError, AttributeError):
             return None
-        return cls(print_, replies)
 
     def save(self, settings: Settings) -> bool:
-        """Write atomically; a data directory we cannot write just means no cache (False)."""
-        path = cache_path(settings)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(json.dumps({"format": FORMAT, "fingerprint": self.fingerprint, "replies": self.replies}), encoding="utf-8")
-            os.replace(tmp, path)
-            return True
-        except OSError as exc:
-            log.debug("stdio handshake cache not written (%s)", exc)
-            tmp.unlink(missing_ok=True)
-            return False
+        """Write atomically; a data directory we cannot write just means no cache there (False)."""
+        return cache_files.write(settings, CACHE_FILE, {"format": FORMAT, "fingerprint": self.fingerprint, "replies": self.replies})
+
+    def forget(self, settings: Settings) -> None:
+        """Never use this recording again (the SDK answered differently)."""
+        cache_files.forget(settings, CACHE_FILE, self.fingerprint)
 
     def session(self) -> OpeningSession:
         return OpeningSession(self)

@@ -88,6 +88,15 @@ class ServerProcess:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
 
+@pytest.fixture(autouse=True)
+def own_user_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test its own user cache directory (`symbiote.cache_files`): a handshake recorded by
+    one test's server must not answer for the next test's "first start"."""
+    path = tmp_path / "user-cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(path))
+    return path
+
+
 @pytest.fixture(scope="session")
 def model_dir() -> Path:
     if not (MODEL_DIR / MANIFEST_NAME).is_file():

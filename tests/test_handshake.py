@@ -277,7 +277,7 @@ def test_only_small_posts_to_mcp_are_read_early(settings: Settings, toy_cache: H
     assert not loaded.wants_body({**plain_scope(), "headers": [(b"content-length", b"2000")]})
 
 
-def test_the_cache_goes_stale_when_what_shapes_the_answers_changes(settings: Settings, toy_cache: HandshakeCache) -> None:
+def test_the_cache_goes_stale_when_what_shapes_the_answers_changes(settings: Settings, toy_cache: HandshakeCache, own_user_cache: Path) -> None:
     toy_cache.fingerprint = handshake.fingerprint(settings)
     toy_cache.save(settings)
     assert handshake.cache_path(settings).is_file()
@@ -287,6 +287,9 @@ def test_the_cache_goes_stale_when_what_shapes_the_answers_changes(settings: Set
     assert HandshakeCache.load(dataclasses.replace(settings, personality="variant2")) is None
     assert HandshakeCache.load(dataclasses.replace(settings, chatgpt_tools="on")) is None
     handshake.cache_path(settings).write_text("{not json", encoding="utf-8")
+    assert HandshakeCache.load(settings) is not None, "the copy in the user's cache directory answers"
+    for copy in (own_user_cache / "symbiote").glob("handshake-cache-*.json"):
+        copy.write_text("{not json", encoding="utf-8")
     assert HandshakeCache.load(settings) is None
 
 
@@ -393,3 +396,11 @@ def test_record_handshake_prepares_the_first_start(data_dir: Path) -> None:
         assert server.stop() == 0
     assert (data_dir / handshake.CACHE_FILE).stat().st_mtime_ns == recorded_at, "the server found it current"
     assert "handshake cache recorded" not in server.log()
+    elsewhere = ServerProcess(data_dir.parent / "new-data").start()  # a data directory setup never saw
+    try:
+        answer = httpx.post(elsewhere.mcp_url, json=initialize(), headers=HEADERS, timeout=30)
+        assert answer.status_code == 200
+        time.sleep(4)
+    finally:
+        assert elsewhere.stop() == 0
+    assert "handshake cache recorded" not in elsewhere.log(), "the user's cache answered for it"

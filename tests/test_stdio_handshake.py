@@ -69,12 +69,13 @@ OPENING = [
 class StdioProcess:
     """`symbiote stdio` as Claude Desktop runs it: a child process, JSON-RPC lines on its pipes."""
 
-    def __init__(self, data_dir: Path, gate: Path | None = None) -> None:
+    def __init__(self, data_dir: Path, gate: Path | None = None, env: dict[str, str] | None = None) -> None:
         self.env = {
             **os.environ,
             "CHROMADB_PATH": str(data_dir),
             "SYMBIOTE_MODEL_DIR": str(MODEL_DIR),
             "HF_HUB_OFFLINE": "1",
+            **(env or {}),
         }
         if gate is not None:
             hook = gate.parent / "hook"
@@ -158,7 +159,8 @@ def test_the_opening_is_answered_before_the_sdk_loads_and_equals_the_sdks_answer
         code, stderr = early.stop()
     assert code == 0, stderr
 
-    uncached = StdioProcess(tmp_path / "other-data").start()  # no cache there: the SDK answers all
+    no_cache = {"XDG_CACHE_HOME": str(tmp_path / "empty-user-cache")}
+    uncached = StdioProcess(tmp_path / "other-data", env=no_cache).start()  # no cache anywhere: the SDK answers all
     try:
         answered = uncached.ask(OPENING)
     finally:
@@ -203,7 +205,23 @@ def test_a_cache_that_disagrees_with_the_sdk_is_dropped(tmp_path: Path, recorded
     finally:
         code, stderr = server.stop()
     assert not path.exists(), "a cache the SDK disagreed with is not used again"
+    assert StdioHandshakeCache.load(Settings.from_env(server.env)) is None, "nor its copy in the user cache"
     assert "differed from the SDK's" in stderr and code == 0
+
+
+def test_a_new_data_directory_is_answered_from_the_user_cache(tmp_path: Path, recorded: Path, own_user_cache: Path) -> None:
+    assert list(own_user_cache.glob("symbiote/handshake-stdio-*.json")), "setup's recording is kept per user too"
+    gate = tmp_path / "gate"
+    elsewhere = tmp_path / "claude-desktop-data"  # a CHROMADB_PATH setup never saw
+    server = StdioProcess(elsewhere, gate).start()
+    try:
+        opening = server.ask(OPENING[:3])
+        assert not gate.exists() and "tools" in opening[1]["result"], "answered before the server's import"
+        gate.touch()
+        assert server.ask([request(6, "tools/call", {"name": "memory_stats", "arguments": {}})])[6]["result"]
+    finally:
+        code, _stderr = server.stop()
+    assert code == 0
 
 
 def test_without_a_cache_the_server_records_one_for_the_next_start(tmp_path: Path) -> None:
