@@ -159,8 +159,8 @@ class BootApp:
         await asyncio.sleep(self._record_delay)
         try:
             cache = await record(app, print_)
-            if await asyncio.to_thread(save, cache) is False:
-                log.info("handshake cache not written: the data directory is not writable")
+            if await asyncio.to_thread(save, cache) is None:
+                log.info("handshake cache not written: neither the data directory nor the user's cache directory is writable")
                 return
             log.info("handshake cache recorded (%d answers) for the next start", len(cache.replies))
         except Exception:  # noqa: BLE001 - a cache we could not record only costs the next start time

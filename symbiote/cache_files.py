@@ -56,23 +56,25 @@ def read(settings: Settings, name: str, form: int, print_: str) -> dict[str, Any
     return None
 
 
-def write(settings: Settings, name: str, data: dict[str, Any]) -> bool:
-    """Write to both places, each atomically; True if the data directory's copy was written."""
+def write(settings: Settings, name: str, data: dict[str, Any]) -> Path | None:
+    """Write to both places, each atomically; where it was written first (None: nowhere)."""
     paths = locations(settings, name, str(data["fingerprint"]))
     text = json.dumps(data)
-    written = [_write(path, text) for path in paths]
-    if len(paths) > 1 and written[1]:
+    written = [path for path in paths if _write(path, text)]
+    if len(paths) > 1 and paths[1] in written:
         _prune(paths[1].parent, name.rpartition(".")[0])
-    return written[0]
+    return written[0] if written else None
 
 
 def forget(settings: Settings, name: str, print_: str) -> None:
-    """Remove a recording from both places (the SDK disagreed with it)."""
+    """Remove the recording for fingerprint `print_` from both places (the SDK disagreed with it);
+    a newer one another server wrote meanwhile stays."""
     for path in locations(settings, name, print_):
         try:
-            path.unlink(missing_ok=True)
-        except OSError as exc:
-            log.debug("could not remove %s (%s)", path, exc)
+            if json.loads(path.read_text(encoding="utf-8")).get("fingerprint") == print_:
+                path.unlink()
+        except (OSError, ValueError, AttributeError) as exc:
+            log.debug("did not remove %s (%s)", path, exc)
 
 
 def _write(path: Path, text: str) -> bool:

@@ -168,6 +168,7 @@ def _serve_stdio(settings: Settings) -> int:
     cache = stdio_handshake.StdioHandshakeCache.load(settings, print_)
     relay = StdioRelay(cache, on_mismatch=lambda: cache.forget(settings) if cache is not None else None)
     relay.start()
+    _end_on_interrupt(relay)
     from symbiote.startup import collector_paused
 
     with collector_paused():
@@ -188,8 +189,12 @@ def _serve_stdio(settings: Settings) -> int:
 
     async def record_cache() -> None:
         await anyio.sleep(RECORD_DELAY_SECONDS)  # after the first requests and the warm-up
-        recorded = await stdio_handshake.record(runtime.server, print_)
-        if recorded.save(settings):
+        try:
+            recorded = await stdio_handshake.record(runtime.server, print_)
+        except Exception:  # noqa: BLE001 - a cache we could not record only costs the next start time
+            log.warning("stdio handshake cache not recorded", exc_info=True)
+            return
+        if recorded.save(settings) is not None:
             log.info("recorded %d stdio handshake answers for the next start", len(recorded.replies))
 
     async def main() -> None:
@@ -205,9 +210,23 @@ def _serve_stdio(settings: Settings) -> int:
     try:
         anyio.run(main)
     finally:
-        relay.close()
+        relay.finish()
         runtime.engine.close()
     return 0
+
+
+def _end_on_interrupt(relay: Any) -> None:
+    """Ctrl+C ends a stdio session the way a client does, by ending its input: the SDK then
+    finishes cleanly. (Left to asyncio, the interrupt waited for a thread blocked reading stdin
+    until the client went away.) A second Ctrl+C interrupts at once."""
+    import signal
+
+    def interrupted(_signum: int, _frame: object) -> None:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        if not relay.end_input():
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, interrupted)
 
 
 def export(args: argparse.Namespace) -> int:
@@ -354,10 +373,11 @@ def _record_http_handshake(settings: Settings) -> int:
             return await handshake.record(app, print_)
 
     cache = asyncio.run(ask())
-    if not cache.save(settings):
-        print(f"symbiote: could not write {handshake.cache_path(settings)}", file=sys.stderr)
+    where = cache.save(settings)
+    if where is None:
+        print(f"symbiote: could not write {handshake.cache_path(settings)} (nor the user's cache directory)", file=sys.stderr)
         return 1
-    print(f"recorded {len(cache.replies)} HTTP handshake answers in {handshake.cache_path(settings)}")
+    print(f"recorded {len(cache.replies)} HTTP handshake answers in {where}")
     return 0
 
 
@@ -382,10 +402,11 @@ def _record_stdio_handshake(settings: Settings) -> int:
         cache = anyio.run(stdio_handshake.record, runtime.server, print_)
     finally:
         runtime.engine.close()
-    if not cache.save(settings):
-        print(f"symbiote: could not write {stdio_handshake.cache_path(settings)}", file=sys.stderr)
+    where = cache.save(settings)
+    if where is None:
+        print(f"symbiote: could not write {stdio_handshake.cache_path(settings)} (nor the user's cache directory)", file=sys.stderr)
         return 1
-    print(f"recorded {len(cache.replies)} stdio handshake answers in {stdio_handshake.cache_path(settings)}")
+    print(f"recorded {len(cache.replies)} stdio handshake answers in {where}")
     return 0
 
 

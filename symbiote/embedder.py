@@ -96,4 +96,6 @@ class AsyncEmbedder:
         return self._model is not None
 
     def close(self) -> None:
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        """Drop queued work and wait for the slice or model load in progress: onnxruntime aborts
+        the process if the interpreter shuts down while a session is being created."""
+        self._executor.shutdown(wait=True, cancel_futures=True)

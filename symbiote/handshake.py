@@ -148,8 +148,9 @@ class HandshakeCache:
             return None
         return cls(print_, replies, modern, min(MAX_BODY, settings.max_body_bytes))
 
-    def save(self, settings: Settings) -> bool:
-        """Write atomically; a data directory we cannot write just means no cache there (False)."""
+    def save(self, settings: Settings) -> Path | None:
+        """Write atomically to the data directory and the user's cache; where it went first
+        (None: nowhere writable, which only means no cache)."""
         return cache_files.write(settings, CACHE_FILE, {
             "format": FORMAT,
             "fingerprint": self.fingerprint,

@@ -4,8 +4,8 @@ The stdio twin of `symbiote.handshake`: Claude Desktop starts `symbiote stdio`, 
 `initialize` at once and gives up if the answer is slow, yet the answer is the same every time
 for the same code and settings. So the server records the SDK's own stdio answers - through
 the SDK's `stdio_server`, line for line as they go on the wire - in `handshake-stdio.json` in
-the data directory (and the user's cache directory: `symbiote.cache_files`), and `symbiote.stdio_relay` replays them on the next start while the SDK
-loads.
+the data directory (and the user's cache directory: `symbiote.cache_files`), and
+`symbiote.stdio_relay` replays them on the next start while the SDK loads.
 
 Unlike HTTP, stdio is one stateful session: the SDK must see `initialize` itself. So the cache
 answers only the opening of a legacy-era session: a plain `initialize` as the very first line
@@ -52,9 +52,11 @@ class Answer:
     reply: bytes | None  # a line to write to stdout now (with its newline), or None
     forward: bool  # whether the SDK must still see the line
     suppress_id: int | str | None = None  # the SDK's reply to this id is already answered: drop it
+    ends_opening: bool = False  # the cache answers nothing more in this session
 
 
-FORWARD = Answer(None, True)
+FORWARD = Answer(None, True, ends_opening=True)  # the SDK's line, and so is every line after it
+PASS_ON = Answer(None, True)  # the SDK's line (notifications/initialized); the cache goes on
 
 
 class StdioHandshakeCache:
@@ -74,8 +76,9 @@ class StdioHandshakeCache:
         except (KeyError, TypeError, AttributeError):
             return None
 
-    def save(self, settings: Settings) -> bool:
-        """Write atomically; a data directory we cannot write just means no cache there (False)."""
+    def save(self, settings: Settings) -> Path | None:
+        """Write atomically to the data directory and the user's cache; where it went first
+        (None: nowhere writable, which only means no cache)."""
         return cache_files.write(settings, CACHE_FILE, {"format": FORMAT, "fingerprint": self.fingerprint, "replies": self.replies})
 
     def forget(self, settings: Settings) -> None:
@@ -99,7 +102,7 @@ class OpeningSession:
         if not self.open:
             return FORWARD
         found = self._answer(line)
-        if found is FORWARD:
+        if found.ends_opening:
             self.open = False
         return found
 
@@ -117,7 +120,7 @@ class OpeningSession:
             return FORWARD
         if "id" not in message:
             if method == INITIALIZED and self._offered is not None and not params:
-                return Answer(None, True)
+                return PASS_ON
             return FORWARD
         request_id = message["id"]
         if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
@@ -154,7 +157,7 @@ class _ProbeWire:
         import anyio
 
         self._lines = lines
-        self._event = anyio.Event
+        self._new_event = anyio.Event
         self._wrote = anyio.Event()
         self.written: list[str] = []
 
@@ -167,7 +170,7 @@ class _ProbeWire:
             yield line
             while '"id"' in line and len(self.written) == before:
                 await self._wrote.wait()
-                self._wrote = self._event()
+                self._wrote = self._new_event()
 
     async def write(self, text: str) -> None:
         self.written.append(text)

@@ -18,8 +18,7 @@ def recording(print_: str) -> dict[str, object]:
 
 
 def test_a_recording_is_found_from_another_data_directory(settings: Settings, own_user_cache: Path) -> None:
-    assert cache_files.write(settings, NAME, recording("a" * 64))
-    assert (settings.chromadb_path / NAME).is_file()
+    assert cache_files.write(settings, NAME, recording("a" * 64)) == settings.chromadb_path / NAME
     elsewhere = dataclasses.replace(settings, chromadb_path=settings.chromadb_path.parent / "elsewhere")
     assert cache_files.read(elsewhere, NAME, 1, "a" * 64) == recording("a" * 64)
     assert cache_files.read(elsewhere, NAME, 1, "b" * 64) is None, "another fingerprint: not this one"
@@ -32,8 +31,17 @@ def test_an_unwritable_data_directory_still_leaves_the_users_copy(tmp_path: Path
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory", encoding="utf-8")
     unwritable = dataclasses.replace(settings, chromadb_path=blocker / "data")
-    assert cache_files.write(unwritable, NAME, recording("c" * 64)) is False
+    where = cache_files.write(unwritable, NAME, recording("c" * 64))
+    assert where is not None and where.is_relative_to(own_user_cache), "kept in the user's cache instead"
     assert cache_files.read(unwritable, NAME, 1, "c" * 64) == recording("c" * 64)
+
+
+def test_forgetting_leaves_a_newer_recording(settings: Settings, own_user_cache: Path) -> None:
+    cache_files.write(settings, NAME, recording("d" * 64))
+    cache_files.write(settings, NAME, recording("e" * 64))  # another server's, newer
+    cache_files.forget(settings, NAME, "d" * 64)
+    assert cache_files.read(settings, NAME, 1, "e" * 64) == recording("e" * 64)
+    assert cache_files.read(settings, NAME, 1, "d" * 64) is None
 
 
 def test_the_user_cache_keeps_the_newest_recordings(settings: Settings, own_user_cache: Path) -> None:

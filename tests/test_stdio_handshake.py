@@ -8,9 +8,11 @@ hook given to the child through PYTHONPATH) holds back the import of `symbiote.r
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -209,6 +211,57 @@ def test_a_cache_that_disagrees_with_the_sdk_is_dropped(tmp_path: Path, recorded
     assert "differed from the SDK's" in stderr and code == 0
 
 
+def spawn(server: StdioProcess) -> subprocess.Popen[bytes]:
+    """The child with plain pipes, for tests that read (or close) its stdout themselves."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "symbiote", "stdio"], env=server.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
+
+
+def test_every_answer_reaches_a_client_that_reads_late(recorded: Path) -> None:
+    """The client sends, waits, closes its end, and only then reads: the server waits for it, as
+    the SDK alone did, instead of exiting with answers unwritten (about 90 KB, past the pipes' buffers)."""
+    proc = spawn(StdioProcess(recorded))
+    assert proc.stdin is not None and proc.stdout is not None
+    lines = [initialize(), INITIALIZED, request(1, "tools/call", {"name": "memory_stats", "arguments": {}})]
+    lines += [request(10 + i, "tools/list", {}) for i in range(3)] + [request(20 + i, "prompts/get", {"name": "venom_identity"}) for i in range(3)]
+    proc.stdin.write(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
+    proc.stdin.flush()
+    time.sleep(6)  # every request is done by now; the answers wait in the pipes
+    proc.stdin.close()
+    time.sleep(8)  # the input has ended long ago
+    replies = [json.loads(line) for line in proc.stdout.read().splitlines()]
+    assert proc.wait(timeout=30) == 0
+    assert sorted(reply["id"] for reply in replies) == [0, 1, 10, 11, 12, 20, 21, 22]
+    assert all("result" in reply for reply in replies)
+
+
+def test_a_client_that_closes_our_stdout_ends_the_server(recorded: Path) -> None:
+    """As with the SDK alone: the next answer cannot be written, so the server stops instead of
+    going on with work nobody will hear about."""
+    proc = spawn(StdioProcess(recorded))
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(json.dumps(initialize()).encode() + b"\n" + json.dumps(INITIALIZED).encode() + b"\n")
+    proc.stdin.flush()
+    assert json.loads(proc.stdout.readline())["id"] == 0
+    proc.stdout.close()
+    with contextlib.suppress(BrokenPipeError):
+        for index in range(10):
+            proc.stdin.write(json.dumps(request(100 + index, "tools/call", {"name": "memory_stats", "arguments": {}})).encode() + b"\n")
+            proc.stdin.flush()
+            time.sleep(0.5)
+    assert proc.wait(timeout=30) == 1, "stopped on the broken pipe, as the SDK alone does"
+
+
+def test_ctrl_c_ends_the_session_cleanly(recorded: Path) -> None:
+    """Ctrl+C in a terminal running `symbiote stdio` ends the session as a closed stdin does."""
+    server = StdioProcess(recorded).start()
+    assert server.ask([initialize(), INITIALIZED, request(1, "tools/call", {"name": "memory_stats", "arguments": {}})])[1]["result"]
+    assert server.proc is not None
+    server.proc.send_signal(signal.SIGINT)
+    assert server.proc.wait(timeout=20) == 0
+
+
 def test_a_new_data_directory_is_answered_from_the_user_cache(tmp_path: Path, recorded: Path, own_user_cache: Path) -> None:
     assert list(own_user_cache.glob("symbiote/handshake-stdio-*.json")), "setup's recording is kept per user too"
     gate = tmp_path / "gate"
@@ -271,7 +324,7 @@ def test_initialize_is_answered_and_still_passed_on() -> None:
     answer = opening.answer(line(initialize("abc")))
     assert answer.forward and answer.suppress_id == "abc"
     assert answer.reply is not None and json.loads(answer.reply)["id"] == "abc"
-    assert opening.answer(line(INITIALIZED)) == stdio_handshake.Answer(None, True)
+    assert opening.answer(line(INITIALIZED)) == stdio_handshake.PASS_ON and opening.open
     listed = opening.answer(line(request(9, "tools/list")))
     assert not listed.forward and listed.reply is not None and json.loads(listed.reply)["id"] == 9
 
