@@ -1,0 +1,59 @@
+"""The keyword index's rowids (`symbiote.lexical`): a memory's fts row and docs row share one."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from symbiote.lexical import SCHEMA_VERSION, LexicalIndex
+
+MEMORIES = [
+    ("mem_1", 1_000, "Caroline adopted a dog named Biscuit"),
+    ("mem_2", 2_000, "We moved the Postgres migration to Friday"),
+    ("mem_3", 3_000, "Biscuit the dog hates thunderstorms"),
+    ("mem_4", 4_000, "The Lisbon trip is booked for May"),
+]
+
+
+def old_index(path: Path) -> None:
+    """An index as written before schema version 1: fts rows numbered on their own (here in
+    reverse order, so no rowid matches its docs row)."""
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE docs (memory_id TEXT PRIMARY KEY, created_us INTEGER NOT NULL, body TEXT NOT NULL)")
+    conn.execute(
+        "CREATE VIRTUAL TABLE fts USING fts5(memory_id UNINDEXED, body, ctx, tokenize='porter unicode61 remove_diacritics 2')"
+    )
+    for memory_id, created_us, body in MEMORIES:
+        conn.execute("INSERT INTO docs VALUES (?, ?, ?)", (memory_id, created_us, body))
+    for memory_id, _created_us, body in reversed(MEMORIES):
+        conn.execute("INSERT INTO fts(memory_id, body, ctx) VALUES (?, ?, '')", (memory_id, body))
+    conn.commit()
+    conn.close()
+
+
+def test_an_index_from_before_is_aligned_at_open_and_finds_the_same_memories(tmp_path: Path) -> None:
+    path = tmp_path / "keywords.sqlite3"
+    old_index(path)
+    index = LexicalIndex(path)
+    assert index._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert {m.memory_id for m in index.search("what is Biscuit afraid of?", 10)} == {"mem_1", "mem_3"}
+    assert index.search_words(["postgres"], 5)[0].memory_id == "mem_2"
+    assert index.search("Lisbon", 5, after_us=3_500)[0].memory_id == "mem_4"
+    assert index.search("Lisbon", 5, before_us=3_500) == []
+    coverage = index.coverage("Biscuit thunderstorms", ["mem_1", "mem_3", "mem_4", "mem_missing"])
+    assert coverage["mem_3"] == 1.0 and 0 < coverage["mem_1"] < 1.0 and coverage["mem_4"] == 0.0 == coverage["mem_missing"]
+    rows = index._conn.execute("SELECT count(*) FROM docs JOIN fts ON fts.rowid = docs.rowid AND fts.memory_id = docs.memory_id")
+    assert rows.fetchone()[0] == len(MEMORIES)
+
+
+def test_writes_and_deletes_keep_the_rowids_shared(tmp_path: Path) -> None:
+    index = LexicalIndex(tmp_path / "keywords.sqlite3")
+    with index.transaction() as tx:
+        for memory in MEMORIES:
+            tx.add(*memory)
+    with index.transaction() as tx:
+        tx.delete("mem_2")
+        tx.add("mem_5", 5_000, "Marco fixed the Postgres replica")
+    assert [m.memory_id for m in index.search("postgres", 5)] == ["mem_5"]
+    reopened = LexicalIndex(tmp_path / "keywords.sqlite3")
+    assert reopened._aligned() and {m.memory_id for m in reopened.search("dog Biscuit", 5)} == {"mem_1", "mem_3"}
