@@ -56,4 +56,4 @@ def test_writes_and_deletes_keep_the_rowids_shared(tmp_path: Path) -> None:
         tx.add("mem_5", 5_000, "Marco fixed the Postgres replica")
     assert [m.memory_id for m in index.search_words(["postgres"], 5, body_only=True)] == ["mem_5"]  # not mem_2, deleted
     reopened = LexicalIndex(tmp_path / "keywords.sqlite3")
-    assert reopened._aligned() and {m.memory_id for m in reopened.search("dog Biscuit", 5)} == {"mem_1", "mem_3"}
+    assert reopened._aligned() and {m.memory_id for m in reopened.search_words(["dog", "biscuit"], 5, body_only=True)} == {"mem_1", "mem_3"}
