@@ -1,0 +1,84 @@
+"""Interleaved A/B of search latency: two checkouts, the same data, alternating server starts.
+
+This machine's speed moves by 20-40 % from hour to hour, so a before/after comparison is only
+fair when both run in the same minutes. Each round starts `symbiote serve` from one checkout
+(`PYTHONPATH=<checkout>`), warms it with 20 searches, waits 4 s, then times 120 distinct
+searches with the MCP SDK client over HTTP; the next round starts the other checkout.
+
+Usage: .venv/bin/python benchmarks/ab_search.py OLD_CHECKOUT,NEW_CHECKOUT ROUNDS DATA_DIR
+  e.g. git worktree add /tmp/old f769dba && ln -s "$PWD/models" /tmp/old/models
+       .venv/bin/python benchmarks/ab_search.py /tmp/old,"$PWD" 4 /tmp/data-with-10000-memories
+(compile both checkouts first, `python -m compileall -q symbiote`, if PYTHONDONTWRITEBYTECODE is set).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from mcp import Client
+
+ROOT = Path(__file__).resolve().parent.parent
+WORDS = "project deadline coffee react python garden sister trip berlin budget meeting guitar running book movie dinner".split()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def one_round(checkout: str, seed: int, data: str) -> list[float]:
+    port = free_port()
+    env = {**os.environ, "CHROMADB_PATH": data, "PORT": str(port), "LOG_LEVEL": "WARNING", "HF_HUB_OFFLINE": "1", "PYTHONPATH": checkout}
+    proc = subprocess.Popen([sys.executable, "-m", "symbiote", "serve"], env=env, stderr=subprocess.DEVNULL, cwd=checkout)
+    try:
+        while True:
+            try:
+                _reader, writer = await asyncio.open_connection("127.0.0.1", port)
+                writer.close()
+                break
+            except OSError:
+                await asyncio.sleep(0.05)
+        rng = random.Random(seed)
+        latencies: list[float] = []
+        async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+            for i in range(20):
+                await client.call_tool("search_memory", {"query": f"warm {i} {rng.choice(WORDS)}"})
+            await asyncio.sleep(4)
+            for i in range(120):
+                query = " ".join(rng.choice(WORDS) for _ in range(4)) + f" {i}"
+                started = time.perf_counter()
+                result = await client.call_tool("search_memory", {"query": query})
+                latencies.append(time.perf_counter() - started)
+                assert not result.is_error, result.content
+        return latencies
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait()
+
+
+async def main() -> None:
+    checkouts, rounds, data = sys.argv[1].split(","), int(sys.argv[2]), sys.argv[3]
+    results: dict[str, list[float]] = {checkout: [] for checkout in checkouts}
+    for index in range(rounds):
+        for checkout in checkouts if index % 2 == 0 else checkouts[::-1]:
+            results[checkout] += await one_round(checkout, index, data)
+    for checkout, values in results.items():
+        ordered = sorted(values)
+        print(
+            f"{checkout}: search p50 {statistics.median(ordered) * 1000:.1f} ms, "
+            f"p95 {ordered[int(len(ordered) * 0.95)] * 1000:.1f} ms, n={len(ordered)}"
+        )
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
