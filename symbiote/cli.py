@@ -373,12 +373,7 @@ def _record_http_handshake(settings: Settings) -> int:
             return await handshake.record(app, print_)
 
     cache = asyncio.run(ask())
-    where = cache.save(settings)
-    if where is None:
-        print(f"symbiote: could not write {handshake.cache_path(settings)} (nor the user's cache directory)", file=sys.stderr)
-        return 1
-    print(f"recorded {len(cache.replies)} HTTP handshake answers in {where}")
-    return 0
+    return _report_saved("HTTP", len(cache.replies), cache.save(settings), handshake.cache_path(settings))
 
 
 def _record_stdio_handshake(settings: Settings) -> int:
@@ -402,11 +397,15 @@ def _record_stdio_handshake(settings: Settings) -> int:
         cache = anyio.run(stdio_handshake.record, runtime.server, print_)
     finally:
         runtime.engine.close()
-    where = cache.save(settings)
+    return _report_saved("stdio", len(cache.replies), cache.save(settings), stdio_handshake.cache_path(settings))
+
+
+def _report_saved(kind: str, answers: int, where: Path | None, wanted: Path) -> int:
+    """record-handshake's last word on one cache: where it went, or that it went nowhere (1)."""
     if where is None:
-        print(f"symbiote: could not write {stdio_handshake.cache_path(settings)} (nor the user's cache directory)", file=sys.stderr)
+        print(f"symbiote: could not write {wanted} (nor the user's cache directory)", file=sys.stderr)
         return 1
-    print(f"recorded {len(cache.replies)} stdio handshake answers in {where}")
+    print(f"recorded {answers} {kind} handshake answers in {where}")
     return 0
 
 

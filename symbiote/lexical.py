@@ -142,13 +142,14 @@ class LexicalIndex:
     def _aligned(self) -> bool:
         """Same number of rows, and the newest rows agree (rowids are only ever appended)."""
         conn = self._conn
-        if conn.execute("SELECT count(*) FROM docs").fetchone()[0] != conn.execute("SELECT count(*) FROM fts").fetchone()[0]:
+        docs = int(conn.execute("SELECT count(*) FROM docs").fetchone()[0])
+        if docs != conn.execute("SELECT count(*) FROM fts").fetchone()[0]:
             return False
         newest = conn.execute(
             "SELECT count(*) FROM (SELECT rowid, memory_id FROM docs ORDER BY rowid DESC LIMIT 3) AS d "
             "JOIN fts ON fts.rowid = d.rowid AND fts.memory_id = d.memory_id"
         ).fetchone()[0]
-        return int(newest) == min(3, conn.execute("SELECT count(*) FROM docs").fetchone()[0])
+        return int(newest) == min(3, docs)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[LexicalTransaction]:
