@@ -177,8 +177,16 @@ class WarmModel:
 
 
 def load_warm(model_dir: Path, texts: Sequence[str]) -> WarmModel:
-    """`load_embedder`, then embed `texts`: all the model work the first search would wait for."""
+    """`load_embedder`, then the vectors of `texts`: all the model work the first search would
+    wait for. Vectors stored beside the model (`symbiote.warm_vectors`) are read, not computed;
+    computed ones are stored there for the next start."""
+    from symbiote import warm_vectors
+
     model = load_embedder(model_dir)
     unique = list(dict.fromkeys(texts))
-    vectors = model.embed(unique) if unique else []
-    return WarmModel(model, dict(zip(unique, vectors)))
+    known = warm_vectors.read(model_dir, unique)
+    missing = [text for text in unique if text not in known]
+    if missing:
+        known.update(zip(missing, model.embed(missing)))
+        warm_vectors.write(model_dir, {text: known[text] for text in unique})
+    return WarmModel(model, {text: known[text] for text in unique})

@@ -27,8 +27,11 @@ log = logging.getLogger(__name__)
 
 
 def load_embedder(model_dir: Path) -> Embedder | WarmModel:
-    """The model `symbiote.preload` began loading at process start, else loaded now."""
-    return preload.take(model_dir) or embeddings.load_embedder(model_dir)
+    """The model `symbiote.preload` began loading at process start, else loaded now, with the
+    topic questions' vectors (every search needs them)."""
+    from symbiote.topics import TopicIndex
+
+    return preload.take(model_dir) or embeddings.load_warm(model_dir, TopicIndex.questions())
 
 
 def store_host(settings: Settings) -> StoreProcess | None:

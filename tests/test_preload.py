@@ -22,7 +22,9 @@ def test_the_runtime_takes_the_preloaded_model_once(model_dir: Path) -> None:
     assert list(taken.vectors) == list(dict.fromkeys(questions))
     fresh = taken.model.embed(questions[:3])
     assert np.allclose(np.stack([taken.vectors[q] for q in questions[:3]]), fresh, atol=1e-6)
-    assert not isinstance(runtime_load(model_dir), WarmModel)  # taken once; then loaded as before
+    again = runtime_load(model_dir)  # taken once; then loaded again, with the questions' vectors
+    assert isinstance(again, WarmModel) and again.model is not taken.model
+    assert np.allclose(np.stack([again.vectors[q] for q in questions[:3]]), fresh, atol=1e-6)
 
 
 def test_a_failed_preload_leaves_the_error_to_the_runtimes_own_load(tmp_path: Path) -> None:
