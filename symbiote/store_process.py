@@ -144,7 +144,9 @@ def child_main(fd: int) -> None:
     from symbiote.startup import collector_paused
 
     with collector_paused():  # Chroma's import is mostly allocation: 10 % faster without the collector
-        import chromadb  # noqa: F401  - now, while the server is still importing its own modules
+        from symbiote.chroma_client import import_chromadb
+
+        import_chromadb()  # now, while the server is still importing its own modules
 
     objects: dict[int, Any] = {}
     while True:
