@@ -5,7 +5,9 @@ fair when both run in the same minutes. Each round starts `symbiote serve` from 
 (`PYTHONPATH=<checkout>`), warms it with 20 searches, waits 4 s, then times 120 distinct
 searches with the MCP SDK client over HTTP; the next round starts the other checkout.
 
-Usage: .venv/bin/python benchmarks/ab_search.py OLD_CHECKOUT,NEW_CHECKOUT ROUNDS DATA_DIR
+Usage: .venv/bin/python benchmarks/ab_search.py OLD_CHECKOUT,NEW_CHECKOUT ROUNDS DATA_DIR [bench_core]
+With `bench_core` the queries are bench_core.py's (for a data directory bench_core filled: its
+vocabulary is small, so each query's keywords match thousands of memories).
   e.g. git worktree add /tmp/old f769dba && ln -s "$PWD/models" /tmp/old/models
        .venv/bin/python benchmarks/ab_search.py /tmp/old,"$PWD" 4 /tmp/data-with-10000-memories
 (compile both checkouts first, `python -m compileall -q symbiote`, if PYTHONDONTWRITEBYTECODE is set).
@@ -36,7 +38,16 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-async def one_round(checkout: str, seed: int, data: str) -> list[float]:
+def make_query(rng: random.Random, i: int, style: str) -> str:
+    if style == "bench_core":
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        from bench_core import synthetic_query
+
+        return synthetic_query(10_000 + i, rng)
+    return " ".join(rng.choice(WORDS) for _ in range(4)) + f" {i}"
+
+
+async def one_round(checkout: str, seed: int, data: str, style: str = "ab") -> list[float]:
     port = free_port()
     env = {**os.environ, "CHROMADB_PATH": data, "PORT": str(port), "LOG_LEVEL": "WARNING", "HF_HUB_OFFLINE": "1", "PYTHONPATH": checkout}
     proc = subprocess.Popen([sys.executable, "-m", "symbiote", "serve"], env=env, stderr=subprocess.DEVNULL, cwd=checkout)
@@ -55,7 +66,7 @@ async def one_round(checkout: str, seed: int, data: str) -> list[float]:
                 await client.call_tool("search_memory", {"query": f"warm {i} {rng.choice(WORDS)}"})
             await asyncio.sleep(4)
             for i in range(120):
-                query = " ".join(rng.choice(WORDS) for _ in range(4)) + f" {i}"
+                query = make_query(rng, i, style)
                 started = time.perf_counter()
                 result = await client.call_tool("search_memory", {"query": query})
                 latencies.append(time.perf_counter() - started)
@@ -68,10 +79,11 @@ async def one_round(checkout: str, seed: int, data: str) -> list[float]:
 
 async def main() -> None:
     checkouts, rounds, data = sys.argv[1].split(","), int(sys.argv[2]), sys.argv[3]
+    style = sys.argv[4] if len(sys.argv) > 4 else "ab"
     results: dict[str, list[float]] = {checkout: [] for checkout in checkouts}
     for index in range(rounds):
         for checkout in checkouts if index % 2 == 0 else checkouts[::-1]:
-            results[checkout] += await one_round(checkout, index, data)
+            results[checkout] += await one_round(checkout, index, data, style)
     for checkout, values in results.items():
         ordered = sorted(values)
         print(

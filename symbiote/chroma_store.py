@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -88,6 +89,9 @@ class ChromaMemoryStore:
         self._client = client
         self._data_path = data_path
         self._lexical = lexical
+        # A search's keyword-index reads run here, beside its Chroma calls: SQLite lets go of the
+        # GIL while it works, Chroma's bindings hold it for a whole call (`retrieve`, `coverage_and_get`).
+        self._beside = ThreadPoolExecutor(1, thread_name_prefix="symbiote-keywords")
         identity = {"embedding_model": model_name, "embedding_dim": dimension}
         config = {"hnsw": {"space": "cosine"}}
         self._memories = client.get_or_create_collection(
@@ -101,6 +105,7 @@ class ChromaMemoryStore:
 
     def close(self) -> None:
         """Close the Chroma client (e.g. before reopening the store to see another writer's changes)."""
+        self._beside.shutdown(wait=True)
         close = getattr(self._client, "close", None)
         if callable(close):
             try:
@@ -312,8 +317,10 @@ class ChromaMemoryStore:
         self, text: str, coverage_ids: Sequence[str], get_ids: Sequence[str]
     ) -> tuple[dict[str, float], dict[str, StoredMemory]]:
         """A search's second stage in one call: keyword coverage of the leading candidates, and
-        the likely results themselves."""
-        return self.coverage(text, coverage_ids), self.get(get_ids)
+        the likely results themselves; the coverage is worked out while Chroma fetches."""
+        coverage = self._beside.submit(self.coverage, text, coverage_ids)
+        found = self.get(get_ids)
+        return coverage.result(), found
 
     def retrieve(
         self, vector: np.ndarray, text: str | None, k: int, topic_words: Sequence[str], topic_k: int,
@@ -321,9 +328,11 @@ class ChromaMemoryStore:
     ) -> tuple[list[Match], list[KeywordMatch], list[KeywordMatch]]:
         """A search's first stage in one call (one trip to the store process, one wait behind a write):
         nearest by vector, by keywords (text None: none, the caller has them), and by the vague
-        question's topic words (none: empty)."""
-        members = self.keyword_words(topic_words, topic_k, where) if topic_words else []
-        return self.nearest(vector, k, where), self.keyword(text, k, where) if text is not None else [], members
+        question's topic words (none: empty). The keyword searches run while Chroma searches."""
+        members = self._beside.submit(self.keyword_words, topic_words, topic_k, where) if topic_words else None
+        keyword = self._beside.submit(self.keyword, text, k, where) if text is not None else None
+        nearest = self.nearest(vector, k, where)
+        return nearest, keyword.result() if keyword else [], members.result() if members else []
 
     def count_from(self, conversation_id: str, since_us: int) -> int:
         got = self._memories.get(
