@@ -103,7 +103,7 @@ async def main() -> None:
     try:
         for _ in range(300):
             try:
-                if httpx.get(f"http://127.0.0.1:{port}/health").json()["store"] == "ready":
+                if httpx.get(f"http://127.0.0.1:{port}/health").json()["store"] in ("ready", "not_created"):
                     break
             except httpx.HTTPError:
                 pass

@@ -281,7 +281,7 @@ class Server:
                 raise RuntimeError(f"server exited with {self.proc.returncode}; see {self.log_path}")
             with contextlib.suppress(httpx.HTTPError, ValueError):
                 health = httpx.get(self.url + "/health", timeout=5).json()
-                if health.get("store") == "ready":
+                if health.get("store") in ("ready", "not_created"):
                     return time.monotonic() - started
                 if health.get("store") == "unavailable":
                     raise RuntimeError(f"store unavailable after restart: {health}")

@@ -152,10 +152,17 @@ def _prestart(settings: Settings) -> None:
     where a client waits for the build itself, loading the model beside it would delay it.)"""
     if not settings.chroma_host and settings.store_process:
         from symbiote.embeddings import MODEL_DIMENSION, MODEL_NAME
+        from symbiote.errors import StoreUnavailableError
+        from symbiote.storage import embedded_store_exists
         from symbiote.store_process import prestart
 
-        # With a file share the store may be opened only under the writer lease: not before.
-        prestart(settings.chromadb_path, None if settings.share else ("memories", MODEL_NAME, MODEL_DIMENSION))
+        # With a file share the store may be opened only under the writer lease: not before. A
+        # store that does not exist yet is created on the first memory operation, not now.
+        try:
+            opens = not settings.share and embedded_store_exists(settings.chromadb_path)
+        except StoreUnavailableError:
+            opens = False  # the engine's warm-up reports it
+        prestart(settings.chromadb_path, ("memories", MODEL_NAME, MODEL_DIMENSION) if opens else None)
 
 
 def _serve_stdio(settings: Settings) -> int:

@@ -129,8 +129,14 @@ class MemoryEngine:
         policy: EnginePolicy | None = None,
         space: DiskSpace | None = None,
         on_close: Callable[[], None] | None = None,
+        store_exists: Callable[[], bool] | None = None,
     ) -> None:
+        """`store_exists` (blocking; may raise a SymbioteError saying the store cannot be created):
+        given, the warm-up opens only a store that exists, and creating one waits for the first
+        memory operation."""
         self._embedder = embedder
+        self._store_exists = store_exists
+        self._absent = False  # the warm-up found no store yet: none is created until it is used
         self._space = space
         self._on_close = on_close  # e.g. end the memory store's process (symbiote.store_process)
         self._open_store = open_store
@@ -153,11 +159,11 @@ class MemoryEngine:
     # -- lifecycle -------------------------------------------------------------------------
 
     async def warm_up(self) -> None:
-        """Open the store and load the model now rather than on the first request.
+        """Open the store (if it exists yet) and load the model now rather than on the first request.
 
         With RETENTION_DAYS set it then stays on as the daily retention cleanup (cancel it at shutdown).
         """
-        results = await asyncio.gather(self._store_or_raise(), self._topic_index(), return_exceptions=True)
+        results = await asyncio.gather(self._open_if_created(), self._topic_index(), return_exceptions=True)
         for result in results:
             if isinstance(result, BaseException):
                 log.warning("memory warm-up incomplete: %s", result)
@@ -168,18 +174,37 @@ class MemoryEngine:
                 log.error("retention cleanup failed: %s", exc)
             await asyncio.sleep(RETENTION_INTERVAL_SECONDS)
 
+    async def _open_if_created(self) -> None:
+        """Open the store if it exists. Chroma creates one only on the first memory operation;
+        one that could not be created is reported now (health), without creating anything."""
+        if self._store_exists is not None and self._store is None:
+            try:
+                exists = await self._run(self._store_exists)
+            except SymbioteError as exc:
+                self._store_error = str(exc)
+                log.error("memory store unavailable: %s", exc)
+                return
+            if not exists:
+                self._absent = True
+                log.info("no memory store yet: it is created on the first memory operation")
+                return
+        await self._store_or_raise()
+
     def status(self) -> dict[str, Any]:
-        """Health facts without touching the disk: ready, starting, or unavailable (and why)."""
+        """Health facts without touching the disk: ready, not created yet, starting, or unavailable (and why)."""
         if self._store is not None:
             return {"store": "ready", "model_loaded": self._embedder.loaded}
         if self._store_error:
             return {"store": "unavailable", "error": self._store_error, "model_loaded": self._embedder.loaded}
+        if self._absent:
+            return {"store": "not_created", "model_loaded": self._embedder.loaded}
         return {"store": "not_opened", "model_loaded": self._embedder.loaded}
 
     async def count(self) -> int | None:
-        """Number of memories, or None when the store is not open. For health: never queued behind writes."""
+        """Number of memories: 0 before the store is created, None while it cannot be read. For
+        health: never queued behind writes."""
         if self._store is None:
-            return None
+            return 0 if self._absent and not self._store_error else None
         try:
             return await self._run(self._store.count, urgent=True)
         except Exception:  # health must never fail because of a count
@@ -653,6 +678,7 @@ class MemoryEngine:
                 try:
                     self._store = await self._run(self._open_store, MODEL_NAME, MODEL_DIMENSION)
                     self._store_error = None
+                    self._absent = False
                     log.info("memory store opened")
                 except StoreDamagedError as exc:
                     self._damaged = exc

@@ -20,7 +20,7 @@ from symbiote.history import ConversationHistory, HistoryStore, open_history_sto
 from symbiote.history_tools import HistoryServices, register_history_tools
 from symbiote.personality import Personality, load
 from symbiote.server import SymbioteMCP, build_server
-from symbiote.storage import MemoryStore, open_embedded_store, open_server_store
+from symbiote.storage import MemoryStore, embedded_store_exists, open_embedded_store, open_server_store
 from symbiote.store_process import StoreProcess, for_path
 
 log = logging.getLogger(__name__)
@@ -123,7 +123,13 @@ def build_runtime(settings: Settings) -> Runtime:
 
     embedder = AsyncEmbedder(lambda: load_embedder(settings.model_dir), cache_size=settings.embed_cache_size)
     engine = MemoryEngine(
-        embedder, open_store, engine_policy(settings), disk_space(settings), on_close=host.close if host else None
+        embedder,
+        open_store,
+        engine_policy(settings),
+        disk_space(settings),
+        on_close=host.close if host else None,
+        # The embedded store is created on the first memory operation, not at start.
+        store_exists=None if chroma_server is not None else lambda: embedded_store_exists(settings.chromadb_path),
     )
     history = history_services(
         settings, embedder, engine, ChromaClients(chroma_server, settings.chromadb_path), host=host

@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import logging
+import os
 import re
 import shutil
 import time
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from symbiote.lexical import KeywordMatch, LexicalIndex
 
 LEXICAL_FILE = "symbiote_keywords.sqlite3"
+CHROMA_FILE = "chroma.sqlite3"  # an embedded Chroma store exists once this file does
 
 
 def content_hash(content: str) -> str:
@@ -127,6 +129,29 @@ class MemoryStore(Protocol):
         ...
 
     def size_bytes(self) -> int: ...
+
+
+def embedded_store_exists(path: Path) -> bool:
+    """Whether the embedded store at `path` has been created yet; asking creates nothing.
+
+    Where it has not, and could not be (a file in the way, a directory we may not write, a
+    read-only file system), this says so now: StoreUnavailableError with what to fix.
+    """
+    if (path / CHROMA_FILE).is_file():
+        return True
+    nearest = path
+    while not nearest.exists() and nearest.parent != nearest:  # the directory it would be made in
+        nearest = nearest.parent
+    if not nearest.is_dir():
+        problem = f"{str(nearest)!r} is a file, not a directory"
+    elif not os.access(nearest, os.W_OK | os.X_OK):
+        problem = f"{str(nearest)!r} does not let this server write"
+    else:
+        return False
+    raise StoreUnavailableError(
+        f"The memory store directory {str(path)!r} is not writable ({problem}). "
+        "Fix its permissions or set CHROMADB_PATH to a writable directory."
+    )
 
 
 def open_embedded_store(path: Path, model_name: str, dimension: int) -> "ChromaMemoryStore":

@@ -65,7 +65,7 @@ class ServerProcess:
                 raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.log()}")
             try:
                 health = httpx.get(f"{self.base_url}/health", timeout=2).json()
-                if not wait_ready or health["store"] in ("ready", "unavailable"):
+                if not wait_ready or health["store"] in ("ready", "not_created", "unavailable"):
                     return self
             except httpx.HTTPError:
                 pass

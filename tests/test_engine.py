@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 from pathlib import Path
 from typing import AsyncIterator
@@ -189,6 +190,25 @@ async def test_unwritable_path_is_reported_then_recovers(tmp_path: Path, setting
         assert (await runtime.engine.store("hello")).memory_id
     finally:
         runtime.engine.close()
+
+
+async def test_warm_up_opens_an_existing_store_but_creates_none(tmp_path: Path, settings: Settings) -> None:
+    fresh = dataclasses.replace(settings, chromadb_path=tmp_path / "new" / "data")
+    runtime = build_runtime(fresh)
+    try:
+        await runtime.engine.warm_up()
+        assert runtime.engine.status()["store"] == "not_created" and await runtime.engine.count() == 0
+        assert not (tmp_path / "new").exists()  # not even the directory
+        assert (await runtime.engine.search("anything stored?")).results == []  # a memory operation creates it
+        assert (fresh.chromadb_path / "chroma.sqlite3").is_file() and runtime.engine.status()["store"] == "ready"
+    finally:
+        runtime.engine.close()
+    again = build_runtime(fresh)
+    try:
+        await again.engine.warm_up()
+        assert again.engine.status()["store"] == "ready"  # it exists now: opened at start
+    finally:
+        again.engine.close()
 
 
 async def test_path_that_is_a_file_is_reported_then_recovers(tmp_path: Path, settings: Settings) -> None:
