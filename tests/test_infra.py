@@ -428,6 +428,16 @@ def test_serve_target_start_command_and_healthcheck(image_root):
             headers={"accept": "application/json, text/event-stream", "content-type": "application/json"},
         )
         assert response.status_code == 200 and response.json()["result"]["serverInfo"]["name"] == "symbiote"
+        store = {
+            "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "store_memory", "arguments": {"content": "The image keeps its data on the mount"}},
+        }
+        response = httpx.post(
+            f"http://127.0.0.1:{port}/mcp", json=store, timeout=60,
+            headers={"accept": "application/json, text/event-stream", "content-type": "application/json",
+                     "mcp-protocol-version": "2025-06-18"},
+        )
+        assert response.status_code == 200 and response.json()["result"]["isError"] is False, response.text
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -436,4 +446,5 @@ def test_serve_target_start_command_and_healthcheck(image_root):
             proc.kill()
             proc.wait(10)
     assert proc.returncode == 0
-    assert (image_root["/mnt/symbiote"] / "chroma" / "chroma.sqlite3").is_file()  # data on the mount path
+    # Chroma is created by the first memory operation, on the mount path.
+    assert (image_root["/mnt/symbiote"] / "chroma" / "chroma.sqlite3").is_file()
