@@ -28,6 +28,8 @@ from pathlib import Path
 
 from mcp import Client
 
+from bench_core import synthetic_query  # this directory is on sys.path when run as a script
+
 ROOT = Path(__file__).resolve().parent.parent
 WORDS = "project deadline coffee react python garden sister trip berlin budget meeting guitar running book movie dinner".split()
 
@@ -40,9 +42,6 @@ def free_port() -> int:
 
 def make_query(rng: random.Random, i: int, style: str) -> str:
     if style == "bench_core":
-        sys.path.insert(0, str(ROOT / "benchmarks"))
-        from bench_core import synthetic_query
-
         return synthetic_query(10_000 + i, rng)
     return " ".join(rng.choice(WORDS) for _ in range(4)) + f" {i}"
 

@@ -50,8 +50,7 @@ def import_chromadb() -> Any:
     import_numpy()
     if "chromadb" not in sys.modules:
         with _unchecked_overrides():
-            import chromadb
-            import chromadb.api.rust  # noqa: F401 - the embedded client's classes, also decorated
+            import chromadb.api.rust  # noqa: F401 - chromadb, and the embedded client's classes
     import chromadb
 
     return chromadb

@@ -148,7 +148,11 @@ def embedded_store_exists(path: Path) -> bool:
         problem = f"{str(nearest)!r} does not let this server write"
     else:
         return False
-    raise StoreUnavailableError(
+    raise _not_writable(path, problem)
+
+
+def _not_writable(path: Path, problem: str) -> StoreUnavailableError:
+    return StoreUnavailableError(
         f"The memory store directory {str(path)!r} is not writable ({problem}). "
         "Fix its permissions or set CHROMADB_PATH to a writable directory."
     )
@@ -168,10 +172,7 @@ def open_embedded_store(path: Path, model_name: str, dimension: int) -> "ChromaM
                 "(Chroma cannot open a store read-only). Remount it read-write or set CHROMADB_PATH elsewhere; "
                 "the stored memories are untouched."
             ) from exc
-        raise StoreUnavailableError(
-            f"The memory store directory {str(path)!r} is not writable ({exc.strerror or exc}). "
-            "Fix its permissions or set CHROMADB_PATH to a writable directory."
-        ) from exc
+        raise _not_writable(path, str(exc.strerror or exc)) from exc
     from symbiote.chroma_client import embedded_client
     from symbiote.chroma_store import ChromaMemoryStore
 
