@@ -19,7 +19,6 @@ import asyncio
 import os
 import random
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -29,15 +28,11 @@ from pathlib import Path
 from mcp import Client
 
 from bench_core import synthetic_query  # this directory is on sys.path when run as a script
+from ports import free_port, wait_listening
 
 ROOT = Path(__file__).resolve().parent.parent
 WORDS = "project deadline coffee react python garden sister trip berlin budget meeting guitar running book movie dinner".split()
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def make_query(rng: random.Random, i: int, style: str) -> str:
@@ -51,13 +46,7 @@ async def one_round(checkout: str, seed: int, data: str, style: str = "ab") -> l
     env = {**os.environ, "CHROMADB_PATH": data, "PORT": str(port), "LOG_LEVEL": "WARNING", "HF_HUB_OFFLINE": "1", "PYTHONPATH": checkout}
     proc = subprocess.Popen([sys.executable, "-m", "symbiote", "serve"], env=env, stderr=subprocess.DEVNULL, cwd=checkout)
     try:
-        while True:
-            try:
-                _reader, writer = await asyncio.open_connection("127.0.0.1", port)
-                writer.close()
-                break
-            except OSError:
-                await asyncio.sleep(0.05)
+        await wait_listening(port, 0.05)
         rng = random.Random(seed)
         latencies: list[float] = []
         async with Client(f"http://127.0.0.1:{port}/mcp") as client:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,14 +23,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import calibration  # noqa: E402
 import retrieval_lab  # noqa: E402
 from locomo import Server, structured  # noqa: E402
+from ports import free_port  # noqa: E402
 
 SEED_MEMORY = "I'm working on a React app with TypeScript and authentication"
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def run(min_relevance: float | None, verbose: bool) -> None:

@@ -17,7 +17,6 @@ import asyncio
 import os
 import random
 import signal
-import socket
 import statistics
 import subprocess
 import tempfile
@@ -26,6 +25,8 @@ from pathlib import Path
 
 import httpx
 from mcp import Client
+
+from ports import free_port  # this directory is on sys.path when run as a script
 
 ROOT = Path(__file__).resolve().parent.parent
 PEOPLE = ["Sarah", "my brother", "the team lead", "Dr. Patel", "my landlord", "Marco", "the client", "Aiko"]
@@ -56,11 +57,6 @@ def synthetic_query(i: int, rng: random.Random) -> str:
         ]
     )
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def pct(values: list[float], q: float) -> float:

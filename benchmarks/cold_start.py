@@ -20,7 +20,6 @@ import argparse
 import asyncio
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import tempfile
@@ -31,13 +30,10 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from ports import free_port, wait_listening  # this directory is on sys.path when run as a script
+
 ROOT = Path(__file__).resolve().parent.parent
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def one_run(data: Path, linger: bool = False, cold_client: bool = False) -> tuple[float, float, float]:
@@ -58,15 +54,7 @@ async def one_run(data: Path, linger: bool = False, cold_client: bool = False) -
     proc = subprocess.Popen([str(ROOT / ".venv/bin/symbiote"), "serve"], env=env, stderr=subprocess.DEVNULL)
     try:
         url = f"http://127.0.0.1:{port}/mcp"
-        while True:  # a client retrying its connection, as Claude's connector does
-            # A bare TCP connect: building an httpx client per attempt costs more CPU than the
-            # server's own start on this 2-core machine, and would be measured as the server's.
-            try:
-                _reader, writer = await asyncio.open_connection("127.0.0.1", port)
-                writer.close()
-                break
-            except OSError:
-                await asyncio.sleep(0.02)
+        await wait_listening(port)
         async with http or http_client() as client_http:
             async with Client(streamable_http_client(url, http_client=client_http)) as client:
                 initialized = time.perf_counter() - started

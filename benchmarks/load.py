@@ -56,7 +56,6 @@ import random
 import resource
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -73,6 +72,8 @@ import httpx2
 from mcp import Client
 from mcp.client.sse import sse_client
 
+from ports import free_port  # this directory is on sys.path when run as a script
+
 ROOT = Path(__file__).resolve().parent.parent
 CALL_TIMEOUT = 120.0
 SSE_TIMEOUT = 5.0  # sse_client's connect/write/pool timeout for the message POSTs (the SDK's default)
@@ -83,11 +84,6 @@ TICKS = os.sysconf("SC_CLK_TCK")
 
 # -- small helpers -------------------------------------------------------------------------------
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def loadavg() -> str:

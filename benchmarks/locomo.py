@@ -21,7 +21,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -31,6 +30,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ports import free_port  # this directory is on sys.path when run as a script
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = (ROOT / ".." / "shared" / "data" / "locomo-dev").resolve()
@@ -92,11 +93,6 @@ def load_conversation(path: Path) -> Conversation:
     ]
     return Conversation(path.name, turns, questions)
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass

@@ -59,8 +59,8 @@ def read(settings: Settings, name: str, form: int, print_: str) -> dict[str, Any
 def write(settings: Settings, name: str, data: dict[str, Any]) -> Path | None:
     """Write to both places, each atomically; where it was written first (None: nowhere)."""
     paths = locations(settings, name, str(data["fingerprint"]))
-    text = json.dumps(data)
-    written = [path for path in paths if _write(path, text)]
+    encoded = json.dumps(data).encode("utf-8")
+    written = [path for path in paths if write_atomically(path, encoded)]
     if len(paths) > 1 and paths[1] in written:
         _prune(paths[1].parent, name.rpartition(".")[0])
     return written[0] if written else None
@@ -77,11 +77,13 @@ def forget(settings: Settings, name: str, print_: str) -> None:
             log.debug("did not remove %s (%s)", path, exc)
 
 
-def _write(path: Path, text: str) -> bool:
+def write_atomically(path: Path, data: bytes) -> bool:
+    """Replace `path` with `data` in one step (a reader sees the old file or the new one, never
+    half of one); False where it cannot be written, which for a cache only costs time."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(text, encoding="utf-8")
+        tmp.write_bytes(data)
         os.replace(tmp, path)
         return True
     except OSError as exc:

@@ -14,13 +14,13 @@ with the file (missing, unreadable, another model) means the texts are embedded 
 
 from __future__ import annotations
 
-import contextlib
+import io
 import json
 import logging
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, Sequence
 
+from symbiote import cache_files
 from symbiote.embeddings import MANIFEST_NAME
 
 if TYPE_CHECKING:
@@ -66,20 +66,11 @@ def write(model_dir: Path, vectors: Mapping[str, np.ndarray]) -> bool:
     identity = model_id(model_dir)
     if identity is None or not vectors:
         return False
-    path = model_dir / FILE_NAME
-    tmp = model_dir / f".{FILE_NAME}.{os.getpid()}.tmp"
-    try:
-        with open(tmp, "wb") as out:
-            np.savez(
-                out,
-                model=np.array(identity),
-                texts=np.array(list(vectors)),
-                vectors=np.stack([np.asarray(v, dtype=np.float32) for v in vectors.values()]),
-            )
-        os.replace(tmp, path)
-        return True
-    except OSError as exc:
-        log.debug("%s not written (%s)", path, exc)
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
-        return False
+    out = io.BytesIO()
+    np.savez(
+        out,
+        model=np.array(identity),
+        texts=np.array(list(vectors)),
+        vectors=np.stack([np.asarray(v, dtype=np.float32) for v in vectors.values()]),
+    )
+    return cache_files.write_atomically(model_dir / FILE_NAME, out.getvalue())
