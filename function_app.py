@@ -24,7 +24,7 @@ from typing import Any, Callable
 import azure.functions as func
 
 from symbiote.config import Settings
-from symbiote.snapshots import create_share_app
+from symbiote.azure.snapshots import create_share_app
 
 log = logging.getLogger("symbiote.function_app")
 

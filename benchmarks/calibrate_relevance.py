@@ -5,7 +5,7 @@ the query-level evidence (top cosine, IDF coverage, topic), then fit P(answerabl
 regression: label 1 for questions whose answer is stored (LoCoMo categories 1-4, our assistant
 questions), 0 for questions about things never stored; both classes weighted equally.
 
-It prints the coefficients (to paste into symbiote/ranking.py) and, at the default cut-off of
+It prints the coefficients (to paste into symbiote/retrieval/ranking.py) and, at the default cut-off of
 30, LoCoMo recall@1/5/10, assistant recall@5, the junk rate on never-stored questions and the
 seed case, for the fit on everything and for cross-fits (fit on one half, report on the other).
 
@@ -27,7 +27,7 @@ import calibration  # noqa: E402  (assistant set: questions, never-stored questi
 import locomo  # noqa: E402
 import retrieval_lab  # noqa: E402  (assistant set: memories)
 
-from symbiote import ranking  # noqa: E402
+from symbiote.retrieval import ranking  # noqa: E402
 from symbiote.config import PROJECT_ROOT, Settings  # noqa: E402
 from symbiote.runtime import build_runtime  # noqa: E402
 

@@ -3,7 +3,7 @@
 Usage: .venv/bin/python benchmarks/cold_start.py [--runs 5] [--data DIR]
 Prints per-run figures and the median. The data directory is reused across runs, so the store
 exists already (the usual case: a restart or a wake from zero). The first start on a data
-directory is measured on its own: it has no handshake cache yet (`symbiote.handshake`), so
+directory is measured on its own: it has no handshake cache yet (`symbiote.fastboot.handshake`), so
 `initialize` waits for the MCP SDK's import; it then stays up until the cache is recorded.
 
 The client's HTTP stack (an httpx client: its TLS context alone is about 0.2 s of CPU) is built

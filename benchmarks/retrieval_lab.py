@@ -36,7 +36,7 @@ LEX_CTX = "prev"  # neighbours in the lexical ctx column: "prev" (store-time onl
 # --------------------------------------------------------------------------------------------
 # text handling
 
-from symbiote.lexical import _WORD, STOPWORDS  # noqa: E402  (the server's own tokenisation)
+from symbiote.storage.keywords import _WORD, STOPWORDS  # noqa: E402  (the server's own tokenisation)
 
 
 def terms(text: str) -> list[str]:
@@ -75,7 +75,7 @@ _EMBEDDER = None
 def embedder():
     global _EMBEDDER
     if _EMBEDDER is None:
-        from symbiote.embeddings import OnnxEmbedder
+        from symbiote.embedding.model import OnnxEmbedder
 
         _EMBEDDER = OnnxEmbedder(ROOT / "models" / "all-MiniLM-L6-v2", threads=1)
     return _EMBEDDER

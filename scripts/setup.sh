@@ -39,7 +39,7 @@ if [ ! -f "$MODEL_DIR/symbiote-model.json" ]; then
 fi
 if [ "${1:-}" != "dev" ]; then
   # The answers to initialize, tools/list... over HTTP and stdio, so that even the first start
-  # answers them at once (symbiote/handshake.py, symbiote/stdio_handshake.py); a current cache is
+  # answers them at once (symbiote/fastboot/handshake.py, symbiote/fastboot/stdio_handshake.py); a current cache is
   # left alone, and afterwards the server keeps them current itself.
   HF_HUB_OFFLINE=1 .venv/bin/symbiote record-handshake >/dev/null || echo "handshake cache not recorded (the server records it itself)" >&2
   step "handshake caches current"

@@ -56,7 +56,7 @@ def serve(args: argparse.Namespace) -> int:
     if settings.transport == "stdio":
         return _serve_stdio(settings)  # no uvicorn, no Starlette, no HTTP at all
 
-    from symbiote import handshake
+    from symbiote.fastboot import handshake
 
     booting = handshake.usable(settings)
     _prestart(settings)
@@ -104,17 +104,17 @@ def serve(args: argparse.Namespace) -> int:
 
 def _build_app(settings: Settings) -> Any:
     """The whole HTTP app: create_app, plus the writer lease and snapshots when SYMBIOTE_SHARE is set."""
-    from symbiote.snapshots import create_share_app
-    from symbiote.startup import collector_paused
+    from symbiote.azure.snapshots import create_share_app
+    from symbiote.fastboot.collector import collector_paused
 
     with collector_paused():
         return create_share_app(settings, periodic_snapshots=True)
 
 
 def _boot_app(settings: Settings, failures: list[BaseException], server: Callable[[], Any]) -> Any:
-    """Listen first and build in the background (`symbiote.boot`), with the handshake cache."""
-    from symbiote import handshake
-    from symbiote.boot import BootApp
+    """Listen first and build in the background (`symbiote.fastboot.boot_app`), with the handshake cache."""
+    from symbiote.fastboot import handshake
+    from symbiote.fastboot.boot_app import BootApp
 
     print_ = handshake.fingerprint(settings)
     cache = handshake.HandshakeCache.load(settings, print_)
@@ -125,7 +125,7 @@ def _boot_app(settings: Settings, failures: list[BaseException], server: Callabl
         server().should_exit = True
 
     def build() -> Any:
-        from symbiote import preload
+        from symbiote.fastboot import preload
 
         preload.start_for(settings)  # now, not before: its imports would slow the way to listening
         return _build_app(settings)
@@ -151,10 +151,10 @@ def _prestart(settings: Settings) -> None:
     other core. (The model is preloaded only while the handshake cache answers for the build:
     where a client waits for the build itself, loading the model beside it would delay it.)"""
     if not settings.chroma_host and settings.store_process:
-        from symbiote.embeddings import MODEL_DIMENSION, MODEL_NAME
+        from symbiote.embedding import MODEL_DIMENSION, MODEL_NAME
         from symbiote.errors import StoreUnavailableError
-        from symbiote.storage import embedded_store_exists
-        from symbiote.store_process import prestart
+        from symbiote.storage.opening import embedded_store_exists
+        from symbiote.storage.process import prestart
 
         # With a file share the store may be opened only under the writer lease: not before. A
         # store that does not exist yet is created on the first memory operation, not now.
@@ -166,22 +166,23 @@ def _prestart(settings: Settings) -> None:
 
 
 def _serve_stdio(settings: Settings) -> int:
-    """Claim stdin/stdout and answer the handshake from the cache first (`symbiote.stdio_relay`),
+    """Claim stdin/stdout and answer the handshake from the cache first (`symbiote.fastboot.stdio_relay`),
     then build the server and hand it the rest of the session."""
-    from symbiote import handshake, stdio_handshake
-    from symbiote.stdio_relay import StdioRelay
+    from symbiote.fastboot import handshake
+    from symbiote.fastboot import stdio_handshake
+    from symbiote.fastboot.stdio_relay import StdioRelay
 
     print_ = handshake.fingerprint(settings)
     cache = stdio_handshake.StdioHandshakeCache.load(settings, print_)
     relay = StdioRelay(cache, on_mismatch=lambda: cache.forget(settings) if cache is not None else None)
     relay.start()
     _end_on_interrupt(relay)
-    from symbiote.startup import collector_paused
+    from symbiote.fastboot.collector import collector_paused
 
     with collector_paused():
         _prestart(settings)
         if cache is not None:  # the client is answered meanwhile: load the model beside the build
-            from symbiote import preload
+            from symbiote.fastboot import preload
 
             preload.start_for(settings)
         import anyio
@@ -238,14 +239,14 @@ def _end_on_interrupt(relay: Any) -> None:
 
 def export(args: argparse.Namespace) -> int:
     from symbiote import logs
-    from symbiote.model_export import export_model
+    from symbiote.embedding.export import export_model
 
     settings = _settings()
     logs.configure(settings.log_level)
     target = Path(args.target) if args.target else settings.model_dir
     export_model(target)
-    from symbiote.embeddings import load_warm
-    from symbiote.topics import TopicIndex
+    from symbiote.embedding.model import load_warm
+    from symbiote.retrieval.topics import TopicIndex
 
     load_warm(target, TopicIndex.questions())  # stores the topic questions' vectors beside it
     print(f"exported all-MiniLM-L6-v2 to {target}")
@@ -362,7 +363,7 @@ def record_handshake(_args: argparse.Namespace) -> int:
 def _record_http_handshake(settings: Settings) -> int:
     import asyncio
 
-    from symbiote import handshake
+    from symbiote.fastboot import handshake
 
     if not handshake.usable(settings):
         print("the HTTP handshake cache is not used with these settings (OAuth, a public interface, or not HTTP)")
@@ -371,7 +372,7 @@ def _record_http_handshake(settings: Settings) -> int:
     if handshake.HandshakeCache.load(settings, print_) is not None:
         print("the HTTP handshake cache is up to date")
         return 0
-    from symbiote.snapshots import create_share_app
+    from symbiote.azure.snapshots import create_share_app
 
     try:
         app = create_share_app(settings, warm_up=False)
@@ -390,7 +391,9 @@ def _record_http_handshake(settings: Settings) -> int:
 def _record_stdio_handshake(settings: Settings) -> int:
     import anyio
 
-    from symbiote import handshake, stdio_handshake
+    from symbiote.fastboot import handshake
+
+    from symbiote.fastboot import stdio_handshake
 
     settings = stdio_handshake.stdio_settings(settings)
     print_ = handshake.fingerprint(settings)
@@ -422,7 +425,7 @@ def _report_saved(kind: str, answers: int, where: Path | None, wanted: Path) -> 
 
 def reset(args: argparse.Namespace) -> int:
     """Start an empty memory store; the old data directory is moved aside, never deleted."""
-    from symbiote.storage import reset_store
+    from symbiote.storage.opening import reset_store
 
     settings = _settings()
     if not args.confirm:

@@ -65,18 +65,18 @@ class Settings:
     auth_db_path: Path | None = None
     chatgpt_tools: str = "auto"  # on | off | auto (on wherever ChatGPT can reach the server)
 
-    # Conversation history and build_context (symbiote.history, symbiote.context).
+    # Conversation history and build_context (symbiote.memory.history, symbiote.memory.context).
     # Memory limits and policy (issue 4): None = unlimited / kept forever.
     max_memories: int | None = None
     retention_days: int | None = None
     memory_confidence_min: float = 0.7
     memory_max_per_window: int = 3
     min_free_mb: int = 50  # writes are refused while less is free on the data disk (0: never)
-    store_process: bool = True  # embedded Chroma in its own process (symbiote.store_process); off: in-process
+    store_process: bool = True  # embedded Chroma in its own process (symbiote.storage.process); off: in-process
     history_tail_n: int = 16
     memory_top_k: int = 8
     context_token_budget: int = 2000
-    # A Chroma server instead of the embedded store (symbiote.chroma_client). chroma_host "" = embedded.
+    # A Chroma server instead of the embedded store (symbiote.storage.chroma_client). chroma_host "" = embedded.
     chroma_host: str = ""
     chroma_port: int = 8000
     chroma_ssl: bool = False
@@ -84,7 +84,7 @@ class Settings:
     chroma_auth_header: str = "Authorization"
     chroma_tenant: str = "default_tenant"
     chroma_database: str = "default_database"
-    # Transports and the HTTP surface (symbiote.app, symbiote.sse, symbiote.http_limits; docs/transports.md).
+    # Transports and the HTTP surface (symbiote.http.app, symbiote.http.sse, symbiote.http.limits; docs/transports.md).
     transport: str = "http"  # http (streamable /mcp + legacy SSE) | sse (legacy SSE only) | stdio
     sse_heartbeat_seconds: float = 30.0
     sse_max_lifetime_seconds: float = 3600.0

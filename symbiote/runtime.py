@@ -8,28 +8,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from symbiote.chroma_client import ChromaClients, ChromaServer
+from symbiote.storage.chroma_client import ChromaClients, ChromaServer
 from symbiote.config import Settings
-from symbiote.context import ContextBuilder, TokenCounter
-from symbiote.diskspace import DiskSpace
-from symbiote.embedder import AsyncEmbedder
-from symbiote import embeddings, preload
-from symbiote.embeddings import Embedder, WarmModel
-from symbiote.engine import EnginePolicy, MemoryEngine
-from symbiote.history import ConversationHistory, HistoryStore, open_history_store
-from symbiote.history_tools import HistoryServices, register_history_tools
-from symbiote.personality import Personality, load
-from symbiote.server import SymbioteMCP, build_server
-from symbiote.storage import MemoryStore, embedded_store_exists, open_embedded_store, open_server_store
-from symbiote.store_process import StoreProcess, for_path
+from symbiote.memory.context import ContextBuilder, TokenCounter
+from symbiote.storage.diskspace import DiskSpace
+from symbiote.embedding.embedder import AsyncEmbedder
+from symbiote.embedding import model as embeddings
+from symbiote.fastboot import preload
+from symbiote.embedding.model import Embedder, WarmModel
+from symbiote.memory.engine import EnginePolicy, MemoryEngine
+from symbiote.memory.history import ConversationHistory, HistoryStore, open_history_store
+from symbiote.mcp.history_tools import HistoryServices, register_history_tools
+from symbiote.mcp.personality import Personality, load
+from symbiote.mcp.server import SymbioteMCP, build_server
+from symbiote.storage.base import MemoryStore
+from symbiote.storage.opening import embedded_store_exists, open_embedded_store, open_server_store
+from symbiote.storage.process import StoreProcess, for_path
 
 log = logging.getLogger(__name__)
 
 
 def load_embedder(model_dir: Path) -> Embedder | WarmModel:
-    """The model `symbiote.preload` began loading at process start, else loaded now, with the
+    """The model `symbiote.fastboot.preload` began loading at process start, else loaded now, with the
     topic questions' vectors (every search needs them)."""
-    from symbiote.topics import TopicIndex
+    from symbiote.retrieval.topics import TopicIndex
 
     return preload.take(model_dir) or embeddings.load_warm(model_dir, TopicIndex.questions())
 
@@ -110,7 +112,7 @@ def build_runtime(settings: Settings) -> Runtime:
     personality = load(settings.personalities_dir, settings.personality)
     chroma_server = ChromaServer.from_settings(settings)
 
-    # Embedded Chroma runs in a process of its own (symbiote.store_process) unless
+    # Embedded Chroma runs in a process of its own (symbiote.storage.process) unless
     # SYMBIOTE_STORE_PROCESS=off; a Chroma server is one already.
     host = store_host(settings)
 

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from symbiote.config import PROJECT_ROOT, Settings
-from symbiote.embeddings import MANIFEST_NAME
+from symbiote.embedding.model import MANIFEST_NAME
 
 MODEL_DIR = Path(os.environ.get("SYMBIOTE_MODEL_DIR", PROJECT_ROOT / "models" / "all-MiniLM-L6-v2"))
 
@@ -90,7 +90,7 @@ class ServerProcess:
 
 @pytest.fixture(autouse=True)
 def own_user_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Each test its own user cache directory (`symbiote.cache_files`): a handshake recorded by
+    """Each test its own user cache directory (`symbiote.fastboot.cache_files`): a handshake recorded by
     one test's server must not answer for the next test's "first start"."""
     path = tmp_path / "user-cache"
     monkeypatch.setenv("XDG_CACHE_HOME", str(path))
@@ -100,7 +100,7 @@ def own_user_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture(scope="session")
 def model_dir() -> Path:
     if not (MODEL_DIR / MANIFEST_NAME).is_file():
-        from symbiote.model_export import export_model
+        from symbiote.embedding.export import export_model
 
         export_model(MODEL_DIR)
     return MODEL_DIR

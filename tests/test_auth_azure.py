@@ -17,7 +17,7 @@ import azure.functions as func
 import httpx
 import pytest
 
-from symbiote.app import create_app
+from symbiote.http.app import create_app
 from symbiote.auth.policy import resolve_mode
 from symbiote.config import Settings
 from tests.conftest import MODEL_DIR

@@ -1,4 +1,4 @@
-"""Where recorded handshakes live (`symbiote.cache_files`): the data directory and the user's cache."""
+"""Where recorded handshakes live (`symbiote.fastboot.cache_files`): the data directory and the user's cache."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 import time
 from pathlib import Path
 
-from symbiote import cache_files
+from symbiote.fastboot import cache_files
 from symbiote.config import Settings
 
 NAME = "handshake-cache.json"

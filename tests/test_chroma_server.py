@@ -20,13 +20,13 @@ import yaml
 from chromadb.config import Settings as ChromaSettings
 from mcp import Client
 
-from symbiote.chroma_client import ChromaServer, ServerMemoryStore, connect_server
+from symbiote.storage.chroma_client import ChromaServer, ServerMemoryStore, connect_server
 from symbiote.config import PROJECT_ROOT, ConfigError, Settings
-from symbiote.embeddings import MODEL_DIMENSION, MODEL_NAME, OnnxEmbedder
+from symbiote.embedding.model import MODEL_DIMENSION, MODEL_NAME, OnnxEmbedder
 from symbiote.errors import StoreUnavailableError
-from symbiote.lexical import LexicalIndex
+from symbiote.storage.keywords import LexicalIndex
 from symbiote.runtime import build_runtime
-from symbiote.storage import LEXICAL_FILE, StoredMemory, content_hash
+from symbiote.storage.base import LEXICAL_FILE, StoredMemory, content_hash
 from tests.chroma_server import ChromaServerProcess, chroma_server  # noqa: F401  (fixture)
 from tests.conftest import ServerProcess, free_port
 

@@ -12,7 +12,7 @@ from mcp import Client
 from tokenizers import Tokenizer
 
 from symbiote.config import Settings
-from symbiote.context import HISTORY_HEADER, MEMORY_HEADER, ContextBuilder, TokenCounter, fit
+from symbiote.memory.context import HISTORY_HEADER, MEMORY_HEADER, ContextBuilder, TokenCounter, fit
 from symbiote.errors import InvalidInputError
 from symbiote.runtime import Runtime, build_runtime
 from tests.conftest import ServerProcess

@@ -13,11 +13,11 @@ from chromadb.config import Settings as ChromaSettings
 import pytest
 
 from symbiote.config import Settings
-from symbiote.engine import MemoryEngine
+from symbiote.memory.engine import MemoryEngine
 from symbiote.errors import InvalidInputError, MemoryNotFoundError, StoreUnavailableError
-from symbiote.ids import IdGenerator, is_memory_id
+from symbiote.memory.ids import IdGenerator, is_memory_id
 from symbiote.runtime import build_runtime
-from symbiote.chroma_store import MEMORY_COLLECTION
+from symbiote.storage.chroma_store import MEMORY_COLLECTION
 
 
 @pytest.fixture

@@ -21,10 +21,11 @@ from typing import AsyncIterator
 import pytest
 
 from symbiote.config import Settings
-from symbiote.engine import EnginePolicy, MemoryEngine, QuotaExceededError, iso_utc
+from symbiote.memory.engine import EnginePolicy, MemoryEngine, QuotaExceededError, iso_utc
 from symbiote.errors import InvalidInputError, MemoryNotFoundError, StoreUnavailableError
 from symbiote.runtime import build_runtime
-from symbiote.storage import StoredMemory, content_hash, reset_store
+from symbiote.storage.base import StoredMemory, content_hash
+from symbiote.storage.opening import reset_store
 
 
 @pytest.fixture
@@ -220,7 +221,7 @@ def small_disk(tmp_path: Path) -> Path:
 
 async def test_disk_full_fails_clearly_and_reads_keep_working(settings: Settings, small_disk: Path) -> None:
     # 1 MB reserve on a 3 MB disk: writes are refused before Chroma itself meets the full disk
-    # (Chroma 1.5.9 can hang or stay wedged after ENOSPC; see symbiote.diskspace).
+    # (Chroma 1.5.9 can hang or stay wedged after ENOSPC; see symbiote.storage.diskspace).
     runtime = build_runtime(replace(settings, chromadb_path=small_disk / "data", min_free_mb=1))
     engine, history = runtime.engine, runtime.history
     assert history is not None

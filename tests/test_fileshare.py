@@ -32,7 +32,7 @@ from requests.structures import CaseInsensitiveDict
 
 from symbiote.config import ConfigError, Settings
 from symbiote.errors import StoreUnavailableError
-from symbiote.fileshare import (
+from symbiote.azure.share import (
     AzureFileShare,
     LeaseHeldError,
     LeaseLostError,
@@ -46,9 +46,10 @@ from symbiote.fileshare import (
     prune_snapshots,
 )
 from symbiote.platform_hosts import normalize_host, platform_hosts
-from symbiote.security import allowed_hosts
-from symbiote.snapshots import GuardedStore, SnapshotJob, WriteGate
-from symbiote.storage import StoredMemory, open_embedded_store
+from symbiote.http.security import allowed_hosts
+from symbiote.azure.snapshots import GuardedStore, SnapshotJob, WriteGate
+from symbiote.storage.base import StoredMemory
+from symbiote.storage.opening import open_embedded_store
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -147,7 +148,7 @@ def test_local_stale_lease_is_taken_over(tmp_path):
 HOLDER_SCRIPT = """
 import sys, time
 from pathlib import Path
-from symbiote.fileshare import LocalDirectoryShare
+from symbiote.azure.share import LocalDirectoryShare
 LocalDirectoryShare(Path(sys.argv[1])).acquire_lease("victim", ttl=1.0)
 print("held", flush=True)
 time.sleep(600)
@@ -156,7 +157,7 @@ time.sleep(600)
 CONTENDER_SCRIPT = """
 import os, sys, time
 from pathlib import Path
-from symbiote.fileshare import LeaseHeldError, LocalDirectoryShare
+from symbiote.azure.share import LeaseHeldError, LocalDirectoryShare
 share = LocalDirectoryShare(Path(sys.argv[1]))
 go = Path(sys.argv[2])
 while not go.exists():
@@ -677,7 +678,7 @@ def test_azure_share_with_the_real_default_credential_is_configured_for_the_iden
 
 
 def test_periodic_snapshots_without_the_functions_timer(tmp_path):
-    from symbiote.snapshots import open_share_services
+    from symbiote.azure.snapshots import open_share_services
 
     settings = Settings.from_env({"SYMBIOTE_SHARE": "local", "SYMBIOTE_SHARE_PATH": str(tmp_path), "SYMBIOTE_SNAPSHOT_KEEP": "2"})
     services = open_share_services(settings, catch_up=False)

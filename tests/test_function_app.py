@@ -25,7 +25,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from symbiote.config import Settings
-from symbiote.fileshare import LocalDirectoryShare
+from symbiote.azure.share import LocalDirectoryShare
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLIC_HOST = "symbiote-app.kindsea-1234.eastus.azurecontainerapps.io"
@@ -259,7 +259,7 @@ def test_function_app_module_indexes_with_its_own_environment(tmp_path):
         "fns = {f.get_function_name(): json.loads(f.get_function_json()) for f in function_app.app.get_functions()}\n"
         "print(json.dumps(sorted(fns)))\n"
         "print(fns['snapshot_share']['bindings'][0]['schedule'])\n"
-        "from symbiote.security import allowed_hosts\n"
+        "from symbiote.http.security import allowed_hosts\n"
         "print('symbiote.azurewebsites.net' in allowed_hosts(function_app.app.symbiote_asgi.state.runtime.settings))\n"
     )
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)

@@ -1,4 +1,4 @@
-"""The handshake answered while the MCP SDK loads (`symbiote.boot`, `symbiote.handshake`).
+"""The handshake answered while the MCP SDK loads (`symbiote.fastboot.boot_app`, `symbiote.fastboot.handshake`).
 
 The cache is recorded from the real app and replayed by the real server over real HTTP; the
 build is held back by a gate so that "answered before the app existed" is certain, not timing.
@@ -22,11 +22,11 @@ import pytest
 import uvicorn
 from mcp import Client
 
-from symbiote import handshake
-from symbiote.boot import BootApp
+from symbiote.fastboot import handshake
+from symbiote.fastboot.boot_app import BootApp
 from symbiote.config import Settings
-from symbiote.handshake import HandshakeCache, Reply
-from symbiote.snapshots import create_share_app
+from symbiote.fastboot.handshake import HandshakeCache, Reply
+from symbiote.azure.snapshots import create_share_app
 from tests.conftest import ServerProcess, free_port
 
 HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}

@@ -11,7 +11,7 @@ import pytest
 from mcp import Client
 
 from symbiote.errors import InvalidInputError
-from symbiote.history import ConversationHistory
+from symbiote.memory.history import ConversationHistory
 from symbiote.runtime import Runtime, build_runtime
 from tests.chroma_server import Backend, chroma_server  # noqa: F401  (fixture)
 from tests.conftest import ServerProcess
@@ -99,9 +99,9 @@ async def test_concurrent_appends_get_distinct_indexes(history: ConversationHist
 async def test_history_writes_can_be_put_behind_the_share_write_gate(tmp_path: Path, model_dir: Path) -> None:
     """`history_services(guard=...)` with the file share's GuardedStore: a snapshot holds appends back."""
     from symbiote.config import Settings
-    from symbiote.embedder import AsyncEmbedder
+    from symbiote.embedding.embedder import AsyncEmbedder
     from symbiote.runtime import history_services, load_embedder
-    from symbiote.snapshots import GuardedStore, WriteGate
+    from symbiote.azure.snapshots import GuardedStore, WriteGate
 
     settings = Settings(chromadb_path=tmp_path / "data", model_dir=model_dir)
     gate = WriteGate()

@@ -329,7 +329,7 @@ def baked_model(tmp_path_factory) -> Path:
 
 
 def test_model_bake_step_produces_the_same_model(baked_model):
-    from symbiote.embeddings import OnnxEmbedder
+    from symbiote.embedding.model import OnnxEmbedder
 
     assert (baked_model / "model.onnx").is_file() and (baked_model / "symbiote-model.json").is_file()
     manifest = json.loads((baked_model / "symbiote-model.json").read_text())

@@ -10,7 +10,7 @@ import pytest
 from mcp import Client
 
 from symbiote.config import PROJECT_ROOT
-from symbiote.personality import available, load
+from symbiote.mcp.personality import available, load
 from tests.conftest import ServerProcess
 
 DIRECTORY = PROJECT_ROOT / "personalities"

@@ -7,11 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from symbiote import preload
-from symbiote.embedder import AsyncEmbedder
-from symbiote.embeddings import MANIFEST_NAME, WarmModel, load_embedder
+from symbiote.fastboot import preload
+from symbiote.embedding.embedder import AsyncEmbedder
+from symbiote.embedding.model import MANIFEST_NAME, WarmModel, load_embedder
 from symbiote.runtime import load_embedder as runtime_load
-from symbiote.topics import TopicIndex
+from symbiote.retrieval.topics import TopicIndex
 
 
 def test_the_runtime_takes_the_preloaded_model_once(model_dir: Path) -> None:

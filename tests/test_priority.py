@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from symbiote.priority import URGENT_STREAK, PriorityExecutor
+from symbiote.workers import URGENT_STREAK, PriorityExecutor
 
 
 async def test_urgent_jobs_overtake_queued_background_jobs() -> None:

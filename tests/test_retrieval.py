@@ -14,14 +14,14 @@ from typing import AsyncIterator
 import numpy as np
 import pytest
 
-from symbiote import timeparse
+from symbiote.memory import timeparse
 from symbiote.config import Settings
-from symbiote.engine import MemoryEngine, iso_utc
+from symbiote.memory.engine import MemoryEngine, iso_utc
 from symbiote.errors import InvalidInputError
-from symbiote.lexical import KeywordMatch
-from symbiote.ranking import fuse
+from symbiote.storage.keywords import KeywordMatch
+from symbiote.retrieval.ranking import fuse
 from symbiote.runtime import Runtime, build_runtime
-from symbiote.storage import LEXICAL_FILE, Match, StoredMemory, content_hash
+from symbiote.storage.base import LEXICAL_FILE, Match, StoredMemory, content_hash
 
 MEMORIES = [
     "I'm working on a React app with TypeScript and authentication",
@@ -187,7 +187,7 @@ def test_ties_go_to_the_newer_memory() -> None:
 
 
 def test_scores_stay_within_0_and_100_even_for_float_noise() -> None:
-    from symbiote.ranking import Candidate, QueryEvidence, relevance_scores
+    from symbiote.retrieval.ranking import Candidate, QueryEvidence, relevance_scores
 
     best = Candidate("mem_b", 1.0000001, 1.0, 1.0, 1.6500001, "both")
     other = Candidate("mem_a", 0.2, 0.0, 1.0, 0.45, "topic")

@@ -1,5 +1,5 @@
-"""`symbiote stdio` answers the handshake while the MCP SDK loads (`symbiote.stdio_relay`,
-`symbiote.stdio_handshake`).
+"""`symbiote stdio` answers the handshake while the MCP SDK loads (`symbiote.fastboot.stdio_relay`,
+`symbiote.fastboot.stdio_handshake`).
 
 The server is the real `symbiote stdio` child process on real pipes. A gate (a test-only import
 hook given to the child through PYTHONPATH) holds back the import of `symbiote.runtime`, so
@@ -22,9 +22,11 @@ from typing import Any, Iterator
 
 import pytest
 
-from symbiote import handshake, stdio_handshake
+from symbiote.fastboot import handshake
+
+from symbiote.fastboot import stdio_handshake
 from symbiote.config import Settings
-from symbiote.stdio_handshake import FORWARD, StdioHandshakeCache
+from symbiote.fastboot.stdio_handshake import FORWARD, StdioHandshakeCache
 from tests.conftest import MODEL_DIR
 
 CLIENT = {"name": "claude-ai", "version": "0.1.0"}

@@ -15,14 +15,15 @@ from typing import Any, Iterator
 import numpy as np
 import pytest
 
-from symbiote.chroma_client import ChromaClients, ChromaServer
+from symbiote.storage.chroma_client import ChromaClients, ChromaServer
 from symbiote.config import Settings
-from symbiote.embeddings import MODEL_DIMENSION, MODEL_NAME, OnnxEmbedder
+from symbiote.embedding.model import MODEL_DIMENSION, MODEL_NAME, OnnxEmbedder
 from symbiote.errors import InvalidInputError, MemoryNotFoundError, StoreUnavailableError
-from symbiote.history import ChromaHistoryStore, parse_ts
-from symbiote.ids import IdGenerator
+from symbiote.memory.history import ChromaHistoryStore, parse_ts
+from symbiote.memory.ids import IdGenerator
 from symbiote.runtime import build_runtime
-from symbiote.storage import StoredMemory, content_hash, open_embedded_store, open_server_store
+from symbiote.storage.base import StoredMemory, content_hash
+from symbiote.storage.opening import open_embedded_store, open_server_store
 from tests.chroma_server import Backend, backend, chroma_server  # noqa: F401  (fixtures)
 
 IDS = IdGenerator()

@@ -16,7 +16,7 @@ import pytest
 
 from symbiote.config import Settings
 from symbiote.runtime import build_runtime
-from symbiote.store_process import StoreProcess
+from symbiote.storage.process import StoreProcess
 
 from .conftest import ServerProcess
 
@@ -66,7 +66,7 @@ def test_the_store_process_ends_with_the_server(tmp_path: Path) -> None:
         f"""
         import os, sys
         from pathlib import Path
-        from symbiote.store_process import StoreProcess
+        from symbiote.storage.process import StoreProcess
         host = StoreProcess(Path({str(tmp_path / "data")!r}))
         host.open("memories", "all-MiniLM-L6-v2", 384)
         print(host.pid, flush=True)
@@ -118,7 +118,7 @@ def test_sigterm_to_every_process_is_left_to_the_server(tmp_path: Path) -> None:
 
 
 def test_a_preopened_store_is_the_one_handed_out(tmp_path: Path) -> None:
-    from symbiote.embeddings import MODEL_DIMENSION, MODEL_NAME
+    from symbiote.embedding.model import MODEL_DIMENSION, MODEL_NAME
 
     host = StoreProcess(tmp_path / "data")
     try:
@@ -132,7 +132,7 @@ def test_a_preopened_store_is_the_one_handed_out(tmp_path: Path) -> None:
 
 
 def test_a_preopen_that_failed_is_opened_again_and_says_why(tmp_path: Path) -> None:
-    from symbiote.embeddings import MODEL_DIMENSION, MODEL_NAME
+    from symbiote.embedding.model import MODEL_DIMENSION, MODEL_NAME
 
     data = tmp_path / "data"
     host = StoreProcess(data)

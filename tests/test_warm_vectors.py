@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from symbiote import warm_vectors
-from symbiote.embeddings import MANIFEST_NAME, load_embedder, load_warm
-from symbiote.topics import TopicIndex
+from symbiote.fastboot import warm_vectors
+from symbiote.embedding.model import MANIFEST_NAME, load_embedder, load_warm
+from symbiote.retrieval.topics import TopicIndex
 
 
 @pytest.fixture

@@ -1,0 +1,101 @@
+"""The embedder as the event loop sees it: async, cached, one worker thread.
+
+Embedding is CPU-bound, so it runs on a single dedicated thread (the model itself uses one
+intra-op thread): the event loop keeps one core to answer other clients while a long text is
+being embedded. Repeated texts (the same query asked twice, content stored again) come from
+an LRU cache without touching the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Callable, Sequence
+
+from symbiote.embedding.model import Embedder, WarmModel
+from symbiote.workers import PriorityExecutor
+
+if TYPE_CHECKING:  # numpy is imported when first needed: it is not on the way to `initialize`
+    import numpy as np
+
+# Texts embedded per trip to the worker: small enough that a query waiting behind a large
+# batch waits for one slice, not the whole batch.
+_SLICE = 16
+
+
+class AsyncEmbedder:
+    """Wraps a blocking `Embedder` for asyncio callers."""
+
+    def __init__(self, load: Callable[[], Embedder | WarmModel], cache_size: int = 2048) -> None:
+        """`load` may return a `WarmModel`: its vectors go into the cache (`symbiote.fastboot.preload`)."""
+        self._load = load
+        self._model: Embedder | None = None
+        self._executor = PriorityExecutor(1, "embed")
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_size = cache_size
+        self._loading: asyncio.Future[Embedder | WarmModel] | None = None
+
+    async def model(self) -> Embedder:
+        """Load the model once (in the worker thread), however many callers ask at once."""
+        if self._model is not None:
+            return self._model
+        if self._loading is None:
+            self._loading = asyncio.ensure_future(self._executor.run(self._load, urgent=True))
+        try:
+            loaded = await asyncio.shield(self._loading)
+        except BaseException:
+            self._loading = None  # let the next call try again (e.g. after the model is installed)
+            raise
+        if self._model is None:
+            if isinstance(loaded, WarmModel):
+                for text, vector in loaded.vectors.items():
+                    self._remember(text, vector)
+                loaded = loaded.model
+            self._model = loaded
+        return self._model
+
+    async def embed(self, texts: Sequence[str], urgent: bool = False) -> np.ndarray:
+        """Vectors for `texts`, in order; cached texts skip the model.
+
+        `urgent` (a query someone waits on) goes before queued background slices (a batch being stored).
+        """
+        model = await self.model()
+        import numpy as np  # loaded with the model (runtime.load_embedder), never raced here
+
+        found: dict[str, np.ndarray] = {}
+        for text in dict.fromkeys(texts):
+            hit = self._cache.get(text)
+            if hit is not None:
+                self._cache.move_to_end(text)
+                found[text] = hit
+        missing = [t for t in dict.fromkeys(texts) if t not in found]
+        for start in range(0, len(missing), _SLICE):
+            part = missing[start : start + _SLICE]
+            vectors = await self._executor.run(model.embed, part, urgent=urgent)
+            for text, vector in zip(part, vectors):
+                found[text] = vector
+                self._remember(text, vector)
+        if not texts:
+            return np.zeros((0, model.dimension), dtype=np.float32)
+        return np.stack([found[t] for t in texts])
+
+    async def windows(self, text: str) -> list[str]:
+        model = await self.model()
+        return await self._executor.run(model.windows, text)
+
+    def _remember(self, text: str, vector: np.ndarray) -> None:
+        if self._cache_size <= 0:
+            return
+        self._cache[text] = vector
+        self._cache.move_to_end(text)
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    def close(self) -> None:
+        """Drop queued work and wait for the slice or model load in progress: onnxruntime aborts
+        the process if the interpreter shuts down while a session is being created."""
+        self._executor.shutdown(wait=True, cancel_futures=True)

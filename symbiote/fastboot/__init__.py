@@ -1,0 +1,1 @@
+"""Answering a client sooner after a start; nothing below this package imports it."""

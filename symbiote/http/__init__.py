@@ -1,0 +1,1 @@
+"""The HTTP face: the ASGI app, legacy SSE, body limits, DNS-rebinding rules and health."""

@@ -1,0 +1,145 @@
+"""The HTTP face of Symbiote: streamable HTTP at /mcp, legacy SSE, health, and who may connect.
+
+`/mcp` is stateless with JSON responses: every POST is self-contained, so any number of
+clients (and the Azure Functions adapter, which buffers whole responses) work without
+sticky sessions; `GET /mcp` (a server-push stream we never use) is answered 405. The legacy
+SSE pair (`GET /sse`, `POST /messages/{session_id}`, see `symbiote.http.sse`) stays for older
+clients. `settings.transport` picks what is served: `http` (the default) both, `sse` only the
+legacy pair. Around everything: the request body cap and CORS (`symbiote.http.limits`).
+
+Health (`/`, `/health`) is always public and reveals nothing private. Everything else sits
+behind `symbiote.auth.gateway.AuthGateway`: in `oauth` mode (the default anywhere but a
+loopback bind) it serves the MCP SDK's OAuth authorization-server routes for the request's
+public origin and requires a bearer token (OAuth access token or API key) on `/mcp`, the SSE
+pair and memory links; in `none` mode it serves them open. See docs/auth.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+from typing import AsyncIterator
+from urllib.parse import urlsplit
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.routing import BaseRoute, Mount, Route
+
+from symbiote.auth.gateway import AuthGateway
+from symbiote.auth.origin import OriginResolver
+from symbiote.auth.owner import OwnerSecret, SignInLimiter
+from symbiote.auth.policy import AuthRefused, chatgpt_tools_enabled, enforce
+from symbiote.auth.store import AuthStore, AuthStoreUnavailable, default_auth_db
+from symbiote.mcp.chatgpt_tools import memory_link_endpoint, register_chatgpt_tools
+from symbiote.config import ConfigError, Settings
+from symbiote.http.health import health_endpoint
+from symbiote.runtime import Runtime, build_runtime
+from symbiote.http.limits import BodyLimit, cors_middleware
+from symbiote.http.security import allowed_hosts, transport_security
+from symbiote.http.sse import LegacySseTransport, SessionTable
+
+log = logging.getLogger(__name__)
+
+
+def _with_public_host(settings: Settings) -> Settings:
+    """SYMBIOTE_PUBLIC_URL's host is one of ours: accept it in the DNS-rebinding allow-list."""
+    host = urlsplit(settings.public_url).hostname if settings.public_url else None
+    if not host or host in settings.allowed_hosts:
+        return settings
+    return dataclasses.replace(settings, allowed_hosts=(*settings.allowed_hosts, host))
+
+
+def create_app(settings: Settings, runtime: Runtime | None = None, *, warm_up: bool = True) -> Starlette:
+    """The ASGI app. `warm_up` opens the store and loads the model in the background at start.
+
+    Raises ConfigError when the settings would serve memories unauthenticated on a public
+    interface (see `symbiote.auth.policy`).
+    """
+    try:
+        mode = enforce(settings)
+    except AuthRefused as exc:
+        raise ConfigError(str(exc)) from None
+    settings = _with_public_host(settings)
+    runtime = runtime or build_runtime(settings)
+    mcp = runtime.server
+    if chatgpt_tools_enabled(settings) and not getattr(mcp, "_symbiote_chatgpt_tools", False):
+        register_chatgpt_tools(mcp, runtime.engine)
+        mcp._symbiote_chatgpt_tools = True  # type: ignore[attr-defined]
+    security = transport_security(settings)
+    streamable = mcp.streamable_http_app(
+        stateless_http=True,
+        json_response=True,
+        transport_security=security,
+        host=settings.host,
+        max_request_body_size=settings.max_body_bytes,
+    )
+    sessions = SessionTable()
+    mcp.symbiote_sessions = sessions  # type: ignore[attr-defined]  # health reports len(sessions)
+    sse = LegacySseTransport(
+        mcp._lowlevel_server,
+        security=security,
+        sessions=sessions,
+        heartbeat_seconds=settings.sse_heartbeat_seconds,
+        max_lifetime_seconds=settings.sse_max_lifetime_seconds,
+    )
+    endpoints: list[BaseRoute] = []
+    if settings.transport != "sse":
+        mcp_endpoint = next(r.endpoint for r in streamable.routes if isinstance(r, Route) and r.path == "/mcp")
+        endpoints.append(Route("/mcp", endpoint=mcp_endpoint, methods=["POST", "DELETE"]))
+    endpoints += [
+        *sse.routes(),
+        Route("/memories/{memory_id}", endpoint=memory_link_endpoint(runtime.engine), methods=["GET"]),
+    ]
+    resolver = OriginResolver(settings, allowed_hosts(settings))
+    store: AuthStore | None = None
+    if mode == "oauth":
+        store = AuthStore(settings.auth_db_path or default_auth_db(settings.chromadb_path))
+        gateway = AuthGateway(
+            mode=mode,
+            resolver=resolver,
+            endpoints=endpoints,
+            store=store,
+            owner=OwnerSecret(settings.owner_secret, settings.owner_secret_hash),
+            limiter=SignInLimiter(),
+            access_ttl=settings.access_token_ttl_seconds,
+            refresh_ttl=settings.refresh_token_ttl_seconds,
+        )
+    else:
+        gateway = AuthGateway(mode=mode, resolver=resolver, endpoints=endpoints)
+    health = health_endpoint(runtime, sessions)
+    routes: list[BaseRoute] = [
+        Route("/", health, methods=["GET"]),
+        Route("/health", health, methods=["GET"]),
+        Mount("", app=gateway),
+    ]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        if store is not None:
+            try:
+                await asyncio.to_thread(store.check)
+            except AuthStoreUnavailable as exc:  # sign-in answers 503 saying what to fix; health stays up
+                log.error("%s", exc)
+        async with mcp.session_manager.run():
+            task = asyncio.create_task(runtime.engine.warm_up()) if warm_up else None
+            try:
+                yield
+            finally:
+                if task is not None:
+                    task.cancel()
+        runtime.engine.close()
+        if store is not None:
+            store.close()
+
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        middleware=[*cors_middleware(settings.cors_origins), Middleware(BodyLimit, max_bytes=settings.max_body_bytes)],
+    )
+    app.state.runtime = runtime
+    app.state.sessions = sessions
+    app.state.auth_mode = mode
+    app.state.auth_store = store
+    return app

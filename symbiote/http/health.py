@@ -1,0 +1,42 @@
+"""The health route: liveness plus the facts an operator checks first (personality, store, count)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from symbiote import __version__
+from symbiote.runtime import Runtime
+
+
+async def health_report(runtime: Runtime, sessions: Any = None) -> dict[str, Any]:
+    """`sessions`: the legacy SSE session table (`symbiote.http.sse.SessionTable`); by default the one
+    `create_app` attached to the runtime's server (streamable HTTP at /mcp is stateless: no sessions)."""
+    if sessions is None:
+        sessions = getattr(runtime.server, "symbiote_sessions", None)
+    status = runtime.engine.status()
+    count = await runtime.engine.count()
+    report: dict[str, Any] = {
+        "status": "degraded" if status["store"] == "unavailable" else "ok",
+        "service": "symbiote",
+        "version": __version__,
+        "personality": runtime.personality.variant,
+        "uptime_seconds": runtime.uptime_seconds,
+        "transport": getattr(runtime.settings, "transport", "http"),
+        "active_sessions": len(sessions) if sessions is not None else 0,
+        "memories": count,
+        "store": status["store"],
+        "model_loaded": status["model_loaded"],
+    }
+    if "error" in status:
+        report["store_error"] = status["error"]
+    return report
+
+
+def health_endpoint(runtime: Runtime, sessions: Any = None):  # type: ignore[no-untyped-def]
+    async def health(_request: Request) -> JSONResponse:
+        return JSONResponse(await health_report(runtime, sessions))
+
+    return health

@@ -1,0 +1,1 @@
+"""The MCP surface: the server, its tools and the Venom prompt."""

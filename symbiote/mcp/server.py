@@ -1,0 +1,105 @@
+"""The MCP server: Venom's tools, prompt and resources over the memory engine.
+
+Transport-agnostic: `symbiote stdio` runs it over stdin/stdout; `symbiote.http.app` puts it behind
+HTTP. Many clients never load prompts, so the memory protocol also rides in `instructions`,
+which every client receives at initialize.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import ValidationError
+
+from symbiote import __version__
+from symbiote.memory.engine import MemoryEngine
+from symbiote.errors import SymbioteError
+from symbiote.mcp.personality import Personality
+from symbiote.mcp.tools import register_tools
+
+INSTRUCTIONS = """\
+Symbiote is the user's single long-term memory, shared by every assistant they use.
+Memory protocol, in order:
+1. Before answering any message, call search_memory with the subject the message is about.
+2. Use what it finds naturally, as shared knowledge; never say "I found in memory" or quote ids.
+3. When the user reveals something that will matter later (preference, project, decision and
+   its reason, person, date, goal), call store_memory in the same turn, unasked: one clear,
+   self-contained sentence, a few short tags. Never store secrets.
+4. When asked to forget something, search for it and delete_memory it.
+Load the venom_identity prompt for the full persona (Venom: "we", never "I")."""
+
+
+class SymbioteMCP(MCPServer):
+    """MCPServer whose argument errors read like sentences instead of pydantic dumps."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:  # type: ignore[override]
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError):
+                problems = "; ".join(
+                    f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}" for err in cause.errors()
+                )
+                raise ToolError(f"Invalid arguments for {name}: {problems}.") from cause
+            raise
+
+    async def run_stdio_streams(self, read_stream: Any, write_stream: Any) -> None:
+        """`run_stdio_async` over streams the caller opened (`symbiote.fastboot.stdio_relay` hands the SDK
+        pipes instead of the process's stdin and stdout, to answer the handshake while it loads)."""
+        await self._lowlevel_server.run(read_stream, write_stream, self._lowlevel_server.create_initialization_options())
+
+
+def build_server(engine: MemoryEngine, personality: Personality) -> SymbioteMCP:
+    server = SymbioteMCP(
+        name="symbiote",
+        title="Symbiote memory (Venom)",
+        description="One persistent semantic memory shared by every assistant the user talks to.",
+        instructions=INSTRUCTIONS,
+        version=__version__,
+    )
+    register_tools(server, engine)
+
+    @server.prompt(
+        name="venom_identity",
+        title="Venom identity",
+        description=(
+            f"The Venom persona and its memory protocol (variant: {personality.variant}). Load it as the "
+            "system prompt: memory search is step 1 of every answer."
+        ),
+    )
+    def venom_identity() -> str:
+        return personality.text
+
+    @server.resource(
+        "memory://recent",
+        name="recent_memories",
+        title="Recent memories",
+        description="The 20 most recent memories, newest first, as JSON.",
+        mime_type="application/json",
+    )
+    async def recent_memories() -> str:
+        try:
+            page = await engine.list_memories(20, None)
+        except SymbioteError as exc:
+            return json.dumps({"error": str(exc)})
+        return page.model_dump_json(indent=2)
+
+    @server.resource(
+        "memory://stats",
+        name="memory_stats",
+        title="Memory statistics",
+        description="Counts, top tags, disk usage and latency of the memory store, as JSON.",
+        mime_type="application/json",
+    )
+    async def stats() -> str:
+        try:
+            result = await engine.stats()
+        except SymbioteError as exc:
+            return json.dumps({"error": str(exc)})
+        return result.model_dump_json(indent=2)
+
+    return server

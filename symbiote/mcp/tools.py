@@ -1,0 +1,238 @@
+"""The MCP tools: thin adapters from tool calls to the memory engine.
+
+Each tool has a description a model can act on, a typed schema, a structured result and
+annotations. Engine errors become tool errors whose text is the engine's human message;
+anything unexpected is logged here and reported without internals.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from typing import Annotated, Any, Awaitable, Callable, Literal, TypeVar
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from symbiote.memory.engine import MemoryEngine
+from symbiote.errors import SymbioteError
+from symbiote.memory.records import (
+    BatchStoreResult,
+    DeleteResult,
+    Memory,
+    MemoryList,
+    MemoryPage,
+    MemoryStats,
+    SearchResults,
+    StoreResult,
+    UpdateResult,
+)
+
+log = logging.getLogger(__name__)
+R = TypeVar("R")
+
+
+def readable_errors(fn: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R]]:
+    """Turn engine failures into tool errors a person can read; never leak a stack trace."""
+
+    @functools.wraps(fn)
+    async def wrapper(*args: Any, **kwargs: Any) -> R:
+        try:
+            return await fn(*args, **kwargs)
+        except SymbioteError as exc:
+            raise ToolError(str(exc)) from exc
+        except ToolError:
+            raise
+        except Exception as exc:
+            log.exception("tool %s failed", fn.__name__)
+            raise ToolError("Internal error in the memory server; it has been logged. Try again shortly.") from exc
+
+    return wrapper
+
+
+def register_tools(server: MCPServer, engine: MemoryEngine) -> None:
+    """Add the memory tools to `server`, all backed by `engine`."""
+
+    @server.tool(
+        title="Store memory",
+        description=(
+            "Save something worth remembering about the user across all their assistants: a preference, "
+            "project, decision (with its reason), person, date or goal. Write one self-contained sentence "
+            "that will make sense months later without context. Call it proactively, without being asked. "
+            "Never store passwords or other secrets. Storing identical text again returns the existing "
+            "memory (status 'duplicate'); near_duplicates lists memories that say nearly the same."
+        ),
+        annotations=ToolAnnotations(title="Store memory", readOnlyHint=False, destructiveHint=False, idempotentHint=False),
+    )
+    @readable_errors
+    async def store_memory(
+        content: Annotated[str, Field(description="The text to remember. Any length; long text is kept whole.")],
+        tags: Annotated[
+            list[str] | None,
+            Field(description="Up to 10 short labels (each at most 50 characters), e.g. [\"project-x\", \"preference\"]."),
+        ] = None,
+        type: Annotated[  # noqa: A002
+            str | None, Field(description="Kind of memory: preference, fact, project, decision, personal, or another word.")
+        ] = None,
+        confidence: Annotated[float | None, Field(description="How sure you are it is true and lasting, 0-1.")] = None,
+        conversation_id: Annotated[
+            str | None,
+            Field(
+                description="Set only when the memory is drawn from a conversation rather than asked for: then "
+                "the write policy applies (confidence >= 0.7, at most 3 per conversation per hour)."
+            ),
+        ] = None,
+        bookmarked: Annotated[bool, Field(description="Keep forever, even under a retention policy.")] = False,
+    ) -> StoreResult:
+        return await engine.store(content, tags, type, confidence, conversation_id, bookmarked)
+
+    @server.tool(
+        title="Store memories (batch)",
+        description=(
+            "Store several memories at once (up to 100), e.g. when importing notes or summarising a long "
+            "conversation. All or nothing: if any item is invalid, none is stored and the error names the item. "
+            "Identical content already stored is not copied (status 'duplicate')."
+        ),
+        annotations=ToolAnnotations(title="Store memories", readOnlyHint=False, destructiveHint=False, idempotentHint=False),
+    )
+    @readable_errors
+    async def store_memories(
+        memories: Annotated[
+            list[dict[str, Any]],
+            Field(description="Items like {\"content\": \"...\", \"tags\": [...], \"type\": \"fact\", \"confidence\": 0.9}."),
+        ],
+    ) -> BatchStoreResult:
+        return await engine.store_many(memories)
+
+    @server.tool(
+        title="Search memory",
+        description=(
+            "Find stored memories by meaning and by keywords. Call this FIRST, before answering any "
+            "message, with the subject the message is about (e.g. 'current projects', 'food preferences', "
+            "or the names it mentions). Results are best first; relevance_score estimates the chance (0-100) "
+            "that a memory is what you asked about, and matched_by says why it matched. Results under "
+            "min_relevance (default 30) are left out, so an empty list means nothing relevant is stored. "
+            "Narrow by time with after/before/when: ISO dates or phrases like 'yesterday', 'last week', 'in March'."
+        ),
+        annotations=ToolAnnotations(title="Search memory", readOnlyHint=True, openWorldHint=False),
+    )
+    @readable_errors
+    async def search_memory(
+        query: Annotated[str, Field(description="What to look for, in natural language.")],
+        limit: Annotated[int, Field(description="Maximum number of results, 1 to 20.")] = 5,
+        min_relevance: Annotated[
+            float | None, Field(description="Leave out results scoring under this (0-100). Default 30.")
+        ] = None,
+        after: Annotated[
+            str | None, Field(description="Only memories stored on or after this date/time or phrase start.")
+        ] = None,
+        before: Annotated[
+            str | None, Field(description="Only memories stored before this date/time (or the start of a phrase).")
+        ] = None,
+        when: Annotated[
+            str | None, Field(description="Only memories stored within this period, e.g. 'last week', 'yesterday'.")
+        ] = None,
+        tags: Annotated[list[str] | None, Field(description="Only memories with these tags (see tag_mode).")] = None,
+        tag_mode: Annotated[Literal["any", "all"], Field(description="'any' of the tags (default) or 'all' of them.")] = "any",
+        type: Annotated[str | None, Field(description="Only memories of this type, e.g. preference.")] = None,  # noqa: A002
+        min_confidence: Annotated[
+            float | None, Field(description="Only memories stored with at least this confidence (0-1).")
+        ] = None,
+    ) -> SearchResults:
+        return await engine.search(
+            query, limit, min_relevance, after, before, when, tags, tag_mode, type, min_confidence
+        )
+
+    @server.tool(
+        title="Get memory",
+        description="Fetch one memory by its id (from search_memory or list_memories), with its tags and timestamp.",
+        annotations=ToolAnnotations(title="Get memory", readOnlyHint=True, openWorldHint=False),
+    )
+    @readable_errors
+    async def get_memory(
+        memory_id: Annotated[str, Field(description="The id, like 'mem_17321234567890120042'.")],
+    ) -> Memory:
+        return await engine.get(memory_id)
+
+    @server.tool(
+        title="Get memories",
+        description="Fetch several memories by id in one call; the answer keeps your order, with null for unknown ids.",
+        annotations=ToolAnnotations(title="Get memories", readOnlyHint=True, openWorldHint=False),
+    )
+    @readable_errors
+    async def get_memories(
+        memory_ids: Annotated[list[str], Field(description="Up to 100 ids.")],
+    ) -> MemoryList:
+        found = await engine.get_many(memory_ids)
+        return MemoryList(
+            memories=found,
+            found=sum(m is not None for m in found),
+            missing=[mid for mid, m in zip(memory_ids, found) if m is None],
+        )
+
+    @server.tool(
+        title="Update memory",
+        description=(
+            "Correct or refine a memory in place (same id, original timestamp kept, updated_at recorded): new "
+            "content is re-indexed; tags, type, confidence and bookmarked can change on their own. Prefer this "
+            "to storing a second, conflicting memory."
+        ),
+        annotations=ToolAnnotations(title="Update memory", readOnlyHint=False, destructiveHint=False, idempotentHint=True),
+    )
+    @readable_errors
+    async def update_memory(
+        memory_id: Annotated[str, Field(description="The id of the memory to change.")],
+        content: Annotated[str | None, Field(description="New text (omit to keep).")] = None,
+        tags: Annotated[list[str] | None, Field(description="New tags, replacing the old ones (omit to keep).")] = None,
+        type: Annotated[str | None, Field(description="New type (omit to keep).")] = None,  # noqa: A002
+        confidence: Annotated[float | None, Field(description="New confidence 0-1 (omit to keep).")] = None,
+        bookmarked: Annotated[bool | None, Field(description="Bookmark (keep forever) or not (omit to keep).")] = None,
+    ) -> UpdateResult:
+        return await engine.update(memory_id, content, tags, type, confidence, bookmarked)
+
+    @server.tool(
+        title="Delete memory",
+        description=(
+            "Permanently delete one memory by id. Only when the user asks to forget something or a stored "
+            "fact is wrong; find the id with search_memory first. This cannot be undone."
+        ),
+        annotations=ToolAnnotations(title="Delete memory", readOnlyHint=False, destructiveHint=True, idempotentHint=True),
+    )
+    @readable_errors
+    async def delete_memory(
+        memory_id: Annotated[str, Field(description="The id of the memory to delete.")],
+    ) -> DeleteResult:
+        return await engine.delete(memory_id)
+
+    @server.tool(
+        title="List memories",
+        description=(
+            "List stored memories, newest first, a page at a time. For browsing or reviewing what is "
+            "remembered; to answer a question, use search_memory instead. Pass the returned next_before "
+            "as `before` to get the next, older page."
+        ),
+        annotations=ToolAnnotations(title="List memories", readOnlyHint=True, openWorldHint=False),
+    )
+    @readable_errors
+    async def list_memories(
+        limit: Annotated[int, Field(description="Page size, 1 to 50.")] = 10,
+        before: Annotated[
+            str | None,
+            Field(description="Only memories older than this memory id or ISO-8601 time (paging cursor)."),
+        ] = None,
+    ) -> MemoryPage:
+        return await engine.list_memories(limit, before)
+
+    @server.tool(
+        title="Memory statistics",
+        description=(
+            "How many memories are stored (per type and per collection), the oldest and newest, the most used "
+            "tags, disk usage, quota usage and mean latency."
+        ),
+        annotations=ToolAnnotations(title="Memory statistics", readOnlyHint=True, openWorldHint=False),
+    )
+    @readable_errors
+    async def memory_stats() -> MemoryStats:
+        return await engine.stats()

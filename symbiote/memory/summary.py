@@ -1,0 +1,61 @@
+"""What `memory_stats` reports about the memories themselves: counts per type and tag, oldest, newest.
+
+Counting needs a scan of every memory's metadata (about 0.3 s at 10,000 memories, and it queues
+behind writes on the store), too slow to repeat while a client stores a batch. So one scan builds
+a `Summary` and this instance's own writes keep it current; a rescan only catches up with what
+other instances (sharing a Chroma server) wrote, in the background, every `max_age` seconds.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from typing import Any, Callable, Iterable
+
+from symbiote.storage.base import StoredMemory
+
+
+class Summary:
+    """Counts over a set of memories' metadata, updated one memory at a time."""
+
+    def __init__(self, heads: Iterable[StoredMemory], iso: Callable[[int], str]) -> None:
+        self._iso = iso
+        self._types: Counter[str] = Counter()
+        self._tags: Counter[str] = Counter()
+        self._stamps: Counter[int] = Counter()
+        self.taken = time.monotonic()
+        for memory in heads:
+            self.add(memory)
+
+    def add(self, memory: StoredMemory) -> None:
+        self._types[memory.type or "untyped"] += 1
+        self._tags.update(memory.tags)
+        self._stamps[memory.created_us] += 1
+
+    def remove(self, memory: StoredMemory) -> None:
+        for counter, keys in (
+            (self._types, [memory.type or "untyped"]),
+            (self._tags, list(memory.tags)),
+            (self._stamps, [memory.created_us]),
+        ):
+            for key in keys:
+                counter[key] -= 1
+                if counter[key] <= 0:
+                    del counter[key]
+
+    def replace(self, old: StoredMemory, new: StoredMemory) -> None:
+        self.remove(old)
+        self.add(new)
+
+    def age(self) -> float:
+        return time.monotonic() - self.taken
+
+    def report(self) -> dict[str, Any]:
+        stamps = self._stamps.keys()
+        return {
+            "total_memories": sum(self._types.values()),
+            "by_type": dict(sorted(self._types.items())),
+            "top_tags": dict(sorted(self._tags.items(), key=lambda kv: (-kv[1], kv[0]))[:10]),
+            "oldest_timestamp": self._iso(min(stamps)) if stamps else None,
+            "newest_timestamp": self._iso(max(stamps)) if stamps else None,
+        }

@@ -1,0 +1,198 @@
+"""Argument checks shared by every surface; each failure says what was wrong and what is allowed."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from symbiote.memory import timeparse
+from symbiote.errors import InvalidInputError
+from symbiote.memory.ids import is_memory_id
+
+MAX_TAGS = 10
+MAX_TAG_LENGTH = 50
+
+
+def content(value: Any) -> str:
+    if not isinstance(value, str):
+        raise InvalidInputError("content must be text.")
+    text = value.strip()
+    if not text:
+        raise InvalidInputError("content is empty: give the text to remember.")
+    return text
+
+
+def query(value: Any) -> str:
+    if not isinstance(value, str):
+        raise InvalidInputError("query must be text.")
+    text = value.strip()
+    if not text:
+        raise InvalidInputError("query is empty: say what to look for, e.g. 'the user's favourite editor'.")
+    return text
+
+
+def tags(value: Any) -> list[str]:
+    """At most 10 non-empty tags of at most 50 characters; duplicates (any case) dropped."""
+    if value is None:
+        return []
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        raise InvalidInputError("tags must be a list of strings, e.g. [\"work\", \"preferences\"].")
+    cleaned: list[str] = []
+    seen: set[str] = set()
+    for position, tag in enumerate(value, start=1):
+        if not isinstance(tag, str):
+            raise InvalidInputError(f"tag {position} is not text.")
+        tag = tag.strip()
+        if not tag:
+            raise InvalidInputError(f"tag {position} is empty.")
+        if len(tag) > MAX_TAG_LENGTH:
+            raise InvalidInputError(f"tag {position} is {len(tag)} characters long; the limit is {MAX_TAG_LENGTH}.")
+        if tag.casefold() not in seen:
+            seen.add(tag.casefold())
+            cleaned.append(tag)
+    if len(cleaned) > MAX_TAGS:
+        raise InvalidInputError(f"{len(cleaned)} tags given; at most {MAX_TAGS} are allowed.")
+    return cleaned
+
+
+def limit(value: Any, *, name: str, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInputError(f"{name} must be a whole number from 1 to {high}.")
+    if not 1 <= value <= high:
+        raise InvalidInputError(f"{name} must be from 1 to {high} (got {value}).")
+    return value
+
+
+def memory_id(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInputError("memory_id is empty: pass an id like 'mem_17321234567890120042'.")
+    value = value.strip()
+    if not is_memory_id(value):
+        raise InvalidInputError(
+            f"{value!r} is not a memory id (they look like 'mem_' followed by 20 digits); "
+            "use search_memory or list_memories to find ids."
+        )
+    return value
+
+
+def before(value: Any) -> int | None:
+    """A paging cursor: a memory id or an ISO-8601 time. Returns microseconds since the epoch."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if not isinstance(value, str):
+        raise InvalidInputError("before must be a memory id or an ISO-8601 date/time.")
+    value = value.strip()
+    if is_memory_id(value):
+        return int(value[4:20])
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidInputError(
+            f"before={value!r} is neither a memory id nor an ISO-8601 date/time like '2026-11-21T09:30:00Z'."
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return int(moment.timestamp() * 1_000_000)
+
+
+def min_relevance(value: Any, default: float) -> float:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 100:
+        raise InvalidInputError(f"min_relevance must be a number from 0 to 100 (got {value!r}).")
+    return float(value)
+
+
+def time_window(after: Any, before: Any, when: Any) -> tuple[int | None, int | None]:
+    """Bounds in microseconds from `after`/`before` (moments) and `when` (a whole period).
+
+    Each accepts an ISO date/time or a phrase ("yesterday", "last week", "in March"). A phrase
+    given as `after` or `before` means the start of the period it names.
+    """
+    low: int | None = None
+    high: int | None = None
+    for name, value in (("after", after), ("before", before), ("when", when)):
+        if value is None or (isinstance(value, str) and not value.strip()):
+            continue
+        if not isinstance(value, str):
+            raise InvalidInputError(f"{name} must be text: an ISO date or a phrase like 'last week'.")
+        try:
+            period = timeparse.parse(value)
+        except timeparse.TimePhraseError as exc:
+            raise InvalidInputError(f"{name}: {exc}") from None
+        if name == "after":
+            low = max(low or period.start_us, period.start_us)
+        elif name == "before":
+            high = min(high or period.start_us, period.start_us)
+        else:
+            low = max(low or period.start_us, period.start_us)
+            high = min(high or period.end_us, period.end_us)
+    if low is not None and high is not None and low >= high:
+        raise InvalidInputError("The time filters leave no period to search (after is not before before).")
+    return low, high
+
+
+MAX_BATCH = 100
+_TYPE = re.compile(r"^[a-z][a-z0-9_-]{0,29}$")
+
+
+def memory_type(value: Any) -> str:
+    """A short word: preference, fact, project, decision, personal, or any other."""
+    if not isinstance(value, str) or not _TYPE.match(value.strip().lower()):
+        raise InvalidInputError(
+            "type must be one short word (letters, digits, - or _; at most 30), e.g. preference, fact, project, "
+            "decision, personal."
+        )
+    return value.strip().lower()
+
+
+def confidence(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise InvalidInputError(f"confidence must be a number from 0 to 1 (got {value!r}).")
+    return float(value)
+
+
+def flag(value: Any, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidInputError(f"{name} must be true or false.")
+    return value
+
+
+def conversation_id(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip() or len(value.strip()) > 200:
+        raise InvalidInputError("conversation_id must be non-empty text of at most 200 characters.")
+    return value.strip()
+
+
+def tag_mode(value: Any) -> Literal["any", "all"]:
+    if value not in ("any", "all"):
+        raise InvalidInputError("tag_mode must be 'any' (at least one tag) or 'all' (every tag).")
+    return value  # type: ignore[return-value]
+
+
+def memory_ids(value: Any) -> list[str]:
+    if not isinstance(value, (list, tuple)) or not value:
+        raise InvalidInputError("memory_ids must be a non-empty list of ids.")
+    if len(value) > MAX_BATCH:
+        raise InvalidInputError(f"{len(value)} ids given; at most {MAX_BATCH} per call.")
+    return [memory_id(v) for v in value]
+
+
+def batch(value: Any) -> list[dict[str, Any]]:
+    """store_memories items: 1..100 objects, each at least {"content": ...}."""
+    if not isinstance(value, (list, tuple)) or not value:
+        raise InvalidInputError("memories must be a non-empty list of {content, tags?, type?, confidence?} objects.")
+    if len(value) > MAX_BATCH:
+        raise InvalidInputError(f"{len(value)} memories given; at most {MAX_BATCH} per batch. Nothing was stored.")
+    items = []
+    for position, item in enumerate(value, start=1):
+        if isinstance(item, str):
+            item = {"content": item}
+        if not isinstance(item, dict):
+            raise InvalidInputError(f"item {position} must be an object with a content field. Nothing was stored.")
+        unknown = set(item) - {"content", "tags", "type", "confidence", "conversation_id", "bookmarked"}
+        if unknown:
+            raise InvalidInputError(f"item {position} has unknown fields {sorted(unknown)}. Nothing was stored.")
+        items.append(item)
+    return items

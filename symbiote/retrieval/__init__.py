@@ -1,0 +1,1 @@
+"""Ranking: how keyword and meaning candidates become one list of scored results."""

@@ -1,0 +1,122 @@
+"""The small synchronous interface the engine talks to, and the records that cross it.
+
+The engine sees only `MemoryStore`; `symbiote.storage.chroma_store.ChromaMemoryStore` implements it
+over any Chroma client (embedded `PersistentClient`, or a Chroma server's `HttpClient` as the way
+past one machine). Calls block; the engine runs them in worker threads. Opening a store is
+`symbiote.storage.opening`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, Sequence
+
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from symbiote.storage.filters import MemoryFilter
+    from symbiote.storage.keywords import KeywordMatch
+
+LEXICAL_FILE = "symbiote_keywords.sqlite3"
+CHROMA_FILE = "chroma.sqlite3"  # an embedded Chroma store exists once this file does
+
+
+def content_hash(content: str) -> str:
+    """Identity of a memory's text for duplicate detection: case and spacing do not count."""
+    normalised = re.sub(r"\s+", " ", content.strip()).casefold()
+    return hashlib.sha256(normalised.encode("utf-8")).hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class StoredMemory:
+    """A memory as the store holds it (no vector)."""
+
+    memory_id: str
+    content: str
+    timestamp: str
+    created_us: int
+    tags: tuple[str, ...]
+    content_hash: str = ""
+    type: str | None = None
+    confidence: float | None = None
+    bookmarked: bool = False
+    updated_us: int | None = None
+    conversation_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Match:
+    memory_id: str
+    similarity: float  # cosine similarity of the memory's best-matching passage, -1..1
+
+
+class MemoryStore(Protocol):
+    """The storage operations the engine needs; nothing Chroma-specific leaks through."""
+
+    def add(self, memory: StoredMemory, vectors: "np.ndarray", windows: Sequence[str]) -> None: ...
+
+    def add_many(self, items: Sequence[tuple[StoredMemory, "np.ndarray", Sequence[str]]]) -> None:
+        """All or nothing."""
+        ...
+
+    def replace(self, memory: StoredMemory, vectors: "np.ndarray | None", windows: Sequence[str]) -> None:
+        """Same id, new content or metadata; `vectors` None keeps the old text and vectors."""
+        ...
+
+    def get(self, memory_ids: Sequence[str]) -> dict[str, StoredMemory]: ...
+
+    def find_content(self, content_hash: str) -> StoredMemory | None: ...
+
+    def find_contents(self, hashes: Sequence[str]) -> dict[str, StoredMemory]: ...
+
+    def counts(self) -> dict[str, int]:
+        """Records per collection, for statistics."""
+        ...
+
+    def nearest(
+        self, vector: "np.ndarray", k: int, where: "MemoryFilter | None" = None, passages: bool = True
+    ) -> list[Match]:
+        """Memories by cosine similarity of their best passage (or whole text only, without passages)."""
+        ...
+
+    def keyword(self, text: str, k: int, where: "MemoryFilter | None" = None) -> list["KeywordMatch"]: ...
+
+    def keyword_words(
+        self, words: Sequence[str], k: int, where: "MemoryFilter | None" = None
+    ) -> list["KeywordMatch"]: ...
+
+    def coverage(self, text: str, memory_ids: Sequence[str]) -> dict[str, float]: ...
+
+    def coverage_and_get(
+        self, text: str, coverage_ids: Sequence[str], get_ids: Sequence[str]
+    ) -> tuple[dict[str, float], dict[str, StoredMemory]]:
+        """`coverage` and `get` in one call."""
+        ...
+
+    def retrieve(
+        self, vector: "np.ndarray", text: str | None, k: int, topic_words: Sequence[str], topic_k: int,
+        where: "MemoryFilter | None" = None,
+    ) -> tuple[list[Match], list["KeywordMatch"], list["KeywordMatch"]]:
+        """`nearest`, `keyword` (unless `text` is None) and (with topic words) `keyword_words` in one call."""
+        ...
+
+    def delete(self, memory_id: str) -> bool: ...
+
+    def delete_many(self, memory_ids: Sequence[str]) -> list[str]:
+        """Deletes in one go; returns the ids that existed."""
+        ...
+
+    def count(self) -> int: ...
+
+    def count_from(self, conversation_id: str, since_us: int) -> int: ...
+
+    def page(self, limit: int, before_us: int | None) -> list[StoredMemory]: ...
+
+    def scan(self, where: "MemoryFilter | None" = None) -> list[StoredMemory]:
+        """Every (matching) memory without its content: for statistics and retention."""
+        ...
+
+    def size_bytes(self) -> int: ...

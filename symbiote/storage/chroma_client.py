@@ -1,0 +1,290 @@
+"""Which Chroma a Symbiote instance talks to: the embedded store in CHROMADB_PATH, or a Chroma server.
+
+With `CHROMA_HOST` set, every collection (memories, passages, conversation history) lives on a
+Chroma server reached through `chromadb.HttpClient`; nothing else changes, because the store
+classes take any Chroma client. Several Symbiote instances can then share one store.
+
+The keyword index (`symbiote.storage.keywords`, SQLite FTS5) has no counterpart on a Chroma server, so
+each instance keeps its own copy in its local CHROMADB_PATH. `ServerMemoryStore` keeps that copy
+in step: rebuilt from Chroma at open (as for the embedded store), updated atomically with this
+instance's own writes, and caught up with other instances' writes before a keyword search (at
+most every `KEYWORD_SYNC_SECONDS`, when the number of memories on the server differs from the
+index's). See docs/chroma-server.md for what that leaves out.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator
+
+from symbiote.storage.chroma_store import ChromaMemoryStore
+from symbiote.errors import StoreUnavailableError
+
+if TYPE_CHECKING:
+    from symbiote.config import Settings
+
+log = logging.getLogger(__name__)
+
+KEYWORD_SYNC_SECONDS = 5.0
+
+
+def import_chromadb() -> Any:
+    """`chromadb`, imported after numpy (chromadb imports numpy, and a first numpy import racing
+    another worker thread's fails: `embeddings.import_numpy`), without its signature checks.
+
+    Chroma marks about 160 methods with the `overrides` package's decorator, which compares each
+    one's signature with its base class's as the class is created: a quarter of Chroma's import
+    (1.16 -> 0.88 s here, on the way to the first search). That check guards Chroma's own
+    development, and the installed code is the same at every start. The mark the decorator leaves
+    (`__override__`, which `overrides.EnforceOverrides` looks for) is still set.
+    """
+    import sys
+
+    from symbiote.embedding.model import import_numpy
+
+    import_numpy()
+    if "chromadb" not in sys.modules:
+        with _unchecked_overrides():
+            import chromadb.api.rust  # noqa: F401 - chromadb, and the embedded client's classes
+    import chromadb
+
+    return chromadb
+
+
+@contextlib.contextmanager
+def _unchecked_overrides() -> Iterator[None]:
+    """`overrides.override`/`overrides` as a mark only, while Chroma's classes are created."""
+    import overrides
+
+    def mark(method: Any = None, **_options: Any) -> Any:
+        if method is None:  # used as @override(check_signature=...)
+            return mark
+        method.__override__ = True
+        return method
+
+    saved = overrides.override, overrides.overrides
+    overrides.override = overrides.overrides = mark
+    try:
+        yield
+    finally:
+        overrides.override, overrides.overrides = saved
+
+
+def _chroma_settings(**extra: Any) -> Any:
+    from chromadb.config import Settings as ChromaSettings
+
+    # The embedded store's settings must be exactly these wherever a client opens the same path:
+    # Chroma shares one system per path and refuses a second client with different settings.
+    return ChromaSettings(anonymized_telemetry=False, allow_reset=False, **extra)
+
+
+@dataclass(frozen=True)
+class ChromaServer:
+    """Where a Chroma server is and how to authenticate to it."""
+
+    host: str
+    port: int = 8000
+    ssl: bool = False
+    auth_token: str = field(default="", repr=False)
+    auth_header: str = "Authorization"  # "Authorization" sends "Bearer <token>"; "X-Chroma-Token" the token
+    tenant: str = "default_tenant"
+    database: str = "default_database"
+
+    @classmethod
+    def from_settings(cls, settings: "Settings") -> "ChromaServer | None":
+        if not settings.chroma_host:
+            return None
+        return cls(
+            host=settings.chroma_host,
+            port=settings.chroma_port,
+            ssl=settings.chroma_ssl,
+            auth_token=settings.chroma_auth_token,
+            auth_header=settings.chroma_auth_header,
+            tenant=settings.chroma_tenant,
+            database=settings.chroma_database,
+        )
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{'https' if self.ssl else 'http'}://{host}:{self.port}"
+
+    def describe(self) -> str:
+        """For logs and messages: never the token."""
+        where = self.url
+        if (self.tenant, self.database) != ("default_tenant", "default_database"):
+            where += f" (tenant {self.tenant}, database {self.database})"
+        return where
+
+    @property
+    def headers(self) -> dict[str, str]:
+        if not self.auth_token:
+            return {}
+        if self.auth_header.lower() == "authorization":
+            return {"Authorization": f"Bearer {self.auth_token}"}
+        return {self.auth_header: self.auth_token}
+
+
+def _refused(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return any(word in text for word in ("401", "403", "unauthorized", "forbidden", "permission", "authenticat"))
+
+
+def connect_server(server: ChromaServer) -> Any:
+    """A `chromadb.HttpClient` for `server`, its database created if missing.
+
+    Raises StoreUnavailableError saying what to fix when the server cannot be reached or refuses
+    the credentials; the engine reports it and tries again on the next call.
+    """
+    chromadb = import_chromadb()
+    from chromadb.errors import NotFoundError
+
+    try:
+        if server.database != "default_database":
+            # A database of our own on a shared server (CHROMA_DATABASE): created on first use.
+            admin = chromadb.AdminClient(
+                _chroma_settings(
+                    chroma_api_impl="chromadb.api.fastapi.FastAPI",
+                    chroma_server_host=server.host,
+                    chroma_server_http_port=server.port,
+                    chroma_server_ssl_enabled=server.ssl,
+                    chroma_server_headers=server.headers or None,
+                )
+            )
+            try:
+                admin.get_database(server.database, tenant=server.tenant)
+            except NotFoundError:
+                try:
+                    admin.create_database(server.database, tenant=server.tenant)
+                    log.info("created database %r on the Chroma server %s", server.database, server.url)
+                except Exception:  # another instance may have created it meanwhile
+                    admin.get_database(server.database, tenant=server.tenant)
+        # Fresh settings each time: HttpClient writes the host and port into the object it is given.
+        return chromadb.HttpClient(
+            host=server.host,
+            port=server.port,
+            ssl=server.ssl,
+            headers=server.headers or None,
+            settings=_chroma_settings(),
+            tenant=server.tenant,
+            database=server.database,
+        )
+    except Exception as exc:
+        if _refused(exc):
+            raise StoreUnavailableError(
+                f"The Chroma server at {server.describe()} refused the credentials ({exc}). "
+                "Check CHROMA_AUTH_TOKEN and CHROMA_AUTH_HEADER."
+            ) from exc
+        raise StoreUnavailableError(
+            f"Cannot use the Chroma server at {server.describe()}: {exc}. Check CHROMA_HOST/CHROMA_PORT "
+            "(and CHROMA_SSL), and that the server is running (`docker compose ps chroma`)."
+        ) from exc
+
+
+def embedded_client(path: Path) -> Any:
+    """The embedded `PersistentClient` at `path` (the same one `storage.open_embedded_store` uses)."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreUnavailableError(
+            f"The memory store directory {str(path)!r} cannot be created ({exc.strerror or exc}). "
+            "Fix its permissions or set CHROMADB_PATH to a writable directory."
+        ) from exc
+    return import_chromadb().PersistentClient(path=str(path), settings=_chroma_settings())
+
+
+class ChromaClients:
+    """The Chroma client of one runtime for the stores beside the memories (conversation history).
+
+    Made on first use, then shared; a failure is not remembered, so the next call tries again.
+    """
+
+    def __init__(self, server: ChromaServer | None, path: Path) -> None:
+        self.server = server
+        self.path = path
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    def get(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                self._client = connect_server(self.server) if self.server else embedded_client(self.path)
+            return self._client
+
+    def describe(self) -> str:
+        return self.server.describe() if self.server else str(self.path)
+
+
+class ServerMemoryStore(ChromaMemoryStore):
+    """`ChromaMemoryStore` on a Chroma server that other instances write to as well.
+
+    This instance's keyword index does not see the other instances' writes, so before reading it
+    (keyword search) it checks (at most every `sync_seconds`) whether the server holds as many memories as
+    the index; when not, it adds what is missing and drops what was deleted, by id, fetching only
+    the new memories' text. The check holds the index's write transaction, so it never races this
+    instance's own store or delete.
+    """
+
+    def __init__(self, *args: Any, sync_seconds: float = KEYWORD_SYNC_SECONDS, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._sync_seconds = sync_seconds
+        self._synced_at = time.monotonic()
+        self._sync_lock = threading.Lock()
+
+    def catch_up(self, force: bool = True) -> int:
+        """Bring the keyword index in step with the server; returns how many entries changed."""
+        if not self._sync_lock.acquire(blocking=force):
+            return 0  # another search is already catching up
+        try:
+            if not force and time.monotonic() - self._synced_at < self._sync_seconds:
+                return 0
+            try:
+                return self._catch_up()
+            except Exception:  # keyword search must not fail because the catch-up did
+                log.warning("keyword index catch-up with the Chroma server failed", exc_info=True)
+                return 0
+            finally:
+                self._synced_at = time.monotonic()
+        finally:
+            self._sync_lock.release()
+
+    def _catch_up(self) -> int:
+        if self._memories.count() == self._lexical.count():
+            return 0
+        with self._lexical.transaction() as tx:
+            remote = set(self._memories.get(include=[])["ids"])
+            local = self._lexical.ids()
+            gone, new = local - remote, remote - local
+            for memory_id in gone:
+                tx.delete(memory_id)
+            if new:
+                got = self._memories.get(ids=sorted(new), include=["documents", "metadatas"])
+                rows = sorted(
+                    (int((meta or {}).get("created_us", 0)), mid, doc or "")
+                    for mid, doc, meta in zip(got["ids"], got["documents"] or [], got["metadatas"] or [])
+                )
+                for created_us, memory_id, body in rows:
+                    tx.add(memory_id, created_us, body)
+        if gone or new:
+            log.info("keyword index caught up with the Chroma server: %d added, %d removed", len(new), len(gone))
+        return len(gone) + len(new)
+
+
+def _caught_up(name: str) -> Any:
+    def read(self: ServerMemoryStore, *args: Any, **kwargs: Any) -> Any:
+        self.catch_up(force=False)
+        return getattr(ChromaMemoryStore, name)(self, *args, **kwargs)
+
+    read.__name__ = read.__qualname__ = name
+    return read
+
+
+# Every read of the keyword index (those the base store has) catches up with the server first.
+for _name in ("keyword", "keyword_words", "coverage"):
+    if hasattr(ChromaMemoryStore, _name):
+        setattr(ServerMemoryStore, _name, _caught_up(_name))

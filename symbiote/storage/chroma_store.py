@@ -1,0 +1,371 @@
+"""`MemoryStore` on Chroma (vectors, the source of truth) plus the FTS5 keyword index.
+
+Takes any Chroma client, so the embedded `PersistentClient` and a Chroma server's `HttpClient`
+are interchangeable. Calls block; the engine runs them in worker threads.
+
+Layout: one record per memory in `venom_memories` (vector of the whole text, i.e. its first
+256 tokens, exactly what sentence-transformers gives) plus, in `venom_memories_chunks`, one
+record per extra passage (each sentence of a multi-sentence memory; paragraphs and 128-token
+spans of a long one). Search keeps each memory's best passage.
+
+Consistency: a store or delete changes Chroma and the keyword index together or not at all
+(the index transaction commits only after the Chroma write succeeded; a failed commit undoes
+the Chroma write). An index that is missing or disagrees with Chroma at open is rebuilt from
+Chroma, which is the source of truth.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+from symbiote.errors import StoreUnavailableError
+from symbiote.storage.filters import MemoryFilter
+from symbiote.storage.keywords import KeywordMatch, LexicalIndex
+from symbiote.storage.base import Match, StoredMemory
+
+if TYPE_CHECKING:  # annotations only: numpy is not on the way to `initialize`
+    import numpy as np
+
+log = logging.getLogger(__name__)
+
+MEMORY_COLLECTION = "venom_memories"
+CHUNK_COLLECTION = "venom_memories_chunks"
+
+
+def _metadata(memory: StoredMemory, passages: int, clear_missing: bool = False) -> dict[str, Any]:
+    """Chroma metadata for a memory. For an update, `clear_missing` sends None for absent keys,
+    which Chroma's merge treats as "remove" (a tag list emptied by an update must not linger)."""
+    meta: dict[str, Any] = {
+        "timestamp": memory.timestamp,
+        "created_us": memory.created_us,
+        "content_hash": memory.content_hash,
+        "windows": passages,
+        "bookmarked": memory.bookmarked,
+    }
+    optional = {
+        "tags": list(memory.tags) or None,  # Chroma rejects empty lists and None values
+        "type": memory.type,
+        "confidence": memory.confidence,
+        "updated_us": memory.updated_us,
+        "conversation_id": memory.conversation_id,
+    }
+    meta.update({key: value for key, value in optional.items() if value is not None or clear_missing})
+    return meta
+
+
+def _from_chroma(memory_id: str, document: str | None, meta: dict[str, Any] | None) -> StoredMemory:
+    meta = meta or {}
+    confidence = meta.get("confidence")
+    updated = meta.get("updated_us")
+    return StoredMemory(
+        memory_id=memory_id,
+        content=document or "",
+        timestamp=str(meta.get("timestamp", "")),
+        created_us=int(meta.get("created_us", 0)),
+        tags=tuple(meta.get("tags") or ()),
+        content_hash=str(meta.get("content_hash", "")),
+        type=meta.get("type"),
+        confidence=float(confidence) if confidence is not None else None,
+        bookmarked=bool(meta.get("bookmarked", False)),
+        updated_us=int(updated) if updated is not None else None,
+        conversation_id=meta.get("conversation_id"),
+    )
+
+
+def _chunk_ids(memory_id: str, passages: int) -> list[str]:
+    return [f"{memory_id}#{i}" for i in range(1, passages)]
+
+
+class ChromaMemoryStore:
+    """Memories in two Chroma collections, keywords in a `LexicalIndex`."""
+
+    def __init__(
+        self, client: Any, model_name: str, dimension: int, lexical: LexicalIndex, data_path: Path | None = None
+    ) -> None:
+        self._client = client
+        self._data_path = data_path
+        self._lexical = lexical
+        # A search's keyword-index reads run here, beside its Chroma calls: SQLite lets go of the
+        # GIL while it works, Chroma's bindings hold it for a whole call (`retrieve`, `coverage_and_get`).
+        self._beside = ThreadPoolExecutor(1, thread_name_prefix="symbiote-keywords")
+        identity = {"embedding_model": model_name, "embedding_dim": dimension}
+        config = {"hnsw": {"space": "cosine"}}
+        self._memories = client.get_or_create_collection(
+            MEMORY_COLLECTION, metadata=identity, configuration=config, embedding_function=None
+        )
+        self._check_identity(self._memories, model_name, dimension)
+        self._chunks = client.get_or_create_collection(
+            CHUNK_COLLECTION, metadata=identity, configuration=config, embedding_function=None
+        )
+        self._sync_lexical()
+
+    def close(self) -> None:
+        """Close the Chroma client (e.g. before reopening the store to see another writer's changes)."""
+        self._beside.shutdown(wait=True)
+        close = getattr(self._client, "close", None)
+        if callable(close):
+            try:
+                close()
+            except Exception:
+                log.debug("closing the Chroma client failed", exc_info=True)
+
+    @staticmethod
+    def _check_identity(collection: Any, model_name: str, dimension: int) -> None:
+        """Refuse data embedded by another model: mixing vector spaces silently ruins search."""
+        meta = collection.metadata or {}
+        space = ((collection.configuration or {}).get("hnsw") or {}).get("space", "cosine")
+        stored_model, stored_dim = meta.get("embedding_model"), meta.get("embedding_dim")
+        if space != "cosine":
+            raise StoreUnavailableError(
+                f"The collection {MEMORY_COLLECTION!r} uses {space!r} distance, but Symbiote needs cosine. "
+                "Point CHROMADB_PATH at another directory."
+            )
+        if stored_model is None and stored_dim is None:
+            # Written before the identity was recorded (e.g. by the seed prototype, which used the
+            # same model through Chroma's default embedding function): adopt it.
+            collection.modify(metadata={**meta, "embedding_model": model_name, "embedding_dim": dimension})
+            return
+        if stored_model != model_name or int(stored_dim or 0) != dimension:
+            raise StoreUnavailableError(
+                f"The memories in this store were embedded with {stored_model} ({stored_dim} dimensions), "
+                f"but this server uses {model_name} ({dimension} dimensions); mixing them would make search "
+                "meaningless. Point CHROMADB_PATH at the matching data, or at a new directory."
+            )
+
+    def _sync_lexical(self) -> None:
+        """Rebuild the keyword index from Chroma when it is missing or out of step."""
+        if self._lexical.count() == self._memories.count():
+            return
+        everything = self._memories.get(include=["documents", "metadatas"])
+        rows = [
+            (mid, int((meta or {}).get("created_us", 0)), doc or "")
+            for mid, doc, meta in zip(everything["ids"], everything["documents"] or [], everything["metadatas"] or [])
+        ]
+        self._lexical.rebuild(rows)
+        log.warning("keyword index rebuilt from Chroma (%d memories)", len(rows))
+
+    # -- writes ----------------------------------------------------------------------------
+
+    def add(self, memory: StoredMemory, vectors: np.ndarray, windows: Sequence[str]) -> None:
+        self.add_many([(memory, vectors, windows)])
+
+    def add_many(self, items: Sequence[tuple[StoredMemory, np.ndarray, Sequence[str]]]) -> None:
+        """One keyword transaction, one Chroma call per collection: all stored or none."""
+        if not items:
+            return
+        written = False
+        try:
+            with self._lexical.transaction() as tx:
+                for memory, _vectors, _windows in items:
+                    tx.add(memory.memory_id, memory.created_us, memory.content)
+                self._add_vectors(items)
+                written = True
+        except BaseException:
+            if written:  # the index commit failed after Chroma took the write: undo it
+                self._delete_vectors([(m.memory_id, len(w)) for m, _v, w in items])
+            raise
+
+    def _add_vectors(self, items: Sequence[tuple[StoredMemory, np.ndarray, Sequence[str]]]) -> None:
+        chunk_ids: list[str] = []
+        chunk_vectors: list[list[float]] = []
+        chunk_docs: list[str] = []
+        chunk_meta: list[dict[str, Any]] = []
+        for memory, vectors, windows in items:
+            for i, (vector, text) in enumerate(zip(vectors[1:], windows[1:]), start=1):
+                chunk_ids.append(f"{memory.memory_id}#{i}")
+                chunk_vectors.append(vector.tolist())
+                chunk_docs.append(text)
+                chunk_meta.append({"memory_id": memory.memory_id, "window": i, "created_us": memory.created_us})
+        if chunk_ids:
+            self._chunks.add(ids=chunk_ids, embeddings=chunk_vectors, documents=chunk_docs, metadatas=chunk_meta)
+        try:
+            self._memories.add(
+                ids=[m.memory_id for m, _v, _w in items],
+                embeddings=[v[0].tolist() for _m, v, _w in items],
+                documents=[m.content for m, _v, _w in items],
+                metadatas=[_metadata(m, len(w)) for m, _v, w in items],
+            )
+        except BaseException:
+            if chunk_ids:
+                self._chunks.delete(ids=chunk_ids)
+            raise
+
+    def _delete_vectors(self, memories: Sequence[tuple[str, int]]) -> None:
+        self._memories.delete(ids=[mid for mid, _ in memories])
+        chunks = [cid for mid, passages in memories for cid in _chunk_ids(mid, passages)]
+        if chunks:
+            self._chunks.delete(ids=chunks)
+
+    def replace(self, memory: StoredMemory, vectors: np.ndarray | None, windows: Sequence[str]) -> None:
+        old = self._memories.get(ids=[memory.memory_id], include=["metadatas"])
+        if not old["ids"]:
+            raise KeyError(memory.memory_id)
+        old_passages = int((old["metadatas"] or [{}])[0].get("windows", 1) or 1)
+        if vectors is None:  # metadata only: text, vectors and keyword entry stay
+            self._memories.update(ids=[memory.memory_id], metadatas=[_metadata(memory, old_passages, True)])
+            return
+        with self._lexical.transaction() as tx:
+            tx.delete(memory.memory_id)
+            tx.add(memory.memory_id, memory.created_us, memory.content)
+            stale = _chunk_ids(memory.memory_id, old_passages)
+            if stale:
+                self._chunks.delete(ids=stale)
+            fresh = _chunk_ids(memory.memory_id, len(windows))
+            if fresh:
+                self._chunks.add(
+                    ids=fresh,
+                    embeddings=vectors[1:].tolist(),
+                    documents=list(windows[1:]),
+                    metadatas=[
+                        {"memory_id": memory.memory_id, "window": i, "created_us": memory.created_us}
+                        for i in range(1, len(windows))
+                    ],
+                )
+            self._memories.update(
+                ids=[memory.memory_id],
+                embeddings=vectors[:1].tolist(),
+                documents=[memory.content],
+                metadatas=[_metadata(memory, len(windows), True)],
+            )
+
+    def delete(self, memory_id: str) -> bool:
+        return bool(self.delete_many([memory_id]))
+
+    def delete_many(self, memory_ids: Sequence[str]) -> list[str]:
+        if not memory_ids:
+            return []
+        got = self._memories.get(ids=list(memory_ids), include=["metadatas"])
+        present = [(mid, int((meta or {}).get("windows", 1) or 1)) for mid, meta in zip(got["ids"], got["metadatas"] or [])]
+        if not present:
+            return []
+        with self._lexical.transaction() as tx:
+            for memory_id, _passages in present:
+                tx.delete(memory_id)
+            self._delete_vectors(present)
+        return [mid for mid, _ in present]
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def get(self, memory_ids: Sequence[str]) -> dict[str, StoredMemory]:
+        if not memory_ids:
+            return {}
+        got = self._memories.get(ids=list(memory_ids), include=["documents", "metadatas"])
+        return {
+            mid: _from_chroma(mid, doc, meta)
+            for mid, doc, meta in zip(got["ids"], got["documents"] or [], got["metadatas"] or [])
+        }
+
+    def find_content(self, content_hash: str) -> StoredMemory | None:
+        got = self._memories.get(where={"content_hash": content_hash}, limit=1, include=["documents", "metadatas"])
+        if not got["ids"]:
+            return None
+        return _from_chroma(got["ids"][0], (got["documents"] or [None])[0], (got["metadatas"] or [None])[0])
+
+    def find_contents(self, hashes: Sequence[str]) -> dict[str, StoredMemory]:
+        """Existing memories by content hash, one query for a whole batch."""
+        if not hashes:
+            return {}
+        got = self._memories.get(
+            where={"content_hash": {"$in": list(dict.fromkeys(hashes))}}, include=["documents", "metadatas"]
+        )
+        found = [_from_chroma(mid, doc, meta) for mid, doc, meta in zip(got["ids"], got["documents"] or [], got["metadatas"] or [])]
+        return {m.content_hash: m for m in sorted(found, key=lambda m: m.created_us, reverse=True)}
+
+    def counts(self) -> dict[str, int]:
+        """Records per collection: memories, extra passages, keyword index entries."""
+        return {
+            "memories": int(self._memories.count()),
+            "passages": int(self._chunks.count()),
+            "keyword_index": self._lexical.count(),
+        }
+
+    def nearest(
+        self, vector: np.ndarray, k: int, where: MemoryFilter | None = None, passages: bool = True
+    ) -> list[Match]:
+        best: dict[str, float] = {}
+        # Chroma returns what it has when asked for more (or none, empty): no count() first,
+        # which cost two trips into Chroma per search. A passage's id is "<memory id>#<n>"
+        # (`_chunk_ids`), so its owner needs no metadata fetch either (half the passage query).
+        sources = [(self._memories, False, where.chroma_where() if where else None)]
+        if passages:  # passages carry only the time; the engine re-checks the rest
+            sources.append((self._chunks, True, where.chroma_where(with_metadata=False) if where else None))
+        for collection, passage, condition in sources:
+            found = collection.query(query_embeddings=[vector.tolist()], n_results=k, where=condition, include=["distances"])
+            for rid, distance in zip(found["ids"][0], found["distances"][0]):
+                mid = rid.rsplit("#", 1)[0] if passage else rid
+                similarity = 1.0 - float(distance)
+                if similarity > best.get(mid, -2.0):
+                    best[mid] = similarity
+        return sorted((Match(m, s) for m, s in best.items()), key=lambda m: m.similarity, reverse=True)
+
+    def keyword(self, text: str, k: int, where: MemoryFilter | None = None) -> list[KeywordMatch]:
+        after, before = (where.after_us, where.before_us) if where else (None, None)
+        return self._lexical.search(text, k, after, before)
+
+    def keyword_words(self, words: Sequence[str], k: int, where: MemoryFilter | None = None) -> list[KeywordMatch]:
+        after, before = (where.after_us, where.before_us) if where else (None, None)
+        return self._lexical.search_words(words, k, after, before, body_only=True)
+
+    def coverage(self, text: str, memory_ids: Sequence[str]) -> dict[str, float]:
+        return self._lexical.coverage(text, memory_ids)
+
+    def coverage_and_get(
+        self, text: str, coverage_ids: Sequence[str], get_ids: Sequence[str]
+    ) -> tuple[dict[str, float], dict[str, StoredMemory]]:
+        """A search's second stage in one call: keyword coverage of the leading candidates, and
+        the likely results themselves; the coverage is worked out while Chroma fetches."""
+        coverage = self._beside.submit(self.coverage, text, coverage_ids)
+        found = self.get(get_ids)
+        return coverage.result(), found
+
+    def retrieve(
+        self, vector: np.ndarray, text: str | None, k: int, topic_words: Sequence[str], topic_k: int,
+        where: MemoryFilter | None = None,
+    ) -> tuple[list[Match], list[KeywordMatch], list[KeywordMatch]]:
+        """A search's first stage in one call (one trip to the store process, one wait behind a write):
+        nearest by vector, by keywords (text None: none, the caller has them), and by the vague
+        question's topic words (none: empty). The keyword searches run while Chroma searches."""
+        members = self._beside.submit(self.keyword_words, topic_words, topic_k, where) if topic_words else None
+        keyword = self._beside.submit(self.keyword, text, k, where) if text is not None else None
+        nearest = self.nearest(vector, k, where)
+        return nearest, keyword.result() if keyword else [], members.result() if members else []
+
+    def count_from(self, conversation_id: str, since_us: int) -> int:
+        got = self._memories.get(
+            where={"$and": [{"conversation_id": conversation_id}, {"created_us": {"$gte": since_us}}]}, include=[]
+        )
+        return len(got["ids"])
+
+    def count(self) -> int:
+        return int(self._memories.count())
+
+    def page(self, limit: int, before_us: int | None) -> list[StoredMemory]:
+        heads = self._memories.get(where=MemoryFilter(before_us=before_us).chroma_where(), include=["metadatas"])
+        ordered = sorted(
+            zip(heads["ids"], heads["metadatas"] or []),
+            key=lambda pair: (int((pair[1] or {}).get("created_us", 0)), pair[0]),
+            reverse=True,
+        )[:limit]
+        found = self.get([mid for mid, _ in ordered])
+        return [found[mid] for mid, _ in ordered if mid in found]
+
+    def scan(self, where: MemoryFilter | None = None) -> list[StoredMemory]:
+        """Every (matching) memory without its content: for statistics and retention."""
+        heads = self._memories.get(where=where.chroma_where() if where else None, include=["metadatas"])
+        return [_from_chroma(mid, None, meta) for mid, meta in zip(heads["ids"], heads["metadatas"] or [])]
+
+    def size_bytes(self) -> int:
+        if self._data_path is None:
+            return 0
+        total = 0
+        for root, _dirs, files in os.walk(self._data_path):
+            for name in files:
+                try:
+                    total += os.path.getsize(os.path.join(root, name))
+                except OSError:
+                    pass
+        return total

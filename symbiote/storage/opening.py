@@ -1,0 +1,167 @@
+"""Opening a memory store: embedded Chroma in a data directory, or a Chroma server; resetting one.
+
+A damaged store is copied aside before anything else touches it, and every refusal says what
+to fix (a read-only mount, a directory we may not write).
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from symbiote.errors import StoreUnavailableError
+from symbiote.storage.base import CHROMA_FILE, LEXICAL_FILE
+from symbiote.storage.disk_errors import StoreDamagedError, StorageReadOnlyError, is_damage
+
+if TYPE_CHECKING:
+    from symbiote.storage.chroma_client import ChromaServer
+    from symbiote.storage.chroma_store import ChromaMemoryStore
+    from symbiote.storage.keywords import LexicalIndex
+
+
+def embedded_store_exists(path: Path) -> bool:
+    """Whether the embedded store at `path` has been created yet; asking creates nothing.
+
+    Where it has not, and could not be (a file in the way, a directory we may not write, a
+    read-only file system), this says so now: StoreUnavailableError with what to fix.
+    """
+    if (path / CHROMA_FILE).is_file():
+        return True
+    nearest = path
+    while not nearest.exists() and nearest.parent != nearest:  # the directory it would be made in
+        nearest = nearest.parent
+    if not nearest.is_dir():
+        problem = f"{str(nearest)!r} is a file, not a directory"
+    elif not os.access(nearest, os.W_OK | os.X_OK):
+        problem = f"{str(nearest)!r} does not let this server write"
+    else:
+        return False
+    raise _not_writable(path, problem)
+
+
+def _not_writable(path: Path, problem: str) -> StoreUnavailableError:
+    return StoreUnavailableError(
+        f"The memory store directory {str(path)!r} is not writable ({problem}). "
+        "Fix its permissions or set CHROMADB_PATH to a writable directory."
+    )
+
+
+def open_embedded_store(path: Path, model_name: str, dimension: int) -> "ChromaMemoryStore":
+    """Open (creating if needed) the embedded Chroma store and its keyword index at `path`."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".symbiote-write-test"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        if exc.errno == errno.EROFS:
+            raise StorageReadOnlyError(
+                f"Storage is read-only: {str(path)!r} is on a read-only file system, so memory is unavailable "
+                "(Chroma cannot open a store read-only). Remount it read-write or set CHROMADB_PATH elsewhere; "
+                "the stored memories are untouched."
+            ) from exc
+        raise _not_writable(path, str(exc.strerror or exc)) from exc
+    from symbiote.storage.chroma_client import embedded_client
+    from symbiote.storage.chroma_store import ChromaMemoryStore
+
+    client = None
+    try:
+        client = embedded_client(path)
+        for collection in client.list_collections():  # reads the catalogue: damage shows here, not mid-request
+            client.get_collection(collection.name).count()
+    except Exception as exc:
+        _forget_chroma_system(path, client)
+        if not is_damage(exc):
+            raise
+        backup = quarantine(path)
+        raise StoreDamagedError(
+            f"The memory store in {str(path)!r} is damaged ({exc}). Its files were copied to {str(backup)!r} "
+            "untouched. To recover: restore a snapshot or backup into CHROMADB_PATH, or run "
+            "`symbiote reset --confirm` to start an empty store (the damaged one stays in the backup). "
+            "Memory is unavailable until then."
+        ) from exc
+    return ChromaMemoryStore(client, model_name, dimension, _keyword_index(path), data_path=path)
+
+
+def _forget_chroma_system(path: Path, client: object | None) -> None:
+    """Chroma caches one system per path and keeps a broken one after a failed open (1.5.9), so
+    every later open of that path (after a restore or reset) would fail too: drop it."""
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    if client is not None:
+        try:
+            client.close()  # type: ignore[attr-defined]
+        except Exception:
+            pass
+    SharedSystemClient._identifier_to_system.pop(str(path), None)
+    SharedSystemClient._identifier_to_refcount.pop(str(path), None)
+
+
+def _keyword_index(path: Path) -> "LexicalIndex":
+    """The keyword index; derived data, so a damaged one is set aside and rebuilt from Chroma."""
+    from symbiote.storage.keywords import LexicalIndex
+
+    try:
+        index = LexicalIndex(path / LEXICAL_FILE)
+        index.count()
+        return index
+    except Exception as exc:
+        if not is_damage(exc):
+            raise
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        for suffix in ("", "-wal", "-shm"):
+            damaged = path / f"{LEXICAL_FILE}{suffix}"
+            if damaged.exists():
+                damaged.rename(path / f"{LEXICAL_FILE}{suffix}.damaged-{stamp}")
+        logging.getLogger(__name__).warning("keyword index was damaged (%s); set aside, rebuilding from Chroma", exc)
+        return LexicalIndex(path / LEXICAL_FILE)
+
+
+def quarantine(path: Path) -> Path:
+    """Copy a damaged data directory aside (timestamped), leaving the original untouched."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    backup = path.with_name(f"{path.name}.damaged-{stamp}")
+    shutil.copytree(path, backup, dirs_exist_ok=True)
+    logging.getLogger(__name__).error(
+        "memory store at %s is damaged; copied to %s. Recover by restoring a backup into %s, or "
+        "`symbiote reset --confirm` for an empty store.",
+        path, backup, path,
+    )
+    return backup
+
+
+def reset_store(path: Path) -> Path | None:
+    """`symbiote reset --confirm`: move the data directory aside (never deleted) and leave an empty one."""
+    if not path.exists():
+        path.mkdir(parents=True)
+        return None
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    backup = path.with_name(f"{path.name}.reset-{stamp}")
+    path.rename(backup)
+    path.mkdir(parents=True)
+    return backup
+
+
+def open_server_store(server: "ChromaServer", index_dir: Path, model_name: str, dimension: int) -> "ChromaMemoryStore":
+    """Open the store on a Chroma server (CHROMA_HOST); the keyword index stays local, in `index_dir`.
+
+    Same store class, collections and behaviour as the embedded store; only the client differs.
+    `symbiote.storage.chroma_client.ServerMemoryStore` keeps the local keyword index in step with the server.
+    """
+    from symbiote.storage.chroma_client import ServerMemoryStore, connect_server
+    from symbiote.storage.keywords import LexicalIndex
+
+    try:
+        index_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreUnavailableError(
+            f"The directory {str(index_dir)!r} for the local keyword index cannot be created "
+            f"({exc.strerror or exc}). Set CHROMADB_PATH to a writable directory."
+        ) from exc
+    client = connect_server(server)
+    return ServerMemoryStore(client, model_name, dimension, LexicalIndex(index_dir / LEXICAL_FILE), data_path=None)

@@ -1,0 +1,389 @@
+"""The embedded Chroma store in a child process of its own, used through a small proxy.
+
+Why a process: Chroma 1.5.9's Python bindings hold the GIL for the whole of every call (a
+one-memory add about 12 ms, a 100-memory add about 90 ms; measured: the event loop stalls for
+as long). In the server process that stalls every other client's request, and a search waits
+behind a batch's writes. In a child process those calls hold the child's GIL, and the server's
+event loop, HTTP handling and embedding go on. The child also imports chromadb (about 0.9 s)
+on the other core while the server imports the MCP SDK, so the first search comes sooner.
+
+The child hosts the same objects as before (`storage.open_embedded_store`, the history store);
+`RemoteStore` forwards method calls to them over a socket pair (pickled arguments and results).
+One call at a time, like Chroma itself. If the child dies (killed, crashed), the next call
+starts a new one and reopens what was open: the server keeps serving.
+The child exits when the server closes it, and by itself when the server goes away (the socket
+reaches end-of-file; on Linux the kernel also kills it when its parent dies). It ignores SIGINT
+and SIGTERM: those are for the server, which shuts down gracefully and then closes the child.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import pickle
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import weakref
+from concurrent.futures import Future
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any, Callable
+
+from symbiote.errors import StoreUnavailableError
+
+log = logging.getLogger(__name__)
+
+CHILD_ENV = "SYMBIOTE_STORE_CHILD_PATH"  # the server's sys.path, so the child imports the same code
+CLOSE_TIMEOUT_SECONDS = 15.0
+
+
+class _FairLock:
+    """A lock handed out in arrival order: the one write in flight is not overtaken again and
+    again by reads that release and re-take a plain lock."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._next = 0
+        self._serving = 0
+
+    def __enter__(self) -> None:
+        with self._cond:
+            ticket = self._next
+            self._next += 1
+            while ticket != self._serving:
+                self._cond.wait()
+
+    def __exit__(self, *_exc: object) -> None:
+        with self._cond:
+            self._serving += 1
+            self._cond.notify_all()
+
+
+class _ChildGone(Exception):
+    """The child process is not there to answer (it exited, was killed or crashed)."""
+
+
+class RemoteStoreError(Exception):
+    """An error raised in the child that could not be sent as itself; the text keeps its whole chain."""
+
+    def __init__(self, text: str, errno: int | None = None) -> None:
+        super().__init__(text)
+        self.errno = errno
+
+
+def _portable(exc: BaseException) -> BaseException:
+    """`exc` if it survives pickling, else its chain as text (what `failures` classifies by)."""
+    try:
+        clone = pickle.loads(pickle.dumps(exc))
+        if type(clone) is type(exc) and str(clone) == str(exc):
+            if exc.__cause__ is None and exc.__context__ is None:
+                return exc
+    except Exception:
+        pass
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    text = " <- ".join(f"{type(e).__name__}: {e}" for e in chain)
+    errnos = [e.errno for e in chain if isinstance(e, OSError) and e.errno is not None]
+    from symbiote.errors import SymbioteError
+
+    if isinstance(exc, SymbioteError):
+        try:
+            return pickle.loads(pickle.dumps(type(exc)(str(exc))))
+        except Exception:
+            pass
+    return RemoteStoreError(text, errnos[0] if errnos else None)
+
+
+# -- the child ---------------------------------------------------------------------------------
+
+
+def _open(kind: str, path: str, model: str, dimension: int) -> Any:
+    if kind == "memories":
+        from symbiote.storage.opening import open_embedded_store
+
+        return open_embedded_store(Path(path), model, dimension)
+    if kind == "history":
+        from symbiote.storage.chroma_client import embedded_client
+        from symbiote.memory.history import open_history_store
+
+        return open_history_store(embedded_client(Path(path)), model, dimension)
+    raise ValueError(f"unknown store kind {kind!r}")
+
+
+def _close_object(obj: Any) -> None:
+    close = getattr(obj, "close", None)  # ChromaMemoryStore.close; the history store shares its client
+    if callable(close):
+        close()
+
+
+def _die_with_parent() -> None:
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: only if end-of-file cannot reach us (a hung call)
+    except Exception:
+        pass  # not Linux: end-of-file on the socket still ends the child
+
+
+def child_main(fd: int) -> None:
+    """The child's loop: open objects, call their methods, answer each request in order."""
+    # Ctrl+C (SIGINT to the process group) and a SIGTERM to every process of the service (systemd,
+    # a container runtime) are the server's to handle: it finishes its requests, then closes us.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    _die_with_parent()
+    conn = Connection(fd)
+    from symbiote.fastboot.collector import collector_paused
+
+    with collector_paused():  # Chroma's import is mostly allocation: 10 % faster without the collector
+        from symbiote.storage.chroma_client import import_chromadb
+
+        import_chromadb()  # now, while the server is still importing its own modules
+
+    objects: dict[int, Any] = {}
+    while True:
+        try:
+            request = conn.recv()
+        except (EOFError, OSError):
+            break
+        op = request[0]
+        if op == "close":
+            break
+        try:
+            if op == "open":
+                handle, kind, path, model, dimension = request[1:]
+                obj = _open(kind, path, model, dimension)
+                objects[handle] = obj
+                methods = sorted(n for n in dir(obj) if not n.startswith("_") and callable(getattr(obj, n)))
+                reply: tuple[str, Any] = ("ok", methods)
+            elif op == "forget":
+                obj = objects.pop(request[1], None)
+                if obj is not None:
+                    _close_object(obj)
+                reply = ("ok", None)
+            else:  # "call"
+                handle, method, args = request[1:]
+                reply = ("ok", getattr(objects[handle], method)(*args))
+        except BaseException as exc:  # every failure goes back to the caller; the child keeps serving
+            reply = ("error", _portable(exc))
+        try:
+            conn.send(reply)
+        except (pickle.PicklingError, TypeError, AttributeError) as exc:
+            conn.send(("error", RemoteStoreError(f"the store's answer could not be sent back: {exc}")))
+        except (EOFError, OSError):
+            break
+    for obj in objects.values():
+        _close_object(obj)
+
+
+# -- the server's side ---------------------------------------------------------------------------
+
+
+class StoreProcess:
+    """The child process that owns the embedded Chroma at `path`, started at once."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = _FairLock()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._conn: Connection | None = None
+        self._opened: dict[int, tuple[str, str, int]] = {}  # handle -> how it was opened, to reopen
+        self._next_handle = 1
+        self._closed = False
+        self._preopened: dict[tuple[str, str, int], Future[RemoteStore]] = {}
+        self._start()
+
+    def preopen(self, kind: str, model: str, dimension: int) -> None:
+        """Open a store now, in a thread, so that it is open by the time the server asks for it:
+        the child opens it right after importing Chroma instead of idling until the app is built."""
+        future: Future[RemoteStore] = Future()
+        self._preopened[(kind, model, dimension)] = future
+
+        def run() -> None:
+            try:
+                future.set_result(self._open_now(kind, model, dimension))
+            except BaseException as exc:  # noqa: BLE001 - `open` opens again and reports it
+                future.set_exception(exc)
+
+        threading.Thread(target=run, name=f"symbiote-preopen-{kind}", daemon=True).start()
+
+    def _start(self) -> None:
+        ours, theirs = socket.socketpair()
+        code = (
+            "import json, os, sys; sys.path[:0] = json.loads(os.environ.pop(%r)); "
+            "from symbiote.storage.process import child_main; child_main(%d)" % (CHILD_ENV, theirs.fileno())
+        )
+        env = {**os.environ, CHILD_ENV: json.dumps([p for p in sys.path if p])}
+        try:
+            output: Any = sys.stderr.fileno()  # never stdout: it is the MCP channel under stdio
+        except (AttributeError, OSError, ValueError):
+            output = subprocess.DEVNULL
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-c", code],
+                pass_fds=(theirs.fileno(),),
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+            )
+        finally:
+            theirs.close()
+        self._conn = Connection(ours.detach())
+        weakref.finalize(self, _reap, self._proc, self._conn)  # forgotten without close(): no orphan
+        log.debug("memory store process started (pid %d)", self._proc.pid)
+
+    def _exchange(self, request: tuple[Any, ...]) -> Any:
+        assert self._conn is not None
+        try:
+            self._conn.send(request)
+            status, value = self._conn.recv()
+        except (EOFError, OSError) as exc:
+            raise _ChildGone(exc) from exc
+        if status == "error":
+            raise value  # raised by the store in the child
+        return value
+
+    def _revive(self) -> None:
+        """A new child after the old one died, with everything reopened under the same handles."""
+        code = self._proc.poll() if self._proc is not None else None
+        log.error("memory store process ended unexpectedly (exit code %s); starting a new one", code)
+        self._discard()
+        self._start()
+        for handle, (kind, model, dimension) in self._opened.items():
+            self._exchange(("open", handle, kind, str(self.path), model, dimension))
+
+    def _request(self, request: tuple[Any, ...]) -> Any:
+        with self._lock:
+            if self._closed:
+                raise StoreUnavailableError("The memory store is closed (the server is shutting down).")
+            try:
+                if self._conn is None or (self._proc is not None and self._proc.poll() is not None):
+                    self._revive()
+                return self._exchange(request)
+            except _ChildGone as gone:
+                # Not retried: a write in flight may or may not have landed, so the caller decides.
+                # The next call starts a new child.
+                self._discard()
+                raise StoreUnavailableError(
+                    f"The memory store process stopped during this call ({gone.__cause__}); it is being restarted. "
+                    "Try again: everything acknowledged before is stored."
+                ) from gone
+
+    def open(self, kind: str, model: str, dimension: int) -> "RemoteStore":
+        """Open a store (`memories` or `history`) in the child and return its proxy."""
+        future = self._preopened.pop((kind, model, dimension), None)
+        if future is not None:
+            try:
+                return future.result()
+            except Exception:  # noqa: BLE001 - opened again below, which raises with the reason
+                pass
+        return self._open_now(kind, model, dimension)
+
+    def _open_now(self, kind: str, model: str, dimension: int) -> "RemoteStore":
+        with self._lock:
+            handle = self._next_handle
+            self._next_handle += 1
+        methods = self._request(("open", handle, kind, str(self.path), model, dimension))
+        with self._lock:
+            self._opened[handle] = (kind, model, dimension)
+        return RemoteStore(self, handle, frozenset(methods))
+
+    def call(self, handle: int, method: str, args: tuple[Any, ...]) -> Any:
+        return self._request(("call", handle, method, args))
+
+    def forget(self, handle: int) -> None:
+        with self._lock:
+            self._opened.pop(handle, None)
+        try:
+            self._request(("forget", handle))
+        except StoreUnavailableError:
+            pass
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    def _discard(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        if self._proc is not None:
+            if self._proc.poll() is None:
+                self._proc.kill()
+            self._proc.wait()
+            self._proc = None
+
+    def close(self) -> None:
+        """Close the stores and end the child (it finishes the call in progress first)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            try:
+                if self._conn is not None:
+                    self._conn.send(("close",))
+                if self._proc is not None:
+                    self._proc.wait(timeout=CLOSE_TIMEOUT_SECONDS)
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                log.warning("memory store process did not close cleanly (%s); stopping it", exc)
+            self._discard()
+
+
+class RemoteStore:
+    """A store object living in the child: its public methods, called remotely."""
+
+    def __init__(self, host: StoreProcess, handle: int, methods: frozenset[str]) -> None:
+        self._host = host
+        self._handle = handle
+        self._methods = methods
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        if name.startswith("_") or name not in self._methods:
+            raise AttributeError(name)
+        host, handle = self._host, self._handle
+
+        def call(*args: Any) -> Any:
+            return host.call(handle, name, args)
+
+        call.__name__ = name
+        return call
+
+    def close(self) -> None:
+        """Close this store's Chroma client in the child (e.g. to reopen it after a new writer took over)."""
+        self._host.forget(self._handle)
+
+
+def _reap(proc: subprocess.Popen[bytes], conn: Connection) -> None:
+    conn.close()  # end-of-file: the child closes its stores and exits
+    try:
+        proc.wait(timeout=CLOSE_TIMEOUT_SECONDS)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+_PRESTARTED: dict[Path, StoreProcess] = {}
+
+
+def prestart(path: Path, preopen: tuple[str, str, int] | None = None) -> None:
+    """Start the child for `path` now (at process start), so that it imports Chroma while the
+    server imports everything else; `for_path` hands it to the runtime. `preopen` (kind, model,
+    dimension) opens that store as soon as Chroma is imported."""
+    key = path.expanduser().resolve()
+    if key not in _PRESTARTED:
+        _PRESTARTED[key] = StoreProcess(path)
+        if preopen is not None:
+            _PRESTARTED[key].preopen(*preopen)
+
+
+def for_path(path: Path) -> StoreProcess:
+    """The prestarted child for `path`, or a new one."""
+    return _PRESTARTED.pop(path.expanduser().resolve(), None) or StoreProcess(path)
