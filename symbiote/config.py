@@ -7,11 +7,27 @@ one message listing every problem instead of a crash later on the first request.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+INSTALLED_SHARE = Path(sys.prefix) / "share" / "symbiote"  # where an installed wheel puts its data files
+
+
+def _resource_dir(name: str, *, user_data: bool = False) -> Path:
+    """A checkout keeps `personalities/` and `models/` beside the package; an installed wheel has
+    its personalities under `<prefix>/share/symbiote` and exports the model to the user's data
+    directory (the wheel carries no model). Either way the path is where `scripts/setup.sh` or
+    `symbiote export-model` writes, so a "missing" error names a real place to look."""
+    checkout = PROJECT_ROOT / name
+    if checkout.exists() or (PROJECT_ROOT / "pyproject.toml").is_file():
+        return checkout
+    if user_data:
+        base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+        return base / "symbiote" / name
+    return INSTALLED_SHARE / name
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 TRANSPORTS = ("http", "sse", "stdio")
 SHARE_KINDS = ("local", "azure")  # SYMBIOTE_SHARE; unset or "off" means no file share features
@@ -36,8 +52,8 @@ class Settings:
     log_level: str = "INFO"
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
-    model_dir: Path = PROJECT_ROOT / "models" / "all-MiniLM-L6-v2"
-    personalities_dir: Path = PROJECT_ROOT / "personalities"
+    model_dir: Path = _resource_dir("models", user_data=True) / "all-MiniLM-L6-v2"
+    personalities_dir: Path = _resource_dir("personalities")
     embed_cache_size: int = 2048
     # Deployment (Azure): the platform's own host names, and the file share that holds the data.
     platform_hosts: tuple[str, ...] = ()
