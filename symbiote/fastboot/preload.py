@@ -10,6 +10,7 @@ preload that failed is simply loaded again (and fails again with its message).
 
 from __future__ import annotations
 
+import logging
 import threading
 from concurrent.futures import Future
 from pathlib import Path
@@ -18,6 +19,8 @@ from typing import TYPE_CHECKING, Sequence
 if TYPE_CHECKING:
     from symbiote.config import Settings
     from symbiote.embedding.model import WarmModel
+
+log = logging.getLogger(__name__)
 
 _PRELOADS: dict[Path, Future[WarmModel]] = {}
 _LOCK = threading.Lock()
@@ -61,5 +64,6 @@ def take(model_dir: Path) -> WarmModel | None:
         return None
     try:
         return future.result()
-    except Exception:  # noqa: BLE001 - the caller's own load reports the reason
+    except Exception:  # noqa: BLE001 - the caller loads the model itself, and its load reports the reason
+        log.debug("the preloaded model failed; loading it again", exc_info=True)
         return None

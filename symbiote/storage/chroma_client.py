@@ -37,10 +37,10 @@ def import_chromadb() -> Any:
     """`chromadb`, imported after numpy (chromadb imports numpy, and a first numpy import racing
     another worker thread's fails: `embeddings.import_numpy`), without its signature checks.
 
-    Chroma marks about 160 methods with the `overrides` package's decorator, which compares each
-    one's signature with its base class's as the class is created: a quarter of Chroma's import
-    (1.16 -> 0.88 s here, on the way to the first search). That check guards Chroma's own
-    development, and the installed code is the same at every start. The mark the decorator leaves
+    Chroma marks many methods with the `overrides` package's decorator, which compares each
+    one's signature with its base class's as the class is created: a large part of Chroma's
+    import, on the way to the first search. That check guards Chroma's own development, and the
+    installed code is the same at every start. The mark the decorator leaves
     (`__override__`, which `overrides.EnforceOverrides` looks for) is still set.
     """
     import sys
@@ -162,7 +162,8 @@ def connect_server(server: ChromaServer) -> Any:
                 try:
                     admin.create_database(server.database, tenant=server.tenant)
                     log.info("created database %r on the Chroma server %s", server.database, server.url)
-                except Exception:  # another instance may have created it meanwhile
+                except Exception:  # noqa: BLE001 - another instance may have created it meanwhile: get it, or raise
+                    log.debug("creating database %r failed; it may exist now", server.database, exc_info=True)
                     admin.get_database(server.database, tenant=server.tenant)
         # Fresh settings each time: HttpClient writes the host and port into the object it is given.
         return chromadb.HttpClient(

@@ -30,7 +30,8 @@ _TRANSIENT = ("database is locked", "database table is locked", "database is bus
 _DAMAGED = ("file is not a database", "database disk image is malformed", "malformed", "not a database", "corrupt")
 
 
-def _chain(exc: BaseException) -> list[BaseException]:
+def exception_chain(exc: BaseException) -> list[BaseException]:
+    """`exc` and what caused it, outermost first (causes before implicit contexts, no loops)."""
     seen: list[BaseException] = []
     current: BaseException | None = exc
     while current is not None and current not in seen:
@@ -40,12 +41,12 @@ def _chain(exc: BaseException) -> list[BaseException]:
 
 
 def _text(exc: BaseException) -> str:
-    return " ".join(str(e).lower() for e in _chain(exc))
+    return " ".join(str(e).lower() for e in exception_chain(exc))
 
 
 def _errnos(exc: BaseException) -> set[int]:
     # OSError, and errors from the memory store process that carry the errno of their cause
-    return {code for e in _chain(exc) if isinstance(code := getattr(e, "errno", None), int)}
+    return {code for e in exception_chain(exc) if isinstance(code := getattr(e, "errno", None), int)}
 
 
 def write_failure(exc: BaseException) -> StoreUnavailableError:

@@ -1,10 +1,9 @@
 """The embedded Chroma store in a child process of its own, used through a small proxy.
 
-Why a process: Chroma 1.5.9's Python bindings hold the GIL for the whole of every call (a
-one-memory add about 12 ms, a 100-memory add about 90 ms; measured: the event loop stalls for
-as long). In the server process that stalls every other client's request, and a search waits
+Why a process: Chroma 1.5.9's Python bindings hold the GIL for the whole of every call, so the
+event loop stalls for as long as an add takes. In the server process that stalls every other client's request, and a search waits
 behind a batch's writes. In a child process those calls hold the child's GIL, and the server's
-event loop, HTTP handling and embedding go on. The child also imports chromadb (about 0.9 s)
+event loop, HTTP handling and embedding go on. The child also imports chromadb
 on the other core while the server imports the MCP SDK, so the first search comes sooner.
 
 The child hosts the same objects as before (`storage.open_embedded_store`, the history store);
@@ -34,6 +33,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from symbiote.errors import StoreUnavailableError
+from symbiote.storage.disk_errors import exception_chain
 
 log = logging.getLogger(__name__)
 
@@ -82,13 +82,9 @@ def _portable(exc: BaseException) -> BaseException:
         if type(clone) is type(exc) and str(clone) == str(exc):
             if exc.__cause__ is None and exc.__context__ is None:
                 return exc
-    except Exception:
-        pass
-    chain: list[BaseException] = []
-    current: BaseException | None = exc
-    while current is not None and current not in chain:
-        chain.append(current)
-        current = current.__cause__ or current.__context__
+    except (pickle.PickleError, TypeError, AttributeError, ValueError):
+        pass  # not picklable as it is: sent as text below
+    chain = exception_chain(exc)
     text = " <- ".join(f"{type(e).__name__}: {e}" for e in chain)
     errnos = [e.errno for e in chain if isinstance(e, OSError) and e.errno is not None]
     from symbiote.errors import SymbioteError
@@ -96,8 +92,8 @@ def _portable(exc: BaseException) -> BaseException:
     if isinstance(exc, SymbioteError):
         try:
             return pickle.loads(pickle.dumps(type(exc)(str(exc))))
-        except Exception:
-            pass
+        except (pickle.PickleError, TypeError, AttributeError, ValueError):
+            pass  # a SymbioteError with a richer constructor: sent as text below
     return RemoteStoreError(text, errnos[0] if errnos else None)
 
 
@@ -129,8 +125,8 @@ def _die_with_parent() -> None:
 
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: only if end-of-file cannot reach us (a hung call)
-    except Exception:
-        pass  # not Linux: end-of-file on the socket still ends the child
+    except (OSError, AttributeError):
+        pass  # not Linux (no libc.so.6 or prctl): end-of-file on the socket still ends the child
 
 
 def child_main(fd: int) -> None:
