@@ -10,41 +10,33 @@ The Python v2 programming model indexes this module and finds two functions:
   snapshots the file share with writes quiesced and prunes to SYMBIOTE_SNAPSHOT_KEEP.
 
 Authentication: the Functions auth level is ANONYMOUS because Claude and ChatGPT connectors
-cannot send an `x-functions-key` header. Authentication belongs inside the ASGI app (OAuth, a
-later issue): `build_function_app` takes an `asgi_wrapper` for exactly that, so nothing here
-changes when it arrives.
+cannot send an `x-functions-key` header. Authentication happens inside the ASGI app instead:
+OAuth with the owner secret, or API keys (`symbiote.auth`, docs/auth.md).
 """
 
 from __future__ import annotations
 
 import atexit
 import logging
-from typing import Any, Callable
-
 import azure.functions as func
 
+from symbiote.azure.share import FileShare
 from symbiote.config import Settings
-from symbiote.azure.snapshots import create_share_app
+from symbiote.http.app import create_app
 
 log = logging.getLogger("symbiote.function_app")
 
 HTTP_AUTH_LEVEL = func.AuthLevel.ANONYMOUS
 
 
-def build_function_app(
-    settings: Settings,
-    *,
-    asgi_wrapper: Callable[[Any], Any] | None = None,
-    share: Any = None,
-    warm_up: bool = True,
-) -> func.AsgiFunctionApp:
-    """The function app for `settings`. `asgi_wrapper` wraps the ASGI app (the seam for OAuth)."""
+def build_function_app(settings: Settings, *, share: FileShare | None = None, warm_up: bool = True) -> func.AsgiFunctionApp:
+    """The function app for `settings`. `share` stands in for the file share SYMBIOTE_SHARE would open."""
     # No logs.configure(): the Functions worker owns the root logger and forwards it to the host
     # (console and Application Insights); replacing its handlers would silence us there.
     logging.getLogger("symbiote").setLevel(settings.log_level)
-    asgi = create_share_app(settings, share=share, warm_up=warm_up)
-    services = asgi.state.share
-    app = func.AsgiFunctionApp(app=asgi_wrapper(asgi) if asgi_wrapper else asgi, http_auth_level=HTTP_AUTH_LEVEL)
+    asgi = create_app(settings, warm_up=warm_up, share=share)
+    services = asgi.state.runtime.share
+    app = func.AsgiFunctionApp(app=asgi, http_auth_level=HTTP_AUTH_LEVEL)
     app.symbiote_asgi = asgi  # type: ignore[attr-defined]  # for tests and diagnostics
 
     @app.function_name(name="snapshot_share")

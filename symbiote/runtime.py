@@ -1,4 +1,5 @@
-"""Wires one Symbiote instance together from settings: personality, model, store, engine, MCP server."""
+"""Wires one Symbiote instance together from settings: personality, model, store, engine, MCP server,
+and, when SYMBIOTE_SHARE is set, the file share's writer lease and snapshots."""
 
 from __future__ import annotations
 
@@ -6,8 +7,11 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
+from symbiote.azure.guard import GuardedStore
+from symbiote.azure.services import ShareServices, open_share_services
+from symbiote.azure.share import FileShare
 from symbiote.storage.chroma_client import ChromaClients, ChromaServer
 from symbiote.config import Settings
 from symbiote.memory.context import ContextBuilder, TokenCounter
@@ -17,7 +21,8 @@ from symbiote.embedding import model as embeddings
 from symbiote.fastboot import preload
 from symbiote.embedding.model import Embedder, WarmModel
 from symbiote.memory.engine import EnginePolicy, MemoryEngine
-from symbiote.memory.history import ConversationHistory, HistoryStore, open_history_store
+from symbiote.memory.history import ConversationHistory
+from symbiote.storage.history import HistoryStore, open_history_store
 from symbiote.mcp.history_tools import HistoryServices, register_history_tools
 from symbiote.mcp.personality import Personality, load
 from symbiote.mcp.server import SymbioteMCP, build_server
@@ -66,10 +71,17 @@ class Runtime:
     started: float = field(default_factory=time.monotonic)
     history: HistoryServices | None = None
     store_process: StoreProcess | None = None  # the embedded Chroma's own process, if that is the store
+    share: ShareServices | None = None  # the file share's lease, write gate and snapshots (SYMBIOTE_SHARE)
 
     @property
     def uptime_seconds(self) -> float:
         return round(time.monotonic() - self.started, 1)
+
+    def close(self) -> None:
+        """End the engine, then release the writer lease so the next instance need not wait for it to go stale."""
+        self.engine.close()
+        if self.share is not None:
+            self.share.close()
 
 
 def history_services(
@@ -83,7 +95,7 @@ def history_services(
     """Conversation history and build_context, in the same Chroma as the memories.
 
     `guard` wraps the history store's opener the way the memory store's is wrapped, e.g. in
-    `snapshots.GuardedStore` so that history writes too need the file share's writer lease.
+    `symbiote.azure.guard.GuardedStore` so that history writes too need the file share's writer lease.
     With `host` (embedded Chroma) the history store lives in the memory store's process.
     """
     clients = clients or ChromaClients(ChromaServer.from_settings(settings), settings.chromadb_path)
@@ -108,20 +120,34 @@ def history_services(
     return HistoryServices(history, builder)
 
 
-def build_runtime(settings: Settings) -> Runtime:
+def _share_guard(settings: Settings, services: ShareServices | None) -> Callable[[Callable[[], Any]], Any] | None:
+    """On a file share a store's writes need the writer lease and wait for a snapshot in progress."""
+    if services is None:
+        return None
+    return lambda opener: GuardedStore(opener, services.lease, services.gate, settings.chromadb_path)
+
+
+def build_runtime(settings: Settings, *, share: FileShare | None = None) -> Runtime:
+    """The whole instance. With SYMBIOTE_SHARE set (or `share` given, as tests do) the file share's
+    services open too: the writer lease is taken or waited for, and both stores write behind it."""
     personality = load(settings.personalities_dir, settings.personality)
     chroma_server = ChromaServer.from_settings(settings)
 
     # Embedded Chroma runs in a process of its own (symbiote.storage.process) unless
     # SYMBIOTE_STORE_PROCESS=off; a Chroma server is one already.
     host = store_host(settings)
+    services = open_share_services(settings, share)
+    guard = _share_guard(settings, services)
 
     def open_store(model: str, dimension: int) -> MemoryStore:
-        if host is not None:
-            return host.open("memories", model, dimension)  # type: ignore[return-value]
-        if chroma_server is not None:
-            return open_server_store(chroma_server, settings.chromadb_path, model, dimension)
-        return open_embedded_store(settings.chromadb_path, model, dimension)
+        def opener() -> MemoryStore:
+            if host is not None:
+                return host.open("memories", model, dimension)  # type: ignore[return-value]
+            if chroma_server is not None:
+                return open_server_store(chroma_server, settings.chromadb_path, model, dimension)
+            return open_embedded_store(settings.chromadb_path, model, dimension)
+
+        return guard(opener) if guard is not None else opener()
 
     embedder = AsyncEmbedder(lambda: load_embedder(settings.model_dir), cache_size=settings.embed_cache_size)
     engine = MemoryEngine(
@@ -130,11 +156,15 @@ def build_runtime(settings: Settings) -> Runtime:
         engine_policy(settings),
         disk_space(settings),
         on_close=host.close if host else None,
-        # The embedded store is created on the first memory operation, not at start.
-        store_exists=None if chroma_server is not None else lambda: embedded_store_exists(settings.chromadb_path),
+        # The embedded store is created on the first memory operation, not at start. On a file share
+        # the guard decides instead: the writer opens (or creates) it, a standby never creates it.
+        store_exists=None
+        if chroma_server is not None or services is not None
+        else lambda: embedded_store_exists(settings.chromadb_path),
+        share_usage=services.usage_report if services is not None else None,
     )
     history = history_services(
-        settings, embedder, engine, ChromaClients(chroma_server, settings.chromadb_path), host=host
+        settings, embedder, engine, ChromaClients(chroma_server, settings.chromadb_path), guard=guard, host=host
     )
     server = build_server(engine, personality)
     register_history_tools(server, history)
@@ -144,4 +174,11 @@ def build_runtime(settings: Settings) -> Runtime:
         chroma_server.describe() if chroma_server else settings.chromadb_path,
         settings.model_dir,
     )
-    return Runtime(settings, personality, engine, server, history=history, store_process=host)
+    if services is not None:
+        log.info(
+            "file share: %s (%s), writer=%s",
+            services.share.kind,
+            services.share.location,
+            "yes" if services.lease.held else "standby",
+        )
+    return Runtime(settings, personality, engine, server, history=history, store_process=host, share=services)

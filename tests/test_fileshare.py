@@ -32,22 +32,14 @@ from requests.structures import CaseInsensitiveDict
 
 from symbiote.config import ConfigError, Settings
 from symbiote.errors import StoreUnavailableError
-from symbiote.azure.share import (
-    AzureFileShare,
-    LeaseHeldError,
-    LeaseLostError,
-    LeaseRecord,
-    LocalDirectoryShare,
-    ShareUsage,
-    Snapshot,
-    WriterLease,
-    WriterLeaseError,
-    open_share,
-    prune_snapshots,
-)
+from symbiote.azure.azure_files import AzureFileShare, open_share
+from symbiote.azure.guard import GuardedStore, WriteGate
+from symbiote.azure.lease import WriterLease, WriterLeaseError
+from symbiote.azure.local_share import LocalDirectoryShare
+from symbiote.azure.share import LeaseHeldError, LeaseLostError, LeaseRecord, ShareUsage, Snapshot, prune_snapshots
+from symbiote.azure.snapshots import SnapshotJob
 from symbiote.platform_hosts import normalize_host, platform_hosts
 from symbiote.http.security import allowed_hosts
-from symbiote.azure.snapshots import GuardedStore, SnapshotJob, WriteGate
 from symbiote.storage.base import StoredMemory
 from symbiote.storage.opening import open_embedded_store
 
@@ -148,7 +140,7 @@ def test_local_stale_lease_is_taken_over(tmp_path):
 HOLDER_SCRIPT = """
 import sys, time
 from pathlib import Path
-from symbiote.azure.share import LocalDirectoryShare
+from symbiote.azure.local_share import LocalDirectoryShare
 LocalDirectoryShare(Path(sys.argv[1])).acquire_lease("victim", ttl=1.0)
 print("held", flush=True)
 time.sleep(600)
@@ -157,7 +149,8 @@ time.sleep(600)
 CONTENDER_SCRIPT = """
 import os, sys, time
 from pathlib import Path
-from symbiote.azure.share import LeaseHeldError, LocalDirectoryShare
+from symbiote.azure.local_share import LocalDirectoryShare
+from symbiote.azure.share import LeaseHeldError
 share = LocalDirectoryShare(Path(sys.argv[1]))
 go = Path(sys.argv[2])
 while not go.exists():
@@ -370,12 +363,41 @@ def test_guarded_store_refuses_writes_on_standby_and_reopens_after_takeover(tmp_
     late.add(*_memory("Second memory, after the takeover."))
     assert opened == ["active", "late", "late"]  # reopened once, on taking over
     assert late.count() == 2
-    assert late.share_usage() is None  # no usage source given
     # Store operations GuardedStore does not name are delegated: reads by name, anything else as a write.
     assert callable(late.scan) and late.size_bytes() > 0
-    reporting = GuardedStore(opener("reporting"), writer, WriteGate(), data, usage=lambda: ShareUsage(95, 100).report())
-    assert reporting.share_usage()["percent_used"] == 95.0 and "95% full" in reporting.share_usage()["warning"]
     writer.stop()
+
+
+async def test_memory_stats_report_the_share_usage_the_runtime_hands_the_engine(tmp_path, model_dir):
+    from symbiote.embedding.embedder import AsyncEmbedder
+    from symbiote.memory.engine import MemoryEngine
+    from symbiote.runtime import build_runtime, load_embedder
+
+    embedder = AsyncEmbedder(lambda: load_embedder(model_dir))
+    engines = [
+        MemoryEngine(embedder, lambda model, dimension: open_embedded_store(tmp_path / "plain", model, dimension)),
+        MemoryEngine(
+            embedder,
+            lambda model, dimension: open_embedded_store(tmp_path / "reporting", model, dimension),
+            share_usage=lambda: ShareUsage(95, 100).report(),
+        ),
+    ]
+    try:
+        assert (await engines[0].stats()).share is None  # no usage source given
+        reported = (await engines[1].stats()).share
+        assert reported["percent_used"] == 95.0 and "95% full" in reported["warning"]
+    finally:
+        engines[0].close()  # the embedder is shared: closed once
+    root = tmp_path / "share"
+    settings = Settings(chromadb_path=root / "chroma", model_dir=model_dir, store_process=False)
+    runtime = build_runtime(settings, share=LocalDirectoryShare(root, quota_bytes=1024**3))
+    try:
+        assert runtime.share is not None and runtime.share.lease.held
+        stats = await runtime.engine.stats()
+        assert stats.share["kind"] == "local" and stats.share["quota_mb"] == 1024.0
+    finally:
+        runtime.close()
+    assert LocalDirectoryShare(root).current_lease() is None  # closing the runtime released the lease
 
 
 def test_snapshot_job_skips_on_standby_and_catches_up(tmp_path):
@@ -678,7 +700,7 @@ def test_azure_share_with_the_real_default_credential_is_configured_for_the_iden
 
 
 def test_periodic_snapshots_without_the_functions_timer(tmp_path):
-    from symbiote.azure.snapshots import open_share_services
+    from symbiote.azure.services import open_share_services
 
     settings = Settings.from_env({"SYMBIOTE_SHARE": "local", "SYMBIOTE_SHARE_PATH": str(tmp_path), "SYMBIOTE_SNAPSHOT_KEEP": "2"})
     services = open_share_services(settings, catch_up=False)

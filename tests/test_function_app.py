@@ -25,7 +25,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from symbiote.config import Settings
-from symbiote.azure.share import LocalDirectoryShare
+from symbiote.azure.local_share import LocalDirectoryShare
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLIC_HOST = "symbiote-app.kindsea-1234.eastus.azurecontainerapps.io"
@@ -152,6 +152,8 @@ async def test_mcp_session_through_the_function(deployed):
         found = await client.call_tool("search_memory", {"query": "Where does Symbiote run in Azure?"})
         assert not found.is_error
         assert found.structured_content["results"][0]["memory_id"] == memory_id
+        stats = await client.call_tool("memory_stats", {})
+        assert not stats.is_error and stats.structured_content["share"]["kind"] == "local"  # the runtime's share usage
         prompt = await client.get_prompt("venom_identity")
         text = prompt.messages[0].content.text
         assert text == (ROOT / "personalities" / "venom_personality.md").read_text(encoding="utf-8")
@@ -228,7 +230,7 @@ async def test_second_instance_on_the_same_share_is_read_only_until_the_writer_l
 
         # The writer leaves (its lifespan shuts down and releases the lease): the standby takes over.
         await shutdown(deployed.app)
-        services = standby_app.symbiote_asgi.state.share
+        services = standby_app.symbiote_asgi.state.runtime.share
         assert services.lease.attempt() is True
         async with mcp_client(standby) as client:
             stored = await client.call_tool("store_memory", {"content": "Written after the takeover."})

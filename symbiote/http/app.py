@@ -12,6 +12,9 @@ behind `symbiote.auth.gateway.AuthGateway`: in `oauth` mode (the default anywher
 loopback bind) it serves the MCP SDK's OAuth authorization-server routes for the request's
 public origin and requires a bearer token (OAuth access token or API key) on `/mcp`, the SSE
 pair and memory links; in `none` mode it serves them open. See docs/auth.md.
+
+On a file share (SYMBIOTE_SHARE) the runtime carries the writer lease and snapshots: health
+reports them, and shutting down releases the lease.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from typing import AsyncIterator
+from typing import Any, AsyncIterator, Callable
 from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
@@ -35,6 +38,7 @@ from symbiote.auth.store import AuthStore, AuthStoreUnavailable, default_auth_db
 from symbiote.mcp.chatgpt_tools import memory_link_endpoint, register_chatgpt_tools
 from symbiote.config import ConfigError, Settings
 from symbiote.http.health import health_endpoint
+from symbiote.azure.share import FileShare
 from symbiote.runtime import Runtime, build_runtime
 from symbiote.http.limits import BodyLimit, cors_middleware
 from symbiote.http.security import allowed_hosts, transport_security
@@ -51,8 +55,19 @@ def _with_public_host(settings: Settings) -> Settings:
     return dataclasses.replace(settings, allowed_hosts=(*settings.allowed_hosts, host))
 
 
-def create_app(settings: Settings, runtime: Runtime | None = None, *, warm_up: bool = True) -> Starlette:
+def create_app(
+    settings: Settings,
+    runtime: Runtime | None = None,
+    *,
+    warm_up: bool = True,
+    periodic_snapshots: bool = False,
+    share: FileShare | None = None,
+) -> Starlette:
     """The ASGI app. `warm_up` opens the store and loads the model in the background at start.
+
+    `share` stands in for the file share SYMBIOTE_SHARE would open (tests). `periodic_snapshots`
+    is for `symbiote serve`, which has no timer function: a background check takes the daily
+    snapshot of the file share when it is due.
 
     Raises ConfigError when the settings would serve memories unauthenticated on a public
     interface (see `symbiote.auth.policy`).
@@ -62,7 +77,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, warm_up: b
     except AuthRefused as exc:
         raise ConfigError(str(exc)) from None
     settings = _with_public_host(settings)
-    runtime = runtime or build_runtime(settings)
+    runtime = runtime or build_runtime(settings, share=share)
     mcp = runtime.server
     if chatgpt_tools_enabled(settings) and not getattr(mcp, "_symbiote_chatgpt_tools", False):
         register_chatgpt_tools(mcp, runtime.engine)
@@ -92,28 +107,48 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, warm_up: b
         *sse.routes(),
         Route("/memories/{memory_id}", endpoint=memory_link_endpoint(runtime.engine), methods=["GET"]),
     ]
-    resolver = OriginResolver(settings, allowed_hosts(settings))
-    store: AuthStore | None = None
-    if mode == "oauth":
-        store = AuthStore(settings.auth_db_path or default_auth_db(settings.chromadb_path))
-        gateway = AuthGateway(
-            mode=mode,
-            resolver=resolver,
-            endpoints=endpoints,
-            store=store,
-            owner=OwnerSecret(settings.owner_secret, settings.owner_secret_hash),
-            limiter=SignInLimiter(),
-            access_ttl=settings.access_token_ttl_seconds,
-            refresh_ttl=settings.refresh_token_ttl_seconds,
-        )
-    else:
-        gateway = AuthGateway(mode=mode, resolver=resolver, endpoints=endpoints)
+    gateway, store = _gateway(settings, mode, endpoints)
     health = health_endpoint(runtime, sessions)
     routes: list[BaseRoute] = [
         Route("/", health, methods=["GET"]),
         Route("/health", health, methods=["GET"]),
         Mount("", app=gateway),
     ]
+    app = Starlette(
+        routes=routes,
+        lifespan=_lifespan(runtime, store, warm_up),
+        middleware=[*cors_middleware(settings.cors_origins), Middleware(BodyLimit, max_bytes=settings.max_body_bytes)],
+    )
+    app.state.runtime = runtime
+    app.state.sessions = sessions
+    app.state.auth_mode = mode
+    app.state.auth_store = store
+    if periodic_snapshots and runtime.share is not None:
+        runtime.share.start_periodic_snapshots()
+    return app
+
+
+def _gateway(settings: Settings, mode: str, endpoints: list[BaseRoute]) -> tuple[AuthGateway, AuthStore | None]:
+    """Who may reach `endpoints`: in `oauth` mode the gateway and the auth store behind it."""
+    resolver = OriginResolver(settings, allowed_hosts(settings))
+    if mode != "oauth":
+        return AuthGateway(mode=mode, resolver=resolver, endpoints=endpoints), None
+    store = AuthStore(settings.auth_db_path or default_auth_db(settings.chromadb_path))
+    gateway = AuthGateway(
+        mode=mode,
+        resolver=resolver,
+        endpoints=endpoints,
+        store=store,
+        owner=OwnerSecret(settings.owner_secret, settings.owner_secret_hash),
+        limiter=SignInLimiter(),
+        access_ttl=settings.access_token_ttl_seconds,
+        refresh_ttl=settings.refresh_token_ttl_seconds,
+    )
+    return gateway, store
+
+
+def _lifespan(runtime: Runtime, store: AuthStore | None, warm_up: bool) -> Callable[[Starlette], Any]:
+    """Start: check the auth store, run the MCP session manager, warm up. Stop: close everything."""
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
@@ -122,7 +157,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, warm_up: b
                 await asyncio.to_thread(store.check)
             except AuthStoreUnavailable as exc:  # sign-in answers 503 saying what to fix; health stays up
                 log.error("%s", exc)
-        async with mcp.session_manager.run():
+        async with runtime.server.session_manager.run():
             task = asyncio.create_task(runtime.engine.warm_up()) if warm_up else None
             try:
                 yield
@@ -132,14 +167,7 @@ def create_app(settings: Settings, runtime: Runtime | None = None, *, warm_up: b
         runtime.engine.close()
         if store is not None:
             store.close()
+        if runtime.share is not None:  # releasing the lease waits for its thread: not on the event loop
+            await asyncio.to_thread(runtime.share.close)
 
-    app = Starlette(
-        routes=routes,
-        lifespan=lifespan,
-        middleware=[*cors_middleware(settings.cors_origins), Middleware(BodyLimit, max_bytes=settings.max_body_bytes)],
-    )
-    app.state.runtime = runtime
-    app.state.sessions = sessions
-    app.state.auth_mode = mode
-    app.state.auth_store = store
-    return app
+    return lifespan

@@ -1,7 +1,9 @@
-"""The health route: liveness plus the facts an operator checks first (personality, store, count)."""
+"""The health route: liveness plus the facts an operator checks first (personality, store, count),
+and on a file share who holds the writer lease and how full the share is."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from starlette.requests import Request
@@ -32,6 +34,12 @@ async def health_report(runtime: Runtime, sessions: Any = None) -> dict[str, Any
     }
     if "error" in status:
         report["store_error"] = status["error"]
+    if runtime.share is not None:
+        report["writer"] = runtime.share.lease.status()
+        report["share"] = await asyncio.to_thread(runtime.share.usage_report)  # a network call on Azure
+        if not runtime.share.lease.held:  # a standby serves reads only
+            report["status"] = "degraded"
+            report["read_only"] = True
     return report
 
 

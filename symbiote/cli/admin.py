@@ -1,0 +1,126 @@
+"""The owner's commands: API keys, OAuth connections, the owner secret's hash, an empty store."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from symbiote.cli.environment import settings_from_env
+from symbiote.config import Settings
+
+if TYPE_CHECKING:
+    from symbiote.auth.store import AuthStore
+
+
+def _auth_store(settings: Settings) -> AuthStore:
+    from symbiote.auth.store import AuthStore, default_auth_db
+
+    return AuthStore(settings.auth_db_path or default_auth_db(settings.chromadb_path))
+
+
+def _when(stamp: float | None) -> str:
+    import datetime
+
+    if stamp is None:
+        return "-"
+    return datetime.datetime.fromtimestamp(stamp, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def keys(args: argparse.Namespace) -> int:
+    """`symbiote keys create|list|revoke`: static API keys for clients that can send a header."""
+    from symbiote.auth.policy import resolve_mode
+    from symbiote.auth.store import AuthStoreUnavailable
+
+    settings = settings_from_env()
+    store = _auth_store(settings)
+    try:
+        if args.action == "create":
+            name = " ".join(args.name.split())
+            if not name or len(name) > 100:
+                print("symbiote: give the key a name of 1 to 100 characters, e.g. `symbiote keys create vscode`", file=sys.stderr)
+                return 2
+            key, secret = store.create_api_key(name)
+            print(f"Created API key {key.key_id} ({key.name}). Copy it now: it is not shown again.\n")
+            print(f"    {secret}\n")
+            print(f"Send it as an HTTP header:  Authorization: Bearer {secret}")
+            if resolve_mode(settings) == "none":
+                print(
+                    "\nNote: with this configuration the server runs without authentication (SYMBIOTE_AUTH=none on "
+                    "loopback); keys are checked when it runs with SYMBIOTE_AUTH=oauth."
+                )
+            return 0
+        if args.action == "list":
+            found = store.list_api_keys()
+            if not found:
+                print("No API keys. Create one with `symbiote keys create NAME`.")
+                return 0
+            print(f"{'ID':<14} {'NAME':<24} {'KEY':<16} {'CREATED':<22} {'LAST USED':<22} STATUS")
+            for key in found:
+                status = f"revoked {_when(key.revoked_at)}" if key.revoked_at else "active"
+                print(f"{key.key_id:<14} {key.name[:24]:<24} {key.hint:<16} {_when(key.created_at):<22} {_when(key.last_used_at):<22} {status}")
+            return 0
+        revoked = store.revoke_api_key(args.key)
+        if not revoked:
+            print(f"symbiote: no active API key with id or name {args.key!r} (see `symbiote keys list`)", file=sys.stderr)
+            return 1
+        for key in revoked:
+            print(f"Revoked API key {key.key_id} ({key.name}); it stops working immediately.")
+        return 0
+    except AuthStoreUnavailable as exc:
+        print(f"symbiote: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        store.close()
+
+
+def oauth(args: argparse.Namespace) -> int:
+    """`symbiote oauth revoke-all`: disconnect every OAuth connector (API keys are untouched)."""
+    from symbiote.auth.store import AuthStoreUnavailable
+
+    store = _auth_store(settings_from_env())
+    try:
+        count = store.revoke_all_grants()
+    except AuthStoreUnavailable as exc:
+        print(f"symbiote: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        store.close()
+    print(f"Revoked {count} OAuth connection(s); each connector must sign in again with the owner secret.")
+    return 0
+
+
+def owner_secret_hash(_args: argparse.Namespace) -> int:
+    """Read an owner secret (prompt or stdin) and print its SYMBIOTE_OWNER_SECRET_HASH value."""
+    import getpass
+
+    from symbiote.auth.owner import hash_secret
+    from symbiote.auth.policy import GENERATE_HINT, MIN_OWNER_SECRET_LENGTH
+
+    secret = getpass.getpass("Owner secret: ") if sys.stdin.isatty() else sys.stdin.readline()
+    secret = secret.strip()
+    if len(secret) < MIN_OWNER_SECRET_LENGTH:
+        print(f"symbiote: the owner secret needs at least {MIN_OWNER_SECRET_LENGTH} characters; {GENERATE_HINT}", file=sys.stderr)
+        return 2
+    print(hash_secret(secret))
+    return 0
+
+
+def reset(args: argparse.Namespace) -> int:
+    """Start an empty memory store; the old data directory is moved aside, never deleted."""
+    from symbiote.storage.opening import reset_store
+
+    settings = settings_from_env()
+    if not args.confirm:
+        print(
+            f"symbiote: this moves {settings.chromadb_path} aside and starts an empty memory store. "
+            "Run again with --confirm to do it (nothing is deleted; the old directory is kept).",
+            file=sys.stderr,
+        )
+        return 2
+    moved = reset_store(settings.chromadb_path)
+    if moved is None:
+        print(f"created an empty memory store at {settings.chromadb_path}")
+    else:
+        print(f"moved the old store to {moved}; {settings.chromadb_path} is now empty. Restart the server.")
+    return 0
