@@ -21,7 +21,8 @@ from typing import AsyncIterator
 import pytest
 
 from symbiote.config import Settings
-from symbiote.memory.engine import EnginePolicy, MemoryEngine, QuotaExceededError, iso_utc
+from symbiote.memory.clock import iso_utc
+from symbiote.memory.engine import EnginePolicy, MemoryEngine, QuotaExceededError
 from symbiote.errors import InvalidInputError, MemoryNotFoundError, StoreUnavailableError
 from symbiote.runtime import build_runtime
 from symbiote.storage.base import StoredMemory, content_hash

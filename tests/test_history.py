@@ -101,7 +101,7 @@ async def test_history_writes_can_be_put_behind_the_share_write_gate(tmp_path: P
     from symbiote.config import Settings
     from symbiote.embedding.embedder import AsyncEmbedder
     from symbiote.runtime import history_services, load_embedder
-    from symbiote.azure.snapshots import GuardedStore, WriteGate
+    from symbiote.azure.guard import GuardedStore, WriteGate
 
     settings = Settings(chromadb_path=tmp_path / "data", model_dir=model_dir)
     gate = WriteGate()

@@ -16,7 +16,8 @@ import pytest
 
 from symbiote.memory import timeparse
 from symbiote.config import Settings
-from symbiote.memory.engine import MemoryEngine, iso_utc
+from symbiote.memory.clock import iso_utc
+from symbiote.memory.engine import MemoryEngine
 from symbiote.errors import InvalidInputError
 from symbiote.storage.keywords import KeywordMatch
 from symbiote.retrieval.ranking import fuse

@@ -10,8 +10,8 @@ nothing after it is kept, so the conversation kept is always the unbroken end of
 Tokens are counted with the embedding model's own tokenizer (all-MiniLM-L6-v2's WordPiece,
 uncased, the tokenizer.json beside the model). It is not the tokenizer of whichever LLM reads
 the prompt, so the budget is an approximation of that model's count: for English prose
-WordPiece gives about as many tokens as the GPT/Claude BPE tokenizers (within ~15 %). Without
-the tokenizer file it falls back to 4 characters per token.
+WordPiece gives about as many tokens as the GPT/Claude BPE tokenizers. Without the tokenizer
+file it falls back to 4 characters per token.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from typing import Any, Sequence
 from pydantic import BaseModel, Field
 
 from symbiote.errors import InvalidInputError
-from symbiote.memory.history import ConversationHistory, Turn, check_conversation_id
+from symbiote.memory.history import ConversationHistory, Turn
+from symbiote.memory import validation
 
 MIN_BUDGET = 64  # below this the section headers leave too little to be useful
 MAX_BUDGET = 200_000
@@ -168,7 +169,7 @@ class ContextBuilder:
         self.budget = budget
 
     async def build(self, conversation_id: Any, message: Any, token_budget: Any = None) -> BuiltContext:
-        cid = check_conversation_id(conversation_id)
+        cid = validation.conversation_id(conversation_id)
         if not isinstance(message, str) or not message.strip():
             raise InvalidInputError("message is empty: pass the new message the context is for.")
         budget = self.budget if token_budget is None else token_budget

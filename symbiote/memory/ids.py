@@ -31,3 +31,8 @@ class IdGenerator:
 
 def is_memory_id(value: str) -> bool:
     return bool(ID_PATTERN.match(value))
+
+
+def created_us(memory_id: str) -> int:
+    """The creation time a memory id carries (its 16 digits after `mem_`), in microseconds."""
+    return int(memory_id[4:20])

@@ -6,6 +6,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from symbiote.memory.clock import iso_utc
+from symbiote.storage.base import StoredMemory
+
 
 class Memory(BaseModel):
     """One stored memory."""
@@ -18,6 +21,20 @@ class Memory(BaseModel):
     confidence: float | None = Field(default=None, description="How sure the writer was, 0-1 (when given).")
     bookmarked: bool = Field(default=False, description="Bookmarked memories are never removed by retention.")
     updated_at: str | None = Field(default=None, description="When it was last changed, ISO-8601 UTC.")
+
+
+def public(memory: StoredMemory) -> Memory:
+    """A stored memory as every surface shows it (no hash, no conversation, no internal times)."""
+    return Memory(
+        memory_id=memory.memory_id,
+        content=memory.content,
+        timestamp=memory.timestamp,
+        tags=list(memory.tags),
+        type=memory.type,
+        confidence=memory.confidence,
+        bookmarked=memory.bookmarked,
+        updated_at=iso_utc(memory.updated_us) if memory.updated_us else None,
+    )
 
 
 class SearchHit(Memory):

@@ -1,9 +1,9 @@
 """What `memory_stats` reports about the memories themselves: counts per type and tag, oldest, newest.
 
-Counting needs a scan of every memory's metadata (about 0.3 s at 10,000 memories, and it queues
-behind writes on the store), too slow to repeat while a client stores a batch. So one scan builds
-a `Summary` and this instance's own writes keep it current; a rescan only catches up with what
-other instances (sharing a Chroma server) wrote, in the background, every `max_age` seconds.
+Counting needs a scan of every memory's metadata (and it queues behind writes on the store),
+too slow to repeat while a client stores a batch. So one scan builds a `Summary` and this
+instance's own writes keep it current; a rescan only catches up with what other instances
+(sharing a Chroma server) wrote, in the background, every `max_age` seconds.
 """
 
 from __future__ import annotations

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
 from typing import Any, Literal
 
-from symbiote.memory import timeparse
 from symbiote.errors import InvalidInputError
-from symbiote.memory.ids import is_memory_id
+from symbiote.memory import timeparse
+from symbiote.memory.clock import instant_us
+from symbiote.memory.ids import created_us, is_memory_id
 
 MAX_TAGS = 10
 MAX_TAG_LENGTH = 50
+MAX_CONVERSATION_ID = 200
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def content(value: Any) -> str:
@@ -84,16 +86,13 @@ def before(value: Any) -> int | None:
         raise InvalidInputError("before must be a memory id or an ISO-8601 date/time.")
     value = value.strip()
     if is_memory_id(value):
-        return int(value[4:20])
+        return created_us(value)
     try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return instant_us(value)
     except ValueError:
         raise InvalidInputError(
             f"before={value!r} is neither a memory id nor an ISO-8601 date/time like '2026-11-21T09:30:00Z'."
         ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return int(moment.timestamp() * 1_000_000)
 
 
 def min_relevance(value: Any, default: float) -> float:
@@ -160,9 +159,15 @@ def flag(value: Any, name: str) -> bool:
 
 
 def conversation_id(value: Any) -> str:
-    if not isinstance(value, str) or not value.strip() or len(value.strip()) > 200:
-        raise InvalidInputError("conversation_id must be non-empty text of at most 200 characters.")
-    return value.strip()
+    """The client's id for a conversation: printable, so it can be shown and used in record ids."""
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInputError("conversation_id is empty: pass the id your client uses for this conversation.")
+    value = value.strip()
+    if len(value) > MAX_CONVERSATION_ID or _CONTROL.search(value):
+        raise InvalidInputError(
+            f"conversation_id must be at most {MAX_CONVERSATION_ID} printable characters (got {len(value)})."
+        )
+    return value
 
 
 def tag_mode(value: Any) -> Literal["any", "all"]:

@@ -2,7 +2,7 @@
 
 Ranking: `cosine + 0.4 * bm25 / best_bm25 (+ 0.25 * topic_bm25 / best_topic_bm25 for a topic member)`. A weighted sum keeps
 how strongly each retriever matched, not just the order, and beats reciprocal rank fusion on
-LoCoMo (recall@5 0.63 vs 0.49-0.59 offline). A memory found only by keywords gets the weakest
+LoCoMo (docs/performance.md). A memory found only by keywords gets the weakest
 cosine of the semantic candidates (its own is lower still, by construction).
 
 Relevance: `relevance_score = 100 * P(answerable) * exp(-(best - this) / 0.5)`.

@@ -1,8 +1,9 @@
 """The kinds of things an assistant remembers about a person, for vague questions.
 
 "What am I building?" and "I'm working on a React app with TypeScript and authentication"
-share no word and have a cosine of -0.02 with MiniLM: neither retriever can connect them. But
-the question is recognisably about the person's projects, and the memory recognisably is one.
+share no word and are unrelated in MiniLM's embedding space: neither retriever can connect
+them. But the question is recognisably about the person's projects, and the memory
+recognisably is one.
 Each topic here has a few generic ways of asking about it (embedded once) and words that
 memories of that kind tend to contain (matched by the keyword index, porter-stemmed). When a
 query is close enough to a topic's questions, the memories carrying its words join the

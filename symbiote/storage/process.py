@@ -107,7 +107,7 @@ def _open(kind: str, path: str, model: str, dimension: int) -> Any:
         return open_embedded_store(Path(path), model, dimension)
     if kind == "history":
         from symbiote.storage.chroma_client import embedded_client
-        from symbiote.memory.history import open_history_store
+        from symbiote.storage.history import open_history_store
 
         return open_history_store(embedded_client(Path(path)), model, dimension)
     raise ValueError(f"unknown store kind {kind!r}")

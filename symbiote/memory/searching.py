@@ -1,0 +1,147 @@
+"""The engine's search path: candidates from meaning, keywords and topics, fused, scored and cut.
+
+The retrieval rules themselves (`symbiote.retrieval`) know nothing of the store; this module
+fetches what they need in as few trips to the store as possible and turns the scores into
+search results, re-checking every filter on the memories themselves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from symbiote.embedding.embedder import AsyncEmbedder
+from symbiote.memory import validation
+from symbiote.memory.records import SearchHit, SearchResults, public
+from symbiote.memory.statistics import Timer
+from symbiote.memory.store_io import StoreIO
+from symbiote.retrieval.ranking import Candidate, QueryEvidence, fuse, relevance_scores
+from symbiote.retrieval.topics import TopicIndex
+from symbiote.storage.base import StoredMemory, content_hash
+from symbiote.storage.filters import MemoryFilter
+from symbiote.storage.keywords import KeywordMatch
+
+RELEVANCE_CUTOFF = 30.0
+CANDIDATES = 50  # per retriever, before fusion
+TOPIC_CANDIDATES = 10  # memories carrying a vague question's topic words that join the candidates
+TOPIC_MEMBERSHIP = 0.5  # how strongly a keyword match makes a memory a member of a topic
+
+
+def _where(
+    tags: Any, tag_mode: Any, type: Any, min_confidence: Any, after_us: int | None, before_us: int | None  # noqa: A002
+) -> MemoryFilter:
+    return MemoryFilter(
+        after_us=after_us,
+        before_us=before_us,
+        tags=tuple(validation.tags(tags)),
+        tag_mode=validation.tag_mode(tag_mode),
+        type=validation.memory_type(type) if type is not None else None,
+        min_confidence=validation.confidence(min_confidence) if min_confidence is not None else None,
+    )
+
+
+class MemorySearch:
+    """Finds memories for a query; the topic questions are embedded once, on first use."""
+
+    def __init__(self, embedder: AsyncEmbedder, io: StoreIO, timer: Timer) -> None:
+        self._embedder = embedder
+        self._io = io
+        self._timer = timer
+        self._topics: TopicIndex | None = None
+
+    async def search(
+        self,
+        query: Any,
+        limit: Any = 5,
+        min_relevance: Any = None,
+        after: Any = None,
+        before: Any = None,
+        when: Any = None,
+        tags: Any = None,
+        tag_mode: Any = "any",
+        type: Any = None,  # noqa: A002
+        min_confidence: Any = None,
+    ) -> SearchResults:
+        started = time.perf_counter()
+        text = validation.query(query)
+        count = validation.limit(limit, name="limit", high=20)
+        cutoff = validation.min_relevance(min_relevance, RELEVANCE_CUTOFF)
+        after_us, before_us = validation.time_window(after, before, when)
+        where = _where(tags, tag_mode, type, min_confidence, after_us, before_us)
+        candidates, evidence, found = await self._rank(text, where, prefetch=count * 3)
+        scored = list(zip(candidates, relevance_scores(candidates, evidence)))
+        scored.sort(key=lambda pair: pair[1], reverse=True)  # stable: equal scores keep the fused order
+        kept = [(c, score) for c, score in scored if score >= cutoff]
+        missing = [c.memory_id for c, _ in kept[: count * 3] if c.memory_id not in found]
+        if missing:  # a topic member that scoring moved up: rare, one more trip
+            found.update(await self._io.read((await self._io.opened()).get, missing))
+        hits = _hits(kept[: count * 3], found, where, count)
+        self._timer.add(started)
+        message = (
+            f"{len(hits)} relevant {'memory' if len(hits) == 1 else 'memories'}."
+            if hits
+            else f"No stored memory is relevant to this query (none scored {cutoff:g} or more)."
+        )
+        return SearchResults(query=text, results=hits, count=len(hits), message=message)
+
+    async def rank(self, text: str, where: MemoryFilter | None = None) -> tuple[list[Candidate], QueryEvidence]:
+        """All candidates for a query, best first, and the query-level evidence for scoring them."""
+        candidates, evidence, _found = await self._rank(text, where, prefetch=0)
+        return candidates, evidence
+
+    async def _rank(
+        self, text: str, where: MemoryFilter | None, prefetch: int
+    ) -> tuple[list[Candidate], QueryEvidence, dict[str, StoredMemory]]:
+        """`rank`, plus the memories most likely to be returned (the first `prefetch` candidates and
+        the leading topic members), fetched with the coverage. Three trips to the store: keywords
+        while the query is embedded, then vectors and topic members, then coverage and contents."""
+        io = self._io
+
+        async def by_keyword() -> list[KeywordMatch]:  # needs no vector: runs while the query is embedded
+            return await io.read((await io.opened()).keyword, text, CANDIDATES, where)
+
+        store, vectors, topics, keyword = await asyncio.gather(
+            io.opened(), self._embedder.embed([text], urgent=True), self.topic_index(), by_keyword()
+        )
+        topic = topics.match(vectors[0])
+        words = list(topic.keywords) if topic else []
+        dense, _, members = await io.read(store.retrieve, vectors[0], None, CANDIDATES, words, TOPIC_CANDIDATES, where)
+        candidates = fuse(dense, keyword, members)
+        if not candidates:
+            return [], QueryEvidence(0.0, 0.0, 0.0), {}
+        likely = [c.memory_id for c in candidates[:prefetch]]
+        likely += [c.memory_id for c in candidates[prefetch:] if c.topic > 0][:prefetch]
+        coverage, found = await io.read(store.coverage_and_get, text, [c.memory_id for c in candidates[:10]], likely)
+        evidence = QueryEvidence(
+            top_cosine=max((m.similarity for m in dense), default=0.0),
+            coverage=max(coverage.values(), default=0.0),
+            topic=topic.activation * TOPIC_MEMBERSHIP if topic and candidates[0].topic else 0.0,
+            activation=topic.activation if topic else 0.0,
+        )
+        return candidates, evidence, found
+
+    async def topic_index(self) -> TopicIndex:
+        if self._topics is None:
+            self._topics = TopicIndex(await self._embedder.embed(TopicIndex.questions()))
+        return self._topics
+
+
+def _hits(
+    kept: list[tuple[Candidate, float]], found: dict[str, StoredMemory], where: MemoryFilter, count: int
+) -> list[SearchHit]:
+    """The first `count` kept candidates that resolve, pass the filter and say something new."""
+    hits: list[SearchHit] = []
+    seen: set[str] = set()
+    for candidate, score in kept:
+        memory = found.get(candidate.memory_id)
+        if memory is None or not where.matches(memory):
+            continue
+        digest = memory.content_hash or content_hash(memory.content)
+        if digest in seen:  # never the same content twice
+            continue
+        seen.add(digest)
+        hits.append(SearchHit(**public(memory).model_dump(), relevance_score=score, matched_by=candidate.matched_by))
+        if len(hits) == count:
+            break
+    return hits

@@ -1,0 +1,103 @@
+"""The memory engine's calls to its store: all blocking, all in worker threads.
+
+Reads someone waits on go first and one write at a time leaves the other workers free
+(`symbiote.workers`). A read that fails becomes a `StoreUnavailableError`; a write holds the
+writer lease where the store has one and retries transient lock contention, and a full or
+read-only disk becomes an error a person can act on (`symbiote.storage.disk_errors`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Callable, Sequence, TypeVar
+
+from symbiote.errors import StoreUnavailableError, SymbioteError
+from symbiote.memory.lazy_store import LazyStore
+from symbiote.storage.base import MemoryStore
+from symbiote.storage.disk_errors import is_transient, write_failure
+from symbiote.storage.diskspace import DiskSpace
+from symbiote.workers import PriorityExecutor
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+WRITE_RETRIES = 3  # transient lock contention: retried this many times, backing off exponentially
+RETRY_BASE_SECONDS = 0.05
+
+
+class StoreIO:
+    """Opens the store on first use and runs every read and write on it."""
+
+    def __init__(self, open_store: Callable[[str, int], MemoryStore], space: DiskSpace | None) -> None:
+        self._io = PriorityExecutor(4, "store", background_limit=1)
+        self.lazy: LazyStore[MemoryStore] = LazyStore(open_store, self.run, "memory store")
+        self._space = space
+        self.writes = 0  # bumped by every write, so statistics can tell a scan raced one
+
+    @property
+    def store(self) -> MemoryStore | None:
+        """The store if it is open; None before (never opens it)."""
+        return self.lazy.store
+
+    async def opened(self) -> MemoryStore:
+        return await self.lazy.get()
+
+    async def run(self, fn: Callable[..., T], *args: Any, urgent: bool = False) -> T:
+        return await self._io.run(fn, *args, urgent=urgent)
+
+    async def read(self, fn: Callable[..., T], *args: Any, urgent: bool = True) -> T:
+        """A read; `urgent` unless it only prepares a write (then it queues with the writes)."""
+        try:
+            return await self.run(fn, *args, urgent=urgent)
+        except SymbioteError:
+            raise
+        except Exception as exc:  # any driver failure: logged with its trace, reported in words
+            log.exception("memory read failed")
+            raise StoreUnavailableError(f"Reading the memory store failed: {exc}") from exc
+
+    async def ensure_space(self, windows: Sequence[str]) -> None:
+        """Refuse a write the disk has no room for before Chroma sees a full disk (symbiote.storage.diskspace).
+
+        Checked before embedding, so a refused batch costs no model time; one vector per window.
+        """
+        if self._space is not None:
+            await self._space.ensure(DiskSpace.estimate(list(windows), len(windows)))
+
+    async def write(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a write: with the writer lease where there is one, retrying transient lock contention."""
+        # A store on a shared file system (symbiote.azure.snapshots.GuardedStore) needs every write
+        # to hold the writer lease and pass the snapshot gate; it offers `writing()` for that.
+        writing = getattr(self.store, "writing", None)
+
+        def guarded() -> T:
+            if writing is None:
+                return fn(*args)
+            with writing():
+                return fn(*args)
+
+        for attempt in range(WRITE_RETRIES + 1):
+            try:
+                try:
+                    return await self.run(guarded)
+                finally:
+                    self.writes += 1  # statistics must show this write (or whatever part of it landed)
+            except SymbioteError:
+                raise
+            except Exception as exc:  # classified below: retried, or turned into an error a person can act on
+                if is_transient(exc) and attempt < WRITE_RETRIES:
+                    delay = RETRY_BASE_SECONDS * 2**attempt
+                    log.warning("memory store busy (%s); retrying in %.2f s", exc, delay)
+                    await asyncio.sleep(delay)
+                    continue
+                log.exception("memory write failed")
+                if is_transient(exc):
+                    raise StoreUnavailableError(
+                        f"The memory store stayed busy after {WRITE_RETRIES} retries ({exc}); nothing was changed. "
+                        "Another process may be writing to CHROMADB_PATH: only one may."
+                    ) from exc
+                raise write_failure(exc) from exc
+        raise AssertionError("unreachable")
+
+    def shutdown(self) -> None:
+        self._io.shutdown(wait=True)

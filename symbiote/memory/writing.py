@@ -1,0 +1,314 @@
+"""The engine's write path: store one memory or a batch, update, delete, and the retention cleanup.
+
+Every write is validated first, checked against the policy and the quota, and checked for
+disk space before the model embeds it, so a refused write costs neither model time nor a
+partial record. Identical content is never stored twice: a store of the same text returns the
+existing memory.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import replace
+from typing import Any, Callable
+
+from symbiote.embedding.embedder import AsyncEmbedder
+from symbiote.errors import InvalidInputError, MemoryNotFoundError
+from symbiote.memory import validation
+from symbiote.memory.clock import iso_utc, now_us
+from symbiote.memory.ids import IdGenerator, created_us
+from symbiote.memory.keyed_lock import KeyedLock
+from symbiote.memory.policy import EnginePolicy, check_conversation, check_quota
+from symbiote.memory.records import (
+    BatchStoreResult,
+    DeleteResult,
+    NearDuplicate,
+    RetentionResult,
+    StoreResult,
+    UpdateResult,
+    public,
+)
+from symbiote.memory.statistics import Statistics
+from symbiote.memory.store_io import StoreIO
+from symbiote.storage.base import MemoryStore, StoredMemory, content_hash
+from symbiote.storage.filters import MemoryFilter
+
+log = logging.getLogger(__name__)
+
+NEAR_DUPLICATE = 0.92  # cosine at or above which a new memory is reported as a near-duplicate
+
+
+def draft(
+    content: Any, tags: Any, type: Any, confidence: Any, conversation_id: Any, bookmarked: Any  # noqa: A002
+) -> StoredMemory:
+    """A validated memory without id or time yet."""
+    text = validation.content(content)
+    return StoredMemory(
+        memory_id="",
+        content=text,
+        timestamp="",
+        created_us=0,
+        tags=tuple(validation.tags(tags)),
+        content_hash=content_hash(text),
+        type=validation.memory_type(type) if type is not None else None,
+        confidence=validation.confidence(confidence) if confidence is not None else None,
+        bookmarked=validation.flag(bookmarked, "bookmarked"),
+        conversation_id=validation.conversation_id(conversation_id) if conversation_id is not None else None,
+    )
+
+
+def _batch_drafts(items: Any) -> list[StoredMemory]:
+    """store_memories' items as drafts: every one valid, or an error naming the first that is not."""
+    drafts: list[StoredMemory] = []
+    for position, item in enumerate(validation.batch(items), start=1):
+        try:
+            drafts.append(
+                draft(
+                    item.get("content"),
+                    item.get("tags"),
+                    item.get("type"),
+                    item.get("confidence"),
+                    item.get("conversation_id"),
+                    item.get("bookmarked", False),
+                )
+            )
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"item {position}: {exc} Nothing was stored.") from None
+    return drafts
+
+
+def _batch_results(
+    drafts: list[StoredMemory],
+    existing: dict[str, StoredMemory],
+    fresh: dict[str, StoredMemory],
+    stamped: dict[str, StoredMemory],
+) -> list[StoreResult]:
+    """One result per item, in order: stored, already remembered, or repeated within the batch."""
+    results = []
+    for item in drafts:
+        if item.content_hash in existing:
+            old = existing[item.content_hash]
+            results.append(
+                StoreResult(
+                    memory_id=old.memory_id, timestamp=old.timestamp, tags=list(old.tags), status="duplicate",
+                    message="Already remembered; no copy made.",
+                )
+            )
+        else:
+            memory = stamped[item.content_hash]
+            first = fresh[item.content_hash] is item
+            results.append(
+                StoreResult(
+                    memory_id=memory.memory_id, timestamp=memory.timestamp, tags=list(memory.tags),
+                    status="stored" if first else "duplicate",
+                    message="Memory stored." if first else "Repeated within the batch; stored once.",
+                )
+            )
+    return results
+
+
+def _changes(
+    old: StoredMemory, content: Any, tags: Any, type: Any, confidence: Any, bookmarked: Any  # noqa: A002
+) -> dict[str, Any]:
+    """update_memory's validated changes to `old`; text equal to the stored text is no change."""
+    changes: dict[str, Any] = {}
+    if content is not None:
+        text = validation.content(content)
+        if text != old.content:
+            changes["content"] = text
+            changes["content_hash"] = content_hash(text)
+    if tags is not None:
+        changes["tags"] = tuple(validation.tags(tags))
+    if type is not None:
+        changes["type"] = validation.memory_type(type)
+    if confidence is not None:
+        changes["confidence"] = validation.confidence(confidence)
+    if bookmarked is not None:
+        changes["bookmarked"] = validation.flag(bookmarked, "bookmarked")
+    return changes
+
+
+class MemoryWriter:
+    """Stores, updates and deletes memories, and tells the statistics what changed."""
+
+    def __init__(
+        self, embedder: AsyncEmbedder, io: StoreIO, stats: Statistics, policy: Callable[[], EnginePolicy]
+    ) -> None:
+        self._embedder = embedder
+        self._io = io
+        self._stats = stats
+        self._policy = policy  # read at each write: the engine's policy may be replaced
+        self._ids = IdGenerator()
+        self._same_content = KeyedLock()
+
+    def _stamp(self, item: StoredMemory) -> StoredMemory:
+        memory_id = self._ids.new()
+        micros = created_us(memory_id)
+        return replace(item, memory_id=memory_id, created_us=micros, timestamp=iso_utc(micros))
+
+    async def store(
+        self,
+        content: Any,
+        tags: Any = None,
+        type: Any = None,  # noqa: A002 - the tool's argument name
+        confidence: Any = None,
+        conversation_id: Any = None,
+        bookmarked: Any = False,
+    ) -> StoreResult:
+        started = time.perf_counter()
+        item = draft(content, tags, type, confidence, conversation_id, bookmarked)
+        io = self._io
+        store = await io.opened()
+        await check_conversation(self._policy(), io, store, item)
+        async with self._same_content.hold(item.content_hash):  # two identical stores at once make one memory
+            existing = await io.read(store.find_content, item.content_hash, urgent=False)
+            if existing is not None:
+                return StoreResult(
+                    memory_id=existing.memory_id,
+                    timestamp=existing.timestamp,
+                    tags=list(existing.tags),
+                    status="duplicate",
+                    message=f"Already remembered: identical content is stored as {existing.memory_id}; no copy made.",
+                )
+            warning = await check_quota(self._policy(), io, store, 1)
+            windows = await self._embedder.windows(item.content)
+            await io.ensure_space(windows)
+            vectors = await self._embedder.embed(windows)
+            near = await self._near_duplicates(store, vectors[0])
+            memory = self._stamp(item)
+            await io.write(store.add, memory, vectors, windows)
+            self._stats.added(memory)
+        self._stats.store_timer.add(started)
+        message = "Memory stored."
+        if near:
+            message += f" {len(near)} existing memory(ies) say nearly the same; see near_duplicates."
+        if warning:
+            message += f" {warning}"
+        return StoreResult(
+            memory_id=memory.memory_id,
+            timestamp=memory.timestamp,
+            tags=list(memory.tags),
+            status="stored",
+            near_duplicates=near,
+            warning=warning,
+            message=message,
+        )
+
+    async def store_many(self, items: Any) -> BatchStoreResult:
+        """Store a batch: every item valid or none stored; one embedding pass, one write."""
+        drafts = _batch_drafts(items)
+        io = self._io
+        store = await io.opened()
+        existing = await io.read(store.find_contents, [d.content_hash for d in drafts], urgent=False)
+        fresh: dict[str, StoredMemory] = {}
+        for item in drafts:
+            if item.content_hash not in existing:
+                fresh.setdefault(item.content_hash, item)
+        warning = await check_quota(self._policy(), io, store, len(fresh))
+        windows = [await self._embedder.windows(d.content) for d in fresh.values()]
+        flat = [text for group in windows for text in group]
+        await io.ensure_space(flat)
+        vectors = await self._embedder.embed(flat)
+        stamped = {digest: self._stamp(d) for digest, d in fresh.items()}
+        batch = []
+        offset = 0
+        for memory, group in zip(stamped.values(), windows):
+            batch.append((memory, vectors[offset : offset + len(group)], group))
+            offset += len(group)
+        await io.write(store.add_many, batch)
+        for memory, _vectors, _windows in batch:
+            self._stats.added(memory)
+        results = _batch_results(drafts, existing, fresh, stamped)
+        stored = len(batch)
+        message = f"{stored} stored, {len(drafts) - stored} already remembered."
+        if warning:
+            message += f" {warning}"
+        return BatchStoreResult(
+            results=results, stored=stored, duplicates=len(drafts) - stored, warning=warning, message=message
+        )
+
+    async def update(
+        self,
+        memory_id: Any,
+        content: Any = None,
+        tags: Any = None,
+        type: Any = None,  # noqa: A002
+        confidence: Any = None,
+        bookmarked: Any = None,
+    ) -> UpdateResult:
+        """Change a memory in place: same id and original timestamp; new text is re-embedded."""
+        mid = validation.memory_id(memory_id)
+        io = self._io
+        store = await io.opened()
+        found = await io.read(store.get, [mid])
+        if mid not in found:
+            raise MemoryNotFoundError(mid)
+        old = found[mid]
+        changes = _changes(old, content, tags, type, confidence, bookmarked)
+        if not changes:
+            return UpdateResult(memory=public(old), reembedded=False, message="Nothing to change.")
+        memory = replace(old, updated_us=now_us(), **changes)
+        if "content" in changes:
+            windows = await self._embedder.windows(memory.content)
+            await io.ensure_space(windows)
+            vectors = await self._embedder.embed(windows)
+            await io.write(store.replace, memory, vectors, windows)
+        else:
+            await io.ensure_space([""])
+            await io.write(store.replace, memory, None, [])
+        self._stats.replaced(old, memory)
+        return UpdateResult(
+            memory=public(memory),
+            reembedded="content" in changes,
+            message="Memory updated" + (" and re-indexed." if "content" in changes else "."),
+        )
+
+    async def delete(self, memory_id: Any) -> DeleteResult:
+        mid = validation.memory_id(memory_id)
+        io = self._io
+        store = await io.opened()
+        # what it was, for the statistics (only once they have been counted)
+        found = await io.read(store.get, [mid], urgent=False) if self._stats.counting else {}
+        if not await io.write(store.delete, mid):
+            raise MemoryNotFoundError(mid)
+        if mid in found:
+            self._stats.removed(found[mid])
+        return DeleteResult(memory_id=mid, deleted=True, message="Memory deleted permanently.")
+
+    async def apply_retention(self) -> RetentionResult:
+        """Delete memories older than RETENTION_DAYS in one batch, never bookmarked ones. Off by default."""
+        days = self._policy().retention_days
+        if days is None:
+            return RetentionResult(removed=0, kept_bookmarked=0, message="Retention is off: memories are kept forever.")
+        io = self._io
+        store = await io.opened()
+        cutoff = now_us() - days * 86_400 * 1_000_000
+        old = await io.read(store.scan, MemoryFilter(before_us=cutoff), urgent=False)
+        keep = [m for m in old if m.bookmarked]
+        doomed = [m.memory_id for m in old if not m.bookmarked]
+        removed = await io.write(store.delete_many, doomed) if doomed else []
+        heads = {m.memory_id: m for m in old}
+        for mid in removed:
+            self._stats.removed(heads[mid])
+        log.info(
+            "retention (%d days): removed %d memories, skipped %d bookmarked: removed=%s skipped=%s",
+            days, len(removed), len(keep), removed, [m.memory_id for m in keep],
+        )
+        return RetentionResult(
+            removed=len(removed),
+            kept_bookmarked=len(keep),
+            message=f"Removed {len(removed)} memories older than {days} days; kept {len(keep)} bookmarked.",
+        )
+
+    async def _near_duplicates(self, store: MemoryStore, vector: Any) -> list[NearDuplicate]:
+        nearest = await self._io.read(store.nearest, vector, 3, None, False, urgent=False)
+        close = [m for m in nearest if m.similarity >= NEAR_DUPLICATE]
+        if not close:
+            return []
+        found = await self._io.read(store.get, [m.memory_id for m in close], urgent=False)
+        return [
+            NearDuplicate(memory_id=m.memory_id, content=found[m.memory_id].content, similarity=round(m.similarity, 3))
+            for m in close
+            if m.memory_id in found
+        ]
