@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from symbiote.auth_settings import read_auth_settings
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 INSTALLED_SHARE = Path(sys.prefix) / "share" / "symbiote"  # where an installed wheel puts its data files
 
@@ -140,7 +142,7 @@ class Settings:
         chroma_server = _chroma_server_settings(env, problems, integer)
         memory_context = _context_settings(integer)
         limits = _limit_settings(env, problems, integer)
-        auth = _auth_settings(env, problems, integer, host)
+        auth = read_auth_settings(env, problems, integer, host)
         transport = _transport_settings(env, problems, integer)
         if problems:
             raise ConfigError("Invalid configuration:\n  - " + "\n  - ".join(problems))
@@ -325,53 +327,6 @@ def _chroma_server_settings(env: Mapping[str, str], problems: list[str], integer
         "chroma_tenant": tenant,
         "chroma_database": database,
     }
-AUTH_MODES = ("none", "oauth")
-CHATGPT_TOOLS = ("on", "off", "auto")
-TRUE_WORDS = ("1", "true", "yes", "on")
-FALSE_WORDS = ("0", "false", "no", "off")
-
-
-def _auth_settings(env: Mapping[str, str], problems: list[str], integer: Any, host: str) -> dict[str, Any]:
-    """Authentication: the mode, the owner secret, the public URL, token lifetimes, the auth database."""
-    from symbiote.auth.policy import auth_problems
-
-    def flag(name: str) -> bool | None:
-        raw = env.get(name, "").strip().lower()
-        if not raw:
-            return None
-        if raw in TRUE_WORDS:
-            return True
-        if raw in FALSE_WORDS:
-            return False
-        problems.append(f"{name}={raw!r} must be 1/true/yes or 0/false/no")
-        return None
-
-    mode = env.get("SYMBIOTE_AUTH", "").strip().lower()
-    mode = "" if mode in ("", "auto") else mode
-    if mode and mode not in AUTH_MODES:
-        problems.append(f"SYMBIOTE_AUTH={mode!r} must be one of {', '.join(AUTH_MODES)} (or unset for automatic)")
-        mode = ""
-    chatgpt = env.get("SYMBIOTE_CHATGPT_TOOLS", "").strip().lower() or "auto"
-    chatgpt = {"1": "on", "true": "on", "yes": "on", "0": "off", "false": "off", "no": "off"}.get(chatgpt, chatgpt)
-    if chatgpt not in CHATGPT_TOOLS:
-        problems.append(f"SYMBIOTE_CHATGPT_TOOLS={chatgpt!r} must be one of {', '.join(CHATGPT_TOOLS)}")
-        chatgpt = "auto"
-    auth_db = env.get("SYMBIOTE_AUTH_DB", "").strip()
-    values: dict[str, Any] = {
-        "auth_mode": mode,
-        "allow_unauthenticated": bool(flag("SYMBIOTE_ALLOW_UNAUTHENTICATED")),
-        "owner_secret": env.get("SYMBIOTE_OWNER_SECRET", "").strip(),
-        "owner_secret_hash": env.get("SYMBIOTE_OWNER_SECRET_HASH", "").strip(),
-        "public_url": env.get("SYMBIOTE_PUBLIC_URL", "").strip().rstrip("/"),
-        "trust_forwarded_headers": flag("SYMBIOTE_TRUST_FORWARDED_HEADERS"),
-        "behind_functions_host": bool(env.get("FUNCTIONS_WORKER_RUNTIME", "").strip()),
-        "access_token_ttl_seconds": integer("SYMBIOTE_ACCESS_TOKEN_TTL_SECONDS", 3600, 60, 86400),
-        "refresh_token_ttl_seconds": integer("SYMBIOTE_REFRESH_TOKEN_TTL_SECONDS", 30 * 86400, 3600, 365 * 86400),
-        "auth_db_path": Path(auth_db).expanduser() if auth_db else None,
-        "chatgpt_tools": chatgpt,
-    }
-    problems.extend(auth_problems(host=host, env=env, **values))
-    return values
 
 
 def _limit_settings(env: Mapping[str, str], problems: list[str], integer: Any) -> dict[str, Any]:

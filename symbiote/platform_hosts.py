@@ -9,7 +9,8 @@ must accept its own public name without anyone typing it into a setting:
   public name is `<name>.<suffix>`. It also sets `CONTAINER_APP_HOSTNAME`, the name of the
   running revision, which is accepted too.
 
-Custom domains are not in the environment: they go in SYMBIOTE_ALLOWED_HOSTS.
+Custom domains are not in the environment: they go in SYMBIOTE_ALLOWED_HOSTS. Whether others can
+reach the server at all (`exposed`) follows from the bind address and these names.
 """
 
 from __future__ import annotations
@@ -18,7 +19,20 @@ import re
 from typing import Mapping
 
 # A DNS name (labels of letters, digits and hyphens) or an IPv4 address; nothing else passes.
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 _HOSTNAME = re.compile(r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$")
+
+
+def is_loopback(host: str) -> bool:
+    host = host.strip().lower()
+    return host in LOOPBACK_NAMES or host.startswith("127.")
+
+
+def exposed(host: str, platform_hosts: tuple[str, ...], behind_functions_host: bool) -> bool:
+    """True when others can reach the server: a non-loopback bind, or the Functions host on a public name."""
+    if not is_loopback(host):
+        return True
+    return behind_functions_host and any(not is_loopback(name) for name in platform_hosts)
 
 
 def normalize_host(value: str) -> str | None:

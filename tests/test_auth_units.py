@@ -16,10 +16,11 @@ from starlette.types import Scope
 
 from symbiote.http.app import create_app
 from symbiote.auth.origin import OriginResolver, client_address
-from symbiote.auth.owner import OwnerSecret, OwnerSecretError, SignInLimiter, hash_secret, parse_secret_hash
+from symbiote.auth.owner import OwnerSecret, SignInLimiter, hash_secret
 from symbiote.auth.policy import chatgpt_tools_enabled, resolve_mode
 from symbiote.auth.provider import SymbioteClient, redirect_uri_problem
 from symbiote.auth.store import REFRESH_REUSE_GRACE, AuthStore
+from symbiote.auth_settings import OwnerSecretError, parse_secret_hash
 from symbiote.config import ConfigError, Settings
 from symbiote.http.security import allowed_hosts
 

@@ -50,9 +50,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from symbiote.auth.consent import ConsentEndpoint
 from symbiote.auth.origin import OriginResolver, current_origin
 from symbiote.auth.owner import OwnerSecret, SignInLimiter
-from symbiote.auth.policy import is_loopback
 from symbiote.auth.provider import SCOPE, HashedSecretAuthenticator, SymbioteOAuthProvider
 from symbiote.auth.store import AuthStore, AuthStoreUnavailable
+from symbiote.platform_hosts import is_loopback
 
 log = logging.getLogger("symbiote.auth")
 _URL = TypeAdapter(AnyHttpUrl, config=ConfigDict(url_preserve_empty_path=True))

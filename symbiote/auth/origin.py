@@ -16,8 +16,8 @@ from urllib.parse import urlsplit
 from starlette.datastructures import Headers
 from starlette.types import Scope
 
-from symbiote.auth.policy import is_loopback
 from symbiote.config import Settings
+from symbiote.platform_hosts import is_loopback
 
 # The origin of the HTTP request being served (None over stdio); tools build links from it.
 current_origin: contextvars.ContextVar[str | None] = contextvars.ContextVar("symbiote_origin", default=None)

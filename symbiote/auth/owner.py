@@ -16,46 +16,23 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1  # ~16 MiB, tens of ms: fine behind a rate limit
-_MAXMEM = 64 * 1024 * 1024
+from symbiote.auth_settings import SCRYPT_MAXMEM, parse_secret_hash  # the hash's format is a setting's
 
-
-class OwnerSecretError(ValueError):
-    """A malformed SYMBIOTE_OWNER_SECRET_HASH."""
+SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1  # ~16 MiB per check: affordable behind a rate limit
 
 
 def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).decode().rstrip("=")
 
 
-def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
 def _scrypt(secret: str, salt: bytes, n: int, r: int, p: int) -> bytes:
-    return hashlib.scrypt(secret.encode("utf-8"), salt=salt, n=n, r=r, p=p, maxmem=_MAXMEM, dklen=32)
+    return hashlib.scrypt(secret.encode("utf-8"), salt=salt, n=n, r=r, p=p, maxmem=SCRYPT_MAXMEM, dklen=32)
 
 
 def hash_secret(secret: str) -> str:
     """`scrypt$n$r$p$salt$hash`, the value for SYMBIOTE_OWNER_SECRET_HASH."""
     salt = os.urandom(16)
     return f"scrypt${SCRYPT_N}${SCRYPT_R}${SCRYPT_P}${_b64(salt)}${_b64(_scrypt(secret, salt, SCRYPT_N, SCRYPT_R, SCRYPT_P))}"
-
-
-def parse_secret_hash(text: str) -> tuple[int, int, int, bytes, bytes]:
-    parts = text.split("$")
-    if len(parts) != 6 or parts[0] != "scrypt":
-        raise OwnerSecretError("expected scrypt$n$r$p$salt$hash (made by `symbiote owner-secret-hash`)")
-    try:
-        n, r, p = int(parts[1]), int(parts[2]), int(parts[3])
-        salt, digest = _unb64(parts[4]), _unb64(parts[5])
-    except ValueError:
-        raise OwnerSecretError("expected scrypt$n$r$p$salt$hash (made by `symbiote owner-secret-hash`)") from None
-    if n < 2**12 or n & (n - 1) or not 1 <= r <= 32 or not 1 <= p <= 16 or len(salt) < 8 or len(digest) != 32:
-        raise OwnerSecretError("the scrypt parameters are out of range; make a new hash with `symbiote owner-secret-hash`")
-    if 128 * r * n * p > _MAXMEM // 2:
-        raise OwnerSecretError("the scrypt cost needs too much memory; make a new hash with `symbiote owner-secret-hash`")
-    return n, r, p, salt, digest
 
 
 class OwnerSecret:
@@ -75,7 +52,7 @@ class OwnerSecret:
         return bool(self._digest)
 
     def verify(self, attempt: str) -> bool:
-        """Blocking (tens of ms): call it from a worker thread."""
+        """Blocking (scrypt is deliberately slow): call it from a worker thread."""
         if not self._digest or not attempt or len(attempt) > 1024:
             return False
         return hmac.compare_digest(_scrypt(attempt, self._salt, self._n, self._r, self._p), self._digest)

@@ -30,8 +30,9 @@ from mcp.shared.auth import InvalidRedirectUriError, OAuthClientInformationFull,
 from pydantic import AnyUrl
 from starlette.requests import Request
 
-from symbiote.auth.policy import is_loopback
-from symbiote.auth.store import API_KEY_PREFIX, AuthStore, digest, new_secret
+from symbiote.auth._sqlite import digest, new_secret
+from symbiote.auth.store import API_KEY_PREFIX, AuthStore
+from symbiote.platform_hosts import is_loopback
 
 SCOPE = "memory"  # one owner, one permission: the whole memory
 FORBIDDEN_REDIRECT_SCHEMES = frozenset({"javascript", "data", "file", "vbscript", "about", "blob"})

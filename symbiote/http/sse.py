@@ -20,7 +20,6 @@ credential check) and adds the rest.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import secrets
 import time
@@ -193,8 +192,11 @@ class LegacySseTransport:
                 if response_state["started"] and not response_state["complete"]:
                     # Ended without the stream's last chunk (server shutting down): send it, so the
                     # client sees a clean end of stream and reconnects, and nothing is logged as broken.
-                    with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
-                        await send({"type": "http.response.body", "body": b"", "more_body": False})
+                    with anyio.CancelScope(shield=True):
+                        try:
+                            await send({"type": "http.response.body", "body": b"", "more_body": False})
+                        except Exception as exc:  # the client already left: nothing to end, nothing broken
+                            log.debug("session %s: end of stream not sent (%s)", _short(session.id), type(exc).__name__)
                 self.sessions.close(session, reason[0])
                 await read_stream_writer.aclose()
                 await write_stream_reader.aclose()

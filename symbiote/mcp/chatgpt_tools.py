@@ -4,13 +4,14 @@ ChatGPT's contract: `search(query)` returns `{"results": [{"id", "title", "url"}
 `fetch(id)` returns `{"id", "title", "text", "url", "metadata"}`, each as structured content and
 as the same JSON in the text content. Both are backed by the memory engine's own search and get;
 `url` links to the memory on this server (`GET /memories/{id}`, behind the same authentication
-as `/mcp`).
+as `/mcp`). The public origin those links start with comes from the caller (`OriginLookup`):
+the HTTP app knows it from the auth gateway, and the MCP tools do not depend on auth.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Annotated, Any
+from typing import Annotated, Any, Callable
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -19,7 +20,6 @@ from pydantic import BaseModel, Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from symbiote.auth.origin import current_origin
 from symbiote.memory.engine import MemoryEngine
 from symbiote.errors import MemoryNotFoundError, SymbioteError
 
@@ -46,8 +46,17 @@ class FetchOutput(BaseModel):
     metadata: dict[str, Any] = Field(description="When it was stored (ISO-8601 UTC) and its tags.")
 
 
-def memory_url(memory_id: str) -> str:
-    origin = current_origin.get()
+OriginLookup = Callable[[], "str | None"]
+"""The public origin (`https://host`) of the HTTP request being served; None over stdio, or for a Host
+the server does not answer to."""
+
+
+def no_origin() -> str | None:
+    """The lookup where no HTTP request is served (stdio): links fall back to `memory://{id}`."""
+    return None
+
+
+def memory_url(memory_id: str, origin: str | None) -> str:
     return f"{origin}/memories/{memory_id}" if origin else f"memory://{memory_id}"
 
 
@@ -56,8 +65,8 @@ def title_of(content: str) -> str:
     return line if len(line) <= TITLE_LENGTH else line[: TITLE_LENGTH - 1].rstrip() + "…"
 
 
-def register_chatgpt_tools(server: MCPServer, engine: MemoryEngine) -> None:
-    """Add `search` and `fetch` to `server`."""
+def register_chatgpt_tools(server: MCPServer, engine: MemoryEngine, origin: OriginLookup = no_origin) -> None:
+    """Add `search` and `fetch` to `server`; their `url`s start with what `origin` gives."""
 
     @server.tool(
         name="search",
@@ -77,9 +86,10 @@ def register_chatgpt_tools(server: MCPServer, engine: MemoryEngine) -> None:
         except Exception as exc:
             log.exception("search failed")
             raise ToolError("Internal error in the memory server; it has been logged. Try again shortly.") from exc
+        base = origin()
         return SearchOutput(
             results=[
-                SearchResult(id=hit.memory_id, title=title_of(hit.content), url=memory_url(hit.memory_id))
+                SearchResult(id=hit.memory_id, title=title_of(hit.content), url=memory_url(hit.memory_id, base))
                 for hit in found.results
             ]
         )
@@ -104,17 +114,18 @@ def register_chatgpt_tools(server: MCPServer, engine: MemoryEngine) -> None:
             id=memory.memory_id,
             title=title_of(memory.content),
             text=memory.content,
-            url=memory_url(memory.memory_id),
+            url=memory_url(memory.memory_id, origin()),
             metadata={"timestamp": memory.timestamp, "tags": list(memory.tags)},
         )
 
 
-def memory_link_endpoint(engine: MemoryEngine):  # type: ignore[no-untyped-def]
-    """`GET /memories/{memory_id}`: the memory a `url` points at, as JSON."""
+def memory_link_endpoint(engine: MemoryEngine, origin: OriginLookup = no_origin):  # type: ignore[no-untyped-def]
+    """`GET /memories/{memory_id}`: the memory a `url` points at, as JSON (421 where `origin` gives None)."""
 
     async def memory_link(request: Request) -> JSONResponse:
         memory_id = request.path_params["memory_id"]
-        if current_origin.get() is None:  # a Host we do not answer to (DNS rebinding)
+        base = origin()
+        if base is None:  # a Host we do not answer to (DNS rebinding)
             return JSONResponse({"error": "Invalid Host header"}, status_code=421)
         try:
             memory = await engine.get(memory_id)
@@ -123,7 +134,7 @@ def memory_link_endpoint(engine: MemoryEngine):  # type: ignore[no-untyped-def]
         except SymbioteError as exc:
             return JSONResponse({"error": str(exc)}, status_code=503)
         return JSONResponse(
-            {**memory.model_dump(), "url": memory_url(memory.memory_id)}, headers={"Cache-Control": "no-store"}
+            {**memory.model_dump(), "url": memory_url(memory.memory_id, base)}, headers={"Cache-Control": "no-store"}
         )
 
     return memory_link

@@ -53,7 +53,16 @@ def readable_errors(fn: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[
 
 
 def register_tools(server: MCPServer, engine: MemoryEngine) -> None:
-    """Add the memory tools to `server`, all backed by `engine`."""
+    """Add the memory tools to `server`, all backed by `engine` (in this order in tools/list)."""
+    _register_storing(server, engine)
+    _register_search(server, engine)
+    _register_reading(server, engine)
+    _register_editing(server, engine)
+    _register_browsing(server, engine)
+
+
+def _register_storing(server: MCPServer, engine: MemoryEngine) -> None:
+    """store_memory and store_memories: the two ways in."""
 
     @server.tool(
         title="Store memory",
@@ -106,6 +115,10 @@ def register_tools(server: MCPServer, engine: MemoryEngine) -> None:
     ) -> BatchStoreResult:
         return await engine.store_many(memories)
 
+
+def _register_search(server: MCPServer, engine: MemoryEngine) -> None:
+    """search_memory: the tool every answer starts with."""
+
     @server.tool(
         title="Search memory",
         description=(
@@ -145,6 +158,10 @@ def register_tools(server: MCPServer, engine: MemoryEngine) -> None:
             query, limit, min_relevance, after, before, when, tags, tag_mode, type, min_confidence
         )
 
+
+def _register_reading(server: MCPServer, engine: MemoryEngine) -> None:
+    """get_memory and get_memories: memories by id."""
+
     @server.tool(
         title="Get memory",
         description="Fetch one memory by its id (from search_memory or list_memories), with its tags and timestamp.",
@@ -171,6 +188,10 @@ def register_tools(server: MCPServer, engine: MemoryEngine) -> None:
             found=sum(m is not None for m in found),
             missing=[mid for mid, m in zip(memory_ids, found) if m is None],
         )
+
+
+def _register_editing(server: MCPServer, engine: MemoryEngine) -> None:
+    """update_memory and delete_memory: the only tools that change what is stored."""
 
     @server.tool(
         title="Update memory",
@@ -205,6 +226,10 @@ def register_tools(server: MCPServer, engine: MemoryEngine) -> None:
         memory_id: Annotated[str, Field(description="The id of the memory to delete.")],
     ) -> DeleteResult:
         return await engine.delete(memory_id)
+
+
+def _register_browsing(server: MCPServer, engine: MemoryEngine) -> None:
+    """list_memories and memory_stats: what is stored, without a question."""
 
     @server.tool(
         title="List memories",
