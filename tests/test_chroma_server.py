@@ -20,6 +20,7 @@ import yaml
 from chromadb.config import Settings as ChromaSettings
 from mcp import Client
 
+from symbiote.memory.ids import created_us
 from symbiote.storage.chroma_client import ChromaServer, ServerMemoryStore, connect_server
 from symbiote.config import PROJECT_ROOT, ConfigError, Settings
 from symbiote.embedding.model import MODEL_DIMENSION, MODEL_NAME, OnnxEmbedder
@@ -106,7 +107,7 @@ def model(model_dir: Path) -> OnnxEmbedder:
 
 def add(store: Any, model: OnnxEmbedder, memory_id: str, content: str) -> None:
     windows = model.windows(content)
-    micros = int(memory_id[4:20])
+    micros = created_us(memory_id)
     store.add(StoredMemory(memory_id, content, "2026-01-01T00:00:00Z", micros, (), content_hash(content)),
               model.embed(windows), windows)
 

@@ -19,7 +19,9 @@ from symbiote.storage.chroma_client import ChromaClients, ChromaServer
 from symbiote.config import Settings
 from symbiote.embedding.model import MODEL_DIMENSION, MODEL_NAME, OnnxEmbedder
 from symbiote.errors import InvalidInputError, MemoryNotFoundError, StoreUnavailableError
-from symbiote.memory.history import ChromaHistoryStore, parse_ts
+from symbiote.memory.history import parse_ts
+from symbiote.memory.ids import created_us as id_micros
+from symbiote.storage.history import ChromaHistoryStore
 from symbiote.memory.ids import IdGenerator
 from symbiote.runtime import build_runtime
 from symbiote.storage.base import StoredMemory, content_hash
@@ -48,7 +50,7 @@ class Opened:
 
     def add(self, content: str, tags: tuple[str, ...] = (), created_us: int | None = None) -> StoredMemory:
         memory_id = IDS.new()
-        micros = created_us if created_us is not None else int(memory_id[4:20])
+        micros = created_us if created_us is not None else id_micros(memory_id)
         memory = StoredMemory(memory_id, content, iso_utc(micros), micros, tags, content_hash(content))
         windows = self.model.windows(content)
         self.store.add(memory, self.model.embed(windows), windows)

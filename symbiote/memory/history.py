@@ -28,9 +28,9 @@ from symbiote.memory.keyed_lock import KeyedLock
 from symbiote.memory.lazy_store import LazyStore
 from symbiote.memory import validation
 from symbiote.storage.diskspace import DiskSpace
-from symbiote.storage.history import ChromaHistoryStore, HistoryStore, StoredTurn  # the store, importable from here too
+from symbiote.storage.history import HistoryStore, StoredTurn
 
-__all__ = ["AppendResult", "ChromaHistoryStore", "ConversationHistory", "History", "HistoryHit", "Turn", "parse_ts"]
+__all__ = ["AppendResult", "ConversationHistory", "History", "HistoryHit", "Turn", "parse_ts"]
 
 log = logging.getLogger(__name__)
 
