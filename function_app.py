@@ -29,7 +29,9 @@ log = logging.getLogger("symbiote.function_app")
 HTTP_AUTH_LEVEL = func.AuthLevel.ANONYMOUS
 
 
-def build_function_app(settings: Settings, *, share: FileShare | None = None, warm_up: bool = True) -> func.AsgiFunctionApp:
+def build_function_app(
+    settings: Settings, *, share: FileShare | None = None, warm_up: bool = True
+) -> func.AsgiFunctionApp:
     """The function app for `settings`. `share` stands in for the file share SYMBIOTE_SHARE would open."""
     # No logs.configure(): the Functions worker owns the root logger and forwards it to the host
     # (console and Application Insights); replacing its handlers would silence us there.

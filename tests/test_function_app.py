@@ -153,7 +153,7 @@ async def test_mcp_session_through_the_function(deployed):
         assert not found.is_error
         assert found.structured_content["results"][0]["memory_id"] == memory_id
         stats = await client.call_tool("memory_stats", {})
-        assert not stats.is_error and stats.structured_content["share"]["kind"] == "local"  # the runtime's share usage
+        assert not stats.is_error and stats.structured_content["share"]["kind"] == "local"  # the share's usage
         prompt = await client.get_prompt("venom_identity")
         text = prompt.messages[0].content.text
         assert text == (ROOT / "personalities" / "venom_personality.md").read_text(encoding="utf-8")

@@ -69,11 +69,11 @@ def _record_http_handshake(settings: Settings) -> int:
 
 
 def _record_stdio_handshake(settings: Settings) -> int:
+    import dataclasses
+
     import anyio
 
-    from symbiote.fastboot import handshake
-
-    from symbiote.fastboot import stdio_handshake
+    from symbiote.fastboot import handshake, stdio_handshake
 
     settings = stdio_handshake.stdio_settings(settings)
     print_ = handshake.fingerprint(settings)
@@ -83,7 +83,8 @@ def _record_stdio_handshake(settings: Settings) -> int:
     from symbiote.runtime import build_runtime
 
     try:
-        runtime = build_runtime(settings)
+        # The answers do not depend on the store: record them without taking the file share's writer lease.
+        runtime = build_runtime(dataclasses.replace(settings, share=""))
     except ConfigError as exc:
         print(f"symbiote: {exc}", file=sys.stderr)
         return 2
