@@ -1,7 +1,7 @@
 """Listen at once, build the app in a worker thread, and answer the handshake meanwhile.
 
 `symbiote serve` spends most of its start importing the MCP SDK. `BootApp` lets uvicorn bind
-straight away: it reports its lifespan started, builds the real app (`create_share_app`) in a
+straight away: it reports its lifespan started, builds the real app (`symbiote.http.app.create_app`) in a
 thread, then runs that app's own lifespan. Until it is ready, a request the handshake cache
 (`symbiote.fastboot.handshake`) recognises is answered from it; every other request waits for the app
 and then goes to it unchanged, its body replayed. Once the app is ready and the cache is

@@ -31,7 +31,7 @@ from starlette.middleware import Middleware
 from starlette.routing import BaseRoute, Mount, Route
 
 from symbiote.auth.gateway import AuthGateway
-from symbiote.auth.origin import OriginResolver
+from symbiote.auth.origin import OriginResolver, current_origin
 from symbiote.auth.owner import OwnerSecret, SignInLimiter
 from symbiote.auth.policy import AuthRefused, chatgpt_tools_enabled, enforce
 from symbiote.auth.store import AuthStore, AuthStoreUnavailable, default_auth_db
@@ -80,7 +80,7 @@ def create_app(
     runtime = runtime or build_runtime(settings, share=share)
     mcp = runtime.server
     if chatgpt_tools_enabled(settings) and not getattr(mcp, "_symbiote_chatgpt_tools", False):
-        register_chatgpt_tools(mcp, runtime.engine)
+        register_chatgpt_tools(mcp, runtime.engine, current_origin.get)
         mcp._symbiote_chatgpt_tools = True  # type: ignore[attr-defined]
     security = transport_security(settings)
     streamable = mcp.streamable_http_app(
@@ -105,7 +105,7 @@ def create_app(
         endpoints.append(Route("/mcp", endpoint=mcp_endpoint, methods=["POST", "DELETE"]))
     endpoints += [
         *sse.routes(),
-        Route("/memories/{memory_id}", endpoint=memory_link_endpoint(runtime.engine), methods=["GET"]),
+        Route("/memories/{memory_id}", endpoint=memory_link_endpoint(runtime.engine, current_origin.get), methods=["GET"]),
     ]
     gateway, store = _gateway(settings, mode, endpoints)
     health = health_endpoint(runtime, sessions)

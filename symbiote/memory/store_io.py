@@ -66,7 +66,7 @@ class StoreIO:
 
     async def write(self, fn: Callable[..., T], *args: Any) -> T:
         """Run a write: with the writer lease where there is one, retrying transient lock contention."""
-        # A store on a shared file system (symbiote.azure.snapshots.GuardedStore) needs every write
+        # A store on a shared file system (symbiote.azure.guard.GuardedStore) needs every write
         # to hold the writer lease and pass the snapshot gate; it offers `writing()` for that.
         writing = getattr(self.store, "writing", None)
 

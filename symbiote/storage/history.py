@@ -63,7 +63,7 @@ def _turn(document: str | None, meta: dict[str, Any] | None) -> StoredTurn:
 
 class HistoryStore(Protocol):
     """What the conversation history needs from storage. The one write is `add` (the name
-    `snapshots.GuardedStore` puts behind the writer lease); the rest only read."""
+    `symbiote.azure.guard.GuardedStore` puts behind the writer lease); the rest only read."""
 
     def add(
         self, conversation: str, role: str, text: str, ts: str, ts_us: int, vector: np.ndarray, index: int | None
