@@ -82,10 +82,11 @@ def cache_path(settings: Settings) -> Path:
 
 def usable(settings: Settings) -> bool:
     """The cache serves open, streamable-HTTP servers on a loopback interface only (see above)."""
-    from symbiote.auth.policy import exposed, resolve_mode
+    from symbiote.platform_hosts import exposed
 
     public = exposed(settings.host, settings.platform_hosts, settings.behind_functions_host)
-    return settings.transport == "http" and not public and resolve_mode(settings) == "none"
+    # Not exposed, so the automatic auth mode is "none": only an explicit SYMBIOTE_AUTH changes it.
+    return settings.transport == "http" and not public and (settings.auth_mode or "none") == "none"
 
 
 def fingerprint(settings: Settings) -> str:
@@ -95,7 +96,7 @@ def fingerprint(settings: Settings) -> str:
     # data directory, and one recorded by setup for `./data` serves Claude Desktop's absolute
     # path to it too); secrets are not in the repr.
     digest.update(repr(dataclasses.replace(settings, port=0, log_level="", chromadb_path=Path())).encode())
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parent.parent  # all of symbiote/, not only this subpackage
     sources = sorted(package.rglob("*.py")) + sorted(settings.personalities_dir.glob("*.md"))
     for source in sources:
         digest.update(f"\n{source.name}\n".encode())
