@@ -1,7 +1,7 @@
 """Interleaved A/B of search latency: two checkouts, the same data, alternating server starts.
 
-This machine's speed moves by 20-40 % from hour to hour, so a before/after comparison is only
-fair when both run in the same minutes. Each round starts `symbiote serve` from one checkout
+This machine's speed moves from hour to hour, so a before/after comparison is only fair when
+both run in the same minutes. Each round starts `symbiote serve` from one checkout
 (`PYTHONPATH=<checkout>`), warms it with 20 searches, waits 4 s, then times 120 distinct
 searches with the MCP SDK client over HTTP; the next round starts the other checkout.
 
@@ -16,23 +16,21 @@ vocabulary is small, so each query's keywords match thousands of memories).
 from __future__ import annotations
 
 import asyncio
-import os
 import random
-import signal
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from mcp import Client
 
-from bench_core import synthetic_query  # this directory is on sys.path when run as a script
-from ports import free_port, wait_listening
+# this directory is on sys.path when run as a script
+from bench_core import synthetic_query
+from mcp_client import timed_calls
+from ports import wait_listening
+from server_process import ServerProcess
 
-ROOT = Path(__file__).resolve().parent.parent
 WORDS = "project deadline coffee react python garden sister trip berlin budget meeting guitar running book movie dinner".split()
-
 
 
 def make_query(rng: random.Random, i: int, style: str) -> str:
@@ -42,27 +40,25 @@ def make_query(rng: random.Random, i: int, style: str) -> str:
 
 
 async def one_round(checkout: str, seed: int, data: str, style: str = "ab") -> list[float]:
-    port = free_port()
-    env = {**os.environ, "CHROMADB_PATH": data, "PORT": str(port), "LOG_LEVEL": "WARNING", "HF_HUB_OFFLINE": "1", "PYTHONPATH": checkout}
-    proc = subprocess.Popen([sys.executable, "-m", "symbiote", "serve"], env=env, stderr=subprocess.DEVNULL, cwd=checkout)
+    """Serve `data` from `checkout` (its own package, `python -m symbiote`), warm it, time 120 searches."""
+    server = ServerProcess(
+        Path(data),
+        env={"LOG_LEVEL": "WARNING", "HF_HUB_OFFLINE": "1", "PYTHONPATH": checkout},
+        stderr=subprocess.DEVNULL,
+        command=[sys.executable, "-m", "symbiote"],
+        cwd=checkout,
+    )
+    server.launch()
     try:
-        await wait_listening(port, 0.05)
+        await wait_listening(server.port, 0.05)
         rng = random.Random(seed)
-        latencies: list[float] = []
-        async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+        async with Client(server.mcp_url) as client:
             for i in range(20):
                 await client.call_tool("search_memory", {"query": f"warm {i} {rng.choice(WORDS)}"})
             await asyncio.sleep(4)
-            for i in range(120):
-                query = make_query(rng, i, style)
-                started = time.perf_counter()
-                result = await client.call_tool("search_memory", {"query": query})
-                latencies.append(time.perf_counter() - started)
-                assert not result.is_error, result.content
-        return latencies
+            return await timed_calls(client, "search_memory", lambda i: {"query": make_query(rng, i, style)}, 120)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait()
+        server.stop()
 
 
 async def main() -> None:

@@ -7,8 +7,7 @@ about things never stored. Prints recall@1/5 on the questions (default cut-off),
 
     .venv/bin/python benchmarks/assistant_set.py [--min-relevance N] [--verbose]
 
-The data lives in benchmarks/retrieval_lab.py and benchmarks/calibration.py (shared with the
-offline experiments).
+The data lives in benchmarks/assistant_data.py (shared with the offline experiments).
 """
 
 from __future__ import annotations
@@ -20,22 +19,20 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import calibration  # noqa: E402
-import retrieval_lab  # noqa: E402
-from locomo import Server, structured  # noqa: E402
-from ports import free_port  # noqa: E402
+import assistant_data  # noqa: E402
+from mcp_client import structured  # noqa: E402
+from server_process import TempServer  # noqa: E402
 
 SEED_MEMORY = "I'm working on a React app with TypeScript and authentication"
-
 
 
 async def run(min_relevance: float | None, verbose: bool) -> None:
     from mcp import Client
 
-    with Server(free_port()) as server:
-        async with Client(server.url) as client:
+    with TempServer() as server:
+        async with Client(server.mcp_url) as client:
             ids = []
-            for memory in retrieval_lab.MEMORIES:
+            for memory in assistant_data.MEMORIES:
                 ids.append(structured(await client.call_tool("store_memory", {"content": memory}))["memory_id"])
             index = {memory_id: i for i, memory_id in enumerate(ids)}
 
@@ -46,7 +43,7 @@ async def run(min_relevance: float | None, verbose: bool) -> None:
                 return structured(await client.call_tool("search_memory", args))["results"]
 
             hits1 = hits5 = 0
-            for question, wanted in calibration.QUESTIONS:
+            for question, wanted in assistant_data.QUESTIONS:
                 results = await ask(question)
                 got = [index.get(r["memory_id"], -1) for r in results]
                 hits1 += bool(got[:1] and got[0] in wanted)
@@ -55,14 +52,14 @@ async def run(min_relevance: float | None, verbose: bool) -> None:
                     mark = "ok " if set(got) & wanted else "MISS"
                     print(f"  {mark} {question!r}: {[(g, r['relevance_score']) for g, r in zip(got, results)]}")
             junk = []
-            for question in calibration.NEGATIVES:
+            for question in assistant_data.NEGATIVES:
                 results = await ask(question)
                 if results:
                     junk.append((question, results[0]["content"], results[0]["relevance_score"]))
-            seed = await ask(calibration.SEED)
-    n = len(calibration.QUESTIONS)
+            seed = await ask(assistant_data.SEED)
+    n = len(assistant_data.QUESTIONS)
     print(f"questions: {n}; recall@1 {hits1 / n:.2f}, recall@5 {hits5 / n:.2f}")
-    print(f"never-stored questions: {len(calibration.NEGATIVES)}; junk rate {len(junk) / len(calibration.NEGATIVES):.2f}")
+    print(f"never-stored questions: {len(assistant_data.NEGATIVES)}; junk rate {len(junk) / len(assistant_data.NEGATIVES):.2f}")
     for question, content, score in junk:
         print(f"  junk: {question!r} -> {content!r} ({score})")
     rank = next((i + 1 for i, r in enumerate(seed) if r["content"] == SEED_MEMORY), None)

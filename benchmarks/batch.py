@@ -17,8 +17,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_core import free_port, synthetic_memory  # noqa: E402
-from locomo import Server, structured  # noqa: E402
+from bench_core import synthetic_memory  # noqa: E402
+from mcp_client import structured  # noqa: E402
+from server_process import TempServer  # noqa: E402
 
 
 async def run(rounds: int, size: int) -> None:
@@ -28,8 +29,8 @@ async def run(rounds: int, size: int) -> None:
 
     rng = random.Random(11)
     singles, batches = [], []
-    with Server(free_port()) as server:
-        async with Client(server.url) as client:
+    with TempServer() as server:
+        async with Client(server.mcp_url) as client:
             await client.call_tool("memory_stats", {})  # warm: store open, model loaded
             serial = 0
             for _ in range(rounds):

@@ -14,21 +14,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import random
-import signal
 import statistics
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 
-import httpx
 from mcp import Client
 
-from ports import free_port  # this directory is on sys.path when run as a script
+# this directory is on sys.path when run as a script
+from mcp_client import timed_calls
+from percentiles import percentile
+from server_process import ServerProcess
 
-ROOT = Path(__file__).resolve().parent.parent
 PEOPLE = ["Sarah", "my brother", "the team lead", "Dr. Patel", "my landlord", "Marco", "the client", "Aiko"]
 TOPICS = [
     "the React dashboard", "our Postgres migration", "the trip to Lisbon", "marathon training", "the tax return",
@@ -58,15 +56,9 @@ def synthetic_query(i: int, rng: random.Random) -> str:
     )
 
 
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
-
-
 def summary(name: str, values: list[float]) -> str:
     ms = [v * 1000 for v in values]
-    return f"{name}: p50 {statistics.median(ms):.1f} ms, p95 {pct(ms, 0.95):.1f} ms, n={len(ms)}"
+    return f"{name}: p50 {statistics.median(ms):.1f} ms, p95 {percentile(ms, 95):.1f} ms, n={len(ms)}"
 
 
 async def fill(url: str, start: int, stop: int, rng: random.Random, workers: int = 8) -> None:
@@ -84,6 +76,21 @@ async def fill(url: str, start: int, stop: int, rng: random.Random, workers: int
     await asyncio.gather(*(worker() for _ in range(workers)))
 
 
+async def at_size(url: str, size: int, samples: int, rng: random.Random) -> None:
+    """Print search (distinct queries, then one repeated) and memory_stats latency at this store size."""
+    async with Client(url) as client:
+        times = await timed_calls(
+            client, "search_memory", lambda i: {"query": synthetic_query(i, rng), "limit": 5}, samples
+        )
+        print(summary(f"search_memory at {size} memories", times))
+        repeat = await timed_calls(
+            client, "search_memory", lambda _: {"query": "what did we decide about the trip?"}, 50, check=False
+        )
+        print(summary(f"search_memory, repeated query (cache hit) at {size}", repeat))
+        stats_times = await timed_calls(client, "memory_stats", lambda _: {}, 20, check=False)
+        print(summary(f"memory_stats at {size}", stats_times))
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
@@ -92,59 +99,22 @@ async def main() -> None:
     args = parser.parse_args()
     rng = random.Random(7)
     data = args.data or Path(tempfile.mkdtemp(prefix="symbiote-bench-")) / "data"
-    port = free_port()
-    env = {**os.environ, "CHROMADB_PATH": str(data), "PORT": str(port), "HF_HUB_OFFLINE": "1", "LOG_LEVEL": "WARNING"}
-    proc = subprocess.Popen([str(ROOT / ".venv/bin/symbiote"), "serve"], env=env)
-    url = f"http://127.0.0.1:{port}/mcp"
-    try:
-        for _ in range(300):
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health").json()["store"] in ("ready", "not_created"):
-                    break
-            except httpx.HTTPError:
-                pass
-            await asyncio.sleep(0.1)
-        stored = int(httpx.get(f"http://127.0.0.1:{port}/health").json()["memories"] or 0)
-        async with Client(url) as client:
-            store_times = []
-            for i in range(args.samples):
-                started = time.perf_counter()
-                result = await client.call_tool("store_memory", {"content": synthetic_memory(i, rng)})
-                store_times.append(time.perf_counter() - started)
-                assert not result.is_error
+    with ServerProcess(data, env={"HF_HUB_OFFLINE": "1", "LOG_LEVEL": "WARNING"}) as server:
+        stored = int(server.health()["memories"] or 0)
+        async with Client(server.mcp_url) as client:
+            store_times = await timed_calls(
+                client, "store_memory", lambda i: {"content": synthetic_memory(i, rng)}, args.samples
+            )
             stored += args.samples
             print(summary("store_memory", store_times))
         for size in args.sizes:
             if stored < size:
                 began = time.perf_counter()
-                await fill(url, stored, size, rng)
+                await fill(server.mcp_url, stored, size, rng)
                 print(f"filled to {size} memories in {time.perf_counter() - began:.0f} s")
                 stored = size
-            async with Client(url) as client:
-                times = []
-                for i in range(args.samples):
-                    started = time.perf_counter()
-                    result = await client.call_tool("search_memory", {"query": synthetic_query(i, rng), "limit": 5})
-                    times.append(time.perf_counter() - started)
-                    assert not result.is_error
-                print(summary(f"search_memory at {size} memories", times))
-                repeat = []
-                for _ in range(50):
-                    started = time.perf_counter()
-                    await client.call_tool("search_memory", {"query": "what did we decide about the trip?"})
-                    repeat.append(time.perf_counter() - started)
-                print(summary(f"search_memory, repeated query (cache hit) at {size}", repeat))
-                stats_times = []
-                for _ in range(20):
-                    started = time.perf_counter()
-                    await client.call_tool("memory_stats", {})
-                    stats_times.append(time.perf_counter() - started)
-                print(summary(f"memory_stats at {size}", stats_times))
-        stats = httpx.get(f"http://127.0.0.1:{port}/health").json()
-        print(f"health after run: {stats['memories']} memories")
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=60)
+            await at_size(server.mcp_url, size, args.samples, rng)
+        print(f"health after run: {server.health()['memories']} memories")
 
 
 if __name__ == "__main__":

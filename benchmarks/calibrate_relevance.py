@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import calibration  # noqa: E402  (assistant set: questions, never-stored questions)
-import locomo  # noqa: E402
-import retrieval_lab  # noqa: E402  (assistant set: memories)
+import assistant_data  # noqa: E402  (memories, questions, never-stored questions)
+import locomo_data  # noqa: E402
+from logistic import balanced_weights, fit_newton  # noqa: E402
 
 from symbiote.retrieval import ranking  # noqa: E402
 from symbiote.config import PROJECT_ROOT, Settings  # noqa: E402
@@ -46,7 +46,7 @@ class Asked:
 
 async def collect() -> list[Asked]:
     asked: list[Asked] = []
-    for conv in [locomo.load_conversation(p) for p in sorted(locomo.DATA_DIR.glob("*.json"))]:
+    for conv in [locomo_data.load_conversation(p) for p in sorted(locomo_data.DATA_DIR.glob("*.json"))]:
         engine = await fresh_engine()
         owner: dict[str, set[str]] = {}
         for turn in conv.turns:
@@ -62,13 +62,13 @@ async def collect() -> list[Asked]:
         engine.close()
         print(f"collected {conv.name}", flush=True)
     engine = await fresh_engine()
-    ids = [(await engine.store(m)).memory_id for m in retrieval_lab.MEMORIES]
-    for i, (question, wanted) in enumerate(calibration.QUESTIONS):
+    ids = [(await engine.store(m)).memory_id for m in assistant_data.MEMORIES]
+    for i, (question, wanted) in enumerate(assistant_data.QUESTIONS):
         candidates, evidence = await engine.rank(question)
         asked.append(
             Asked("assistant", i % 2, evidence, candidates, {ids[w] for w in wanted}, True)
         )
-    for i, question in enumerate(calibration.NEGATIVES):
+    for i, question in enumerate(assistant_data.NEGATIVES):
         candidates, evidence = await engine.rank(question)
         asked.append(Asked("negative", i % 2, evidence, candidates, set(), False))
     engine.close()
@@ -83,15 +83,7 @@ async def fresh_engine():  # type: ignore[no-untyped-def]
 def fit(rows: list[Asked], l2: float = 1e-2, iters: int = 100) -> np.ndarray:
     x = np.array([[*r.evidence.features(), 1.0] for r in rows])
     y = np.array([1.0 if r.answerable else 0.0 for r in rows])
-    positives = y.sum()
-    weights = np.where(y == 1, 0.5 / positives, 0.5 / (len(y) - positives)) * len(y)
-    w = np.zeros(x.shape[1])
-    for _ in range(iters):  # Newton steps
-        p = 1 / (1 + np.exp(-(x @ w)))
-        gradient = x.T @ (weights * (p - y)) + l2 * np.r_[w[:-1], 0]
-        hessian = (x * (weights * p * (1 - p))[:, None]).T @ x + l2 * np.eye(len(w))
-        w -= np.linalg.solve(hessian, gradient)
-    return w
+    return fit_newton(x, y, balanced_weights(y), l2=l2, iters=iters)
 
 
 def kept(row: Asked, w: np.ndarray, limit: int) -> list[str]:

@@ -5,8 +5,8 @@ Offline (no server), on top of the retrieval pipeline measured in `retrieval_lab
 
 Data:
   * LoCoMo dev files (read from ../shared/data/locomo-dev/, never copied), categories 1-4.
-  * The assistant set: the 40 memories of retrieval_lab.py, its 40 questions plus 21 vaguer ones,
-    its 20 never-stored questions plus 20 more. Split by index into a training half (even) and a
+  * The assistant set (assistant_data.py): 40 memories, 40 questions plus 21 vaguer ones, 20
+    never-stored questions plus 20 more. Split by index into a training half (even) and a
     held-out half (odd); the seed question "what am I building?" is index 0 (training half) and
     is reported on its own.
 
@@ -27,6 +27,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import retrieval_lab as L  # noqa: E402
+from assistant_data import MEMORIES, NEGATIVES, QUESTIONS  # noqa: E402
+from logistic import balanced_weights, fit_newton  # noqa: E402
 
 CUTOFF = 0.30
 LOCOMO_WINDOW = 1  # a LoCoMo turn counts as relevant when within this many turns of an evidence turn (same session)
@@ -123,60 +125,6 @@ TOPICS: dict[str, tuple[list[str], list[str]]] = {
         ["User has a Pixel 8 phone.", "User uses a Dell XPS laptop."],
     ),
 }
-
-# --------------------------------------------------------------------------------------------
-# assistant set: retrieval_lab's 40 + 21 vaguer questions; 20 + 20 never-stored questions
-
-MORE_QUESTIONS: list[tuple[str, set[int]]] = [
-    ("what am I working on?", {0, 21}),
-    ("what do I like to eat?", {2, 36}),
-    ("who is in my family?", {3, 19, 24, 32}),
-    ("what should I remember about my health?", {13, 38}),
-    ("do I have any pets?", {8}),
-    ("what are my hobbies?", {18, 23, 30, 10, 38}),
-    ("what are my goals?", {6, 22, 35, 10}),
-    ("tell me about my job", {9, 15, 27}),
-    ("where am I based?", {16}),
-    ("what are my coding preferences?", {7, 20}),
-    ("any travel preferences I should know about?", {26}),
-    ("what architecture decisions have we made?", {4, 17, 28}),
-    ("what's on my calendar this week?", {25, 18, 27}),
-    ("what do I drink in the morning?", {1}),
-    ("what should I know about my kids?", {24}),
-    ("how am I doing financially?", {22}),
-    ("what tools do I use every day?", {20, 29, 10, 38}),
-    ("what sports am I into?", {30, 6}),
-    ("how do I like to communicate?", {12, 39}),
-    ("what's my schedule like?", {25, 27, 31, 18}),
-    ("what am I studying?", {35, 10}),
-]
-
-MORE_NEGATIVES = [
-    "what is my favourite colour?",
-    "what's my passport number?",
-    "which bank do I use?",
-    "what's my cholesterol level?",
-    "when did I last get a haircut?",
-    "what is my favourite board game?",
-    "which podcast do I listen to?",
-    "what did I name my plant?",
-    "who was my first girlfriend?",
-    "what's my grandmother's maiden name?",
-    "which hotel did I book in Paris?",
-    "who is my insurance provider?",
-    "what languages does my son speak?",
-    "what's the name of my landlord?",
-    "how much did my TV cost?",
-    "what's my favourite ice cream flavour?",
-    "which vaccine did I get last year?",
-    "what is my mortgage rate?",
-    "what's my neighbour's name?",
-    "what karaoke song do I always sing?",
-]
-
-QUESTIONS = L.QUESTIONS + MORE_QUESTIONS
-NEGATIVES = L.NEGATIVES + MORE_NEGATIVES
-SEED = "what am I building?"
 
 
 def split(n: int, part: str) -> list[int]:
@@ -343,15 +291,7 @@ def assistant_queries() -> tuple[list[Query], list[Query]]:
 def fit(queries: list[Query], l2: float = 1e-2) -> np.ndarray:
     X = np.array([q.qx for q in queries])
     y = np.array([1.0 if q.answerable else 0.0 for q in queries])
-    sw = np.where(y == 1, 0.5 / max(y.sum(), 1), 0.5 / max((1 - y).sum(), 1)) * len(y)
-    Xb = np.hstack([X, np.ones((len(X), 1))])
-    w = np.zeros(Xb.shape[1])
-    for _ in range(60):
-        p = 1 / (1 + np.exp(-Xb @ w))
-        g = Xb.T @ (sw * (p - y)) + l2 * np.r_[w[:-1], 0]
-        H = (Xb * (sw * p * (1 - p))[:, None]).T @ Xb + l2 * np.eye(len(w))
-        w -= np.linalg.solve(H, g)
-    return w
+    return fit_newton(np.hstack([X, np.ones((len(X), 1))]), y, balanced_weights(y), l2=l2, iters=60)
 
 
 def p_answerable(w: np.ndarray, q: Query) -> float:
@@ -417,7 +357,7 @@ def main() -> None:
             s = scores(w, q)
             k_ = kept(w, q)
             tag = ("ok  " if set(k_[:5]) & q.evidence else "MISS") if q.answerable else ("JUNK" if k_ else "ok  ")
-            print(f"   {tag} {q.text:45} P={p_answerable(w, q):.2f} qx={np.round(q.qx, 2)} kept={len(k_)} top: {L.MEMORIES[q.order[0]][:45]} ({s[0]:.2f})")
+            print(f"   {tag} {q.text:45} P={p_answerable(w, q):.2f} qx={np.round(q.qx, 2)} kept={len(k_)} top: {MEMORIES[q.order[0]][:45]} ({s[0]:.2f})")
 
 
 if __name__ == "__main__":

@@ -6,10 +6,10 @@ exists already (the usual case: a restart or a wake from zero). The first start 
 directory is measured on its own: it has no handshake cache yet (`symbiote.fastboot.handshake`), so
 `initialize` waits for the MCP SDK's import; it then stays up until the cache is recorded.
 
-The client's HTTP stack (an httpx client: its TLS context alone is about 0.2 s of CPU) is built
-before the server process starts, as a real client's is long before it connects: built after,
-it ran on this 2-core machine at the same moment as the server's start and was counted as the
-server's. `--cold-client` builds it after the port opens, as this script did until session 6.
+The client's HTTP stack (an httpx client, whose TLS context costs noticeable CPU) is built before
+the server process starts, as a real client's is long before it connects: built after, it ran
+on this 2-core machine at the same moment as the server's start and was counted as the
+server's. `--cold-client` builds it after the port opens (the earlier method).
 Two times are printed per run: when the server's answer to `tools/call` arrived, and when the
 SDK client had finished with it (it also asks `tools/list` and validates the structured result).
 """
@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import signal
 import statistics
 import subprocess
 import tempfile
@@ -30,17 +28,16 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from ports import free_port, wait_listening  # this directory is on sys.path when run as a script
-
-ROOT = Path(__file__).resolve().parent.parent
-
+# this directory is on sys.path when run as a script
+from ports import wait_listening
+from server_process import ServerProcess
 
 
 async def one_run(data: Path, linger: bool = False, cold_client: bool = False) -> tuple[float, float, float]:
     """(initialize answered, the search's answer arrived, the SDK client returned it), from process start."""
-    port = free_port()
-    env = {**os.environ, "CHROMADB_PATH": str(data), "PORT": str(port), "HF_HUB_OFFLINE": "1", "LOG_LEVEL": "WARNING",
-           "XDG_CACHE_HOME": str(data.parent / "user-cache")}  # the first start really has no cache
+    env = {"HF_HUB_OFFLINE": "1", "LOG_LEVEL": "WARNING",
+           "XDG_CACHE_HOME": str(data.parent.absolute() / "user-cache")}  # the first start really has no cache
+    server = ServerProcess(data, env=env, stderr=subprocess.DEVNULL)
     answered: list[float] = []
 
     async def on_response(response: httpx2.Response) -> None:
@@ -51,12 +48,11 @@ async def one_run(data: Path, linger: bool = False, cold_client: bool = False) -
 
     http = None if cold_client else http_client()
     started = time.perf_counter()
-    proc = subprocess.Popen([str(ROOT / ".venv/bin/symbiote"), "serve"], env=env, stderr=subprocess.DEVNULL)
+    server.launch()
     try:
-        url = f"http://127.0.0.1:{port}/mcp"
-        await wait_listening(port)
+        await wait_listening(server.port)
         async with http or http_client() as client_http:
-            async with Client(streamable_http_client(url, http_client=client_http)) as client:
+            async with Client(streamable_http_client(server.mcp_url, http_client=client_http)) as client:
                 initialized = time.perf_counter() - started
                 calls = len(answered)
                 result = await client.call_tool("search_memory", {"query": "what am I working on?"})
@@ -68,8 +64,7 @@ async def one_run(data: Path, linger: bool = False, cold_client: bool = False) -
         while linger and not cache.exists() and time.monotonic() < deadline:
             await asyncio.sleep(0.1)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
+        server.stop(timeout=30)
     return initialized, search_answered, first_search
 
 

@@ -17,82 +17,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import os
-import re
-import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ports import free_port  # this directory is on sys.path when run as a script
+# this directory is on sys.path when run as a script
+from locomo_data import CATEGORIES, DATA_DIR, Conversation, load_conversation
+from mcp_client import structured
+from percentiles import percentile
+from ports import free_port
+from server_process import TempServer
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA_DIR = (ROOT / ".." / "shared" / "data" / "locomo-dev").resolve()
-CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 KS = (1, 5, 10)
-
-
-@dataclass
-class Turn:
-    dia_id: str
-    session: int
-    date: str
-    speaker: str
-    text: str
-    caption: str | None
-
-    @property
-    def memory(self) -> str:
-        photo = f" [shares a photo of {self.caption}]" if self.caption else ""
-        return f"{self.date} {self.speaker}: {self.text}{photo}".strip()
-
-
-@dataclass
-class Question:
-    question: str
-    evidence: list[str]
-    category: int
-
-
-@dataclass
-class Conversation:
-    name: str
-    turns: list[Turn]
-    questions: list[Question]
-
-
-def session_date(raw: str) -> str:
-    """'1:56 pm on 8 May, 2023' -> '8 May 2023' (the clock time is noise for retrieval)."""
-    day = raw.split(" on ", 1)[-1]
-    return re.sub(r"\s+", " ", day.replace(",", "")).strip()
-
-
-def load_conversation(path: Path) -> Conversation:
-    data = json.loads(path.read_text())
-    convo = data.get("conversation", data)  # the upstream file nests it; the dev files do not
-    turns: list[Turn] = []
-    n = 1
-    while f"session_{n}_date_time" in convo:
-        for t in convo.get(f"session_{n}") or []:
-            caption = t.get("blip_caption")
-            turns.append(
-                Turn(t["dia_id"], n, session_date(convo[f"session_{n}_date_time"]), t["speaker"], t["text"], caption)
-            )
-        n += 1
-    questions = [
-        Question(q["question"], [e.strip() for e in q.get("evidence", [])], int(q["category"]))
-        for q in data.get("qa", [])
-        if int(q.get("category", 5)) in CATEGORIES and q.get("evidence")
-    ]
-    return Conversation(path.name, turns, questions)
-
 
 
 @dataclass
@@ -112,69 +51,14 @@ class Tally:
         return "  ".join(f"{self.hits[k] / self.total:.3f}" for k in KS) + f"  (n={self.total})"
 
 
-class Server:
-    """`symbiote serve` in a subprocess with its own temporary store."""
-
-    def __init__(self, port: int) -> None:
-        self.port = port
-        self.dir = Path(tempfile.mkdtemp(prefix="symbiote-locomo-"))
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.log = self.dir / "server.log"
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/mcp"
-
-    def __enter__(self) -> "Server":
-        env = dict(os.environ, CHROMADB_PATH=str(self.dir / "chroma"))
-        exe = ROOT / ".venv" / "bin" / "symbiote"
-        cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "symbiote"]
-        self.proc = subprocess.Popen(
-            [*cmd, "serve", "--port", str(self.port)],
-            cwd=ROOT,
-            env=env,
-            stdout=self.log.open("wb"),
-            stderr=subprocess.STDOUT,
-        )
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited early:\n{self.log.read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2):
-                    return self
-            except Exception:
-                time.sleep(0.3)
-        raise RuntimeError("server did not answer /health within 120 s")
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-
-def structured(result: Any) -> dict[str, Any]:
-    if getattr(result, "isError", False) or getattr(result, "is_error", False):
-        texts = [getattr(c, "text", "") for c in (result.content or [])]
-        raise RuntimeError("tool error: " + " ".join(texts))
-    data = result.structured_content
-    if data is None:
-        data = json.loads(result.content[0].text)
-    return data.get("result", data) if isinstance(data, dict) and set(data) == {"result"} else data
-
-
 async def run_file(
     conv: Conversation, port: int, limit_questions: int | None, totals: dict, latencies: list[float], min_relevance: float | None = None
 ) -> None:
     from mcp import Client
 
     questions = conv.questions[:limit_questions] if limit_questions else conv.questions
-    with Server(port) as server:
-        async with Client(server.url, read_timeout_seconds=120) as client:
+    with TempServer(port, prefix="symbiote-locomo-") as server:
+        async with Client(server.mcp_url, read_timeout_seconds=120) as client:
             owner: dict[str, set[str]] = {}  # memory_id -> dia_ids (a deduplicating server may reuse ids)
             t0 = time.perf_counter()
             for turn in conv.turns:
@@ -229,9 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     for path in files:
         print(f"{path.name:14}  {totals[path.name].row()}")
     if latencies:
-        ordered = sorted(latencies)
-        p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
-        print(f"\nsearch latency (client round trip, n={len(ordered)}): p50 {statistics.median(ordered):.1f} ms, p95 {p95:.1f} ms")
+        p50, p95 = statistics.median(latencies), percentile(latencies, 95)
+        print(f"\nsearch latency (client round trip, n={len(latencies)}): p50 {p50:.1f} ms, p95 {p95:.1f} ms")
     return 0
 
 

@@ -24,7 +24,11 @@ from typing import Callable, Sequence
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import locomo  # noqa: E402
+import locomo_data  # noqa: E402
+from assistant_data import DIRECT_QUESTIONS as QUESTIONS  # noqa: E402  (the 40 direct questions)
+from assistant_data import FIRST_NEGATIVES as NEGATIVES  # noqa: E402  (the first 20 never-stored ones)
+from assistant_data import MEMORIES  # noqa: E402
+from logistic import fit_newton  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path("/tmp/retrieval-lab/cache")
@@ -127,13 +131,13 @@ class Lexical:
 class Corpus:
     name: str
     docs: list[str]  # memory texts as stored
-    turns: list[locomo.Turn]
-    questions: list[locomo.Question]
+    turns: list[locomo_data.Turn]
+    questions: list[locomo_data.Question]
     dia_index: dict[str, int]
 
     @classmethod
     def load(cls, name: str) -> "Corpus":
-        c = locomo.load_conversation(locomo.DATA_DIR / name)
+        c = locomo_data.load_conversation(locomo_data.DATA_DIR / name)
         return cls(name, [t.memory for t in c.turns], c.turns, c.questions, {t.dia_id: i for i, t in enumerate(c.turns)})
 
     # The server cannot see LoCoMo's sessions: its neighbours are the memories stored just before
@@ -498,14 +502,7 @@ def feature_rows(cands: list[Candidate]) -> np.ndarray:
 
 
 def fit_logistic(X: np.ndarray, y: np.ndarray, l2: float = 1e-2, iters: int = 50) -> np.ndarray:
-    Xb = np.hstack([X, np.ones((len(X), 1))])
-    w = np.zeros(Xb.shape[1])
-    for _ in range(iters):  # Newton-Raphson
-        p = 1 / (1 + np.exp(-Xb @ w))
-        g = Xb.T @ (p - y) + l2 * np.r_[w[:-1], 0]
-        H = (Xb * (p * (1 - p))[:, None]).T @ Xb + l2 * np.eye(len(w))
-        w -= np.linalg.solve(H, g)
-    return w
+    return fit_newton(np.hstack([X, np.ones((len(X), 1))]), y, l2=l2, iters=iters)
 
 
 def predict(w: np.ndarray, X: np.ndarray) -> np.ndarray:
@@ -558,121 +555,13 @@ def calibrate(verbose: bool = True) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------------------
-# our own assistant set: memories an assistant would store, natural questions, and never-stored ones
-
-MEMORIES = [
-    "I'm working on a React app with TypeScript and authentication",  # 0 (the seed scenario)
-    "User prefers dark roast coffee, black, no sugar.",
-    "User is vegetarian and avoids mushrooms.",
-    "User's sister Anna lives in Lisbon and works as an architect.",
-    "Decided to use PostgreSQL instead of MySQL for the billing service because of its JSONB support.",
-    "User's birthday is on 14 March.",  # 5
-    "User wants to run a half marathon in October 2025.",
-    "User prefers 2-space indentation in JavaScript and TypeScript.",
-    "User's dog is a border collie named Biscuit.",
-    "User works as a backend engineer at a fintech startup called Ledgerly.",
-    "User is learning Japanese and practises on Duolingo every morning.",  # 10
-    "The team deploys to AWS with Terraform; production runs in eu-west-1.",
-    "User prefers concise answers without emojis.",
-    "User is allergic to penicillin.",
-    "User drives a 2019 Toyota Corolla hybrid.",
-    "User's manager is Priya Shah.",  # 15
-    "User moved to Berlin in 2022.",
-    "Decided to drop Redux in favour of React Query for server state.",
-    "User plays guitar in a jazz trio on Thursday evenings.",
-    "User's partner Sam is a nurse who works night shifts.",
-    "User edits code in Neovim with the LazyVim configuration.",  # 20
-    "Side project: a Rust CLI that syncs Markdown notes to S3.",
-    "User is saving for a house deposit, goal: end of 2026.",
-    "User reads mostly science fiction; favourite author is Ursula K. Le Guin.",
-    "User's daughter Mia started primary school in September.",
-    "The weekly team standup is on Mondays at 9:30.",  # 25
-    "User prefers window seats and flies Lufthansa when possible.",
-    "User has a standing desk and works from home on Fridays.",
-    "Chose Vitest over Jest for the React app because it is faster with Vite.",
-    "User uses 1Password as their password manager.",
-    "User supports FC St. Pauli and goes to every home game.",  # 30
-    "User dislikes meetings before 10 am.",
-    "User's mother has type 2 diabetes, so family recipes should be low in sugar.",
-    "User's GitHub handle is jdoe-dev.",
-    "Login in the React app uses OAuth through Auth0.",
-    "User is preparing for the AWS Solutions Architect Associate exam in June.",  # 35
-    "User's favourite cuisine is Thai, especially green curry.",
-    "User's laptop is a 14-inch MacBook Pro with an M3 chip.",
-    "User meditates for ten minutes every evening with Headspace.",
-    "User prefers British English spelling in documents.",
-]
-
-QUESTIONS: list[tuple[str, set[int]]] = [
-    ("what am I building?", {0, 21}),
-    ("how do I take my coffee?", {1}),
-    ("do I have any dietary restrictions?", {2, 13}),
-    ("where does my sister live?", {3}),
-    ("which database did we pick for billing?", {4}),
-    ("when is my birthday?", {5}),
-    ("what are my fitness goals?", {6}),
-    ("how should I indent TypeScript?", {7}),
-    ("what's my dog called?", {8}),
-    ("where do I work?", {9}),
-    ("what language am I learning?", {10}),
-    ("where is production hosted?", {11}),
-    ("how do I like answers formatted?", {12}),
-    ("am I allergic to any medication?", {13}),
-    ("what car do I drive?", {14}),
-    ("who is my boss?", {15}),
-    ("which city do I live in?", {16}),
-    ("what do we use for state management?", {17}),
-    ("do I play an instrument?", {18}),
-    ("what does my partner do for a living?", {19}),
-    ("which editor do I use?", {20}),
-    ("tell me about my side project", {21}),
-    ("what am I saving money for?", {22}),
-    ("recommend me a book", {23}),
-    ("when did my daughter start school?", {24}),
-    ("when is standup?", {25}),
-    ("book me a flight to Tokyo", {26}),
-    ("do I work from home?", {27}),
-    ("which test runner do we use?", {28}),
-    ("which football team do I support?", {30}),
-    ("when can I schedule a meeting?", {31, 25}),
-    ("suggest a dessert recipe for my mom", {32}),
-    ("what's my GitHub username?", {33}),
-    ("how does login work in my app?", {34, 0}),
-    ("what exam am I studying for?", {35}),
-    ("what should we order for dinner?", {36, 2}),
-    ("what computer do I have?", {37}),
-    ("what do I do in the evenings?", {38, 18}),
-    ("should I write color or colour?", {39}),
-    ("what tech stack am I using?", {0, 17, 28, 11, 34}),
-]
-
-NEGATIVES = [
-    "what's my favourite wine?",
-    "what is my blood type?",
-    "where did I go to university?",
-    "what's my cat's name?",
-    "how tall am I?",
-    "what's my shoe size?",
-    "which political party do I vote for?",
-    "what religion am I?",
-    "who is my dentist?",
-    "what is my salary?",
-    "when is my wedding anniversary?",
-    "what's my favourite video game?",
-    "do I own a boat?",
-    "which gym do I go to?",
-    "what's my brother's name?",
-    "what instrument did I play as a child?",
-    "what is my home address?",
-    "what's my favourite movie?",
-    "what's my phone number?",
-    "what did I think of the Kubernetes migration?",
-]
+# our own assistant set (assistant_data.py): memories an assistant would store, natural questions,
+# and never-stored ones
 
 
 def assistant_ctx() -> Ctx:
-    turns = [locomo.Turn(f"M{i}", i, "", "", m, None) for i, m in enumerate(MEMORIES)]
-    qs = [locomo.Question(q, [f"M{i}" for i in t], 4) for q, t in QUESTIONS]
+    turns = [locomo_data.Turn(f"M{i}", i, "", "", m, None) for i, m in enumerate(MEMORIES)]
+    qs = [locomo_data.Question(q, [f"M{i}" for i in t], 4) for q, t in QUESTIONS]
     corpus = Corpus("assistant", list(MEMORIES), turns, qs, {t.dia_id: i for i, t in enumerate(turns)})
     # memories stored on different days: no neighbour context
     return Ctx(corpus, embed(MEMORIES), embed([q for q, _ in QUESTIONS]), Lexical(MEMORIES), Lexical(MEMORIES, [""] * len(MEMORIES)))

@@ -20,7 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from server_process import ROOT, symbiote_command  # this directory is on sys.path when run as a script
+
 INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 0,
@@ -30,11 +31,12 @@ INITIALIZE = {
 
 
 def one_run(data: Path, linger: bool = False) -> tuple[float, float, float]:
-    env = {**os.environ, "CHROMADB_PATH": str(data), "HF_HUB_OFFLINE": "1", "LOG_LEVEL": "WARNING",
-           "XDG_CACHE_HOME": str(data.parent / "user-cache")}  # the first start really has no cache
+    env = {**os.environ, "CHROMADB_PATH": str(data.absolute()), "HF_HUB_OFFLINE": "1", "LOG_LEVEL": "WARNING",
+           "XDG_CACHE_HOME": str(data.parent.absolute() / "user-cache")}  # the first start really has no cache
+    cmd = [*symbiote_command(), "stdio"]
     started = time.perf_counter()
     proc = subprocess.Popen(
-        [str(ROOT / ".venv/bin/symbiote"), "stdio"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        cmd, cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
     )
     assert proc.stdin is not None and proc.stdout is not None
 
