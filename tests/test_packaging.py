@@ -38,9 +38,9 @@ def test_installed_wheel_finds_its_personalities_and_names_its_model_dir(wheel: 
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
     site = Path(subprocess.check_output([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True).strip())
-    # The wheel alone (no dependencies): install it with this interpreter's pip into the new venv.
+    # The wheel alone (no dependencies) into the new venv; --ignore-installed leaves this environment's own copy alone.
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--prefix", str(venv), str(wheel)], check=True
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--ignore-installed", "--prefix", str(venv), str(wheel)], check=True
     )
     (site / "zz_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")  # the dependencies, from here
     probe = (
