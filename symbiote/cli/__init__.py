@@ -11,6 +11,7 @@ from symbiote import __version__
 from symbiote.cli.admin import keys, oauth, owner_secret_hash, reset
 from symbiote.cli.prepare import export, record_handshake
 from symbiote.cli.serve import serve, stdio
+from symbiote.cli.transfer import add_commands as add_transfer_commands
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,5 +54,6 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser(
         "owner-secret-hash", help="print SYMBIOTE_OWNER_SECRET_HASH for an owner secret read from stdin"
     ).set_defaults(run=owner_secret_hash)
+    add_transfer_commands(commands)
     args = parser.parse_args(argv)
     return int(args.run(args))

@@ -11,7 +11,9 @@ Health (`/`, `/health`) is always public and reveals nothing private. Everything
 behind `symbiote.auth.gateway.AuthGateway`: in `oauth` mode (the default anywhere but a
 loopback bind) it serves the MCP SDK's OAuth authorization-server routes for the request's
 public origin and requires a bearer token (OAuth access token or API key) on `/mcp`, the SSE
-pair and memory links; in `none` mode it serves them open. See docs/auth.md.
+pair and memory links; in `none` mode it serves them open. See docs/auth.md. The owner's
+console (`/console`, `symbiote.console`) has the same Host/Origin checks and its own sign-in
+with the owner secret; a bearer token does not open it.
 
 On a file share (SYMBIOTE_SHARE) the runtime carries the writer lease and snapshots: health
 reports them, and shutting down releases the lease.
@@ -28,6 +30,8 @@ from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import RedirectResponse
 from starlette.routing import BaseRoute, Mount, Route
 
 from symbiote.auth.gateway import AuthGateway
@@ -35,6 +39,7 @@ from symbiote.auth.origin import OriginResolver, current_origin
 from symbiote.auth.owner import OwnerSecret, SignInLimiter
 from symbiote.auth.policy import AuthRefused, chatgpt_tools_enabled, enforce
 from symbiote.auth.store import AuthStore, AuthStoreUnavailable, default_auth_db
+from symbiote.console.app import console_access, create_console
 from symbiote.mcp.chatgpt_tools import memory_link_endpoint, register_chatgpt_tools
 from symbiote.config import ConfigError, Settings
 from symbiote.http.health import health_endpoint
@@ -107,11 +112,22 @@ def create_app(
         *sse.routes(),
         Route("/memories/{memory_id}", endpoint=memory_link_endpoint(runtime.engine, current_origin.get), methods=["GET"]),
     ]
-    gateway, store = _gateway(settings, mode, endpoints)
+    resolver = OriginResolver(settings, allowed_hosts(settings))
+    owner = OwnerSecret(settings.owner_secret, settings.owner_secret_hash) if mode == "oauth" else None
+    limiter = SignInLimiter() if mode == "oauth" else None  # one budget for the consent page and the console
+    gateway, store = _gateway(settings, mode, endpoints, resolver, owner, limiter)
+    console = create_console(
+        runtime.engine,
+        runtime.history.history if runtime.history is not None else None,
+        console_access(settings, mode, resolver, security, owner, limiter),
+        max_body_bytes=settings.max_body_bytes,
+    )
     health = health_endpoint(runtime, sessions)
     routes: list[BaseRoute] = [
         Route("/", health, methods=["GET"]),
         Route("/health", health, methods=["GET"]),
+        Route("/console", _to_console, methods=["GET"]),
+        Mount("/console", app=console),  # the owner's console: its own sign-in, never a bearer token
         Mount("", app=gateway),
     ]
     app = Starlette(
@@ -128,10 +144,20 @@ def create_app(
     return app
 
 
-def _gateway(settings: Settings, mode: str, endpoints: list[BaseRoute]) -> tuple[AuthGateway, AuthStore | None]:
+def _to_console(request: Request) -> RedirectResponse:
+    return RedirectResponse(f"{request.scope.get('root_path', '')}/console/", status_code=307)
+
+
+def _gateway(
+    settings: Settings,
+    mode: str,
+    endpoints: list[BaseRoute],
+    resolver: OriginResolver,
+    owner: OwnerSecret | None,
+    limiter: SignInLimiter | None,
+) -> tuple[AuthGateway, AuthStore | None]:
     """Who may reach `endpoints`: in `oauth` mode the gateway and the auth store behind it."""
-    resolver = OriginResolver(settings, allowed_hosts(settings))
-    if mode != "oauth":
+    if mode != "oauth" or owner is None or limiter is None:
         return AuthGateway(mode=mode, resolver=resolver, endpoints=endpoints), None
     store = AuthStore(settings.auth_db_path or default_auth_db(settings.chromadb_path))
     gateway = AuthGateway(
@@ -139,8 +165,8 @@ def _gateway(settings: Settings, mode: str, endpoints: list[BaseRoute]) -> tuple
         resolver=resolver,
         endpoints=endpoints,
         store=store,
-        owner=OwnerSecret(settings.owner_secret, settings.owner_secret_hash),
-        limiter=SignInLimiter(),
+        owner=owner,
+        limiter=limiter,
         access_ttl=settings.access_token_ttl_seconds,
         refresh_ttl=settings.refresh_token_ttl_seconds,
     )

@@ -17,6 +17,7 @@ from typing import Any, Callable
 from symbiote.embedding.embedder import AsyncEmbedder
 from symbiote.errors import MemoryNotFoundError, SymbioteError
 from symbiote.memory import validation
+from symbiote.memory.bulk import MemoryBulk
 from symbiote.memory.policy import EnginePolicy, PolicyRefusedError, QuotaExceededError
 from symbiote.memory.records import (
     BatchStoreResult,
@@ -72,6 +73,8 @@ class MemoryEngine:
         self._stats = Statistics(self._io, share_usage)
         self._writer = MemoryWriter(embedder, self._io, self._stats, lambda: self.policy)
         self._search = MemorySearch(embedder, self._io, self._stats.search_timer)
+        # The owner's bulk operations (console, export, import) over the same store access.
+        self.bulk = MemoryBulk(embedder, self._io, self._stats, lambda: self.policy)
 
     # -- lifecycle -------------------------------------------------------------------------
 

@@ -178,6 +178,21 @@ class ConversationHistory:
         turns = [_public(turn) for turn in stored]
         return History(conversation_id=cid, turns=turns, count=len(turns), total_turns=total)
 
+    async def count_turns(self) -> int:
+        """Turns in all conversations."""
+        store = await self._store.get()
+        return int(await self._call(store.count))
+
+    async def page_turns(self, offset: int, limit: int) -> list[StoredTurn]:
+        """Every turn, a page at a time in the order they were stored: for an export."""
+        store = await self._store.get()
+        return list(await self._call(store.page_turns, offset, limit))
+
+    async def conversations(self) -> list[tuple[str, int, str]]:
+        """(conversation id, turns, time of the last turn), most recent first: for the owner's console."""
+        store = await self._store.get()
+        return list(await self._call(store.conversations))
+
     async def search(self, query: Any, conversation_id: Any = None, limit: Any = 5) -> list[HistoryHit]:
         """Turns similar to `query` (in one conversation, or in all): history search, only when asked for."""
         if not isinstance(query, str) or not query.strip():

@@ -26,6 +26,8 @@ from symbiote.errors import StoreUnavailableError
 from symbiote.storage.filters import MemoryFilter
 from symbiote.storage.keywords import KeywordMatch, LexicalIndex
 from symbiote.storage.base import Match, StoredMemory
+from symbiote.storage.bulk_reads import BulkReads
+from symbiote.storage.bulk_reads import chunk_ids as _chunk_ids
 
 if TYPE_CHECKING:  # annotations only: numpy is not on the way to `initialize`
     import numpy as np
@@ -76,11 +78,7 @@ def _from_chroma(memory_id: str, document: str | None, meta: dict[str, Any] | No
     )
 
 
-def _chunk_ids(memory_id: str, passages: int) -> list[str]:
-    return [f"{memory_id}#{i}" for i in range(1, passages)]
-
-
-class ChromaMemoryStore:
+class ChromaMemoryStore(BulkReads):
     """Memories in two Chroma collections, keywords in a `LexicalIndex`."""
 
     def __init__(

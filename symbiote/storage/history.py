@@ -75,6 +75,10 @@ class HistoryStore(Protocol):
 
     def count(self) -> int: ...
 
+    def page_turns(self, offset: int, limit: int) -> list[StoredTurn]: ...
+
+    def conversations(self) -> list[tuple[str, int, str]]: ...
+
 
 class ChromaHistoryStore:
     """Conversation turns in the `venom_history` collection of any Chroma client."""
@@ -172,6 +176,25 @@ class ChromaHistoryStore:
 
     def count(self) -> int:
         return int(self._turns.count())
+
+    def page_turns(self, offset: int, limit: int) -> list[StoredTurn]:
+        """Turns in the order they were stored, a page at a time: for an export."""
+        got = self._turns.get(offset=offset, limit=limit, include=["documents", "metadatas"])
+        return [_turn(doc, meta) for doc, meta in zip(got["documents"] or [], got["metadatas"] or [])]
+
+    def conversations(self) -> list[tuple[str, int, str]]:
+        """(conversation id, turns, time of the last turn), most recent first: for the console."""
+        got = self._turns.get(include=["metadatas"])
+        seen: dict[str, tuple[int, int, str]] = {}
+        for meta in got["metadatas"] or []:
+            meta = meta or {}
+            cid, stamp = str(meta.get("conversation_id", "")), int(meta.get("ts_us", 0))
+            turns, last_us, last = seen.get(cid, (0, -1, ""))
+            if stamp > last_us:
+                last_us, last = stamp, str(meta.get("ts", ""))
+            seen[cid] = (turns + 1, last_us, last)
+        ordered = sorted(seen.items(), key=lambda item: item[1][1], reverse=True)
+        return [(cid, turns, last) for cid, (turns, _us, last) in ordered]
 
 
 def open_history_store(client: Any, model_name: str, dimension: int) -> ChromaHistoryStore:

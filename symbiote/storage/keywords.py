@@ -20,6 +20,7 @@ searches and coverage work on rowids and look ids up in `docs` by its primary ke
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import re
 import sqlite3
@@ -173,6 +174,36 @@ class LexicalIndex:
     def ids(self) -> set[str]:
         with self._lock:
             return {row[0] for row in self._conn.execute("SELECT memory_id FROM docs")}
+
+    def newest(
+        self,
+        offset: int,
+        limit: int,
+        after_us: int | None = None,
+        before_us: int | None = None,
+        among: Sequence[str] | None = None,
+    ) -> tuple[list[str], int]:
+        """A page of memory ids, newest first (by creation time), and how many there are in all:
+        the console's list reads its order here, where it is indexed, rather than from Chroma."""
+        where: list[str] = ["1"]
+        params: list[object] = []
+        if after_us is not None:
+            where.append("created_us >= ?")
+            params.append(after_us)
+        if before_us is not None:
+            where.append("created_us < ?")
+            params.append(before_us)
+        if among is not None:
+            where.append("memory_id IN (SELECT value FROM json_each(?))")
+            params.append(json.dumps(list(among)))
+        condition = " AND ".join(where)
+        with self._lock:
+            total = int(self._conn.execute(f"SELECT count(*) FROM docs WHERE {condition}", params).fetchone()[0])
+            rows = self._conn.execute(
+                f"SELECT memory_id FROM docs WHERE {condition} ORDER BY created_us DESC, memory_id DESC LIMIT ? OFFSET ?",
+                [*params, limit, offset],
+            ).fetchall()
+        return [str(memory_id) for (memory_id,) in rows], total
 
     def rebuild(self, memories: Sequence[tuple[str, int, str]]) -> None:
         """Replace the whole index with (memory_id, created_us, content), oldest first."""

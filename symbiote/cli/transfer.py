@@ -1,0 +1,80 @@
+"""`symbiote export` and `symbiote import`: all the memories out to one file, or back in.
+
+Both open the data directory the way the server does (`build_runtime`), so stop the server
+first; while it runs, use the console's export and import (`/console/transfer`) instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from pathlib import Path
+
+from symbiote.cli.environment import settings_from_env
+
+
+def export_memories(args: argparse.Namespace) -> int:
+    """Write every memory (and with --with-history every conversation turn) as JSON Lines."""
+    from symbiote.errors import SymbioteError
+    from symbiote.runtime import build_runtime
+    from symbiote.transfer.history_access import turn_reader
+    from symbiote.transfer.terminal import export_to
+
+    out = None if args.out == "-" else Path(args.out or time.strftime("symbiote-export-%Y%m%d-%H%M%S.jsonl"))
+    runtime = build_runtime(settings_from_env())
+    history = runtime.history.history if runtime.history is not None else None
+    turns = turn_reader(history) if args.with_history and history is not None else None
+    try:
+        written = asyncio.run(export_to(runtime.engine.bulk, out, turns, with_vectors=args.with_vectors))
+    except SymbioteError as exc:
+        print(f"symbiote: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        runtime.close()
+    if out is not None:
+        print(f"Exported {written} records to {out}.", file=sys.stderr)
+    return 0
+
+
+def import_memories(args: argparse.Namespace) -> int:
+    """Import a Symbiote export or the reference MCP memory server's memory.jsonl."""
+    from symbiote.errors import SymbioteError
+    from symbiote.runtime import build_runtime
+    from symbiote.transfer.terminal import import_from, report_lines
+
+    path = Path(args.file)
+    if not path.is_file():
+        print(f"symbiote: {path} is not a file", file=sys.stderr)
+        return 2
+    runtime = build_runtime(settings_from_env())
+    history = runtime.history.history if runtime.history is not None else None
+    try:
+        report = asyncio.run(import_from(runtime.engine.bulk, path, history, dry_run=args.dry_run))
+    except SymbioteError as exc:
+        print(f"symbiote: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        runtime.close()
+    print("\n".join(report_lines(report)))
+    return 1 if report.stopped else 0
+
+
+def add_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """`export` and `import` on the `symbiote` command line."""
+    export_cmd = commands.add_parser(
+        "export", help="write every memory to a JSON Lines file (stop the server first; see docs/export-format.md)"
+    )
+    export_cmd.add_argument("--out", help="file to write (default: symbiote-export-<time>.jsonl; - for stdout)")
+    export_cmd.add_argument("--with-history", action="store_true", help="include the conversation history")
+    export_cmd.add_argument(
+        "--with-vectors", action="store_true", help="include the stored vectors (an import by the same model skips embedding)"
+    )
+    export_cmd.set_defaults(run=export_memories)
+    import_cmd = commands.add_parser(
+        "import", help="import an export or a reference MCP memory server's memory.jsonl (stop the server first)"
+    )
+    import_cmd.add_argument("file", help="the JSON Lines file")
+    import_cmd.add_argument("--dry-run", action="store_true", help="report what would change, change nothing")
+    import_cmd.set_defaults(run=import_memories)

@@ -1,0 +1,95 @@
+"""The owner's console: an ASGI app the HTTP server mounts at `/console`.
+
+It is built from the running server's memory engine and conversation history and its access
+rules (`symbiote.console.gate`): the same Host/Origin checks as `/mcp`, and with auth on a
+session opened with the owner secret. Pages are rendered on the server; htmx (vendored in
+`static/`) polls an import's progress and keeps the search responsive, with no build step.
+"""
+
+from __future__ import annotations
+
+from typing import IO, TYPE_CHECKING, Callable
+
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from symbiote.auth.origin import OriginResolver
+from symbiote.auth.owner import OwnerSecret, SignInLimiter
+from symbiote.console import memories, overview, signin, transfer_pages
+from symbiote.console.gate import Access, ConsoleGate
+from symbiote.console.jobs import ImportJobs
+from symbiote.console.rendering import STATIC
+from symbiote.console.session import Sessions, session_key
+from symbiote.transfer.history_access import turn_reader
+from symbiote.transfer.importing import Importer, ImportReport
+
+if TYPE_CHECKING:
+    from symbiote.config import Settings
+    from symbiote.memory.engine import MemoryEngine
+    from symbiote.memory.history import ConversationHistory
+
+
+def console_access(
+    settings: "Settings",
+    mode: str,
+    resolver: OriginResolver,
+    security: TransportSecuritySettings,
+    owner: OwnerSecret | None = None,
+    limiter: SignInLimiter | None = None,
+) -> Access:
+    """The console's access rules for a server with these settings and auth mode (`none`/`oauth`)."""
+    material = (settings.owner_secret or settings.owner_secret_hash) if mode != "none" else ""
+    return Access(
+        mode=mode,
+        resolver=resolver,
+        security=security,
+        sessions=Sessions(session_key(material)),
+        owner=owner,
+        limiter=limiter,
+        trust_forwarded=resolver.trust_forwarded,
+    )
+
+
+def create_console(
+    engine: "MemoryEngine",
+    history: "ConversationHistory | None",
+    access: Access,
+    *,
+    max_body_bytes: int = 4 * 1024 * 1024,
+) -> Starlette:
+    bulk = engine.bulk
+
+    async def run_import(stream: IO[bytes], dry_run: bool, progress: Callable[[int], None]) -> ImportReport:
+        return await Importer(bulk, history, dry_run=dry_run, progress=progress).run(stream)
+
+    routes = [
+        Route("/", memories.memories_page, methods=["GET"]),
+        Route("/memories/{memory_id}", memories.memory_page, methods=["GET"]),
+        Route("/memories/{memory_id}", memories.save_memory, methods=["POST"]),
+        Route("/delete", memories.delete_memories, methods=["POST"]),
+        Route("/stats", overview.stats_page, methods=["GET"]),
+        Route("/history", overview.history_page, methods=["GET"]),
+        Route("/transfer", transfer_pages.transfer_page, methods=["GET"]),
+        Route("/export", transfer_pages.export_download, methods=["GET"]),
+        Route("/import", transfer_pages.import_create, methods=["POST"]),
+        Route("/import/{job_id}", transfer_pages.import_status, methods=["GET"]),
+        Route("/import/{job_id}/part", transfer_pages.import_part, methods=["POST"]),
+        Route("/import/{job_id}/start", transfer_pages.import_start, methods=["POST"]),
+        Route("/signin", signin.signin_page, methods=["GET"]),
+        Route("/signin", signin.signin, methods=["POST"]),
+        Route("/signout", signin.signout, methods=["POST"]),
+        Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
+    ]
+    app = Starlette(routes=routes, middleware=[Middleware(ConsoleGate, access=access)])
+    app.state.console_mode = access.mode
+    app.state.console_access = access
+    app.state.console_engine = engine
+    app.state.console_bulk = bulk
+    app.state.console_history = history
+    app.state.console_turns = turn_reader(history) if history is not None else None
+    app.state.console_jobs = ImportJobs(run_import)
+    app.state.console_max_body = max_body_bytes
+    return app

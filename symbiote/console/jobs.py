@@ -1,0 +1,131 @@
+"""Imports started from the console: the file arrives in parts, then is imported in the background.
+
+A browser sends the file in parts each well under the server's request body cap
+(SYMBIOTE_MAX_BODY_BYTES), so a large export can come back in without raising the cap for
+everything else. The parts go to a private temporary file; the import then runs as a task of
+its own while the page polls its progress. One import runs at a time; a job and its file are
+forgotten an hour after it was made. Jobs live in this server process: behind several
+instances, the parts of one upload must reach the same one (as they do with one replica).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import secrets
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Awaitable, Callable
+
+from symbiote.errors import SymbioteError
+from symbiote.transfer.importing import ImportReport
+
+log = logging.getLogger(__name__)
+
+MAX_IMPORT_BYTES = 1024 * 1024 * 1024
+JOB_SECONDS = 3600.0
+MAX_JOBS = 20
+
+RunImport = Callable[[IO[bytes], bool, Callable[[int], None]], Awaitable[ImportReport]]
+
+
+class JobError(Exception):
+    """A part or a start that cannot be taken; the message says why."""
+
+
+@dataclass
+class ImportJob:
+    job_id: str
+    path: Path
+    created: float = field(default_factory=time.monotonic)
+    received: int = 0
+    state: str = "uploading"  # uploading, waiting, running, done, failed
+    dry_run: bool = False
+    done_bytes: int = 0
+    report: ImportReport | None = None
+    error: str = ""
+    task: asyncio.Task[None] | None = None
+
+    @property
+    def percent(self) -> int:
+        if self.state == "done":
+            return 100
+        return int(100 * self.done_bytes / self.received) if self.received else 0
+
+
+class ImportJobs:
+    """The console's import jobs in this process."""
+
+    def __init__(self, run_import: RunImport, max_bytes: int = MAX_IMPORT_BYTES) -> None:
+        self._run_import = run_import
+        self._max_bytes = max_bytes
+        self._jobs: dict[str, ImportJob] = {}
+        self._one_at_a_time = asyncio.Lock()
+
+    def create(self) -> ImportJob:
+        self._forget_old()
+        if len(self._jobs) >= MAX_JOBS:
+            raise JobError("Too many imports are waiting; try again later.")
+        handle, name = tempfile.mkstemp(prefix="symbiote-import-", suffix=".jsonl")  # readable by this user only
+        os.close(handle)
+        job = ImportJob(secrets.token_urlsafe(12), Path(name))
+        self._jobs[job.job_id] = job
+        return job
+
+    def get(self, job_id: str) -> ImportJob | None:
+        return self._jobs.get(job_id)
+
+    async def append(self, job: ImportJob, data: bytes) -> None:
+        if job.state != "uploading":
+            raise JobError("This import has already started.")
+        if job.received + len(data) > self._max_bytes:
+            raise JobError(f"Files over {self._max_bytes // (1024 * 1024)} MiB cannot be imported from the console; "
+                           "use `symbiote import FILE` on the server.")
+        await asyncio.to_thread(_append, job.path, data)
+        job.received += len(data)
+
+    def start(self, job: ImportJob, dry_run: bool) -> None:
+        if job.state != "uploading":
+            raise JobError("This import has already started.")
+        job.state, job.dry_run = "waiting", dry_run
+        job.task = asyncio.create_task(self._run(job))
+
+    async def _run(self, job: ImportJob) -> None:
+        def progress(done: int) -> None:
+            job.done_bytes = done
+
+        async with self._one_at_a_time:
+            job.state = "running"
+            try:
+                with job.path.open("rb") as stream:
+                    job.report = await self._run_import(stream, job.dry_run, progress)
+                job.state = "done"
+            except SymbioteError as exc:
+                job.state, job.error = "failed", str(exc)
+            except Exception as exc:  # reported on the page; the trace goes to the log
+                log.exception("console import failed")
+                job.state, job.error = "failed", f"The import failed: {exc}"
+            finally:
+                job.path.unlink(missing_ok=True)
+
+    def _forget_old(self) -> None:
+        now = time.monotonic()
+        for job_id, job in list(self._jobs.items()):
+            if now - job.created > JOB_SECONDS and job.state in ("uploading", "done", "failed"):
+                job.path.unlink(missing_ok=True)
+                del self._jobs[job_id]
+
+    def close(self) -> None:
+        for job in self._jobs.values():
+            if job.task is not None:
+                job.task.cancel()
+            job.path.unlink(missing_ok=True)
+        self._jobs.clear()
+
+
+def _append(path: Path, data: bytes) -> None:
+    with path.open("ab") as out:
+        out.write(data)

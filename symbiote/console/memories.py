@@ -1,0 +1,181 @@
+"""The console's memory pages: the list (filtered, paged, newest first), search, one memory with
+its edit form, and deleting one or a selection after a confirmation.
+
+Reads and writes go through the same engine as the MCP tools: an edit is `update_memory`
+(re-embedded, keyword index updated), a search is the tools' hybrid search with its relevance
+scores, so what the owner sees here is what an assistant gets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, timedelta
+from typing import Any
+from urllib.parse import urlencode
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from symbiote.console.gate import visit_of
+from symbiote.console.rendering import page, problem
+from symbiote.console.session import Sessions
+from symbiote.errors import InvalidInputError, MemoryNotFoundError, SymbioteError
+from symbiote.memory import validation
+from symbiote.memory.clock import instant_us
+from symbiote.memory.ids import is_memory_id
+from symbiote.storage.filters import MemoryFilter
+
+PAGE_SIZE = 25
+SEARCH_LIMIT = 20
+MAX_SELECTION = 100
+MATCHED = {"semantic": "meaning", "keyword": "keyword", "both": "keyword + meaning", "topic": "topic"}
+
+
+def split_tags(text: str) -> list[str]:
+    return [tag.strip() for tag in text.split(",") if tag.strip()]
+
+
+def _day(text: str, name: str) -> date | None:
+    if not text:
+        return None
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise InvalidInputError(f"{name} must be a date like 2026-01-31.") from None
+
+
+@dataclass(frozen=True)
+class Filters:
+    """The list's and the search's filters, as the page's query string carries them."""
+
+    q: str = ""
+    tag: str = ""
+    type: str = ""
+    start: str = ""  # first day, YYYY-MM-DD
+    end: str = ""  # last day, included
+    page: int = 1
+
+    @classmethod
+    def of(cls, request: Request) -> "Filters":
+        params = request.query_params
+        number = params.get("page", "1")
+        return cls(
+            q=params.get("q", "").strip()[:1000],
+            tag=params.get("tag", "").strip()[:500],
+            type=params.get("type", "").strip().lower()[:30],
+            start=params.get("from", "").strip()[:10],
+            end=params.get("to", "").strip()[:10],
+            page=max(1, int(number)) if number.isdigit() else 1,
+        )
+
+    def bounds(self) -> tuple[str | None, str | None]:
+        """ISO times: the start of the first day, the start of the day after the last."""
+        first, last = _day(self.start, "From"), _day(self.end, "To")
+        after = f"{first.isoformat()}T00:00:00Z" if first else None
+        before = f"{(last + timedelta(days=1)).isoformat()}T00:00:00Z" if last else None
+        if first and last and first > last:
+            raise InvalidInputError("From must not be after To.")
+        return after, before
+
+    def where(self) -> MemoryFilter:
+        after, before = self.bounds()
+        return MemoryFilter(
+            after_us=instant_us(after) if after else None,
+            before_us=instant_us(before) if before else None,
+            tags=tuple(validation.tags(split_tags(self.tag))),
+            type=validation.memory_type(self.type) if self.type else None,
+        )
+
+    def link(self, **changes: Any) -> str:
+        values = {"q": self.q, "tag": self.tag, "type": self.type, "from": self.start, "to": self.end, "page": self.page}
+        values.update(changes)
+        if values["page"] == 1:
+            del values["page"]
+        return urlencode({key: value for key, value in values.items() if value})
+
+
+async def memories_page(request: Request) -> Response:
+    state = request.app.state
+    filters = Filters.of(request)
+    context: dict[str, Any] = {"filters": filters, "matched": MATCHED, "deleted": request.query_params.get("deleted")}
+    try:
+        if filters.q:
+            after, before = filters.bounds()
+            found = await state.console_engine.search(
+                filters.q, limit=SEARCH_LIMIT, after=after, before=before,
+                tags=split_tags(filters.tag) or None, type=filters.type or None,
+            )
+            context.update(hits=found.results, message=found.message, memories=None, total=found.count, pages=1)
+        else:
+            offset = (filters.page - 1) * PAGE_SIZE
+            listed = await state.console_bulk.browse(filters.where(), offset, PAGE_SIZE)
+            pages = max(1, -(-listed.total // PAGE_SIZE))
+            context.update(hits=None, memories=listed.memories, total=listed.total, pages=pages, message="")
+    except InvalidInputError as exc:
+        context.update(hits=None, memories=[], total=0, pages=1, message=str(exc))
+    except SymbioteError as exc:
+        return problem(request, str(exc), status=503)
+    return page(request, "memories.html", **context)
+
+
+async def memory_page(request: Request) -> Response:
+    memory_id = request.path_params["memory_id"]
+    if not is_memory_id(memory_id):
+        return problem(request, "No such memory.", status=404)
+    try:
+        found = await request.app.state.console_bulk.fetch([memory_id])
+    except SymbioteError as exc:
+        return problem(request, str(exc), status=503)
+    if memory_id not in found:
+        return problem(request, f"No memory has the id {memory_id}.", status=404)
+    return page(request, "memory.html", memory=found[memory_id], saved=request.query_params.get("saved"))
+
+
+async def checked_form(request: Request) -> Any:
+    """The posted form, or None when its CSRF token is not this session's."""
+    form = await request.form()
+    if not Sessions.csrf_ok(visit_of(request).session, str(form.get("csrf", ""))):
+        return None
+    return form
+
+
+async def save_memory(request: Request) -> Response:
+    memory_id = request.path_params["memory_id"]
+    form = await checked_form(request)
+    if form is None:
+        return problem(request, "This form has expired; reload the page and try again.", status=403)
+    try:
+        result = await request.app.state.console_engine.update(
+            memory_id, content=str(form.get("content", "")), tags=split_tags(str(form.get("tags", "")))
+        )
+    except MemoryNotFoundError:
+        return problem(request, f"No memory has the id {memory_id}.", status=404)
+    except InvalidInputError as exc:
+        return problem(request, f"Not saved: {exc}", status=400)
+    except SymbioteError as exc:
+        return problem(request, f"Not saved: {exc}", status=503)
+    saved = "reindexed" if result.reembedded else "saved"
+    return RedirectResponse(f"{request.scope.get('root_path', '')}/memories/{memory_id}?saved={saved}", status_code=303)
+
+
+async def delete_memories(request: Request) -> Response:
+    """First the confirmation page listing the selection, then (confirmed) the deletion."""
+    form = await checked_form(request)
+    if form is None:
+        return problem(request, "This form has expired; reload the page and try again.", status=403)
+    ids = list(dict.fromkeys(str(v) for v in form.getlist("ids")))[:MAX_SELECTION]
+    try:
+        ids = validation.memory_ids(ids) if ids else []
+    except InvalidInputError as exc:
+        return problem(request, str(exc), status=400)
+    if not ids:
+        return problem(request, "Select at least one memory to delete.", status=400)
+    bulk = request.app.state.console_bulk
+    try:
+        if form.get("confirm") != "yes":
+            found = await bulk.fetch(ids)
+            return page(request, "confirm_delete.html", memories=[found[mid] for mid in ids if mid in found])
+        removed = await bulk.delete_many(ids)
+    except SymbioteError as exc:
+        return problem(request, str(exc), status=503)
+    return RedirectResponse(f"{request.scope.get('root_path', '')}/?deleted={len(removed)}", status_code=303)

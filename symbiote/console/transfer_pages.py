@@ -1,0 +1,111 @@
+"""The console's export download (streamed as it is read from the store) and its import: a job
+that receives the file in parts, then imports it while the page shows its progress."""
+
+from __future__ import annotations
+
+import time
+from typing import AsyncIterator
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response, StreamingResponse
+
+from symbiote.console.gate import visit_of
+from symbiote.console.jobs import ImportJob, ImportJobs, JobError
+from symbiote.console.rendering import page, problem
+from symbiote.console.session import Sessions
+from symbiote.errors import SymbioteError
+from symbiote.transfer.exporting import export_lines
+
+CHUNK_BYTES = 1024 * 1024
+
+
+def _chunk_bytes(request: Request) -> int:
+    """Upload parts well under the server's request body cap."""
+    return max(16 * 1024, min(CHUNK_BYTES, request.app.state.console_max_body // 2))
+
+
+async def transfer_page(request: Request) -> Response:
+    return page(
+        request, "transfer.html", chunk=_chunk_bytes(request), history=request.app.state.console_turns is not None
+    )
+
+
+async def export_download(request: Request) -> Response:
+    state = request.app.state
+    with_history = request.query_params.get("history") == "1" and state.console_turns is not None
+    with_vectors = request.query_params.get("vectors") == "1"
+    lines = export_lines(state.console_bulk, state.console_turns if with_history else None, with_vectors=with_vectors)
+    try:
+        header = await anext(lines)  # the store is read before the download starts, so a failure is a page
+    except SymbioteError as exc:
+        return problem(request, str(exc), status=503)
+
+    async def body() -> AsyncIterator[bytes]:
+        yield header.encode("utf-8")
+        async for line in lines:
+            yield line.encode("utf-8")
+
+    name = time.strftime("symbiote-export-%Y%m%d-%H%M%S.jsonl", time.gmtime())
+    return StreamingResponse(
+        body(),
+        media_type="application/x-ndjson; charset=utf-8",
+        headers={"content-disposition": f'attachment; filename="{name}"'},
+    )
+
+
+def _csrf_refused(request: Request) -> Response | None:
+    if Sessions.csrf_ok(visit_of(request).session, request.headers.get("x-csrf-token")):
+        return None
+    return PlainTextResponse("This page has expired; reload it and try again.", status_code=403)
+
+
+def _job(request: Request) -> ImportJob | None:
+    jobs: ImportJobs = request.app.state.console_jobs
+    return jobs.get(request.path_params["job_id"])
+
+
+async def import_create(request: Request) -> Response:
+    refused = _csrf_refused(request)
+    if refused is not None:
+        return refused
+    try:
+        job = request.app.state.console_jobs.create()
+    except JobError as exc:
+        return PlainTextResponse(str(exc), status_code=429)
+    return JSONResponse({"job": job.job_id, "chunk": _chunk_bytes(request)})
+
+
+async def import_part(request: Request) -> Response:
+    refused = _csrf_refused(request)
+    if refused is not None:
+        return refused
+    job = _job(request)
+    if job is None:
+        return PlainTextResponse("No such import.", status_code=404)
+    body = await request.body()
+    try:
+        await request.app.state.console_jobs.append(job, body)
+    except JobError as exc:
+        return PlainTextResponse(str(exc), status_code=409)
+    return JSONResponse({"received": job.received})
+
+
+async def import_start(request: Request) -> Response:
+    refused = _csrf_refused(request)
+    if refused is not None:
+        return refused
+    job = _job(request)
+    if job is None:
+        return PlainTextResponse("No such import.", status_code=404)
+    try:
+        request.app.state.console_jobs.start(job, request.query_params.get("dry_run") == "1")
+    except JobError as exc:
+        return PlainTextResponse(str(exc), status_code=409)
+    return page(request, "import_status.html", job=job)
+
+
+async def import_status(request: Request) -> Response:
+    job = _job(request)
+    if job is None:
+        return HTMLResponse("<p>This import is no longer known (imports are forgotten after an hour).</p>", status_code=404)
+    return page(request, "import_status.html", job=job)

@@ -1,0 +1,182 @@
+"""What the owner's tools need from the memory engine beyond what assistants use: browse every
+memory with filters, read memories and their vectors in bulk, delete a selection, and import
+memories that keep their ids and times.
+
+These go through the engine's own store access (worker threads, the writer lease, retries, disk
+space and quota checks) and keep its statistics current, exactly as the tools' writes do; only
+the choice of what to write differs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence
+
+from symbiote.embedding import MODEL_DIMENSION
+from symbiote.memory.clock import iso_utc
+from symbiote.memory.policy import EnginePolicy, check_quota
+from symbiote.storage.base import StoredMemory
+from symbiote.storage.filters import MemoryFilter
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from symbiote.embedding.embedder import AsyncEmbedder
+    from symbiote.memory.statistics import Statistics
+    from symbiote.memory.store_io import StoreIO
+
+Outcome = Literal["added", "unchanged", "updated", "kept"]
+FETCH_BATCH = 500  # memories per read when a whole store is walked
+
+
+@dataclass(frozen=True)
+class BrowsePage:
+    memories: list[StoredMemory]  # newest first
+    total: int  # how many match the filter
+
+
+def _newest_first(heads: list[StoredMemory]) -> list[StoredMemory]:
+    return sorted(heads, key=lambda m: (m.created_us, m.memory_id), reverse=True)
+
+
+def _same(a: StoredMemory, b: StoredMemory) -> bool:
+    fields = ("content", "tags", "type", "confidence", "bookmarked", "conversation_id", "created_us", "updated_us")
+    return all(getattr(a, name) == getattr(b, name) for name in fields)
+
+
+def _changed_at(memory: StoredMemory) -> int:
+    return memory.updated_us or memory.created_us
+
+
+class MemoryBulk:
+    """Bulk reads and writes over the engine's store, for the console, export and import."""
+
+    def __init__(
+        self, embedder: "AsyncEmbedder", io: "StoreIO", stats: "Statistics", policy: Callable[[], EnginePolicy]
+    ) -> None:
+        self._embedder = embedder
+        self._io = io
+        self._stats = stats
+        self._policy = policy
+
+    # -- reads -----------------------------------------------------------------------------
+
+    async def browse(self, where: MemoryFilter | None, offset: int, limit: int) -> BrowsePage:
+        """One page of the memories matching `where`, newest first, and how many match in all."""
+        io = self._io
+        store = await io.opened()
+        memories, total = await io.read(store.browse, where, offset, limit)
+        return BrowsePage(memories, total)
+
+    async def ids_oldest_first(self) -> list[str]:
+        """Every memory id, oldest first: an export's order, fixed before its first line is written."""
+        io = self._io
+        store = await io.opened()
+        heads = await io.read(store.scan, None, urgent=False)
+        return [m.memory_id for m in reversed(_newest_first(heads))]
+
+    async def fetch(self, memory_ids: Sequence[str]) -> dict[str, StoredMemory]:
+        io = self._io
+        store = await io.opened()
+        return await io.read(store.get, list(memory_ids), urgent=False)
+
+    async def vectors(self, memory_ids: Sequence[str]) -> dict[str, "np.ndarray"]:
+        """Each memory's stored vectors (its whole text first, then its passages)."""
+        io = self._io
+        store = await io.opened()
+        return await io.read(store.vectors, list(memory_ids), urgent=False)
+
+    # -- writes ----------------------------------------------------------------------------
+
+    async def delete_many(self, memory_ids: Sequence[str]) -> list[str]:
+        """Delete a selection in one write; returns the ids that existed."""
+        io = self._io
+        store = await io.opened()
+        ids = list(dict.fromkeys(memory_ids))
+        found = await io.read(store.get, ids, urgent=False)
+        removed = await io.write(store.delete_many, ids) if ids else []
+        for mid in removed:
+            if mid in found:
+                self._stats.removed(found[mid])
+        return removed
+
+    async def import_memories(
+        self, items: Sequence[tuple[StoredMemory, "np.ndarray | None"]], dry_run: bool = False
+    ) -> list[tuple[Outcome, str]]:
+        """Store memories as given (ids, times, metadata), each against what is stored:
+
+        - the same id with the same fields: unchanged; with other fields: updated when the given
+          copy changed later than the stored one, else kept as stored (nothing newer is lost);
+        - a new id whose text is already stored (under another id): unchanged;
+        - otherwise added, all of them in one all-or-nothing write.
+
+        `items` must not repeat an id or a text (the caller resolves repeats within a file). Vectors
+        given are used when there is one per passage; otherwise the text is embedded.
+        """
+        io = self._io
+        store = await io.opened()
+        by_id = await io.read(store.get, [m.memory_id for m, _ in items], urgent=False)
+        fresh_hashes = [m.content_hash for m, _ in items if m.memory_id not in by_id]
+        by_text = await io.read(store.find_contents, fresh_hashes, urgent=False) if fresh_hashes else {}
+        outcomes: list[tuple[Outcome, str]] = []
+        adds: list[tuple[StoredMemory, Any]] = []
+        updates: list[tuple[StoredMemory, StoredMemory, Any]] = []
+        for memory, vectors in items:
+            memory = replace(memory, timestamp=iso_utc(memory.created_us))
+            old = by_id.get(memory.memory_id)
+            if old is not None:
+                if _same(old, memory):
+                    outcomes.append(("unchanged", memory.memory_id))
+                elif _changed_at(memory) > _changed_at(old):
+                    outcomes.append(("updated", memory.memory_id))
+                    updates.append((old, memory, vectors))
+                else:
+                    outcomes.append(("kept", memory.memory_id))
+            elif memory.content_hash in by_text:
+                outcomes.append(("unchanged", by_text[memory.content_hash].memory_id))
+            else:
+                outcomes.append(("added", memory.memory_id))
+                adds.append((memory, vectors))
+        await check_quota(self._policy(), io, store, len(adds))
+        if dry_run:
+            return outcomes
+        if adds:
+            batch = await self._embedded(adds)
+            await io.ensure_space([text for _m, _v, windows in batch for text in windows])
+            await io.write(store.add_many, batch)
+            for memory, _vectors, _windows in batch:
+                self._stats.added(memory)
+        rewritten = [(memory, vectors) for old, memory, vectors in updates if memory.content != old.content]
+        embedded = {m.memory_id: (v, w) for m, v, w in await self._embedded(rewritten)} if rewritten else {}
+        for old, memory, _vectors in updates:
+            if memory.memory_id in embedded:
+                vectors, windows = embedded[memory.memory_id]
+                await io.ensure_space(windows)
+                await io.write(store.replace, memory, vectors, windows)
+            else:
+                await io.ensure_space([""])
+                await io.write(store.replace, memory, None, [])
+            self._stats.replaced(old, memory)
+        return outcomes
+
+    async def _embedded(
+        self, items: Sequence[tuple[StoredMemory, "np.ndarray | None"]]
+    ) -> list[tuple[StoredMemory, "np.ndarray", list[str]]]:
+        """Each memory with its vectors and passages: the given vectors when there is one per
+        passage, else the model's, made in one pass for all of them."""
+        passages = [await self._embedder.windows(memory.content) for memory, _ in items]
+        reuse = [
+            vectors is not None and len(vectors) == len(windows) and vectors.shape[1] == MODEL_DIMENSION
+            for (_m, vectors), windows in zip(items, passages)
+        ]
+        flat = [text for windows, ok in zip(passages, reuse) if not ok for text in windows]
+        made = await self._embedder.embed(flat) if flat else None
+        result = []
+        offset = 0
+        for (memory, vectors), windows, ok in zip(items, passages, reuse):
+            if not ok:
+                assert made is not None
+                vectors = made[offset : offset + len(windows)]
+                offset += len(windows)
+            result.append((memory, vectors, windows))
+        return result

@@ -1,0 +1,68 @@
+"""What the owner's console and an export read from the store in bulk: a filtered page of the
+memories newest first, and memories' stored vectors.
+
+Reading every memory's metadata from Chroma to sort it costs time in proportion to the whole
+store, so a page takes its order from the keyword index (`LexicalIndex.newest`, where creation
+time is indexed) and asks Chroma only for the ids a tag or type filter allows (ids only, no
+metadata) and for the page's own memories.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from symbiote.storage.base import StoredMemory
+from symbiote.storage.filters import MemoryFilter
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from symbiote.storage.keywords import LexicalIndex
+
+
+def chunk_ids(memory_id: str, passages: int) -> list[str]:
+    """The records of a memory's extra passages (its first passage is the memory's own record)."""
+    return [f"{memory_id}#{i}" for i in range(1, passages)]
+
+
+class BulkReads:
+    """Mixed into `ChromaMemoryStore`, whose collections and keyword index it reads."""
+
+    _memories: Any
+    _chunks: Any
+    _lexical: "LexicalIndex"
+    get: Callable[[Sequence[str]], dict[str, StoredMemory]]  # the store's own
+
+    def browse(self, where: MemoryFilter | None, offset: int, limit: int) -> tuple[list[StoredMemory], int]:
+        """The memories matching `where`, newest first, from `offset`; and how many match in all."""
+        where = where or MemoryFilter()
+        among = None
+        if where.tags or where.type is not None or where.min_confidence is not None:
+            by_metadata = MemoryFilter(
+                tags=where.tags, tag_mode=where.tag_mode, type=where.type, min_confidence=where.min_confidence
+            )
+            among = self._memories.get(where=by_metadata.chroma_where(), include=[])["ids"]
+        ids, total = self._lexical.newest(offset, limit, where.after_us, where.before_us, among)
+        found = self.get(ids)
+        return [found[mid] for mid in ids if mid in found], total
+
+    def vectors(self, memory_ids: Sequence[str]) -> dict[str, "np.ndarray"]:
+        """Each memory's stored vectors: its whole text's first, then its passages' in order."""
+        import numpy as np
+
+        if not memory_ids:
+            return {}
+        got = self._memories.get(ids=list(memory_ids), include=["embeddings", "metadatas"])
+        heads = {
+            mid: (vector, int((meta or {}).get("windows", 1) or 1))
+            for mid, vector, meta in zip(got["ids"], got["embeddings"], got["metadatas"] or [])
+        }
+        wanted = [cid for mid, (_vector, passages) in heads.items() for cid in chunk_ids(mid, passages)]
+        chunks: dict[str, Any] = {}
+        if wanted:
+            found = self._chunks.get(ids=wanted, include=["embeddings"])
+            chunks = dict(zip(found["ids"], found["embeddings"]))
+        return {
+            mid: np.asarray([vector, *(chunks[c] for c in chunk_ids(mid, passages) if c in chunks)], dtype=np.float32)
+            for mid, (vector, passages) in heads.items()
+        }

@@ -1,0 +1,228 @@
+"""Reading an import: a Symbiote export, or the reference MCP memory server's knowledge graph.
+
+Line by line, a batch at a time. Each memory keeps its id and times and is compared with what
+is stored (`MemoryBulk.import_memories`), so importing the same file twice adds nothing. A line
+that cannot be taken (not JSON, a field out of range, an id seen earlier in the file) is refused
+with its line number and the rest goes on; every batch is written all or nothing, so a failure
+(a full disk, the quota) stops the import between batches, with nothing half-written and nothing
+already stored touched.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+from dataclasses import dataclass, field, replace
+from typing import IO, Any, Callable, Protocol
+
+from symbiote.embedding import MODEL_DIMENSION, MODEL_NAME
+from symbiote.errors import SymbioteError
+from symbiote.memory.clock import now_us
+from symbiote.storage.base import StoredMemory
+from symbiote.memory.bulk import MemoryBulk
+from symbiote.transfer.export_format import (
+    IncomingMemory,
+    LineError,
+    is_header,
+    read_header,
+    read_memory,
+)
+from symbiote.transfer.knowledge_graph import graph_memories, is_graph_line
+
+log = logging.getLogger(__name__)
+
+BATCH = 250  # memories per write (one embedding pass, one all-or-nothing store call)
+MAX_REFUSALS_KEPT = 1000  # a report lists at most this many refused lines (all are counted)
+
+
+class TurnSink(Protocol):
+    """Where imported conversation turns go: `ConversationHistory.append` (idempotent per index)."""
+
+    async def append(self, conversation_id: Any, role: Any, text: Any, turn_index: Any = None, ts: Any = None) -> Any: ...
+
+
+@dataclass
+class ImportReport:
+    """What an import did (or, dry, would do); `refused` lists (line number, why)."""
+
+    dry_run: bool = False
+    source: str = "symbiote"  # or "knowledge-graph"
+    added: int = 0
+    unchanged: int = 0
+    updated: int = 0
+    kept: int = 0  # stored copies changed later than the file's, left as they are
+    turns_added: int = 0
+    turns_unchanged: int = 0
+    refused_count: int = 0
+    refused: list[tuple[int, str]] = field(default_factory=list)
+    lines: int = 0
+    reembedded: bool = True
+    stopped: str | None = None  # why the import stopped before the end of the file
+
+    def refuse(self, line: int, reason: str) -> None:
+        self.refused_count += 1
+        if len(self.refused) < MAX_REFUSALS_KEPT:
+            self.refused.append((line, reason))
+
+    def summary(self) -> str:
+        verb = "would be " if self.dry_run else ""
+        parts = [
+            f"{self.added} {verb}added",
+            f"{self.unchanged} unchanged",
+            f"{self.updated} {verb}updated",
+        ]
+        if self.kept:
+            parts.append(f"{self.kept} kept (stored copy is newer)")
+        if self.turns_added or self.turns_unchanged:
+            parts.append(f"{self.turns_added} conversation turns {verb}added, {self.turns_unchanged} already there")
+        parts.append(f"{self.refused_count} refused")
+        text = ("Dry run: " if self.dry_run else "") + ", ".join(parts) + "."
+        if self.stopped:
+            text += f" Stopped early: {self.stopped}"
+        return text
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "dry_run": self.dry_run, "source": self.source, "added": self.added, "unchanged": self.unchanged,
+            "updated": self.updated, "kept": self.kept, "turns_added": self.turns_added,
+            "turns_unchanged": self.turns_unchanged, "refused_count": self.refused_count,
+            "refused": [{"line": line, "reason": reason} for line, reason in self.refused],
+            "lines": self.lines, "stopped": self.stopped,
+        }
+
+
+class Importer:
+    """One import of one file into one store."""
+
+    def __init__(
+        self,
+        bulk: MemoryBulk,
+        history: TurnSink | None = None,
+        *,
+        dry_run: bool = False,
+        progress: Callable[[int], None] | None = None,
+    ) -> None:
+        self._bulk = bulk
+        self._history = history
+        self._progress = progress  # told the bytes read so far, after each batch
+        self.report = ImportReport(dry_run=dry_run)
+        self._dimension: int | None = None  # vectors in the file are used only when the model matches
+        self._seen_ids: dict[str, int] = {}
+        self._seen_texts: set[str] = set()
+        self._pending: list[tuple[int, IncomingMemory]] = []
+        self._clock = now_us()  # memories without times get this, one microsecond apart, in file order
+        self._mode: str | None = None
+
+    async def run(self, stream: IO[bytes]) -> ImportReport:
+        done = 0
+        for number, raw in enumerate(stream, start=1):
+            done += len(raw)
+            self.report.lines = number
+            await self._line(number, raw)
+            if len(self._pending) >= BATCH:
+                if not await self._flush():
+                    return self.report
+                if self._progress is not None:
+                    self._progress(done)
+        await self._flush()
+        if self._progress is not None:
+            self._progress(done)
+        return self.report
+
+    async def _line(self, number: int, raw: bytes) -> None:
+        text = raw.strip()
+        if not text:
+            return
+        try:
+            record = json.loads(text)
+            if not isinstance(record, dict):
+                raise LineError("not a JSON object")
+            await self._record(number, record)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            self.report.refuse(number, f"not valid JSON ({exc})")
+        except LineError as exc:
+            self.report.refuse(number, str(exc))
+        except SymbioteError as exc:  # a turn the history refuses (e.g. other text at an existing index)
+            self.report.refuse(number, str(exc))
+
+    async def _record(self, number: int, record: dict[str, Any]) -> None:
+        if is_header(record):
+            if self._mode is not None:
+                raise LineError("a header is only allowed on the first line")
+            header = read_header(record)
+            same_model = header.model == MODEL_NAME and header.dimension == MODEL_DIMENSION
+            self._dimension = MODEL_DIMENSION if same_model and header.vectors else None
+            self.report.reembedded = self._dimension is None
+            self._mode = "symbiote"
+            return
+        if is_graph_line(record):
+            self._mode = self._mode or "knowledge-graph"
+            self.report.source = self._mode
+            for item in graph_memories(record):
+                self._memory(number, item)
+            return
+        self._mode = self._mode or "symbiote"
+        kind = record.get("kind", "memory")
+        if kind == "memory":
+            self._memory(number, record)
+        elif kind == "turn":
+            await self._turn(record)
+        else:
+            raise LineError(f"unknown kind {kind!r} (memory or turn)")
+
+    def _memory(self, number: int, record: dict[str, Any]) -> None:
+        incoming = read_memory(record, self._clock, self._dimension)
+        memory = incoming.memory
+        if memory.memory_id:
+            if memory.memory_id in self._seen_ids:
+                raise LineError(f"id {memory.memory_id} already appeared on line {self._seen_ids[memory.memory_id]}")
+            self._seen_ids[memory.memory_id] = number
+        if memory.content_hash in self._seen_texts:
+            self.report.unchanged += 1  # the same text earlier in the file: stored once
+            return
+        self._seen_texts.add(memory.content_hash)
+        if not memory.memory_id:
+            self._clock += 1
+        self._pending.append((number, incoming))
+
+    async def _turn(self, record: dict[str, Any]) -> None:
+        if self._history is None:
+            raise LineError("conversation turns cannot be imported here (no conversation history)")
+        if self.report.dry_run:
+            self.report.turns_added += 1
+            return
+        result = await self._history.append(
+            record.get("conversation_id"), record.get("role"), record.get("text"), record.get("turn_index"),
+            record.get("ts"),
+        )
+        if getattr(result, "status", "appended") == "appended":
+            self.report.turns_added += 1
+        else:
+            self.report.turns_unchanged += 1
+
+    async def _flush(self) -> bool:
+        """Write the pending memories; False when the import has to stop (reported)."""
+        if not self._pending:
+            return True
+        items = []
+        for _number, incoming in self._pending:
+            memory = incoming.memory
+            if not memory.memory_id:  # an id carrying its creation time, as the engine makes them
+                memory = _with_id(memory)
+            items.append((memory, incoming.vectors))
+        first = self._pending[0][0]
+        self._pending = []
+        try:
+            outcomes = await self._bulk.import_memories(items, dry_run=self.report.dry_run)
+        except SymbioteError as exc:
+            self.report.stopped = f"{exc} (nothing from line {first} on was written)"
+            log.warning("import stopped: %s", exc)
+            return False
+        for outcome, _mid in outcomes:
+            setattr(self.report, outcome, getattr(self.report, outcome) + 1)
+        return True
+
+
+def _with_id(memory: StoredMemory) -> StoredMemory:
+    return replace(memory, memory_id=f"mem_{memory.created_us:016d}{secrets.randbelow(10_000):04d}")

@@ -1,0 +1,103 @@
+"""Export and import from a terminal (`symbiote export`, `symbiote import`): files, a progress bar
+on stderr when it is a terminal, and a report at the end.
+
+An export is written to a temporary file beside its target and renamed into place when complete,
+so an interrupted export never leaves a file that looks whole.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from symbiote.transfer.exporting import TurnSource, export_lines
+from symbiote.transfer.importing import Importer, ImportReport, TurnSink
+
+if TYPE_CHECKING:
+    from symbiote.memory.bulk import MemoryBulk
+
+
+def _bar(total: int, unit: str, description: str, stream: IO[str]) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(
+        total=total, unit=unit, unit_scale=unit == "B", desc=description, file=stream,
+        disable=not stream.isatty(), leave=False,
+    )
+
+
+async def export_to(
+    bulk: "MemoryBulk",
+    out: Path | None,
+    history: TurnSource | None = None,
+    with_vectors: bool = False,
+    progress_stream: IO[str] = sys.stderr,
+) -> int:
+    """Write an export to `out` (None: standard output); returns the number of records (memories and
+    turns) written after the header."""
+    bar = _bar(0, "memories", "exporting", progress_stream)
+
+    def progress(done: int, total: int) -> None:
+        bar.total = total
+        bar.n = done
+        bar.refresh()
+
+    written = -1  # the header line is not a record
+    try:
+        if out is None:
+            async for chunk in export_lines(bulk, history, with_vectors=with_vectors, progress=progress):
+                sys.stdout.write(chunk)
+                written += chunk.count("\n")
+            sys.stdout.flush()
+            return written
+        out.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
+                async for chunk in export_lines(bulk, history, with_vectors=with_vectors, progress=progress):
+                    stream.write(chunk)
+                    written += chunk.count("\n")
+            os.replace(temporary, out)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+    finally:
+        bar.close()
+    return written
+
+
+async def import_from(
+    bulk: "MemoryBulk",
+    path: Path,
+    history: TurnSink | None = None,
+    dry_run: bool = False,
+    progress_stream: IO[str] = sys.stderr,
+) -> ImportReport:
+    """Import a file (a Symbiote export or a knowledge-graph memory.jsonl) with a progress bar."""
+    bar = _bar(path.stat().st_size, "B", "checking" if dry_run else "importing", progress_stream)
+
+    def progress(done: int) -> None:
+        bar.n = done
+        bar.refresh()
+
+    try:
+        with path.open("rb") as stream:
+            return await Importer(bulk, history, dry_run=dry_run, progress=progress).run(stream)
+    finally:
+        bar.close()
+
+
+def report_lines(report: ImportReport, shown: int = 50) -> list[str]:
+    """The report as a person reads it: the counts, then the refused lines with their numbers."""
+    lines = [report.summary()]
+    if report.source == "knowledge-graph":
+        lines.append("(read as the knowledge graph of the reference MCP memory server)")
+    for line, reason in report.refused[:shown]:
+        lines.append(f"  line {line}: {reason}")
+    if report.refused_count > shown:
+        lines.append(f"  ... and {report.refused_count - shown} more refused lines")
+    return lines
+
