@@ -15,17 +15,31 @@ reach the server at all (`exposed`) follows from the bind address and these name
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import Mapping
 
 # A DNS name (labels of letters, digits and hyphens) or an IPv4 address; nothing else passes.
-LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 _HOSTNAME = re.compile(r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$")
 
 
 def is_loopback(host: str) -> bool:
-    host = host.strip().lower()
-    return host in LOOPBACK_NAMES or host.startswith("127.")
+    """A loopback address (127.0.0.0/8, ::1, also IPv4-mapped) or the name `localhost`.
+
+    Decided by parsing the address, never by a prefix of the name: `127.0.0.1.nip.io` is a public
+    name that anyone can point anywhere.
+    """
+    name = host.strip().lower()
+    if name.startswith("[") and name.endswith("]"):
+        name = name[1:-1]
+    if name == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return (mapped or address).is_loopback
 
 
 def exposed(host: str, platform_hosts: tuple[str, ...], behind_functions_host: bool) -> bool:

@@ -35,6 +35,10 @@ class TimePhraseError(ValueError):
     pass
 
 
+# The last instant a date can name: "9999-12-31" ends here instead of overflowing into year 10000.
+END_OF_TIME = datetime.max.replace(tzinfo=timezone.utc)
+
+
 @dataclass(frozen=True)
 class Interval:
     start: datetime
@@ -54,17 +58,31 @@ def _day(d: date) -> datetime:
 
 
 def _month_start(year: int, month: int) -> datetime:
-    while month < 1:
-        year, month = year - 1, month + 12
-    while month > 12:
-        year, month = year + 1, month - 12
-    return datetime(year, month, 1, tzinfo=timezone.utc)
+    years, month0 = divmod(month - 1, 12)  # "1000000 months ago" is arithmetic, not a million loops
+    year += years
+    if year > END_OF_TIME.year:
+        return END_OF_TIME
+    return datetime(year, month0 + 1, 1, tzinfo=timezone.utc)
+
+
+def _year_start(year: int) -> datetime:
+    return END_OF_TIME if year > END_OF_TIME.year else datetime(year, 1, 1, tzinfo=timezone.utc)
+
+
+def _plus(moment: datetime, delta: timedelta) -> datetime:
+    """`moment + delta`, ending at END_OF_TIME rather than overflowing past year 9999."""
+    try:
+        return moment + delta
+    except OverflowError:
+        if delta < timedelta(0):
+            raise
+        return END_OF_TIME
 
 
 def _iso(text: str) -> Interval | None:
     if re.fullmatch(r"\d{4}", text):
         year = int(text)
-        return Interval(datetime(year, 1, 1, tzinfo=timezone.utc), datetime(year + 1, 1, 1, tzinfo=timezone.utc))
+        return Interval(_year_start(year), _year_start(year + 1))
     if m := re.fullmatch(r"(\d{4})-(\d{2})", text):
         year, month = int(m.group(1)), int(m.group(2))
         if not 1 <= month <= 12:
@@ -76,14 +94,28 @@ def _iso(text: str) -> Interval | None:
         return None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
+    moment = moment.astimezone(timezone.utc)  # "0001-01-01T00:00+01:00" is in year 0: refused below
     if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
-        return Interval(moment, moment + timedelta(days=1))
+        return Interval(moment, _plus(moment, timedelta(days=1)))
     return Interval(moment, moment)
 
 
 def parse(phrase: str, now: datetime | None = None) -> Interval:
-    """The interval a phrase names. A bare moment (an ISO time) is an empty interval at it."""
-    now = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    """The interval a phrase names. A bare moment (an ISO time) is an empty interval at it.
+
+    Raises TimePhraseError for anything else, including dates outside years 1 to 9999.
+    """
+    try:
+        return _parse(phrase, (now or datetime.now(timezone.utc)).astimezone(timezone.utc))
+    except (OverflowError, ValueError) as exc:
+        if isinstance(exc, TimePhraseError):
+            raise
+        raise TimePhraseError(
+            f"'{phrase[:100]}' is outside the dates that can be searched (years 1 to 9999)."
+        ) from None
+
+
+def _parse(phrase: str, now: datetime) -> Interval:
     text = " ".join(phrase.strip().lower().split())
     text = re.sub(r"^(in|on|during|from|since|of)\s+", "", text)
     if not text:
@@ -93,14 +125,14 @@ def parse(phrase: str, now: datetime | None = None) -> Interval:
     today = _day(now.date())
     week_start = today - timedelta(days=today.weekday())
     simple = {
-        "today": (today, today + timedelta(days=1)),
+        "today": (today, _plus(today, timedelta(days=1))),
         "yesterday": (today - timedelta(days=1), today),
-        "this week": (week_start, week_start + timedelta(days=7)),
+        "this week": (week_start, _plus(week_start, timedelta(days=7))),
         "last week": (week_start - timedelta(days=7), week_start),
         "this month": (_month_start(now.year, now.month), _month_start(now.year, now.month + 1)),
         "last month": (_month_start(now.year, now.month - 1), _month_start(now.year, now.month)),
-        "this year": (datetime(now.year, 1, 1, tzinfo=timezone.utc), datetime(now.year + 1, 1, 1, tzinfo=timezone.utc)),
-        "last year": (datetime(now.year - 1, 1, 1, tzinfo=timezone.utc), datetime(now.year, 1, 1, tzinfo=timezone.utc)),
+        "this year": (_year_start(now.year), _year_start(now.year + 1)),
+        "last year": (_year_start(now.year - 1), _year_start(now.year)),
     }
     if text in simple:
         return Interval(*simple[text])
@@ -115,7 +147,7 @@ def parse(phrase: str, now: datetime | None = None) -> Interval:
             return Interval(start, start + timedelta(days=7))
         if unit == "month":
             return Interval(_month_start(now.year, now.month - n), _month_start(now.year, now.month - n + 1))
-        return Interval(datetime(now.year - n, 1, 1, tzinfo=timezone.utc), datetime(now.year - n + 1, 1, 1, tzinfo=timezone.utc))
+        return Interval(_year_start(now.year - n), _year_start(now.year - n + 1))
     if m := re.fullmatch(r"(?:the )?(?:past|last) (\d+|an?|one|two|three) (day|week|month|year)s?", text):
         n = _number(m.group(1))
         days = {"day": 1, "week": 7, "month": 30, "year": 365}[m.group(2)] * n

@@ -89,7 +89,7 @@ def before(value: Any) -> int | None:
         return created_us(value)
     try:
         return instant_us(value)
-    except ValueError:
+    except (ValueError, OverflowError):  # not a date, or one outside years 1 to 9999
         raise InvalidInputError(
             f"before={value!r} is neither a memory id nor an ISO-8601 date/time like '2026-11-21T09:30:00Z'."
         ) from None
