@@ -204,7 +204,8 @@ async def test_import_with_progress_and_export_download_in_the_browser(
 
 async def test_the_console_fits_a_phone_screen(browser: Any, console_server: ServerProcess, seeded: dict[str, str]) -> None:
     page = await signed_in_page(browser, console_server, viewport={"width": 390, "height": 844}, is_mobile=True)
-    for path in ("/console/", "/console/stats", "/console/transfer", f"/console/memories/{seeded[SEED[0]['content']]}"):
+    one = seeded[SEED[0]["content"]]
+    for path in ("/console/", "/console/stats", "/console/history", "/console/transfer", f"/console/memories/{one}"):
         await page.goto(f"{console_server.base_url}{path}")
         assert await page.evaluate("document.documentElement.scrollWidth") <= 390, path
     await page.context.close()
@@ -235,3 +236,24 @@ def test_a_bearer_token_does_not_open_the_console_and_writes_need_the_csrf_token
         assert http.get(f"/console/memories/{seeded[SEED[0]['content']]}").status_code == 200  # nothing was deleted
         assert http.post("/console/signout", data={"csrf": token}).status_code == 303
         assert http.get("/console/").headers["location"] == "/console/signin"
+
+
+async def test_behind_https_the_cookie_is_secure_and_wrong_secrets_are_throttled(tmp_path: Path, model_dir: Path) -> None:
+    from symbiote.config import Settings
+    from symbiote.http.app import create_app
+
+    settings = Settings(
+        chromadb_path=tmp_path / "data", model_dir=model_dir, store_process=False, auth_mode="oauth",
+        owner_secret=OWNER_SECRET, public_url="https://memory.example.com",
+    )
+    app = create_app(settings, warm_up=False)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="https://memory.example.com") as http:
+        signed = await http.post("/console/signin", data={"secret": OWNER_SECRET})
+        assert signed.status_code == 303 and "; Secure" in signed.headers["set-cookie"]
+        assert (await http.get("/console/")).status_code == 200
+        http.cookies.clear()
+        statuses = [(await http.post("/console/signin", data={"secret": f"wrong guess {i}"})).status_code for i in range(6)]
+        assert statuses == [401] * 5 + [429]  # the consent page's limiter: 5 free guesses, then backoff
+        assert (await http.post("/console/signin", data={"secret": OWNER_SECRET})).status_code == 429
+    app.state.runtime.close()
