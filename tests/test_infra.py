@@ -549,3 +549,25 @@ def test_serve_target_start_command_and_healthcheck(image_root):
     assert proc.returncode == 0
     # Chroma is created by the first memory operation, on the mount path.
     assert (image_root["/mnt/symbiote"] / "chroma" / "chroma.sqlite3").is_file()
+
+
+# -- docs/azure.md: the cost section matches the template ------------------------------------------------
+
+
+def test_cost_section_cites_price_pages_and_its_always_on_figures_follow_from_the_template():
+    doc = (ROOT / "docs" / "azure.md").read_text()
+    cost = doc[doc.index("### Cost\n"):]
+    cost = cost[: cost.index("\n### ", 1)]
+    for page in ("container-apps", "storage/files", "storage/blobs", "monitor", "bandwidth", "cost-management"):
+        assert f"https://azure.microsoft.com/pricing/details/{page}/" in cost, page
+    resources = (INFRA / "resources.bicep").read_text()
+    cpu = float(re.search(r"^param cpu string = '([\d.]+)'", resources, re.M).group(1))
+    memory = float(re.search(r"^param memory string = '([\d.]+)Gi'", resources, re.M).group(1))
+    month = 30 * 86400
+    vcpu_billed, gib_billed = cpu * month - 180_000, memory * month - 360_000
+    idle = vcpu_billed * 0.000003 + gib_billed * 0.000003
+    active = vcpu_billed * 0.000024 + gib_billed * 0.000003
+    assert f"**{idle:.2f} USD a month**" in cost and f"**{active:.2f} USD**" in cost
+    assert f"{int(vcpu_billed):,} vCPU-s and {int(gib_billed):,} GiB-s" in cost
+    assert re.search(r"\| \*\*Total\*\* \| \| \*\*about 0\.\d+ USD, at most about [01]\.\d USD\*\* \|", cost)
+    assert "budget of\n2 USD" in cost or "budget of 2 USD" in cost
