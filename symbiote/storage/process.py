@@ -280,7 +280,7 @@ class StoreProcess:
             try:
                 return future.result()
             except Exception:  # noqa: BLE001 - opened again below, which raises with the reason
-                pass
+                log.debug("the early open of the %s store failed; opening it again", kind, exc_info=True)
         return self._open_now(kind, model, dimension)
 
     def _open_now(self, kind: str, model: str, dimension: int) -> "RemoteStore":
