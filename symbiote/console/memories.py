@@ -8,7 +8,7 @@ scores, so what the owner sees here is what an assistant gets.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, timedelta
 from typing import Any
 from urllib.parse import urlencode
@@ -107,9 +107,13 @@ async def memories_page(request: Request) -> Response:
             )
             context.update(hits=found.results, message=found.message, memories=None, total=found.count, pages=1)
         else:
-            offset = (filters.page - 1) * PAGE_SIZE
-            listed = await state.console_bulk.browse(filters.where(), offset, PAGE_SIZE)
+            where = filters.where()
+            listed = await state.console_bulk.browse(where, (filters.page - 1) * PAGE_SIZE, PAGE_SIZE)
             pages = max(1, -(-listed.total // PAGE_SIZE))
+            if filters.page > pages:  # past the end (e.g. after deleting): the last page
+                filters = replace(filters, page=pages)
+                listed = await state.console_bulk.browse(where, (pages - 1) * PAGE_SIZE, PAGE_SIZE)
+                context["filters"] = filters
             context.update(hits=None, memories=listed.memories, total=listed.total, pages=pages, message="")
     except InvalidInputError as exc:
         context.update(hits=None, memories=[], total=0, pages=1, message=str(exc))
