@@ -18,7 +18,6 @@ from symbiote.memory.context import ContextBuilder, TokenCounter
 from symbiote.storage.diskspace import DiskSpace
 from symbiote.embedding.embedder import AsyncEmbedder
 from symbiote.embedding import model as embeddings
-from symbiote.fastboot import preload
 from symbiote.embedding.model import Embedder, WarmModel
 from symbiote.memory.engine import EnginePolicy, MemoryEngine
 from symbiote.memory.history import ConversationHistory
@@ -34,11 +33,10 @@ log = logging.getLogger(__name__)
 
 
 def load_embedder(model_dir: Path) -> Embedder | WarmModel:
-    """The model `symbiote.fastboot.preload` began loading at process start, else loaded now, with the
-    topic questions' vectors (every search needs them)."""
+    """The model, with the topic questions' vectors (every search needs them)."""
     from symbiote.retrieval.topics import TopicIndex
 
-    return preload.take(model_dir) or embeddings.load_warm(model_dir, TopicIndex.questions())
+    return embeddings.load_warm(model_dir, TopicIndex.questions())
 
 
 def store_host(settings: Settings) -> StoreProcess | None:

@@ -58,3 +58,46 @@ def test_long_text_windows_cover_the_end(onnx: OnnxEmbedder) -> None:
     assert all(w in text for w in windows)
     covered = "".join(windows[1:])
     assert "Final paragraph" in covered
+
+
+def test_a_broken_model_directory_fails_the_same_way_through_the_runtime(tmp_path: Path) -> None:
+    from symbiote.embedding.model import MANIFEST_NAME, load_embedder
+    from symbiote.runtime import load_embedder as runtime_load
+
+    broken = tmp_path / "broken-model"  # a manifest without the model it describes
+    broken.mkdir()
+    (broken / MANIFEST_NAME).write_text("{}", encoding="utf-8")
+    with pytest.raises(Exception) as raised:
+        runtime_load(broken)
+    with pytest.raises(type(raised.value)):  # the same failure as loading the model alone
+        load_embedder(broken)
+
+
+def test_the_runtime_loads_the_model_with_the_topic_questions_embedded(model_dir: Path) -> None:
+    from symbiote.embedding.model import WarmModel
+    from symbiote.retrieval.topics import TopicIndex
+    from symbiote.runtime import load_embedder as runtime_load
+
+    warm = runtime_load(model_dir)
+    assert isinstance(warm, WarmModel)
+    assert set(warm.vectors) == set(TopicIndex.questions())
+    question = next(iter(warm.vectors))
+    assert np.allclose(warm.vectors[question], warm.model.embed([question])[0], atol=1e-6)
+
+
+@pytest.mark.asyncio
+async def test_texts_a_warm_model_brings_are_not_embedded_again(model_dir: Path) -> None:
+    from symbiote.embedding.embedder import AsyncEmbedder
+    from symbiote.embedding.model import WarmModel, load_embedder
+
+    model = load_embedder(model_dir)
+    stand_in = model.embed(["a completely different sentence"])[0]
+    # The cache answers for "what are my hobbies?" with the vector the warm model brought: proof
+    # that the model was not asked again (the real vector for it would differ).
+    embedder = AsyncEmbedder(lambda: WarmModel(model, {"what are my hobbies?": stand_in}))
+    try:
+        got = await embedder.embed(["what are my hobbies?", "where do I live?"])
+        assert np.array_equal(got[0], stand_in)
+        assert np.allclose(got[1], model.embed(["where do I live?"])[0], atol=1e-6)
+    finally:
+        embedder.close()

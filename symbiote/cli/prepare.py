@@ -18,10 +18,6 @@ def export(args: argparse.Namespace) -> int:
     logs.configure(settings.log_level)
     target = Path(args.target) if args.target else settings.model_dir
     export_model(target)
-    from symbiote.embedding.model import load_warm
-    from symbiote.retrieval.topics import TopicIndex
-
-    load_warm(target, TopicIndex.questions())  # stores the topic questions' vectors beside it
     print(f"exported all-MiniLM-L6-v2 to {target}")
     return 0
 

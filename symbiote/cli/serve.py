@@ -94,11 +94,9 @@ def serve(args: argparse.Namespace) -> int:
 
 def _build_app(settings: Settings) -> Any:
     """The whole HTTP app, with the writer lease and periodic snapshots when SYMBIOTE_SHARE is set."""
-    from symbiote.fastboot.collector import collector_paused
     from symbiote.http.app import create_app
 
-    with collector_paused():
-        return create_app(settings, periodic_snapshots=True)
+    return create_app(settings, periodic_snapshots=True)
 
 
 def _boot_app(settings: Settings, failures: list[BaseException], server: Callable[[], Any]) -> Any:
@@ -114,14 +112,8 @@ def _boot_app(settings: Settings, failures: list[BaseException], server: Callabl
         print(f"symbiote: {exc}", file=sys.stderr)
         server().should_exit = True
 
-    def build() -> Any:
-        from symbiote.fastboot import preload
-
-        preload.start_for(settings)  # now, not before: its imports would slow the way to listening
-        return _build_app(settings)
-
     return BootApp(
-        build,
+        lambda: _build_app(settings),
         cache=cache,
         record_as=None if cache is not None else print_,
         save=lambda recorded: recorded.save(settings),
@@ -138,8 +130,7 @@ def stdio(_args: argparse.Namespace) -> int:
 
 def _prestart(settings: Settings) -> None:
     """Start the embedded store's process before importing the rest: it imports Chroma on the
-    other core. (The model is preloaded only while the handshake cache answers for the build:
-    where a client waits for the build itself, loading the model beside it would delay it.)"""
+    other core."""
     if not settings.chroma_host and settings.store_process:
         from symbiote.embedding import MODEL_DIMENSION, MODEL_NAME
         from symbiote.errors import StoreUnavailableError
@@ -167,22 +158,15 @@ def _serve_stdio(settings: Settings) -> int:
     relay = StdioRelay(cache, on_mismatch=lambda: cache.forget(settings) if cache is not None else None)
     relay.start()
     _end_on_interrupt(relay)
-    from symbiote.fastboot.collector import collector_paused
+    _prestart(settings)
+    import anyio
+    from mcp.server.stdio import stdio_server
 
-    with collector_paused():
-        _prestart(settings)
-        if cache is not None:  # the client is answered meanwhile: load the model beside the build
-            from symbiote.fastboot import preload
+    from symbiote import logs
+    from symbiote.runtime import build_runtime
 
-            preload.start_for(settings)
-        import anyio
-        from mcp.server.stdio import stdio_server
-
-        from symbiote import logs
-        from symbiote.runtime import build_runtime
-
-        logs.configure(settings.log_level)
-        runtime = build_runtime(settings)
+    logs.configure(settings.log_level)
+    runtime = build_runtime(settings)
     log.info("transport: stdio - serving MCP over stdin/stdout")
 
     async def record_cache() -> None:

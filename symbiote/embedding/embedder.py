@@ -27,7 +27,7 @@ class AsyncEmbedder:
     """Wraps a blocking `Embedder` for asyncio callers."""
 
     def __init__(self, load: Callable[[], Embedder | WarmModel], cache_size: int = 2048) -> None:
-        """`load` may return a `WarmModel`: its vectors go into the cache (`symbiote.fastboot.preload`)."""
+        """`load` may return a `WarmModel`: its vectors go into the cache."""
         self._load = load
         self._model: Embedder | None = None
         self._executor = PriorityExecutor(1, "embed")

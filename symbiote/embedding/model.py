@@ -175,16 +175,8 @@ class WarmModel:
 
 
 def load_warm(model_dir: Path, texts: Sequence[str]) -> WarmModel:
-    """`load_embedder`, then the vectors of `texts`: all the model work the first search would
-    wait for. Vectors stored beside the model (`symbiote.fastboot.warm_vectors`) are read, not computed;
-    computed ones are stored there for the next start."""
-    from symbiote.fastboot import warm_vectors
-
+    """`load_embedder`, then the vectors of `texts` in one batch: all the model work the first
+    search would otherwise wait for one text at a time."""
     model = load_embedder(model_dir)
     unique = list(dict.fromkeys(texts))
-    known = warm_vectors.read(model_dir, unique)
-    missing = [text for text in unique if text not in known]
-    if missing:
-        known.update(zip(missing, model.embed(missing)))
-        warm_vectors.write(model_dir, {text: known[text] for text in unique})
-    return WarmModel(model, {text: known[text] for text in unique})
+    return WarmModel(model, dict(zip(unique, model.embed(unique))) if unique else {})

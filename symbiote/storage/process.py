@@ -137,12 +137,9 @@ def child_main(fd: int) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     _die_with_parent()
     conn = Connection(fd)
-    from symbiote.fastboot.collector import collector_paused
+    from symbiote.storage.chroma_client import import_chromadb
 
-    with collector_paused():  # Chroma's import is mostly allocation: 10 % faster without the collector
-        from symbiote.storage.chroma_client import import_chromadb
-
-        import_chromadb()  # now, while the server is still importing its own modules
+    import_chromadb()  # now, while the server is still importing its own modules
 
     objects: dict[int, Any] = {}
     while True:
