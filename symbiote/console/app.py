@@ -15,6 +15,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from symbiote.auth.origin import OriginResolver
 from symbiote.auth.owner import OwnerSecret, SignInLimiter
@@ -30,6 +31,16 @@ if TYPE_CHECKING:
     from symbiote.config import Settings
     from symbiote.memory.engine import MemoryEngine
     from symbiote.memory.history import ConversationHistory
+
+
+class _Wrapped:
+    """An ASGI wrapper given as a function, as Starlette's middleware list takes a class."""
+
+    def __init__(self, app: ASGIApp, wrap: Callable[[ASGIApp], ASGIApp]) -> None:
+        self.app = wrap(app)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app(scope, receive, send)
 
 
 def console_access(
@@ -59,7 +70,10 @@ def create_console(
     access: Access,
     *,
     max_body_bytes: int = 4 * 1024 * 1024,
+    after_gate: Callable[[ASGIApp], ASGIApp] | None = None,
 ) -> Starlette:
+    """`after_gate` wraps the pages behind the gate's checks: the server's full body cap, which the
+    host leaves to endpoints that check their caller before reading a body."""
     bulk = engine.bulk
 
     async def run_import(stream: IO[bytes], dry_run: bool, progress: Callable[[int], None]) -> ImportReport:
@@ -83,7 +97,10 @@ def create_console(
         Route("/signout", signin.signout, methods=["POST"]),
         Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
     ]
-    app = Starlette(routes=routes, middleware=[Middleware(ConsoleGate, access=access)])
+    middleware = [Middleware(ConsoleGate, access=access)]
+    if after_gate is not None:
+        middleware.append(Middleware(_Wrapped, wrap=after_gate))
+    app = Starlette(routes=routes, middleware=middleware)
     app.state.console_mode = access.mode
     app.state.console_access = access
     app.state.console_engine = engine
