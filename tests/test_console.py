@@ -174,6 +174,9 @@ async def test_import_with_progress_and_export_download_in_the_browser(
     lines += [json.dumps({"kind": "memory", "content": f"Imported note {i}: the greenhouse needs watering on day {i}.",
                           "tags": ["garden"], "created": f"2025-06-{i + 1:02d}T08:00:00Z"}) for i in range(20)]
     lines.insert(5, "{this is not json")
+    lines += [json.dumps({"kind": "turn", "conversation_id": "garden-chat", "turn_index": i, "role": role, "text": text,
+                          "ts": f"2025-06-30T09:0{i}:00Z"})
+              for i, (role, text) in enumerate([("user", "When do I water the greenhouse?"), ("assistant", "Every morning.")])]
     upload = tmp_path / "notes.jsonl"
     upload.write_text("\n".join(lines) + "\n")
     page = await signed_in_page(browser, console_server)
@@ -184,6 +187,11 @@ async def test_import_with_progress_and_export_download_in_the_browser(
     assert await page.inner_text("#count-added") == "20"
     assert await page.inner_text("#count-refused") == "1"
     assert "line 6: not valid JSON" in await page.inner_text(".refused")
+    await page.goto(f"{console_server.base_url}/console/history")
+    await page.click("text=garden-chat")
+    assert [t.split("\n")[-1] for t in await page.locator(".turn").all_inner_texts()] == [
+        "When do I water the greenhouse?", "Every morning."
+    ]
 
     # The same file again adds nothing.
     await page.goto(f"{console_server.base_url}/console/transfer")
