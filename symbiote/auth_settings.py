@@ -93,7 +93,8 @@ def auth_problems(*, host: str, env: Mapping[str, str], **values: Any) -> list[s
 def read_auth_settings(
     env: Mapping[str, str], problems: list[str], integer: Callable[[str, int, int, int], int], host: str
 ) -> dict[str, Any]:
-    """Authentication: the mode, the owner secret, the public URL, token lifetimes, the auth database."""
+    """Authentication: the mode, the owner secret, the public URL, token lifetimes, the auth database,
+    who may register a client and how often, Client ID Metadata Documents."""
 
     def flag(name: str) -> bool | None:
         raw = env.get(name, "").strip().lower()
@@ -129,6 +130,11 @@ def read_auth_settings(
         "refresh_token_ttl_seconds": integer("SYMBIOTE_REFRESH_TOKEN_TTL_SECONDS", 30 * 86400, 3600, 365 * 86400),
         "auth_db_path": Path(auth_db).expanduser() if auth_db else None,
         "chatgpt_tools": chatgpt,
+        "open_registration": flag("SYMBIOTE_OPEN_REGISTRATION") is not False,
+        "registrations_per_minute": integer("SYMBIOTE_REGISTRATIONS_PER_MINUTE", 10, 1, 10_000),
+        "registrations_per_hour": integer("SYMBIOTE_REGISTRATIONS_PER_HOUR", 100, 1, 1_000_000),
+        "client_metadata_documents": flag("SYMBIOTE_CLIENT_METADATA_DOCUMENTS") is not False,
+        "metadata_loopback": bool(flag("SYMBIOTE_CIMD_ALLOW_LOOPBACK")),
     }
     problems.extend(auth_problems(host=host, env=env, **values))
     return values

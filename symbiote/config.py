@@ -82,6 +82,11 @@ class Settings:
     refresh_token_ttl_seconds: int = 30 * 86400
     auth_db_path: Path | None = None
     chatgpt_tools: str = "auto"  # on | off | auto (on wherever ChatGPT can reach the server)
+    open_registration: bool = True  # RFC 7591 /register; off: metadata documents and registered clients only
+    registrations_per_minute: int = 10  # per address
+    registrations_per_hour: int = 100  # in total
+    client_metadata_documents: bool = True  # a client_id that is an HTTPS URL names its metadata
+    metadata_loopback: bool = False  # SYMBIOTE_CIMD_ALLOW_LOOPBACK: tests only
 
     # Conversation history and build_context (symbiote.memory.history, symbiote.memory.context).
     # Memory limits and policy (issue 4): None = unlimited / kept forever.
@@ -90,6 +95,7 @@ class Settings:
     memory_confidence_min: float = 0.7
     memory_max_per_window: int = 3
     min_free_mb: int = 50  # writes are refused while less is free on the data disk (0: never)
+    max_content_bytes: int = 100_000  # one memory's text, UTF-8 (SYMBIOTE_MAX_CONTENT_BYTES)
     store_process: bool = True  # embedded Chroma in its own process (symbiote.storage.process); off: in-process
     history_tail_n: int = 16
     memory_top_k: int = 8
@@ -349,6 +355,7 @@ def _limit_settings(env: Mapping[str, str], problems: list[str], integer: Any) -
         "memory_confidence_min": confidence_min,
         "memory_max_per_window": integer("MEMORY_MAX_PER_WINDOW", 3, 1, 1000),
         "min_free_mb": integer("SYMBIOTE_MIN_FREE_MB", 50, 0, 1_000_000),
+        "max_content_bytes": integer("SYMBIOTE_MAX_CONTENT_BYTES", 100_000, 1_000, 10_000_000),
         "store_process": _on_off(env, "SYMBIOTE_STORE_PROCESS", True, problems),
     }
 

@@ -26,7 +26,7 @@ from symbiote.mcp.history_tools import HistoryServices, register_history_tools
 from symbiote.mcp.personality import Personality, load
 from symbiote.mcp.server import SymbioteMCP, build_server
 from symbiote.storage.base import MemoryStore
-from symbiote.storage.opening import embedded_store_exists, open_embedded_store, open_server_store
+from symbiote.storage.opening import embedded_store_exists, open_embedded_store, open_server_store, reset_guard
 from symbiote.storage.process import StoreProcess, for_path
 
 log = logging.getLogger(__name__)
@@ -57,6 +57,7 @@ def engine_policy(settings: Settings) -> EnginePolicy:
         retention_days=settings.retention_days,
         confidence_min=settings.memory_confidence_min,
         max_per_window=settings.memory_max_per_window,
+        max_content_bytes=settings.max_content_bytes,
     )
 
 
@@ -135,7 +136,7 @@ def build_runtime(settings: Settings, *, share: FileShare | None = None) -> Runt
     # SYMBIOTE_STORE_PROCESS=off; a Chroma server is one already.
     host = store_host(settings)
     services = open_share_services(settings, share)
-    guard = _share_guard(settings, services)
+    guard = reset_guard(settings.chromadb_path, _share_guard(settings, services))  # a reset under us is noticed
 
     def open_store(model: str, dimension: int) -> MemoryStore:
         def opener() -> MemoryStore:

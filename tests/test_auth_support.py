@@ -33,7 +33,15 @@ MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": 
 
 
 def oauth_env(**extra: str) -> dict[str, str]:
-    return {"SYMBIOTE_AUTH": "oauth", "SYMBIOTE_OWNER_SECRET": OWNER_SECRET, **extra}
+    """OAuth with the owner secret; registration budgets far above what a test module uses (the
+    defaults are tested in tests/test_hardening.py)."""
+    return {
+        "SYMBIOTE_AUTH": "oauth",
+        "SYMBIOTE_OWNER_SECRET": OWNER_SECRET,
+        "SYMBIOTE_REGISTRATIONS_PER_MINUTE": "10000",
+        "SYMBIOTE_REGISTRATIONS_PER_HOUR": "100000",
+        **extra,
+    }
 
 
 def pkce() -> tuple[str, str]:

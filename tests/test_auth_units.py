@@ -66,6 +66,9 @@ def test_unauthenticated_public_configurations_are_refused_unless_forced() -> No
         ({"SYMBIOTE_ACCESS_TOKEN_TTL_SECONDS": "5"}, "out of range"),
         ({"SYMBIOTE_TRUST_FORWARDED_HEADERS": "perhaps"}, "SYMBIOTE_TRUST_FORWARDED_HEADERS"),
         ({"SYMBIOTE_CHATGPT_TOOLS": "sometimes"}, "SYMBIOTE_CHATGPT_TOOLS"),
+        ({"SYMBIOTE_OPEN_REGISTRATION": "perhaps"}, "SYMBIOTE_OPEN_REGISTRATION"),
+        ({"SYMBIOTE_REGISTRATIONS_PER_MINUTE": "0"}, "SYMBIOTE_REGISTRATIONS_PER_MINUTE=0 is out of range"),
+        ({"SYMBIOTE_MAX_CONTENT_BYTES": "10"}, "SYMBIOTE_MAX_CONTENT_BYTES=10 is out of range"),
     ],
 )
 def test_bad_auth_settings_are_named(env: dict[str, str], fragment: str) -> None:
@@ -178,16 +181,21 @@ def test_limiter_backs_off_exponentially_per_source_and_resets_on_success() -> N
     assert limiter.retry_after("a") <= limiter.max_delay
 
 
-def test_limiter_global_budget_holds_against_many_addresses() -> None:
+def test_many_addresses_slow_everyone_down_but_lock_no_one_out() -> None:
     clock = Clock()
     limiter = SignInLimiter(clock=clock, global_max=10, global_window=600)
     for i in range(10):
-        assert limiter.retry_after(f"10.0.0.{i}") == 0
+        assert limiter.retry_after(f"10.0.0.{i}") == 0 and limiter.slowdown() == 0
         limiter.failure(f"10.0.0.{i}")
         clock.now += 1
-    assert limiter.retry_after("198.51.100.1") == pytest.approx(600 - 10)
-    clock.now += 591
+    # On alert: every attempt waits a second first; a fresh address is still checked at once after
+    # it (the owner gets in with the right secret), and gets one free try instead of five.
+    assert limiter.on_alert() and limiter.slowdown() == limiter.alert_delay
     assert limiter.retry_after("198.51.100.1") == 0
+    limiter.failure("203.0.113.7")
+    assert limiter.retry_after("203.0.113.7") == 1
+    clock.now += 600
+    assert not limiter.on_alert() and limiter.slowdown() == 0
 
 
 # -- the store ---------------------------------------------------------------------------------
@@ -266,11 +274,14 @@ def test_pending_tickets_are_single_use_and_capped(store: AuthStore) -> None:
     ticket = store.add_pending("client-1", {"n": 0})
     assert store.get_pending(ticket) == ("client-1", {"n": 0})
     assert store.pop_pending(ticket) == ("client-1", {"n": 0}) and store.pop_pending(ticket) is None
+    from symbiote.auth._oauth_records import MAX_PENDING
+
     tickets = []
-    for n in range(205):
+    for n in range(MAX_PENDING + 5):
         store.clock.now += 0.001  # type: ignore[attr-defined]
         tickets.append(store.add_pending("client-1", {"n": n}))
-    assert store.get_pending(tickets[0]) is None and store.get_pending(tickets[-1]) is not None
+    # A full table refuses new sign-ins; the ones in progress are never dropped for them.
+    assert store.get_pending(tickets[0]) is not None and tickets[-1] is None
 
 
 def test_unwritable_auth_database_is_a_clear_error(tmp_path: Path) -> None:
@@ -293,7 +304,7 @@ def scope_of(host: str, scheme: str = "http", **headers: str) -> Scope:
 def test_origin_follows_forwarded_headers_only_when_trusted() -> None:
     settings = Settings.from_env({"SYMBIOTE_ALLOWED_HOSTS": "memory.example.com"})
     plain = OriginResolver(settings, allowed_hosts(settings))
-    proxied = scope_of("127.0.0.1:7071", x_forwarded_host="memory.example.com", x_forwarded_proto="https", x_forwarded_for="203.0.113.5")
+    proxied = scope_of("127.0.0.1:7071", x_forwarded_host="memory.example.com", x_forwarded_proto="https", x_forwarded_for="198.51.100.9, 203.0.113.5:4711")
     assert plain(proxied) == "http://127.0.0.1:7071"
     assert plain(scope_of("memory.example.com:443", "https")) == "https://memory.example.com"
     assert plain(scope_of("evil.example")) is None
@@ -301,6 +312,7 @@ def test_origin_follows_forwarded_headers_only_when_trusted() -> None:
     resolver = OriginResolver(trusted, allowed_hosts(trusted))
     assert resolver(proxied) == "https://memory.example.com"
     assert resolver(scope_of("127.0.0.1", x_forwarded_host="evil.example")) is None
+    # The address the proxy appended (the last entry, its port dropped); the client's own entries are ignored.
     assert client_address(proxied, True) == "203.0.113.5" and client_address(proxied, False) == "10.1.2.3"
     # Azure's platform names switch trust on by default.
     azure = Settings.from_env({"WEBSITE_HOSTNAME": "symbiote.azurewebsites.net"})

@@ -8,10 +8,14 @@ surface as "Internal error".
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from symbiote.auth.rates import RateBudget
+from symbiote.auth.store import AuthStore
+from symbiote.config import Settings
 from symbiote.errors import InvalidInputError
 from symbiote.memory import timeparse, validation
 from symbiote.platform_hosts import exposed, is_loopback
@@ -88,3 +92,41 @@ def test_time_filters_raise_only_invalid_input(after: str | None, before: str | 
         validation.before(before)
     except InvalidInputError:
         pass
+
+
+# -- registrations: budgets and a short life for those never approved ---------------------------
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_budgets_per_address_and_overall() -> None:
+    clock = Clock()
+    budget = RateBudget(2, 60.0, 3, 3600.0, clock=clock)
+    assert [budget.admit("a"), budget.admit("a")] == [0, 0] and budget.admit("a") == 60
+    assert budget.admit("b") == 0 and budget.admit("c") == pytest.approx(3600)
+    budget.refund("b")  # an invalid request gives its count back
+    assert budget.admit("c") == 0
+    clock.now += 61
+    assert budget.admit("a") == pytest.approx(3600 - 61)  # per address free again, the total is not
+
+
+def test_registrations_never_approved_expire_within_the_hour(tmp_path: Path) -> None:
+    clock = Clock()
+    store = AuthStore(tmp_path / "auth.sqlite3", clock=clock)
+    store.register_client("waiting", {"client_id": "waiting", "redirect_uris": ["http://127.0.0.1/cb"]}, None)
+    clock.now += 3601
+    store.register_client("later", {"client_id": "later", "redirect_uris": ["http://127.0.0.1/cb"]}, None)  # prunes
+    assert store.get_client("waiting") is None and store.get_client("later") is not None
+
+
+def test_the_limits_have_their_documented_defaults() -> None:
+    settings = Settings.from_env({})
+    assert settings.max_content_bytes == validation.MAX_CONTENT_BYTES == 100_000
+    assert (settings.open_registration, settings.registrations_per_minute, settings.registrations_per_hour) == (True, 10, 100)
+    assert settings.client_metadata_documents and not settings.metadata_loopback

@@ -20,9 +20,9 @@ CODE_PREFIX = "sym_code_"
 
 CODE_TTL = 300.0  # RFC 6749 §4.1.2: short-lived; 5 minutes
 PENDING_TTL = 900.0  # time the owner has to approve on the consent page
-MAX_PENDING = 200
+MAX_PENDING = 2000  # sign-ins waiting for the owner; past it new ones are refused, none is dropped
 REFRESH_REUSE_GRACE = 30.0  # a rotated refresh token replayed later than this revokes its grant
-UNAPPROVED_CLIENT_TTL = 86400.0  # registrations that never completed a sign-in are pruned after a day
+UNAPPROVED_CLIENT_TTL = 3600.0  # registrations that never completed a sign-in are pruned after an hour
 MAX_UNAPPROVED_CLIENTS = 500
 
 
@@ -98,23 +98,26 @@ class OAuthRecords(AuthDatabase):
 
     # -- consent tickets ------------------------------------------------------------------------
 
-    def add_pending(self, client_id: str, params: dict[str, Any]) -> str:
+    def add_pending(self, client_id: str, params: dict[str, Any]) -> str | None:
+        """A consent ticket for a parked authorization request; None when too many are waiting.
+
+        A full table refuses the new request and never drops one in progress, so a flood of
+        authorization requests cannot cut short the owner's own sign-in.
+        """
         ticket = new_secret()
 
-        def work(conn: sqlite3.Connection, now: float) -> None:
+        def work(conn: sqlite3.Connection, now: float) -> bool:
             self._cleanup(conn, now)
+            (waiting,) = conn.execute("SELECT COUNT(*) FROM pending WHERE expires_at > ?", (now,)).fetchone()
+            if waiting >= MAX_PENDING:
+                return False
             conn.execute(
                 "INSERT INTO pending (ticket_hash, client_id, params, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
                 (digest(ticket), client_id, json.dumps(params), now, now + PENDING_TTL),
             )
-            conn.execute(
-                "DELETE FROM pending WHERE ticket_hash NOT IN "
-                "(SELECT ticket_hash FROM pending ORDER BY created_at DESC LIMIT ?)",
-                (MAX_PENDING,),
-            )
+            return True
 
-        self._write(work)
-        return ticket
+        return ticket if self._write(work) else None
 
     def get_pending(self, ticket: str) -> tuple[str, dict[str, Any]] | None:
         now = self._clock()
@@ -249,6 +252,11 @@ class OAuthRecords(AuthDatabase):
             if row is None:
                 return None
             conn.execute("UPDATE tokens SET used_at = ? WHERE token_hash = ?", (now, key))
+            # The access tokens issued before this refresh end now: the client holds the new one.
+            conn.execute(
+                "UPDATE tokens SET expires_at = ? WHERE grant_id = ? AND kind = 'access' AND expires_at > ?",
+                (now, row[0], now),
+            )
             return self._issue(conn, now, row[0], scopes, access_ttl, refresh_ttl)
 
         return self._write(work)

@@ -3,7 +3,8 @@
 `/authorize` (the SDK's handler) validates the client and redirect URI, then our provider parks
 the request and redirects here. The owner sees which client asks (its name and where it will send
 the code), types the owner secret, and approves or denies. Wrong secrets are throttled by
-`SignInLimiter` before any check is made.
+`SignInLimiter` before any check is made, per address: strangers' failures slow everyone down a
+little but never lock the owner out.
 """
 
 from __future__ import annotations
@@ -19,12 +20,14 @@ from mcp.server.auth.provider import construct_redirect_uri
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from symbiote.auth.origin import client_address
+from symbiote.auth.client_metadata import is_metadata_url
+from symbiote.auth.origin import address_key, client_address
 from symbiote.auth.owner import OwnerSecret, SignInLimiter
 from symbiote.auth.store import AuthStore
 
 log = logging.getLogger("symbiote.auth")
 MAX_FORM_BYTES = 8192
+CONCURRENT_CHECKS = 2  # scrypt checks at once (each takes 16 MiB): bounded work, whatever arrives
 
 SECURITY_HEADERS = {
     "Cache-Control": "no-store",
@@ -67,6 +70,14 @@ def _destination(redirect_uri: str) -> str:
     return f"{parts.scheme}://{parts.netloc}" if parts.netloc else f"{parts.scheme}:"
 
 
+def _publisher(client_id: str) -> str:
+    """For a metadata-document client, the host that published its name: what vouches for it."""
+    if not is_metadata_url(client_id):
+        return ""
+    host = urlsplit(client_id).hostname or ""
+    return f"<br>Described by <code>{html.escape(host)}</code> (its name above is what that site says)"
+
+
 class ConsentEndpoint:
     """GET shows the approval form; POST checks the owner secret and mints the code."""
 
@@ -75,7 +86,8 @@ class ConsentEndpoint:
         self.owner = owner
         self.limiter = limiter
         self.trust_forwarded = trust_forwarded
-        self._checking = anyio.Lock()
+        self._checks = anyio.Semaphore(CONCURRENT_CHECKS)
+        self._checking: set[str] = set()  # sources with a check under way
 
     def _throttled(self, source: str) -> HTMLResponse:
         seconds = max(1, math.ceil(self.limiter.retry_after(source)))
@@ -91,14 +103,16 @@ class ConsentEndpoint:
             return await self.show(request)
         return await self.decide(request)
 
-    async def _client_name(self, client_id: str) -> str:
+    async def _client_name(self, client_id: str, params: dict[str, Any]) -> str:
+        if params.get("client_name"):
+            return str(params["client_name"])
         found = await anyio.to_thread.run_sync(self.store.get_client, client_id)
         info = found[0] if found else {}
         return str(info.get("client_name") or "An unnamed app")
 
     async def _form(self, ticket: str, client_id: str, params: dict[str, Any], error: str = "", status: int = 200,
                     headers: dict[str, str] | None = None) -> HTMLResponse:
-        name = await self._client_name(client_id)
+        name = await self._client_name(client_id, params)
         if not self.owner.configured:
             return _page(
                 "sign-in disabled",
@@ -110,7 +124,7 @@ class ConsentEndpoint:
         body = f"""<h1>Allow <strong>{html.escape(name)}</strong> to use your Symbiote memory?</h1>
 <p>It will be able to read, add and delete your memories until you revoke it.</p>
 <p class="meta">After approval you return to <code>{html.escape(_destination(params["redirect_uri"]))}</code><br>
-Client id <code>{html.escape(client_id)}</code></p>
+Client id <code>{html.escape(client_id)}</code>{_publisher(client_id)}</p>
 {problem}
 <form method="post" action="/oauth/consent">
 <input type="hidden" name="ticket" value="{html.escape(ticket)}">
@@ -120,6 +134,30 @@ Client id <code>{html.escape(client_id)}</code></p>
 <button class="deny" type="submit" name="decision" value="deny">Deny</button>
 </form>"""
         return _page("approve access", body, status=status, headers=headers)
+
+    async def _check(self, source: str, secret: str) -> bool | None:
+        """Whether `secret` is the owner's; None when `source` must wait first.
+
+        While many wrong secrets are arriving every attempt waits a little (the limiter's
+        slow-down) and is then checked. One check per source at a time, the limit re-read inside,
+        so a burst of parallel guesses from one source cannot slip past it together.
+        """
+        await anyio.sleep(self.limiter.slowdown())
+        if source in self._checking:
+            return None
+        self._checking.add(source)
+        try:
+            async with self._checks:
+                if self.limiter.retry_after(source) > 0:
+                    return None
+                correct = await anyio.to_thread.run_sync(self.owner.verify, secret)
+        finally:
+            self._checking.discard(source)
+        if correct:
+            self.limiter.success(source)
+        else:
+            self.limiter.failure(source)
+        return correct
 
     async def show(self, request: Request) -> Response:
         ticket = request.query_params.get("ticket", "")
@@ -134,7 +172,7 @@ Client id <code>{html.escape(client_id)}</code></p>
             return _page("bad request", "<h1>Bad request.</h1>", status=400)
         form = await request.form()
         ticket, secret, decision = (str(form.get(key) or "") for key in ("ticket", "owner_secret", "decision"))
-        source = client_address(request.scope, self.trust_forwarded)
+        source = address_key(client_address(request.scope, self.trust_forwarded))
         if decision == "approve" and self.limiter.retry_after(source) > 0:
             return self._throttled(source)  # fast path: no database, no queueing, no hashing
         found = await anyio.to_thread.run_sync(self.store.get_pending, ticket) if ticket else None
@@ -155,16 +193,9 @@ Client id <code>{html.escape(client_id)}</code></p>
             return await self._form(ticket, client_id, params, "Choose Approve or Deny.", status=400)
         if not self.owner.configured:
             return await self._form(ticket, client_id, params)
-        # One check at a time, and the limit is re-read inside: a burst of parallel guesses cannot
-        # all slip past the limiter before the first failure is recorded.
-        async with self._checking:
-            if self.limiter.retry_after(source) > 0:
-                return self._throttled(source)
-            correct = await anyio.to_thread.run_sync(self.owner.verify, secret)
-            if correct:
-                self.limiter.success(source)
-            else:
-                self.limiter.failure(source)
+        correct = await self._check(source, secret)
+        if correct is None:
+            return self._throttled(source)
         if not correct:
             log.warning("wrong owner secret on the consent page (client %s, from %s)", client_id, source)
             return await self._form(ticket, client_id, params, "That is not the owner secret.", status=401)

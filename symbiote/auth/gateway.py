@@ -4,39 +4,50 @@ The SDK builds its authorization-server routes, protected-resource metadata and 
 middleware for one fixed issuer URL. A deployed Symbiote is reached by whatever name its proxy
 forwards (a Function's default host, a Container App's FQDN, a custom domain), so the gateway
 resolves the public origin of each request (`symbiote.auth.origin`) and serves it from an app
-built for that origin with the SDK's own pieces:
+built for that origin with the SDK's own pieces and ours:
 
-- `create_auth_routes`: RFC 8414 metadata, `/authorize`, `/token` (PKCE S256), `/register`
-  (RFC 7591), `/revoke` (RFC 7009); the token and revocation endpoints authenticate clients
-  against secrets stored as digests (`HashedSecretAuthenticator`);
+- RFC 8414 metadata (advertising Client ID Metadata Documents and public clients), `/authorize`
+  (per-address budget), `/token` (PKCE S256) and `/revoke` (RFC 7009, `symbiote.auth.revocation`)
+  with client authentication for every client type (`symbiote.auth.client_auth`), and `/register`
+  (RFC 7591, size limits and budgets: `symbiote.auth.registration`) unless open registration is
+  off; a `client_id` that is an HTTPS URL is resolved from its metadata document
+  (`symbiote.auth.client_metadata`);
 - `create_protected_resource_routes`: RFC 9728 metadata for `<origin>/mcp`;
 - `AuthenticationMiddleware` + `BearerAuthBackend` (tokens bound to this origin's resource) +
   `AuthContextMiddleware`, and `RequireAuthMiddleware` on `/mcp`, the legacy SSE pair and memory
-  links: 401 with the `WWW-Authenticate: Bearer ... resource_metadata=...` challenge.
+  links: 401 with the `WWW-Authenticate: Bearer ... resource_metadata=...` challenge. Only then
+  is the request's body read (`after_auth`: the full body cap).
 
 In `none` mode the same gateway serves the endpoints unprotected (loopback only, see `policy`).
 """
 
 from __future__ import annotations
 
+import contextvars
 import logging
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
-from mcp.server.auth.handlers.revoke import RevocationHandler
+from mcp.server.auth.handlers.metadata import MetadataHandler
+from mcp.server.auth.handlers.register import RegistrationHandler
 from mcp.server.auth.handlers.token import TokenHandler
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
 from mcp.server.auth.provider import ProviderTokenVerifier
 from mcp.server.auth.routes import (
+    AUTHORIZATION_PATH,
+    REGISTRATION_PATH,
     REVOCATION_PATH,
     TOKEN_PATH,
     _body_limited,
     _cors,
+    build_metadata,
     build_resource_metadata_url,
     create_auth_routes,
     create_protected_resource_routes,
+    cors_middleware,
 )
 from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOptions
 from pydantic import AnyHttpUrl, ConfigDict, TypeAdapter
@@ -47,16 +58,39 @@ from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import BaseRoute, Mount, Route, request_response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from symbiote.auth.client_auth import HashedSecretAuthenticator
+from symbiote.auth.client_metadata import ClientMetadataDocuments
 from symbiote.auth.consent import ConsentEndpoint
-from symbiote.auth.origin import OriginResolver, current_origin
+from symbiote.auth.origin import OriginResolver, address_key, client_address, current_origin
 from symbiote.auth.owner import OwnerSecret, SignInLimiter
-from symbiote.auth.provider import SCOPE, HashedSecretAuthenticator, SymbioteOAuthProvider
+from symbiote.auth.provider import SCOPE, SymbioteOAuthProvider
+from symbiote.auth.rates import Budgeted, RateBudget
+from symbiote.auth.registration import LimitedRegistration
+from symbiote.auth.revocation import Revocation
 from symbiote.auth.store import AuthStore, AuthStoreUnavailable
 from symbiote.platform_hosts import is_loopback
 
 log = logging.getLogger("symbiote.auth")
 _URL = TypeAdapter(AnyHttpUrl, config=ConfigDict(url_preserve_empty_path=True))
 MAX_ORIGINS = 32
+AUTHORIZE_PER_MINUTE = 30  # authorization requests one address may park per minute
+CLIENT_AUTH_METHODS = ["client_secret_post", "client_secret_basic", "none"]
+
+# The address of the request being served (an IPv4 address or IPv6 /64), for the budgets.
+current_address: contextvars.ContextVar[str] = contextvars.ContextVar("symbiote_address", default="unknown")
+
+
+@dataclass(frozen=True)
+class OAuthOptions:
+    """The authorization server's settings (SYMBIOTE_* in docs/auth.md)."""
+
+    access_ttl: int = 3600
+    refresh_ttl: int = 30 * 86400
+    open_registration: bool = True
+    registrations_per_minute: int = 10  # per address
+    registrations_per_hour: int = 100  # in total
+    client_metadata_documents: bool = True
+    metadata_loopback: bool = False  # tests only: metadata documents served on loopback
 
 
 class AuthGateway:
@@ -71,22 +105,35 @@ class AuthGateway:
         store: AuthStore | None = None,
         owner: OwnerSecret | None = None,
         limiter: SignInLimiter | None = None,
-        access_ttl: int = 3600,
-        refresh_ttl: int = 30 * 86400,
+        options: OAuthOptions = OAuthOptions(),
+        after_auth: Callable[[ASGIApp], ASGIApp] = lambda app: app,
     ) -> None:
+        """`after_auth` wraps each endpoint behind the token check (the full request body cap)."""
         self.mode = mode
         self.resolver = resolver
         self.endpoints = endpoints
         self.store = store
         self.owner = owner
         self.limiter = limiter
-        self.access_ttl = access_ttl
-        self.refresh_ttl = refresh_ttl
+        self.options = options
+        self.after_auth = after_auth
         self._apps: OrderedDict[str, ASGIApp] = OrderedDict()
-        self._open_app: ASGIApp = Starlette(routes=endpoints)
+        self._open_app: ASGIApp = Starlette(routes=protect_routes(endpoints, after_auth))
         if mode == "oauth":
             assert store is not None and owner is not None and limiter is not None
             self.consent = ConsentEndpoint(store, owner, limiter, resolver.trust_forwarded)
+            self.registrations = RateBudget(
+                options.registrations_per_minute, 60.0, options.registrations_per_hour, 3600.0
+            )
+            self.authorizations = RateBudget(AUTHORIZE_PER_MINUTE, 60.0)
+            self.documents = (
+                ClientMetadataDocuments(
+                    allow_loopback=options.metadata_loopback,
+                    admit=lambda: self.registrations.admit(current_address.get()),
+                )
+                if options.client_metadata_documents
+                else None
+            )
 
     def _app_for(self, origin: str) -> ASGIApp:
         app = self._apps.get(origin)
@@ -103,30 +150,11 @@ class AuthGateway:
         assert self.store is not None
         issuer = _URL.validate_python(origin)
         resource = _URL.validate_python(f"{origin}/mcp")
-        provider = SymbioteOAuthProvider(self.store, origin, access_ttl=self.access_ttl, refresh_ttl=self.refresh_ttl)
-        routes: list[BaseRoute] = []
-        authenticator = HashedSecretAuthenticator(provider)  # type: ignore[arg-type]
-        for route in create_auth_routes(
-            provider=provider,  # type: ignore[arg-type]
-            issuer_url=issuer,
-            client_registration_options=ClientRegistrationOptions(enabled=True, default_scopes=[SCOPE]),
-            revocation_options=RevocationOptions(enabled=True),
-        ):
-            if route.path == TOKEN_PATH:
-                handler = TokenHandler(provider, authenticator)  # type: ignore[arg-type]
-                route = Route(
-                    TOKEN_PATH,
-                    endpoint=_cors(_body_limited(request_response(handler.handle)), ["POST", "OPTIONS"]),
-                    methods=["POST", "OPTIONS"],
-                )
-            elif route.path == REVOCATION_PATH:
-                revoker = RevocationHandler(provider, authenticator)  # type: ignore[arg-type]
-                route = Route(
-                    REVOCATION_PATH,
-                    endpoint=_cors(_body_limited(request_response(revoker.handle)), ["POST", "OPTIONS"]),
-                    methods=["POST", "OPTIONS"],
-                )
-            routes.append(route)
+        provider = SymbioteOAuthProvider(
+            self.store, origin, access_ttl=self.options.access_ttl, refresh_ttl=self.options.refresh_ttl,
+            documents=self.documents,
+        )
+        routes = self._server_routes(provider, issuer)
         resource_routes = create_protected_resource_routes(
             resource_url=resource, authorization_servers=[issuer], scopes_supported=[SCOPE], resource_name="Symbiote memory"
         )
@@ -135,12 +163,46 @@ class AuthGateway:
         routes += [Route("/.well-known/oauth-protected-resource", endpoint=r.app, methods=["GET", "OPTIONS"]) for r in resource_routes if isinstance(r, Route)]
         routes.append(Route("/oauth/consent", endpoint=self.consent.__call__, methods=["GET", "POST"]))
         metadata_url = build_resource_metadata_url(resource)
-        routes += protect_routes(self.endpoints, lambda app: RequireAuthMiddleware(app, [], metadata_url))
+        routes += protect_routes(self.endpoints, lambda app: RequireAuthMiddleware(self.after_auth(app), [], metadata_url))
         backend = BearerAuthBackend(ProviderTokenVerifier(provider), resource_server_url=resource)  # type: ignore[arg-type]
         return Starlette(
             routes=routes,
             middleware=[Middleware(AuthenticationMiddleware, backend=backend), Middleware(AuthContextMiddleware)],
         )
+
+    def _server_routes(self, provider: SymbioteOAuthProvider, issuer: AnyHttpUrl) -> list[BaseRoute]:
+        """The authorization server's endpoints: the SDK's, with ours where the SDK falls short."""
+        registration = ClientRegistrationOptions(enabled=self.options.open_registration, default_scopes=[SCOPE])
+        revocation = RevocationOptions(enabled=True)
+        metadata = build_metadata(issuer, None, registration, revocation)
+        metadata.client_id_metadata_document_supported = self.documents is not None or None
+        metadata.token_endpoint_auth_methods_supported = CLIENT_AUTH_METHODS
+        metadata.revocation_endpoint_auth_methods_supported = CLIENT_AUTH_METHODS
+        authenticator = HashedSecretAuthenticator(provider)  # type: ignore[arg-type]
+        sdk_routes = {
+            route.path: route
+            for route in create_auth_routes(
+                provider=provider,  # type: ignore[arg-type]
+                issuer_url=issuer,
+                client_registration_options=registration,
+                revocation_options=revocation,
+            )
+        }
+
+        def post(path: str, handle: Callable[..., Any]) -> Route:
+            return Route(path, endpoint=_cors(_body_limited(request_response(handle)), ["POST", "OPTIONS"]), methods=["POST", "OPTIONS"])
+
+        routes: list[BaseRoute] = [
+            Route("/.well-known/oauth-authorization-server", endpoint=cors_middleware(MetadataHandler(metadata).handle, ["GET", "OPTIONS"]), methods=["GET", "OPTIONS"]),
+            Route(AUTHORIZATION_PATH, endpoint=Budgeted(sdk_routes[AUTHORIZATION_PATH].app, self.authorizations, "authorization requests", current_address.get), methods=["GET", "POST"]),
+            post(TOKEN_PATH, TokenHandler(provider, authenticator).handle),  # type: ignore[arg-type]
+            post(REVOCATION_PATH, Revocation(provider, authenticator).handle),
+        ]
+        if self.options.open_registration:
+            handler = RegistrationHandler(provider, options=registration)  # type: ignore[arg-type]
+            limited = LimitedRegistration(handler, self.registrations, self.resolver.trust_forwarded)
+            routes.append(post(REGISTRATION_PATH, limited.handle))
+        return routes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -168,6 +230,7 @@ class AuthGateway:
         else:
             app = self._open_app
         token = current_origin.set(origin)
+        address = current_address.set(address_key(client_address(scope, self.resolver.trust_forwarded)))
         started = False
 
         async def tracking_send(message: Any) -> None:
@@ -187,6 +250,7 @@ class AuthGateway:
             )(scope, receive, send)
         finally:
             current_origin.reset(token)
+            current_address.reset(address)
 
 
 def protect_routes(routes: list[BaseRoute], guard: Callable[[ASGIApp], ASGIApp]) -> list[BaseRoute]:

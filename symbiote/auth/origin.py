@@ -11,6 +11,7 @@ SYMBIOTE_PUBLIC_URL, when set, wins over all of it.
 from __future__ import annotations
 
 import contextvars
+import ipaddress
 from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers
@@ -82,12 +83,43 @@ class OriginResolver:
         return self.fixed or canonical_origin(scheme, host)
 
 
+def forwarded_client(header: str) -> str | None:
+    """The address the proxy in front of us saw: the last entry of X-Forwarded-For.
+
+    Each proxy appends the address it received the request from, so the entries before the last
+    are whatever the client chose to send and are never used. Azure App Service writes
+    `address:port`, Container Apps the bare address; both give the address.
+    """
+    entry = header.rsplit(",", 1)[-1].strip()
+    if entry.startswith("["):  # [v6]:port
+        entry = entry[1 : entry.find("]")] if "]" in entry else ""
+    elif entry.count(":") == 1:  # v4:port
+        entry = entry.split(":", 1)[0]
+    try:
+        return str(ipaddress.ip_address(entry))
+    except ValueError:
+        return None
+
+
 def client_address(scope: Scope, trust_forwarded: bool) -> str:
-    """Who is asking, for rate limiting: the proxy's X-Forwarded-For client when trusted."""
+    """Who is asking: the proxy's X-Forwarded-For client when SYMBIOTE_TRUST_FORWARDED_HEADERS
+    says the proxy is ours, else the connection's own address."""
     if trust_forwarded:
-        forwarded = Headers(scope=scope).get("x-forwarded-for", "")
-        first = forwarded.split(",")[0].strip()
-        if first:
-            return first
+        forwarded = forwarded_client(Headers(scope=scope).get("x-forwarded-for", ""))
+        if forwarded:
+            return forwarded
     client = scope.get("client")
     return str(client[0]) if client else "unknown"
+
+
+def address_key(address: str) -> str:
+    """What rate limits count by: the address, or its /64 for IPv6 (one subscriber's whole block)."""
+    try:
+        parsed = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(parsed, ipaddress.IPv6Address):
+        if parsed.ipv4_mapped is not None:
+            return str(parsed.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{parsed}/64", strict=False))
+    return str(parsed)

@@ -66,20 +66,25 @@ class _Source:
 
 @dataclass
 class SignInLimiter:
-    """Exponential backoff on wrong owner secrets, per source address and for the whole server.
+    """Exponential backoff on wrong owner secrets, per source address, and a global slow-down.
 
-    A source gets `free_failures` wrong attempts, then waits 1 s, 2 s, 4 s ... (at most
-    `max_delay`) after each further one. Sources are cheap to fake behind proxies, so a global
-    budget also applies: after `global_max` failures within `global_window` seconds every
-    sign-in waits until the oldest of them ages out. While locked, attempts are refused without
-    checking the secret (no guess is tested, no hashing work is spent), so an attacker learns
-    nothing and the server stays responsive; existing tokens keep working throughout.
+    A source (an address, or an IPv6 /64) gets `free_failures` wrong attempts, then waits 1 s,
+    2 s, 4 s ... (at most `max_delay`) after each further one. Addresses are cheap behind proxies
+    and botnets, so the server also counts every failure: once `global_max` have been seen within
+    `global_window` seconds it is on alert, and then each source gets a single free attempt before
+    its backoff starts, and every attempt waits `alert_delay` seconds before it is checked. No one
+    is ever locked out by someone else's failures: the owner, from an address that has not failed,
+    is checked (after the delay) and gets in with the right secret. While a source is locked its
+    attempts are refused without checking the secret (no guess is tested, no hashing work is
+    spent); existing tokens keep working throughout.
     """
 
     free_failures: int = 5
     max_delay: float = 900.0
     global_max: int = 30
     global_window: float = 900.0
+    alert_free_failures: int = 1
+    alert_delay: float = 1.0
     max_sources: int = 10_000
     clock: object = field(default=time.monotonic, repr=False)
     _sources: dict[str, _Source] = field(default_factory=dict, repr=False)
@@ -88,30 +93,36 @@ class SignInLimiter:
     def _now(self) -> float:
         return self.clock()  # type: ignore[operator]
 
-    def retry_after(self, source: str) -> float:
-        """Seconds until `source` may try again (0: it may try now)."""
+    def on_alert(self) -> bool:
+        """Whether `global_max` failures or more were seen within the last `global_window` seconds."""
         now = self._now()
         while self._recent and self._recent[0] <= now - self.global_window:
             self._recent.popleft()
-        wait = 0.0
-        if len(self._recent) >= self.global_max:
-            wait = self._recent[0] + self.global_window - now
+        return len(self._recent) >= self.global_max
+
+    def slowdown(self) -> float:
+        """Seconds every attempt waits before its check: `alert_delay` while on alert, else 0."""
+        return self.alert_delay if self.on_alert() else 0.0
+
+    def retry_after(self, source: str) -> float:
+        """Seconds until `source` may try again (0: it may try now). Only its own failures count."""
         state = self._sources.get(source)
-        if state is not None:
-            wait = max(wait, state.locked_until - now)
-        return max(0.0, wait)
+        return max(0.0, state.locked_until - self._now()) if state is not None else 0.0
 
     def failure(self, source: str) -> None:
+        alert = self.on_alert()
         now = self._now()
         self._recent.append(now)
+        while len(self._recent) > self.global_max * 4:  # enough to know the alert holds; bounded
+            self._recent.popleft()
         if source not in self._sources and len(self._sources) >= self.max_sources:
             oldest = min(self._sources, key=lambda key: self._sources[key].locked_until)
             del self._sources[oldest]
         state = self._sources.setdefault(source, _Source())
         state.failures += 1
-        over = state.failures - self.free_failures
+        over = state.failures - (self.alert_free_failures if alert else self.free_failures)
         if over >= 0:
-            state.locked_until = now + min(2.0**over, self.max_delay)
+            state.locked_until = now + min(2.0 ** min(over, 30), self.max_delay)
 
     def success(self, source: str) -> None:
         self._sources.pop(source, None)

@@ -9,14 +9,11 @@ on the consent page (`symbiote.auth.consent`).
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hmac
+import logging
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
 import anyio.to_thread
-from mcp.server.auth.middleware.client_auth import ClientAuthenticator
 from mcp.server.auth.provider import (
     AccessToken,
     AuthorizationCode,
@@ -26,13 +23,14 @@ from mcp.server.auth.provider import (
     RegistrationError,
     TokenError,
 )
-from mcp.shared.auth import InvalidRedirectUriError, OAuthClientInformationFull, OAuthToken
-from pydantic import AnyUrl
-from starlette.requests import Request
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from pydantic import AnyUrl, ValidationError
 
-from symbiote.auth._sqlite import digest, new_secret
+from symbiote.auth.client_metadata import ClientMetadataDocuments, ClientMetadataError, is_metadata_url
 from symbiote.auth.store import API_KEY_PREFIX, AuthStore
 from symbiote.platform_hosts import is_loopback
+
+log = logging.getLogger("symbiote.auth")
 
 SCOPE = "memory"  # one owner, one permission: the whole memory
 FORBIDDEN_REDIRECT_SCHEMES = frozenset({"javascript", "data", "file", "vbscript", "about", "blob"})
@@ -83,8 +81,18 @@ def redirect_uri_problem(uri: AnyUrl) -> str | None:
 class SymbioteOAuthProvider:
     """The SDK's provider protocol for one origin, over the shared store."""
 
-    def __init__(self, store: AuthStore, origin: str, *, access_ttl: int, refresh_ttl: int) -> None:
+    def __init__(
+        self,
+        store: AuthStore,
+        origin: str,
+        *,
+        access_ttl: int,
+        refresh_ttl: int,
+        documents: ClientMetadataDocuments | None = None,
+    ) -> None:
+        """`documents`: resolve `client_id`s that are HTTPS URLs (Client ID Metadata Documents)."""
         self.store = store
+        self.documents = documents
         self.origin = origin
         self.resource = f"{origin}/mcp"
         self.access_ttl = access_ttl
@@ -96,11 +104,29 @@ class SymbioteOAuthProvider:
     # -- clients --------------------------------------------------------------------------------
 
     async def get_client(self, client_id: str) -> SymbioteClient | None:
+        if self.documents is not None and is_metadata_url(client_id):
+            return await self._document_client(client_id)
         found = await self._run(self.store.get_client, client_id)
         if found is None:
             return None
         info, secret_hash = found
         return SymbioteClient.model_validate({**info, "client_secret": secret_hash})
+
+    async def _document_client(self, url: str) -> SymbioteClient | None:
+        """A public client described by its metadata document; None (an unknown client) if refused."""
+        assert self.documents is not None
+        try:
+            document = await self.documents.document(url)
+            problems = [redirect_uri_problem(AnyUrl(uri)) for uri in document["redirect_uris"]]
+            problem = next((p for p in problems if p), None)
+            if problem:
+                raise ClientMetadataError(problem)
+            return SymbioteClient.model_validate(
+                {**document, "client_id": url, "token_endpoint_auth_method": "none", "client_secret": None, "scope": SCOPE}
+            )
+        except (ClientMetadataError, ValidationError, ValueError) as exc:
+            log.warning("client %s refused: %s", url, exc)
+            return None
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
         for uri in client_info.redirect_uris or []:
@@ -129,8 +155,11 @@ class SymbioteOAuthProvider:
             "redirect_uri_provided_explicitly": params.redirect_uri_provided_explicitly,
             "resource": self.resource,
             "origin": self.origin,
+            "client_name": client.client_name,  # a metadata-document client is in no table: show its name
         }
         ticket = await self._run(self.store.add_pending, client.client_id, pending)
+        if ticket is None:
+            raise AuthorizeError("temporarily_unavailable", "Too many sign-ins are waiting for the owner; try later.")
         return f"{self.origin}/oauth/consent?ticket={ticket}"
 
     async def load_authorization_code(self, client: OAuthClientInformationFull, authorization_code: str) -> AuthorizationCode | None:
@@ -230,43 +259,3 @@ class SymbioteOAuthProvider:
 
     async def exchange_identity_assertion(self, client: Any, params: Any) -> OAuthToken:
         raise TokenError("unsupported_grant_type", "The JWT bearer grant is not supported by this authorization server")
-
-
-class HashedSecretAuthenticator(ClientAuthenticator):
-    """The SDK's client authentication, against client secrets stored only as digests.
-
-    The stored record carries the digest in `client_secret`; for this one request the presented
-    secret is hashed and, when it matches (constant-time), the SDK's own checks run with the
-    presented value in its place. Any other value fails them exactly as a wrong secret would.
-    """
-
-    async def authenticate_request(self, request: Request) -> OAuthClientInformationFull:
-        presented = await _presented_secret(request)
-        return await ClientAuthenticator(_PresentedSecretView(self.provider, presented)).authenticate_request(request)
-
-
-class _PresentedSecretView:
-    def __init__(self, provider: Any, presented: str | None) -> None:
-        self._provider = provider
-        self._presented = presented
-
-    async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
-        client = await self._provider.get_client(client_id)
-        if client is None or not client.client_secret:
-            return client
-        if self._presented and hmac.compare_digest(digest(self._presented), client.client_secret):
-            return client.model_copy(update={"client_secret": self._presented})
-        return client.model_copy(update={"client_secret": new_secret("mismatch_")})
-
-
-async def _presented_secret(request: Request) -> str | None:
-    header = request.headers.get("Authorization", "")
-    if header.startswith("Basic "):
-        try:
-            decoded = base64.b64decode(header[6:]).decode("utf-8")
-        except (ValueError, UnicodeDecodeError, binascii.Error):
-            return None
-        return unquote(decoded.split(":", 1)[1]) if ":" in decoded else None
-    form = await request.form()
-    value = form.get("client_secret")
-    return value if isinstance(value, str) else None

@@ -50,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     oauth_cmd.set_defaults(run=oauth)
     reset_cmd = commands.add_parser("reset", help="start an empty memory store (the old one is kept aside)")
     reset_cmd.add_argument("--confirm", action="store_true", help="really do it")
+    reset_cmd.add_argument(
+        "--sign-ins", action="store_true", help="also set aside the sign-in database (every API key and connected app)"
+    )
     reset_cmd.set_defaults(run=reset)
     commands.add_parser(
         "owner-secret-hash", help="print SYMBIOTE_OWNER_SECRET_HASH for an owner secret read from stdin"

@@ -107,7 +107,12 @@ def owner_secret_hash(_args: argparse.Namespace) -> int:
 
 
 def reset(args: argparse.Namespace) -> int:
-    """Start an empty memory store; the old data directory is moved aside, never deleted."""
+    """Start an empty memory store; the old data directory is moved aside, never deleted.
+
+    The sign-in database (API keys, connected apps) stays unless `--sign-ins` says to set it
+    aside too. A server still running on the old directory refuses to go on until restarted.
+    """
+    from symbiote.auth.store import AUTH_DB_NAME
     from symbiote.storage.opening import reset_store
 
     settings = settings_from_env()
@@ -118,9 +123,14 @@ def reset(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    moved = reset_store(settings.chromadb_path)
+    sign_ins = getattr(args, "sign_ins", False)
+    moved = reset_store(settings.chromadb_path, keep=() if sign_ins else (AUTH_DB_NAME,))
     if moved is None:
         print(f"created an empty memory store at {settings.chromadb_path}")
-    else:
-        print(f"moved the old store to {moved}; {settings.chromadb_path} is now empty. Restart the server.")
+        return 0
+    print(f"moved the old store to {moved}; {settings.chromadb_path} is now empty. Restart the server.")
+    if sign_ins:
+        print("The sign-in database went with it: API keys and connected apps must be set up again.")
+    elif (settings.chromadb_path / AUTH_DB_NAME).exists():
+        print("The sign-in database (API keys, connected apps) was kept; add --sign-ins to set it aside too.")
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from typing import Any, Callable
 
@@ -34,10 +35,14 @@ def _graceful_server_class() -> type:
     return GracefulServer
 
 
+PRIVATE_UMASK = 0o077  # memories, the sign-in database, caches: files 0600, directories 0700
+
+
 def serve(args: argparse.Namespace) -> int:
     """`symbiote serve [--transport http|sse|stdio]` (default: SYMBIOTE_TRANSPORT, else http)."""
     import dataclasses
 
+    os.umask(PRIVATE_UMASK)  # before anything (the store's process included) creates a file
     settings = settings_from_env()
     overrides = {
         k: v for k, v in (("host", args.host), ("port", args.port), ("transport", getattr(args, "transport", None))) if v is not None
@@ -53,8 +58,10 @@ def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from symbiote import logs
+    from symbiote.http import access_log
 
     logs.configure(settings.log_level)
+    access_log.install()
     failures: list[BaseException] = []
     app: Any
     if booting:
@@ -78,6 +85,10 @@ def serve(args: argparse.Namespace) -> int:
         log_config=None,
         ws="none",  # nothing here speaks WebSocket; skips importing the websockets package at start
         timeout_graceful_shutdown=10,
+        # X-Forwarded-For/-Proto are honoured only when SYMBIOTE_TRUST_FORWARDED_HEADERS says so
+        # (symbiote.http.security.ForwardedClient, symbiote.auth.origin); uvicorn's default would
+        # trust them from any local process or tunnel.
+        proxy_headers=False,
         # Longer than clients keep idle connections (httpx: 5 s). With uvicorn's default of 5 s a
         # legacy-SSE client's POST could land on a connection the server was closing that instant,
         # and the MCP SDK's SSE client drops the whole session on that error.
@@ -125,6 +136,7 @@ def stdio(_args: argparse.Namespace) -> int:
     """`symbiote stdio`: the same as `symbiote serve --transport stdio`."""
     import dataclasses
 
+    os.umask(PRIVATE_UMASK)
     return _serve_stdio(dataclasses.replace(settings_from_env(), transport="stdio"))
 
 

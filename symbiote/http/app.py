@@ -34,7 +34,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse
 from starlette.routing import BaseRoute, Mount, Route
 
-from symbiote.auth.gateway import AuthGateway
+from symbiote.auth.gateway import AuthGateway, OAuthOptions
 from symbiote.auth.origin import OriginResolver, current_origin
 from symbiote.auth.owner import OwnerSecret, SignInLimiter
 from symbiote.auth.policy import AuthRefused, chatgpt_tools_enabled, enforce
@@ -45,8 +45,8 @@ from symbiote.config import ConfigError, Settings
 from symbiote.http.health import health_endpoint
 from symbiote.azure.share import FileShare
 from symbiote.runtime import Runtime, build_runtime
-from symbiote.http.limits import BodyLimit, cors_middleware
-from symbiote.http.security import allowed_hosts, transport_security
+from symbiote.http.limits import body_limits, cors_middleware
+from symbiote.http.security import ForwardedClient, allowed_hosts, transport_security
 from symbiote.http.sse import LegacySseTransport, SessionTable
 
 log = logging.getLogger(__name__)
@@ -130,10 +130,11 @@ def create_app(
         Mount("/console", app=console),  # the owner's console: its own sign-in, never a bearer token
         Mount("", app=gateway),
     ]
+    forwarded = [Middleware(ForwardedClient)] if resolver.trust_forwarded else []
     app = Starlette(
         routes=routes,
         lifespan=_lifespan(runtime, store, warm_up),
-        middleware=[*cors_middleware(settings.cors_origins), Middleware(BodyLimit, max_bytes=settings.max_body_bytes)],
+        middleware=[*forwarded, *cors_middleware(settings.cors_origins), *body_limits(settings.max_body_bytes, mode == "oauth")[0]],
     )
     app.state.runtime = runtime
     app.state.sessions = sessions
@@ -157,8 +158,9 @@ def _gateway(
     limiter: SignInLimiter | None,
 ) -> tuple[AuthGateway, AuthStore | None]:
     """Who may reach `endpoints`: in `oauth` mode the gateway and the auth store behind it."""
+    after_auth = body_limits(settings.max_body_bytes, mode == "oauth")[1]
     if mode != "oauth" or owner is None or limiter is None:
-        return AuthGateway(mode=mode, resolver=resolver, endpoints=endpoints), None
+        return AuthGateway(mode=mode, resolver=resolver, endpoints=endpoints, after_auth=after_auth), None
     store = AuthStore(settings.auth_db_path or default_auth_db(settings.chromadb_path))
     gateway = AuthGateway(
         mode=mode,
@@ -167,8 +169,16 @@ def _gateway(
         store=store,
         owner=owner,
         limiter=limiter,
-        access_ttl=settings.access_token_ttl_seconds,
-        refresh_ttl=settings.refresh_token_ttl_seconds,
+        options=OAuthOptions(
+            access_ttl=settings.access_token_ttl_seconds,
+            refresh_ttl=settings.refresh_token_ttl_seconds,
+            open_registration=settings.open_registration,
+            registrations_per_minute=settings.registrations_per_minute,
+            registrations_per_hour=settings.registrations_per_hour,
+            client_metadata_documents=settings.client_metadata_documents,
+            metadata_loopback=settings.metadata_loopback,
+        ),
+        after_auth=after_auth,
     )
     return gateway, store
 

@@ -37,6 +37,7 @@ class EnginePolicy:
     confidence_min: float = 0.7
     max_per_window: int = 3
     window_minutes: int = 60
+    max_content_bytes: int = 100_000  # SYMBIOTE_MAX_CONTENT_BYTES
 
 
 async def check_conversation(policy: EnginePolicy, io: StoreIO, store: MemoryStore, draft: StoredMemory) -> None:

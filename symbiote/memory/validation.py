@@ -13,15 +13,24 @@ from symbiote.memory.ids import created_us, is_memory_id
 MAX_TAGS = 10
 MAX_TAG_LENGTH = 50
 MAX_CONVERSATION_ID = 200
+MAX_CONTENT_BYTES = 100_000  # the default of SYMBIOTE_MAX_CONTENT_BYTES: far more than any real note
+MAX_QUERY_CHARS = 2_000  # a question, not a document: longer ones cost search time and find nothing more
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
-def content(value: Any) -> str:
+def content(value: Any, max_bytes: int = MAX_CONTENT_BYTES) -> str:
+    """The text of a memory, at most `max_bytes` in UTF-8 (SYMBIOTE_MAX_CONTENT_BYTES)."""
     if not isinstance(value, str):
         raise InvalidInputError("content must be text.")
     text = value.strip()
     if not text:
         raise InvalidInputError("content is empty: give the text to remember.")
+    size = len(text) if len(text) > max_bytes else len(text.encode("utf-8", "surrogatepass"))
+    if size > max_bytes:
+        raise InvalidInputError(
+            f"content is {'at least ' if len(text) > max_bytes else ''}{size:,} bytes; a memory holds at most "
+            f"{max_bytes:,} bytes (SYMBIOTE_MAX_CONTENT_BYTES). Store the parts that matter as separate memories."
+        )
     return text
 
 
@@ -31,6 +40,10 @@ def query(value: Any) -> str:
     text = value.strip()
     if not text:
         raise InvalidInputError("query is empty: say what to look for, e.g. 'the user's favourite editor'.")
+    if len(text) > MAX_QUERY_CHARS:
+        raise InvalidInputError(
+            f"query is {len(text):,} characters; at most {MAX_QUERY_CHARS:,} are searched. Ask with the words that matter."
+        )
     return text
 
 

@@ -40,10 +40,11 @@ NEAR_DUPLICATE = 0.92  # cosine at or above which a new memory is reported as a 
 
 
 def draft(
-    content: Any, tags: Any, type: Any, confidence: Any, conversation_id: Any, bookmarked: Any  # noqa: A002
+    content: Any, tags: Any, type: Any, confidence: Any, conversation_id: Any, bookmarked: Any,  # noqa: A002
+    max_bytes: int = validation.MAX_CONTENT_BYTES,
 ) -> StoredMemory:
     """A validated memory without id or time yet."""
-    text = validation.content(content)
+    text = validation.content(content, max_bytes)
     return StoredMemory(
         memory_id="",
         content=text,
@@ -58,7 +59,7 @@ def draft(
     )
 
 
-def _batch_drafts(items: Any) -> list[StoredMemory]:
+def _batch_drafts(items: Any, max_bytes: int) -> list[StoredMemory]:
     """store_memories' items as drafts: every one valid, or an error naming the first that is not."""
     drafts: list[StoredMemory] = []
     for position, item in enumerate(validation.batch(items), start=1):
@@ -71,6 +72,7 @@ def _batch_drafts(items: Any) -> list[StoredMemory]:
                     item.get("confidence"),
                     item.get("conversation_id"),
                     item.get("bookmarked", False),
+                    max_bytes,
                 )
             )
         except InvalidInputError as exc:
@@ -109,12 +111,13 @@ def _batch_results(
 
 
 def _changes(
-    old: StoredMemory, content: Any, tags: Any, type: Any, confidence: Any, bookmarked: Any  # noqa: A002
+    old: StoredMemory, content: Any, tags: Any, type: Any, confidence: Any, bookmarked: Any,  # noqa: A002
+    max_bytes: int,
 ) -> dict[str, Any]:
     """update_memory's validated changes to `old`; text equal to the stored text is no change."""
     changes: dict[str, Any] = {}
     if content is not None:
-        text = validation.content(content)
+        text = validation.content(content, max_bytes)
         if text != old.content:
             changes["content"] = text
             changes["content_hash"] = content_hash(text)
@@ -157,7 +160,7 @@ class MemoryWriter:
         bookmarked: Any = False,
     ) -> StoreResult:
         started = time.perf_counter()
-        item = draft(content, tags, type, confidence, conversation_id, bookmarked)
+        item = draft(content, tags, type, confidence, conversation_id, bookmarked, self._policy().max_content_bytes)
         io = self._io
         store = await io.opened()
         await check_conversation(self._policy(), io, store, item)
@@ -197,7 +200,7 @@ class MemoryWriter:
 
     async def store_many(self, items: Any) -> BatchStoreResult:
         """Store a batch: every item valid or none stored; one embedding pass, one write."""
-        drafts = _batch_drafts(items)
+        drafts = _batch_drafts(items, self._policy().max_content_bytes)
         io = self._io
         store = await io.opened()
         existing = await io.read(store.find_contents, [d.content_hash for d in drafts], urgent=False)
@@ -245,7 +248,7 @@ class MemoryWriter:
         if mid not in found:
             raise MemoryNotFoundError(mid)
         old = found[mid]
-        changes = _changes(old, content, tags, type, confidence, bookmarked)
+        changes = _changes(old, content, tags, type, confidence, bookmarked, self._policy().max_content_bytes)
         if not changes:
             return UpdateResult(memory=public(old), reembedded=False, message="Nothing to change.")
         memory = replace(old, updated_us=now_us(), **changes)

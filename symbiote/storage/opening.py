@@ -1,7 +1,10 @@
 """Opening a memory store: embedded Chroma in a data directory, or a Chroma server; resetting one.
 
 A damaged store is copied aside before anything else touches it, and every refusal says what
-to fix (a read-only mount, a directory we may not write).
+to fix (a read-only mount, a directory we may not write). The data directory is kept private
+(0700, its files 0600: `make_private`). `symbiote reset` moves the directory aside and keeps the
+sign-in database unless asked; a server still running on the old directory notices (`ResetGuard`)
+and refuses to go on with it instead of serving, and writing to, the data set aside.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
 
 from symbiote.errors import StoreUnavailableError
 from symbiote.storage.base import CHROMA_FILE, LEXICAL_FILE
@@ -55,6 +58,7 @@ def open_embedded_store(path: Path, model_name: str, dimension: int) -> "ChromaM
     """Open (creating if needed) the embedded Chroma store and its keyword index at `path`."""
     try:
         path.mkdir(parents=True, exist_ok=True)
+        make_private(path)
         probe = path / ".symbiote-write-test"
         probe.write_bytes(b"")
         probe.unlink()
@@ -70,6 +74,7 @@ def open_embedded_store(path: Path, model_name: str, dimension: int) -> "ChromaM
     from symbiote.storage.chroma_store import ChromaMemoryStore
 
     client = None
+    _write_ahead_log(path / CHROMA_FILE)
     try:
         client = embedded_client(path)
         for collection in client.list_collections():  # reads the catalogue: damage shows here, not mid-request
@@ -86,6 +91,23 @@ def open_embedded_store(path: Path, model_name: str, dimension: int) -> "ChromaM
             "Memory is unavailable until then."
         ) from exc
     return ChromaMemoryStore(client, model_name, dimension, _keyword_index(path), data_path=path)
+
+
+def _write_ahead_log(db: Path) -> None:
+    """Chroma's SQLite file in write-ahead-log mode (kept in the file; Chroma leaves it so): with its
+    default rollback journal every add waits for about eight fsyncs, with the log about two, and an
+    acknowledged write is as durable. A file that cannot be read is left for Chroma's open to report."""
+    import sqlite3
+
+    try:
+        conn = sqlite3.connect(str(db), timeout=10)
+        try:
+            if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+                conn.execute("PRAGMA journal_mode=WAL")
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        logging.getLogger(__name__).info("could not switch %s to write-ahead logging: %s", db, exc)
 
 
 def _forget_chroma_system(path: Path, client: object | None) -> None:
@@ -135,16 +157,86 @@ def quarantine(path: Path) -> Path:
     return backup
 
 
-def reset_store(path: Path) -> Path | None:
-    """`symbiote reset --confirm`: move the data directory aside (never deleted) and leave an empty one."""
+def make_private(path: Path) -> None:
+    """Owner-only modes on the data directory and everything in it (0700 / 0600), including what an
+    older version created 0755 / 0644. A file system without modes (an SMB share) is left as it is."""
+    try:
+        for directory, subdirectories, files in os.walk(path):
+            os.chmod(directory, 0o700)
+            for name in files:
+                file = os.path.join(directory, name)
+                if not os.path.islink(file):
+                    os.chmod(file, 0o600)
+    except OSError as exc:
+        logging.getLogger(__name__).info("could not make %s private (%s); its file system may not keep modes", path, exc)
+
+
+def reset_store(path: Path, keep: tuple[str, ...] = ()) -> Path | None:
+    """`symbiote reset --confirm`: move the data directory aside (never deleted) and leave an empty one.
+
+    The files named in `keep` (the sign-in database and its journal) move into the new directory,
+    so API keys and connected apps survive a reset of the memories.
+    """
     if not path.exists():
-        path.mkdir(parents=True)
+        path.mkdir(parents=True, mode=0o700)
         return None
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     backup = path.with_name(f"{path.name}.reset-{stamp}")
     path.rename(backup)
-    path.mkdir(parents=True)
+    path.mkdir(parents=True, mode=0o700)
+    for name in keep:
+        for suffix in ("", "-journal", "-wal", "-shm"):
+            kept = backup / f"{name}{suffix}"
+            if kept.exists():
+                kept.rename(path / kept.name)
     return backup
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
+class StoreResetError(StoreUnavailableError):
+    """The data directory this server opened was moved aside (`symbiote reset`) while it ran."""
+
+
+class ResetGuard:
+    """A store opened in a data directory, that refuses every call once that directory is not the one
+    it opened (reset moved it aside): the server must not serve, or write to, the data set aside."""
+
+    def __init__(self, store: Any, path: Path) -> None:
+        self._store = store
+        self._path = path
+        self._opened = _identity(path)
+
+    def _check(self) -> None:
+        if self._opened is not None and _identity(self._path) != self._opened:
+            raise StoreResetError(
+                f"The memory store in {str(self._path)!r} was reset (moved aside) while this server was running. "
+                "Restart the server to use the new store; nothing was written to the old one."
+            )
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        target = getattr(self._store, name)
+        if not callable(target) or name == "close":
+            return target
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self._check()
+            return target(*args, **kwargs)
+
+        return call
+
+
+def reset_guard(path: Path, guard: Callable[[Callable[[], Any]], Any] | None) -> Callable[[Callable[[], Any]], Any]:
+    """`guard` (how a store's opener is wrapped, e.g. the file share's), with the reset check around it."""
+    return lambda opener: ResetGuard(guard(opener) if guard is not None else opener(), path)
 
 
 def open_server_store(server: "ChromaServer", index_dir: Path, model_name: str, dimension: int) -> "ChromaMemoryStore":
