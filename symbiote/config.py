@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from symbiote.auth_settings import read_auth_settings
+from symbiote.telemetry.settings import read_telemetry_settings
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 INSTALLED_SHARE = Path(sys.prefix) / "share" / "symbiote"  # where an installed wheel puts its data files
@@ -114,6 +115,9 @@ class Settings:
     sse_max_lifetime_seconds: float = 3600.0
     cors_origins: tuple[str, ...] = ()
     max_body_bytes: int = 4 * 1024 * 1024
+    # Telemetry (symbiote.telemetry; docs/observability.md). The exporters read the standard OTEL_* variables.
+    log_format: str = "text"  # LOG_FORMAT: text | json (unset: json on Azure)
+    trace_content: bool = False  # SYMBIOTE_TRACE_CONTENT: tool arguments and results in span attributes
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
@@ -150,6 +154,7 @@ class Settings:
         limits = _limit_settings(env, problems, integer)
         auth = read_auth_settings(env, problems, integer, host)
         transport = _transport_settings(env, problems, integer)
+        telemetry = read_telemetry_settings(env, problems)
         if problems:
             raise ConfigError("Invalid configuration:\n  - " + "\n  - ".join(problems))
         return cls(
@@ -169,6 +174,7 @@ class Settings:
             **limits,
             **auth,
             **transport,
+            **telemetry,
         )
 
 

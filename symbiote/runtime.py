@@ -28,6 +28,7 @@ from symbiote.mcp.server import SymbioteMCP, build_server
 from symbiote.storage.base import MemoryStore
 from symbiote.storage.opening import embedded_store_exists, open_embedded_store, open_server_store, reset_guard
 from symbiote.storage.process import StoreProcess, for_path
+from symbiote.telemetry import export as telemetry
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +129,9 @@ def _share_guard(settings: Settings, services: ShareServices | None) -> Callable
 
 def build_runtime(settings: Settings, *, share: FileShare | None = None) -> Runtime:
     """The whole instance. With SYMBIOTE_SHARE set (or `share` given, as tests do) the file share's
-    services open too: the writer lease is taken or waited for, and both stores write behind it."""
+    services open too: the writer lease is taken or waited for, and both stores write behind it.
+    Telemetry starts first (once per process), so the instance's first spans and lines are sent."""
+    telemetry.start()
     personality = load(settings.personalities_dir, settings.personality)
     chroma_server = ChromaServer.from_settings(settings)
 
@@ -165,7 +168,7 @@ def build_runtime(settings: Settings, *, share: FileShare | None = None) -> Runt
     history = history_services(
         settings, embedder, engine, ChromaClients(chroma_server, settings.chromadb_path), guard=guard, host=host
     )
-    server = build_server(engine, personality)
+    server = build_server(engine, personality, trace_content=settings.trace_content)
     register_history_tools(server, history)
     log.info(
         "symbiote configured: personality=%s store=%s model=%s",

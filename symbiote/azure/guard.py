@@ -157,6 +157,7 @@ class GuardedStore:
         def call(*args: Any, **kwargs: Any) -> Any:
             return getattr(self._current(), name)(*args, **kwargs)
 
+        call.__name__ = name  # the method's name, for whoever reports the call (the `store <op>` spans)
         return call
 
     def close(self) -> None:

@@ -12,6 +12,8 @@ import asyncio
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Callable, Sequence
 
+from opentelemetry import trace
+
 from symbiote.embedding.model import Embedder, WarmModel
 from symbiote.workers import PriorityExecutor
 
@@ -21,6 +23,7 @@ if TYPE_CHECKING:  # numpy is imported when first needed: it is not on the way t
 # Texts embedded per trip to the worker: small enough that a query waiting behind a large
 # batch waits for one slice, not the whole batch.
 _SLICE = 16
+_tracer = trace.get_tracer(__name__)
 
 
 class AsyncEmbedder:
@@ -58,7 +61,18 @@ class AsyncEmbedder:
         """Vectors for `texts`, in order; cached texts skip the model.
 
         `urgent` (a query someone waits on) goes before queued background slices (a batch being stored).
+        Under a request's recorded span (`symbiote.telemetry`) it is the `embedding` span; otherwise
+        no span is made at all (the OpenTelemetry API only: nothing to pay without an exporter).
         """
+        if not trace.get_current_span().is_recording():
+            return await self._embed(texts, urgent)
+        with _tracer.start_as_current_span(
+            "embedding", attributes={"symbiote.embedding.texts": len(texts)},
+            record_exception=False, set_status_on_exception=False,
+        ):
+            return await self._embed(texts, urgent)
+
+    async def _embed(self, texts: Sequence[str], urgent: bool) -> np.ndarray:
         model = await self.model()
         import numpy as np  # loaded with the model (runtime.load_embedder), never raced here
 

@@ -19,6 +19,8 @@ from symbiote.memory.engine import MemoryEngine
 from symbiote.errors import SymbioteError
 from symbiote.mcp.personality import Personality
 from symbiote.mcp.tools import register_tools
+from symbiote.telemetry.gauges import StoreGauges
+from symbiote.telemetry.mcp_spans import McpTelemetry, instrument
 
 INSTRUCTIONS = """\
 Symbiote is the user's single long-term memory, shared by every assistant they use.
@@ -53,7 +55,10 @@ class SymbioteMCP(MCPServer):
         await self._lowlevel_server.run(read_stream, write_stream, self._lowlevel_server.create_initialization_options())
 
 
-def build_server(engine: MemoryEngine, personality: Personality) -> SymbioteMCP:
+def build_server(engine: MemoryEngine, personality: Personality, *, trace_content: bool = False) -> SymbioteMCP:
+    """The server with its tools, prompt and resources, instrumented (`symbiote.telemetry`): one span per
+    request and the memory gauges, sent wherever `symbiote.telemetry.export` was told, or nowhere.
+    `trace_content` (SYMBIOTE_TRACE_CONTENT) lets tool arguments and results into the spans."""
     server = SymbioteMCP(
         name="symbiote",
         title="Symbiote memory (Venom)",
@@ -62,6 +67,8 @@ def build_server(engine: MemoryEngine, personality: Personality) -> SymbioteMCP:
         version=__version__,
     )
     register_tools(server, engine)
+    gauges = StoreGauges(engine)
+    instrument(server.middleware, McpTelemetry(content=trace_content, after_tool=gauges.refresh_soon))
 
     @server.prompt(
         name="venom_identity",

@@ -133,6 +133,14 @@ class MemoryEngine:
             log.exception("counting memories failed")
             return None
 
+    async def store_size(self) -> int | None:
+        """Bytes the store takes on disk, for the telemetry gauge: None while it is not open (this never
+        opens it). Queued with the background work: nobody waits on it."""
+        store = self._io.store
+        if store is None:
+            return None
+        return await self._io.read(store.size_bytes, urgent=False)
+
     def close(self) -> None:
         self._io.shutdown()
         self._embedder.close()

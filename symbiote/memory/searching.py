@@ -15,7 +15,7 @@ from symbiote.embedding.embedder import AsyncEmbedder
 from symbiote.memory import validation
 from symbiote.memory.records import SearchHit, SearchResults, public
 from symbiote.memory.statistics import Timer
-from symbiote.memory.store_io import StoreIO
+from symbiote.memory.store_io import StoreIO, traced
 from symbiote.retrieval.ranking import Candidate, QueryEvidence, fuse, relevance_scores
 from symbiote.retrieval.topics import TopicIndex
 from symbiote.storage.base import StoredMemory, content_hash
@@ -99,14 +99,16 @@ class MemorySearch:
         io = self._io
 
         async def by_keyword() -> list[KeywordMatch]:  # needs no vector: runs while the query is embedded
-            return await io.read((await io.opened()).keyword, text, CANDIDATES, where)
+            with traced("keyword search"):
+                return await io.read((await io.opened()).keyword, text, CANDIDATES, where)
 
         store, vectors, topics, keyword = await asyncio.gather(
             io.opened(), self._embedder.embed([text], urgent=True), self.topic_index(), by_keyword()
         )
         topic = topics.match(vectors[0])
         words = list(topic.keywords) if topic else []
-        dense, _, members = await io.read(store.retrieve, vectors[0], None, CANDIDATES, words, TOPIC_CANDIDATES, where)
+        with traced("vector search"):
+            dense, _, members = await io.read(store.retrieve, vectors[0], None, CANDIDATES, words, TOPIC_CANDIDATES, where)
         candidates = fuse(dense, keyword, members)
         if not candidates:
             return [], QueryEvidence(0.0, 0.0, 0.0), {}

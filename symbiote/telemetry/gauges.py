@@ -1,0 +1,71 @@
+"""The memory count (`symbiote.memory.count`) and the store's size (`symbiote.store.size`, bytes) as gauges.
+
+The metric reader asks for them on its own thread, where the store must not be touched (its calls
+belong to the engine's workers, and on a file share opening it needs the writer lease). So the
+figures are kept here and read from the engine in the event loop after a tool call, at most once
+per `REFRESH_SECONDS`, off the request's path; until the first tool call there is nothing to report.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Iterable
+
+from opentelemetry import metrics
+from opentelemetry.metrics import CallbackOptions, Observation
+
+from symbiote import __version__
+from symbiote.errors import SymbioteError
+from symbiote.memory.engine import MemoryEngine
+
+log = logging.getLogger(__name__)
+
+REFRESH_SECONDS = 10.0
+
+
+class StoreGauges:
+    """Registers the two gauges and keeps their latest figures."""
+
+    def __init__(self, engine: MemoryEngine, refresh_seconds: float = REFRESH_SECONDS) -> None:
+        self._engine = engine
+        self._refresh_seconds = refresh_seconds
+        self.count: int | None = None
+        self.size: int | None = None
+        self._checked = float("-inf")
+        self._task: asyncio.Task[None] | None = None
+        meter = metrics.get_meter("symbiote.memory", __version__)
+        meter.create_observable_gauge(
+            "symbiote.memory.count", callbacks=[self._observe_count], unit="{memory}", description="Memories stored."
+        )
+        meter.create_observable_gauge(
+            "symbiote.store.size", callbacks=[self._observe_size], unit="By", description="Bytes the store takes on disk."
+        )
+
+    def refresh_soon(self) -> None:
+        """In the event loop: start reading the figures again if they are older than the interval."""
+        now = time.monotonic()
+        if now - self._checked < self._refresh_seconds or (self._task is not None and not self._task.done()):
+            return
+        self._checked = now
+        self._task = asyncio.get_running_loop().create_task(self.refresh())
+
+    async def refresh(self) -> None:
+        count = await self._engine.count()  # None while the store cannot be read (the engine logs why)
+        if count is not None:
+            self.count = count
+        try:
+            size = await self._engine.store_size()
+        except SymbioteError as exc:  # a gauge left at its last figure; the engine logged the failure
+            log.warning("store size not measured: %s", exc)
+            return
+        if size is not None:
+            self.size = size
+
+    def _observe_count(self, _options: CallbackOptions) -> Iterable[Observation]:
+        return [] if self.count is None else [Observation(self.count)]
+
+    def _observe_size(self, _options: CallbackOptions) -> Iterable[Observation]:
+        return [] if self.size is None else [Observation(self.size)]
+
