@@ -163,20 +163,18 @@ class MemoryBulk:
         self, items: Sequence[tuple[StoredMemory, "np.ndarray | None"]]
     ) -> list[tuple[StoredMemory, "np.ndarray", list[str]]]:
         """Each memory with its vectors and passages: the given vectors when there is one per
-        passage, else the model's, made in one pass for all of them."""
+        passage, else the model's, made in one pass for all of them. The texts go to the model
+        shortest first, so each slice is padded to a similar length rather than to its longest."""
+        import numpy as np
+
         passages = [await self._embedder.windows(memory.content) for memory, _ in items]
         reuse = [
             vectors is not None and len(vectors) == len(windows) and vectors.shape[1] == MODEL_DIMENSION
             for (_m, vectors), windows in zip(items, passages)
         ]
-        flat = [text for windows, ok in zip(passages, reuse) if not ok for text in windows]
-        made = await self._embedder.embed(flat) if flat else None
-        result = []
-        offset = 0
-        for (memory, vectors), windows, ok in zip(items, passages, reuse):
-            if not ok:
-                assert made is not None
-                vectors = made[offset : offset + len(windows)]
-                offset += len(windows)
-            result.append((memory, vectors, windows))
-        return result
+        wanted = sorted({text for windows, ok in zip(passages, reuse) if not ok for text in windows}, key=len)
+        made = dict(zip(wanted, await self._embedder.embed(wanted))) if wanted else {}
+        return [
+            (memory, vectors if ok else np.stack([made[text] for text in windows]), windows)
+            for (memory, vectors), windows, ok in zip(items, passages, reuse)
+        ]
