@@ -259,8 +259,16 @@ async def test_behind_https_the_cookie_is_secure_and_wrong_secrets_are_throttled
     async with httpx.AsyncClient(transport=transport, base_url="https://memory.example.com") as http:
         signed = await http.post("/console/signin", data={"secret": OWNER_SECRET})
         assert signed.status_code == 303 and "; Secure" in signed.headers["set-cookie"]
-        assert (await http.get("/console/")).status_code == 200
+        page = (await http.get("/console/transfer")).text
+        token = {"X-CSRF-Token": page.split('name="csrf-token" content="')[1].split('"')[0]}
+        job = (await http.post("/console/import", headers=token)).json()["job"]
+        part = await http.post(f"/console/import/{job}/part", content=b"x" * 100_000, headers=token)
+        assert part.status_code == 200  # over the 16 KB for strangers: the session was checked first
+        huge = await http.post(f"/console/import/{job}/part", content=b"x" * (settings.max_body_bytes + 1), headers=token)
+        assert huge.status_code == 413  # SYMBIOTE_MAX_BODY_BYTES still holds
         http.cookies.clear()
+        stranger = await http.post(f"/console/import/{job}/part", content=b"x" * 100_000, headers=token)
+        assert stranger.status_code == 401  # refused before its body is read
         statuses = [(await http.post("/console/signin", data={"secret": f"wrong guess {i}"})).status_code for i in range(6)]
         assert statuses == [401] * 5 + [429]  # the consent page's limiter: 5 free guesses, then backoff
         assert (await http.post("/console/signin", data={"secret": OWNER_SECRET})).status_code == 429

@@ -121,6 +121,7 @@ def create_app(
         runtime.history.history if runtime.history is not None else None,
         console_access(settings, mode, resolver, security, owner, limiter),
         max_body_bytes=settings.max_body_bytes,
+        after_gate=body_limits(settings.max_body_bytes, mode == "oauth")[1],  # the full cap, after the session check
     )
     health = health_endpoint(runtime, sessions)
     routes: list[BaseRoute] = [
