@@ -94,9 +94,9 @@ async def test_spans_and_metrics_over_otlp_http(tmp_path: Path, model_dir: Path)
     assert traced.resource["service.name"] == "symbiote-test"
     below = descendants(received.spans, traced)
     assert ENGINE_SPANS <= {span.name for span in below}, below
-    for step in ("keyword search", "vector search"):  # each with its store call under it
-        parent = next(span for span in below if span.name == step)
-        assert any(s.name.startswith("store ") and s.parent_id == parent.span_id for s in below), below
+    for step, call in (("keyword search", "store keyword"), ("vector search", "store retrieve")):
+        parent = next(span for span in below if span.name == step)  # each with its store call under it
+        assert any(s.name == call and s.parent_id == parent.span_id for s in below), below
 
     failed = next(span for span in searches if span.trace_id != TRACEPARENT_TRACE)
     assert failed.attributes["error.type"] == "tool_error" and failed.status_code == 2  # STATUS_CODE_ERROR

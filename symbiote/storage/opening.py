@@ -231,6 +231,7 @@ class ResetGuard:
             self._check()
             return target(*args, **kwargs)
 
+        call.__name__ = name  # the method's name, for whoever reports the call (the `store <op>` spans)
         return call
 
 
