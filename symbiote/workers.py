@@ -96,3 +96,14 @@ class PriorityExecutor:
             for thread in self._threads:
                 if thread is not threading.current_thread():
                     thread.join()
+
+
+_NUMPY_LOCK = threading.Lock()
+
+
+def import_numpy() -> None:
+    """Import numpy (and what imports it) in one thread at a time the first time. numpy is off the
+    import path to `initialize`, so several worker threads may ask for it at once, and a first
+    import of numpy racing another fails ("partially initialized module 'numpy._typing'")."""
+    with _NUMPY_LOCK:
+        import numpy  # noqa: F401

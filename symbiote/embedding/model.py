@@ -12,7 +12,6 @@ import dataclasses
 import json
 import logging
 import re
-import threading
 from pathlib import Path
 from typing import Protocol, Sequence, TYPE_CHECKING
 
@@ -21,6 +20,7 @@ if TYPE_CHECKING:  # numpy is imported when first needed: it is not on the way t
 
 
 from symbiote.embedding import MANIFEST_NAME, MODEL_DIMENSION, MODEL_NAME, ONNX_FILE  # noqa: F401 (re-exported)
+from symbiote.workers import import_numpy
 
 log = logging.getLogger(__name__)
 
@@ -32,17 +32,6 @@ _SPAN_TOKENS = 128
 _SPAN_STRIDE = 96
 _PARAGRAPH = re.compile(r"\n\s*\n")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
-
-
-_NUMPY_LOCK = threading.Lock()
-
-
-def import_numpy() -> None:
-    """Import numpy (and what imports it) in one thread at a time the first time. numpy is off the
-    import path to `initialize`, so several worker threads may ask for it at once, and a first
-    import of numpy racing another fails ("partially initialized module 'numpy._typing'")."""
-    with _NUMPY_LOCK:
-        import numpy  # noqa: F401
 
 
 class ModelMissingError(RuntimeError):

@@ -35,7 +35,7 @@ KEYWORD_SYNC_SECONDS = 5.0
 
 def import_chromadb() -> Any:
     """`chromadb`, imported after numpy (chromadb imports numpy, and a first numpy import racing
-    another worker thread's fails: `embeddings.import_numpy`), without its signature checks.
+    another worker thread's fails: `symbiote.workers.import_numpy`), without its signature checks.
 
     Chroma marks many methods with the `overrides` package's decorator, which compares each
     one's signature with its base class's as the class is created: a large part of Chroma's
@@ -45,7 +45,7 @@ def import_chromadb() -> Any:
     """
     import sys
 
-    from symbiote.embedding.model import import_numpy
+    from symbiote.workers import import_numpy
 
     import_numpy()
     if "chromadb" not in sys.modules:

@@ -11,24 +11,31 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Iterable
+from typing import Iterable, Protocol
 
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, Observation
 
 from symbiote import __version__
 from symbiote.errors import SymbioteError
-from symbiote.memory.engine import MemoryEngine
 
 log = logging.getLogger(__name__)
 
 REFRESH_SECONDS = 10.0
 
 
+class MeasuredStore(Protocol):
+    """What the gauges read (the memory engine has both); telemetry sits below the engine."""
+
+    async def count(self) -> int | None: ...
+
+    async def store_size(self) -> int | None: ...
+
+
 class StoreGauges:
     """Registers the two gauges and keeps their latest figures."""
 
-    def __init__(self, engine: MemoryEngine, refresh_seconds: float = REFRESH_SECONDS) -> None:
+    def __init__(self, engine: MeasuredStore, refresh_seconds: float = REFRESH_SECONDS) -> None:
         self._engine = engine
         self._refresh_seconds = refresh_seconds
         self.count: int | None = None
