@@ -72,7 +72,7 @@ class Inputs:
         if kind in (4, 5):
             return self.text()
         if kind == 6:
-            return r.choice(["mem_00000000000000000000", "mem_" + "9" * 20, "", "   ", "yesterday", "0001-01-01", "9999-12-31", "5000 years ago",
+            return r.choice(["mem_00000000000000000000", "mem_" + "9" * 20, "", "   ", *TIMES,
                              "9999-12-31T23:59:59Z", "last 99999999 years", "x" * r.choice([201, 2001, 5000])])
         if kind in (7, 8):
             return [self.value(depth + 1) for _ in range(r.randint(0, 12))]

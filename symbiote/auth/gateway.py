@@ -190,11 +190,16 @@ class AuthGateway:
         }
 
         def post(path: str, handle: Callable[..., Any]) -> Route:
-            return Route(path, endpoint=_cors(_body_limited(request_response(handle)), ["POST", "OPTIONS"]), methods=["POST", "OPTIONS"])
+            endpoint = _cors(_body_limited(request_response(handle)), ["POST", "OPTIONS"])
+            return Route(path, endpoint=endpoint, methods=["POST", "OPTIONS"])
 
+        describe = cors_middleware(MetadataHandler(metadata).handle, ["GET", "OPTIONS"])
+        authorize = Budgeted(
+            sdk_routes[AUTHORIZATION_PATH].app, self.authorizations, "authorization requests", current_address.get
+        )
         routes: list[BaseRoute] = [
-            Route("/.well-known/oauth-authorization-server", endpoint=cors_middleware(MetadataHandler(metadata).handle, ["GET", "OPTIONS"]), methods=["GET", "OPTIONS"]),
-            Route(AUTHORIZATION_PATH, endpoint=Budgeted(sdk_routes[AUTHORIZATION_PATH].app, self.authorizations, "authorization requests", current_address.get), methods=["GET", "POST"]),
+            Route("/.well-known/oauth-authorization-server", endpoint=describe, methods=["GET", "OPTIONS"]),
+            Route(AUTHORIZATION_PATH, endpoint=authorize, methods=["GET", "POST"]),
             post(TOKEN_PATH, TokenHandler(provider, authenticator).handle),  # type: ignore[arg-type]
             post(REVOCATION_PATH, Revocation(provider, authenticator).handle),
         ]
