@@ -91,7 +91,7 @@ def kept(row: Asked, w: np.ndarray, limit: int) -> list[str]:
     saved = (ranking.W_TOP_COSINE, ranking.W_COVERAGE, ranking.W_TOPIC, ranking.BIAS)
     ranking.W_TOP_COSINE, ranking.W_COVERAGE, ranking.W_TOPIC, ranking.BIAS = (float(v) for v in w)
     try:
-        scores = ranking.relevance_scores(row.candidates, row.evidence)
+        scores = [score for score, _match in ranking.relevance(row.candidates, row.evidence)]
     finally:
         ranking.W_TOP_COSINE, ranking.W_COVERAGE, ranking.W_TOPIC, ranking.BIAS = saved
     order = sorted(zip(row.candidates, scores), key=lambda pair: pair[1], reverse=True)

@@ -123,9 +123,13 @@ def _register_search(server: MCPServer, engine: MemoryEngine) -> None:
         title="Search memory",
         description=(
             "Find stored memories by meaning and by keywords. Call this FIRST, before answering any "
-            "message, with the subject the message is about (e.g. 'current projects', 'food preferences', "
-            "or the names it mentions). Results are best first; relevance_score estimates the chance (0-100) "
-            "that a memory is what you asked about, and matched_by says why it matched. Results under "
+            "message, with the message as the person wrote it or the subject it is about (e.g. 'current "
+            "projects', 'food preferences', or the names it mentions). Results are best first; "
+            "relevance_score estimates the chance (0-100) that a memory is what the query needs, matched_by "
+            "says why it matched, and match how to use it: 'answer' (it answers the question asked) or "
+            "'context' (not an answer: standing context for the request, such as a preference, project or "
+            "constraint on its subject, or the nearest memory about what a question names when nothing "
+            "stored answers it). Results under "
             "min_relevance (default 30) are left out, so an empty list means nothing relevant is stored. "
             "Narrow by time with after/before/when: ISO dates or phrases like 'yesterday', 'last week', 'in March'."
         ),

@@ -49,6 +49,14 @@ class SearchHit(Memory):
             "(it is the kind of memory a vague question like 'what am I working on?' asks about)."
         )
     )
+    match: Literal["answer", "context"] = Field(
+        default="answer",
+        description=(
+            "'answer': it likely answers the question asked. 'context': it is not an answer but standing "
+            "context for the request (a preference, project, constraint or decision on its subject), or "
+            "it is about what a question names without holding what the question asks."
+        ),
+    )
 
 
 class NearDuplicate(BaseModel):

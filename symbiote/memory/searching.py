@@ -8,6 +8,7 @@ search results, re-checking every filter on the memories themselves.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from typing import Any
 
@@ -16,7 +17,9 @@ from symbiote.memory import validation
 from symbiote.memory.records import SearchHit, SearchResults, public
 from symbiote.memory.statistics import Timer
 from symbiote.memory.store_io import StoreIO, traced
-from symbiote.retrieval.ranking import Candidate, QueryEvidence, fuse, relevance_scores
+from symbiote.retrieval.intent import intent
+from symbiote.retrieval.ranking import Candidate, MatchKind, QueryEvidence, fuse, relevance, with_members
+from symbiote.retrieval.subjects import mentions, subjects_of
 from symbiote.retrieval.topics import TopicIndex
 from symbiote.storage.base import StoredMemory, content_hash
 from symbiote.storage.filters import MemoryFilter
@@ -26,6 +29,10 @@ RELEVANCE_CUTOFF = 30.0
 CANDIDATES = 50  # per retriever, before fusion
 TOPIC_CANDIDATES = 10  # memories carrying a vague question's topic words that join the candidates
 TOPIC_MEMBERSHIP = 0.5  # how strongly a keyword match makes a memory a member of a topic
+SUBJECT_POOL = 20  # leading candidates of a request among which its subject's members are marked
+SUBJECT_STRENGTH = 1.0  # how surely a word naming a subject makes a request about it
+COVERED = 10  # leading candidates whose share of the query's words is worked out
+RANK_PREFETCH = 15  # `rank` reads the contents a search for 5 results reads
 
 
 def _where(
@@ -70,9 +77,9 @@ class MemorySearch:
         after_us, before_us = validation.time_window(after, before, when)
         where = _where(tags, tag_mode, type, min_confidence, after_us, before_us)
         candidates, evidence, found = await self._rank(text, where, prefetch=count * 3)
-        scored = list(zip(candidates, relevance_scores(candidates, evidence)))
-        scored.sort(key=lambda pair: pair[1], reverse=True)  # stable: equal scores keep the fused order
-        kept = [(c, score) for c, score in scored if score >= cutoff]
+        scored = list(zip(candidates, relevance(candidates, evidence)))
+        scored.sort(key=lambda pair: pair[1][0], reverse=True)  # stable: equal scores keep the fused order
+        kept = [(c, judged) for c, judged in scored if judged[0] >= cutoff]
         missing = [c.memory_id for c, _ in kept[: count * 3] if c.memory_id not in found]
         if missing:  # a topic member that scoring moved up: rare, one more trip
             found.update(await self._io.read((await self._io.opened()).get, missing))
@@ -87,7 +94,7 @@ class MemorySearch:
 
     async def rank(self, text: str, where: MemoryFilter | None = None) -> tuple[list[Candidate], QueryEvidence]:
         """All candidates for a query, best first, and the query-level evidence for scoring them."""
-        candidates, evidence, _found = await self._rank(text, where, prefetch=0)
+        candidates, evidence, _found = await self._rank(text, where, prefetch=RANK_PREFETCH)
         return candidates, evidence
 
     async def _rank(
@@ -106,20 +113,31 @@ class MemorySearch:
             io.opened(), self._embedder.embed([text], urgent=True), self.topic_index(), by_keyword()
         )
         topic = topics.match(vectors[0])
+        kind = intent(text)
+        named = subjects_of(text)
+        subject = named if kind == "request" else None
         words = list(topic.keywords) if topic else []
         with traced("vector search"):
             dense, _, members = await io.read(store.retrieve, vectors[0], None, CANDIDATES, words, TOPIC_CANDIDATES, where)
         candidates = fuse(dense, keyword, members)
         if not candidates:
             return [], QueryEvidence(0.0, 0.0, 0.0), {}
+        # A request's subject: its members are marked among the leading candidates, whose contents
+        # are read anyway (searching the whole store for the subject's words cost more than the rest).
+        pool = [c.memory_id for c in candidates[:SUBJECT_POOL]] if subject else []
         likely = [c.memory_id for c in candidates[:prefetch]]
-        likely += [c.memory_id for c in candidates[prefetch:] if c.topic > 0][:prefetch]
-        coverage, found = await io.read(store.coverage_and_get, text, [c.memory_id for c in candidates[:10]], likely)
+        likely = list(dict.fromkeys([*likely, *pool, *[c.memory_id for c in candidates[prefetch:] if c.topic > 0][:prefetch]]))
+        coverage, found = await io.read(store.coverage_and_get, text, [c.memory_id for c in candidates[:COVERED]], likely)
+        if subject:
+            candidates = with_members(candidates, {m for m in pool if m in found and mentions(found[m].content, subject.words)})
+        candidates = _annotated(candidates, coverage, found, named.particular if named else ())
         evidence = QueryEvidence(
             top_cosine=max((m.similarity for m in dense), default=0.0),
             coverage=max(coverage.values(), default=0.0),
-            topic=topic.activation * TOPIC_MEMBERSHIP if topic and candidates[0].topic else 0.0,
+            topic=topic.activation * TOPIC_MEMBERSHIP if topic and _member(candidates[0]) else 0.0,
             activation=topic.activation if topic else 0.0,
+            intent=kind,
+            subject=SUBJECT_STRENGTH if subject else 0.0,
         )
         return candidates, evidence, found
 
@@ -129,13 +147,42 @@ class MemorySearch:
         return self._topics
 
 
+def _member(candidate: Candidate) -> bool:
+    """A topic member that holds what the question names: what makes a vague question answerable."""
+    return candidate.topic > 0 and candidate.holds_named
+
+
+def _annotated(
+    candidates: list[Candidate],
+    coverage: dict[str, float],
+    found: dict[str, StoredMemory],
+    particular: tuple[str, ...],
+) -> list[Candidate]:
+    """The leading candidates and the topic members with their share of the query's words and, when
+    the query names a particular thing ("what's my cat's name?"), whether they hold it: a memory
+    without a cat is not about it. The rest can neither answer nor be a topic's member."""
+    annotated = []
+    for c in candidates:
+        if c.memory_id in coverage or c.topic > 0:
+            share = coverage.get(c.memory_id, 0.0)
+            memory = found.get(c.memory_id)
+            held = not particular or (memory is not None and mentions(memory.content, particular))
+            if share or not held:
+                c = dataclasses.replace(c, coverage=share, holds_named=held)
+        annotated.append(c)
+    return annotated
+
+
 def _hits(
-    kept: list[tuple[Candidate, float]], found: dict[str, StoredMemory], where: MemoryFilter, count: int
+    kept: list[tuple[Candidate, tuple[float, MatchKind]]],
+    found: dict[str, StoredMemory],
+    where: MemoryFilter,
+    count: int,
 ) -> list[SearchHit]:
     """The first `count` kept candidates that resolve, pass the filter and say something new."""
     hits: list[SearchHit] = []
     seen: set[str] = set()
-    for candidate, score in kept:
+    for candidate, (score, match) in kept:
         memory = found.get(candidate.memory_id)
         if memory is None or not where.matches(memory):
             continue
@@ -143,7 +190,11 @@ def _hits(
         if digest in seen:  # never the same content twice
             continue
         seen.add(digest)
-        hits.append(SearchHit(**public(memory).model_dump(), relevance_score=score, matched_by=candidate.matched_by))
+        hits.append(
+            SearchHit(
+                **public(memory).model_dump(), relevance_score=score, matched_by=candidate.matched_by, match=match
+            )
+        )
         if len(hits) == count:
             break
     return hits

@@ -5,26 +5,35 @@ how strongly each retriever matched, not just the order, and beats reciprocal ra
 LoCoMo (docs/performance.md). A memory found only by keywords gets the weakest
 cosine of the semantic candidates (its own is lower still, by construction).
 
-Relevance: `relevance_score = 100 * P(answerable) * exp(-(best - this) / 0.5)`.
-- P(answerable) is the probability that the store holds what the question asks about, from a
-  logistic model over three facts of the query's best candidates: the highest cosine, the share
-  of the question's (IDF-weighted) words the best candidate contains, and whether the question
-  is a recognised vague topic question whose best candidate belongs to the topic. Fitted by
+Relevance is the chance that a memory is what the query needs, in one of two ways (`match`):
+- As an answer: `100 * P(answerable) * exp(-(best - this) / 0.5)`. P(answerable) is the
+  probability that the store holds what the question asks about, from a logistic model over
+  three facts of the query's best candidates: the highest cosine, the share of the question's
+  (IDF-weighted) words the best candidate contains, and whether the question is a recognised
+  vague topic question whose best candidate belongs to the topic. Fitted by
   `benchmarks/calibrate_relevance.py` on LoCoMo (answerable), our assistant set (answerable)
   and never-stored questions, with answerable and never-stored weighted equally (a 50/50 prior).
-- The factor after it discounts results by how far they rank below the best one: the top
-  result carries P itself, a result well below it much less.
-So a score of 60 on the top result means "about 60 % likely that this store knows the
-answer, and this is the best place it has"; 30, the default cut-off, is where a result is more
-likely noise than help.
+  The factor after it discounts results by how far they rank below the best one. A vague
+  question's topic members also score on their own (`topic_scores`), so a store of one memory
+  answers "what am I building?" as a full one does.
+- As context for a request ("help me write a script"): `100 * P(context) * exp(-(best - this) / 0.5)`,
+  where P(context) is the probability that the store holds standing context for the request,
+  from the candidate's own cosine, share of the request's words and membership of the subject
+  the request names; fitted by `benchmarks/calibrate_context.py` the same way (requests with
+  context stored against requests about things never stored, weighted equally).
+A question's hit that does not hold what it asks (the dog for "what's my cat's name?") keeps its
+score but is marked context, not answer. So a score of 60 on the top result means "about 60 %
+likely that this store knows the answer, or holds context for the request, and this is the best
+place it has"; 30, the default cut-off, is where a result is more likely noise than help.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, Sequence
 
+from symbiote.retrieval.intent import Intent
 from symbiote.storage.keywords import KeywordMatch
 from symbiote.storage.base import Match
 
@@ -39,7 +48,24 @@ W_COVERAGE = 3.86
 W_TOPIC = 13.44
 BIAS = -7.81
 
+# Logistic model of P(context) for a request's candidates; refit with benchmarks/calibrate_context.py.
+C_COSINE = 16.32
+C_COVERAGE = 7.59
+C_TOPIC = 2.80
+C_BIAS = -6.00
+
+# A question's hit holds its answer, not just what it names, from this share of its words or cosine
+# (set by hand against the personal set's attribute questions, stored and not; docs/performance.md).
+ANSWER_COVERAGE = 0.55
+ANSWER_COSINE = 0.65
+
+# A vague question's members: P(one of the memories it asks about) = sigmoid(slope * (closeness to
+# the topic - midpoint)); set by hand (docs/performance.md): half at 0.7, 0.12 at the gate of 0.5.
+TOPIC_MIDPOINT = 0.7
+TOPIC_SLOPE = 10.0
+
 MatchedBy = Literal["semantic", "keyword", "both", "topic"]
+MatchKind = Literal["answer", "context"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +76,8 @@ class Candidate:
     topic: float  # how strongly it carries the words of the question's topic, 0..1 (0: not a member)
     fused: float
     matched_by: MatchedBy
+    coverage: float = 0.0  # IDF-weighted share of the query's words it contains (the leading candidates only)
+    holds_named: bool = True  # it holds the particular thing the query names ("cat"), or the query names none
 
 
 @dataclass(frozen=True)
@@ -60,6 +88,8 @@ class QueryEvidence:
     coverage: float  # IDF-weighted share of the question's words in the best candidate
     topic: float  # topic activation x membership strength when the best candidate is a topic member, else 0
     activation: float = 0.0  # the question's closeness to its topic (0 when it is not a topic question)
+    intent: Intent = "question"
+    subject: float = 0.0  # how surely a request's words name a subject its members belong to (0: none)
 
     def features(self) -> tuple[float, float, float]:
         return (self.top_cosine, self.coverage, self.topic)
@@ -84,6 +114,72 @@ def relevance_scores(candidates: Sequence[Candidate], evidence: QueryEvidence) -
         topic_share = min(evidence.activation, 1.0) * c.topic
         scores.append(round(min(100.0, 100.0 * p * min(max(rank_share, topic_share), 1.0)), 1))
     return scores
+
+
+def relevance(candidates: Sequence[Candidate], evidence: QueryEvidence) -> list[tuple[float, MatchKind]]:
+    """Each candidate's `relevance_score` and what kind of match it is, same order: the better of
+    its score as an answer and its score as context for a request."""
+    answers = relevance_scores(candidates, evidence)
+    topics = topic_scores(candidates, evidence)
+    contexts = context_scores(candidates, evidence)
+    judged: list[tuple[float, MatchKind]] = []
+    for c, a, t, x in zip(candidates, answers, topics, contexts):
+        if x > max(a, t):
+            judged.append((x, "context"))
+        else:
+            judged.append((max(a, t), "answer" if t >= a or holds_answer(c) else "context"))
+    return judged
+
+
+def holds_answer(c: Candidate) -> bool:
+    """Whether a question's hit likely holds what it asks: the particular thing it names, and most
+    of its (IDF-weighted) words or much the same meaning. "How old is my sister?" finds the
+    sister, who has no age stored, and "what's my cat's name?" the dog: each is the nearest
+    memory, not an answer."""
+    return c.holds_named and (c.coverage >= ANSWER_COVERAGE or c.cosine >= ANSWER_COSINE)
+
+
+def topic_scores(candidates: Sequence[Candidate], evidence: QueryEvidence) -> list[float]:
+    """For a vague question ("what am I building?"): each topic member's chance of being one of the
+    memories it asks about, from the question's closeness to its topic and the member's share of
+    the topic's words. It needs no other memory, so a store of one answers as a full one does.
+    A question that names a particular thing ("what's my cat's name?") is not vague: a member
+    that holds none of its words (the dog) is no answer to it."""
+    if evidence.intent != "question" or not evidence.activation:
+        return [0.0] * len(candidates)
+    p = 1.0 / (1.0 + math.exp(-TOPIC_SLOPE * (evidence.activation - TOPIC_MIDPOINT)))
+    return [round(min(100.0, 100.0 * p * c.topic), 1) if c.holds_named else 0.0 for c in candidates]
+
+
+def context_scores(candidates: Sequence[Candidate], evidence: QueryEvidence) -> list[float]:
+    """For a request: each candidate's score (0-100) as standing context it needs, same order.
+
+    From the candidate's own evidence (its cosine, its share of the request's words, whether it
+    belongs to the request's subject or topic), so a lone memory scores as it would among many;
+    then discounted, like answers, by how far it ranks below the best candidate. A question gets
+    none: for "what's my cat's name?" the nearest memory about something else is no help.
+    """
+    if not candidates or evidence.intent != "request":
+        return [0.0] * len(candidates)
+    best = candidates[0].fused
+    strength = max(evidence.subject, min(evidence.activation, 1.0))
+    scores = []
+    for c in candidates:
+        z = C_COSINE * c.cosine + C_COVERAGE * c.coverage + C_TOPIC * strength * c.topic + C_BIAS
+        rank_share = math.exp(-(best - c.fused) / RANK_DISCOUNT)
+        scores.append(round(min(100.0, 100.0 * rank_share / (1.0 + math.exp(-z))), 1))
+    return scores
+
+
+def with_members(candidates: Sequence[Candidate], members: set[str]) -> list[Candidate]:
+    """The candidates with `members` marked as belonging to the request's subject, re-ranked: a
+    memory belongs or not (how many of the subject's words it holds says little)."""
+    rows = [
+        replace(c, topic=1.0, fused=c.fused + TOPIC_BOOST * (1.0 - c.topic)) if c.memory_id in members else c
+        for c in candidates
+    ]
+    rows.sort(key=lambda c: (round(c.fused, 3), c.memory_id), reverse=True)
+    return rows
 
 
 def fuse(
