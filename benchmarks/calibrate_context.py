@@ -54,16 +54,13 @@ class Asked:
 
 async def ask_all(memories: list[str], queries: list[tuple[str, str, int, set[int]]]) -> list[Asked]:
     """Store `memories` in a new engine and rank every (group, text, half, wanted indexes) query."""
-    engine = personal_set.new_engine()
-    try:
+    with personal_set.new_engine() as engine:
         ids = [(await engine.store(text)).memory_id for text in memories]
         asked = []
         for group, text, half, wanted in queries:
             candidates, evidence = await engine.rank(text)
             asked.append(Asked(group, half, text, candidates, evidence, {ids[i] for i in wanted}))
         return asked
-    finally:
-        engine.close()
 
 
 async def collect() -> list[Asked]:
@@ -125,7 +122,8 @@ def report(rows: list[Asked], w: np.ndarray, label: str) -> None:
             junk += bool(ids) and not set(ids) & r.wanted
             answers += any(m == "answer" for _, _, m in got) and not set(ids) & r.wanted
         n = len(members)
-        print(f"  {name:<18} R@1 {hits1 / n:.2f}  R@5 {hits5 / n:.2f}  junk {junk / n:.2f}  junk answers {answers / n:.2f}  (n={n})")
+        rates = f"R@1 {hits1 / n:.2f}  R@5 {hits5 / n:.2f}  junk {junk / n:.2f}  junk answers {answers / n:.2f}"
+        print(f"  {name:<18} {rates}  (n={n})")
 
 
 def main() -> None:

@@ -4,7 +4,8 @@
 routines) and 199 queries written the way people type them (`personal_set.json`): task
 requests, vague questions, statements, attribute questions about known entities (stored, and
 never stored), questions about things never stored, requests about things none of the
-memories touches, and an assistant's reformulations as the control. Runs the real engine in-process (real model, real Chroma, default cut-off).
+memories touches, and an assistant's reformulations as the control. Runs the real engine
+in-process (real model, real Chroma, default cut-off).
 
 For each kind it prints recall@1 and recall@5 (a wanted memory among the first 1 / 5 results)
 and the junk rate: queries that return something of which nothing is wanted. For the questions
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import random
 import sys
@@ -30,7 +32,7 @@ import tempfile
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_core import synthetic_memory  # noqa: E402
@@ -67,22 +69,34 @@ class Tally:
         n = max(self.asked, 1)
         if negative:
             return f"{'':>6} {'':>6} {self.junk / n:6.2f} {self.any_result / n:6.2f}  n={self.asked}"
-        return f"{self.hit1 / n:6.2f} {self.hit5 / n:6.2f} {self.junk / n:6.2f} {self.any_result / n:6.2f}  n={self.asked}"
+        rates = f"{self.hit1 / n:6.2f} {self.hit5 / n:6.2f} {self.junk / n:6.2f} {self.any_result / n:6.2f}"
+        return f"{rates}  n={self.asked}"
 
 
 def load() -> tuple[dict[str, str], list[Query]]:
     data = json.loads(DATA.read_text())
     memories = {key: text for key, text in data["memories"]}
     queries = [
-        Query(i, kind, text, set(wanted), wanted[0] if wanted else None) for i, (kind, text, wanted) in enumerate(data["queries"])
+        Query(i, kind, text, set(wanted), wanted[0] if wanted else None)
+        for i, (kind, text, wanted) in enumerate(data["queries"])
     ]
     return memories, queries
 
 
-def new_engine():  # type: ignore[no-untyped-def]
-    data = Path(tempfile.mkdtemp(prefix="symbiote-personal-")) / "data"
-    settings = Settings(chromadb_path=data, model_dir=PROJECT_ROOT / "models" / "all-MiniLM-L6-v2", store_process=False)
-    return build_runtime(settings).engine
+@contextlib.contextmanager
+def new_engine() -> Iterator[Any]:
+    """An engine on a new store in a temporary directory, removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="symbiote-personal-") as tmp:
+        settings = Settings(
+            chromadb_path=Path(tmp) / "data",
+            model_dir=PROJECT_ROOT / "models" / "all-MiniLM-L6-v2",
+            store_process=False,
+        )
+        engine = build_runtime(settings).engine
+        try:
+            yield engine
+        finally:
+            engine.close()
 
 
 async def fill(engine: Any, texts: list[str]) -> dict[str, str]:
@@ -114,8 +128,7 @@ def score(query: Query, results: list[Any], key_of: dict[str, str], tally: Tally
 async def whole_store(
     memories: dict[str, str], queries: list[Query], pad: int, verbose: bool, min_relevance: float | None = None
 ) -> dict[tuple[str, int], Tally]:
-    engine = new_engine()
-    try:
+    with new_engine() as engine:
         if pad:
             rng = random.Random(3)
             await engine.store_many([synthetic_memory(i, rng) for i in range(min(pad, 100))])
@@ -128,8 +141,6 @@ async def whole_store(
             results = (await engine.search(q.text, limit=5, min_relevance=min_relevance)).results
             score(q, results, key_of, tallies[(q.kind, q.index % 2)], verbose)
         return tallies
-    finally:
-        engine.close()
 
 
 async def fresh_stores(memories: dict[str, str], queries: list[Query], verbose: bool) -> dict[tuple[str, int], Tally]:
@@ -142,14 +153,12 @@ async def fresh_stores(memories: dict[str, str], queries: list[Query], verbose: 
             asking += [q for q in queries if q.kind in NEGATIVE]
         if not asking:
             continue
-        engine = new_engine()
-        try:
+        with new_engine() as engine:
             key_of = {memory_id: key for memory_id in await fill(engine, [text])}
             for q in asking:
                 results = (await engine.search(q.text, limit=5)).results
-                score(Query(q.index, q.kind, q.text, q.wanted & {key}), results, key_of, tallies[(q.kind, q.index % 2)], verbose)
-        finally:
-            engine.close()
+                alone = Query(q.index, q.kind, q.text, q.wanted & {key})
+                score(alone, results, key_of, tallies[(q.kind, q.index % 2)], verbose)
     return tallies
 
 
