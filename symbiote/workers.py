@@ -8,6 +8,8 @@ that precede them). A free worker takes the oldest urgent job first, and at most
 `background_limit` background jobs run at a time, so the other workers stay free for reads. So
 that a steady stream of searches cannot starve a store forever, a waiting background job goes
 first after every `URGENT_STREAK` urgent ones (a bound on waiting, not a share: searches stay first).
+`idle` jobs (work that follows an acknowledged write, such as indexing its sentences) run only when
+no urgent or background job waits, and count against `background_limit` like background ones.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class PriorityExecutor:
     def __init__(self, workers: int, name: str, background_limit: int | None = None) -> None:
         self._urgent: deque[Job] = deque()
         self._background: deque[Job] = deque()
+        self._idle: deque[Job] = deque()
         self._background_limit = background_limit or workers
         self._background_running = 0
         self._streak = 0  # urgent jobs taken since a background job last could have gone
@@ -39,17 +42,18 @@ class PriorityExecutor:
         for thread in self._threads:
             thread.start()
 
-    def submit(self, fn: Callable[..., T], *args: Any, urgent: bool = False) -> Future[T]:
+    def submit(self, fn: Callable[..., T], *args: Any, urgent: bool = False, idle: bool = False) -> Future[T]:
         future: Future[T] = Future()
         with self._cond:
             if self._closed:
                 raise RuntimeError("cannot schedule new work after shutdown")
-            (self._urgent if urgent else self._background).append((future, fn, args))
+            queue = self._urgent if urgent else self._idle if idle else self._background
+            queue.append((future, fn, args))
             self._cond.notify_all()
         return future
 
-    async def run(self, fn: Callable[..., T], *args: Any, urgent: bool = False) -> T:
-        return await asyncio.wrap_future(self.submit(fn, *args, urgent=urgent))
+    async def run(self, fn: Callable[..., T], *args: Any, urgent: bool = False, idle: bool = False) -> T:
+        return await asyncio.wrap_future(self.submit(fn, *args, urgent=urgent, idle=idle))
 
     def _next(self) -> tuple[Job, bool] | None:
         with self._cond:
@@ -62,7 +66,11 @@ class PriorityExecutor:
                     self._streak = 0
                     self._background_running += 1
                     return self._background.popleft(), True
-                if self._closed and not self._background:
+                if self._idle and not self._urgent and not self._background:
+                    if self._background_running < self._background_limit:
+                        self._background_running += 1
+                        return self._idle.popleft(), True
+                if self._closed and not self._background and not self._idle:
                     return None
                 self._cond.wait()
 
@@ -87,10 +95,11 @@ class PriorityExecutor:
         with self._cond:
             self._closed = True
             if cancel_futures:
-                for future, _fn, _args in [*self._urgent, *self._background]:
+                for future, _fn, _args in [*self._urgent, *self._background, *self._idle]:
                     future.cancel()
                 self._urgent.clear()
                 self._background.clear()
+                self._idle.clear()
             self._cond.notify_all()
         if wait:
             for thread in self._threads:

@@ -128,6 +128,7 @@ async def test_long_content_is_stored_whole_and_found_by_its_last_paragraph(engi
     stored = await engine.store(content)
     await engine.store("The user's cat is called Miso")
     assert (await engine.get(stored.memory_id)).content == content
+    await engine.passages_indexed()  # the paragraphs are indexed right after the store
     found = await engine.search("what was the name of my dog when I was a kid?")
     assert found.results and found.results[0].memory_id == stored.memory_id
     assert [hit.memory_id for hit in found.results].count(stored.memory_id) == 1

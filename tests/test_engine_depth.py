@@ -174,6 +174,7 @@ async def test_stats_by_type_and_collection(engine: MemoryEngine) -> None:
     await engine.store("a preference", type="preference")
     await engine.store("another preference", type="preference")
     await engine.store("Plain. Two sentences.")
+    await engine.passages_indexed()  # its sentences are indexed right after the store
     stats = await engine.stats()
     assert stats.by_type == {"preference": 2, "untyped": 1}
     assert stats.collections["memories"] == 3 and stats.collections["keyword_index"] == 3

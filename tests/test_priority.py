@@ -88,3 +88,23 @@ async def test_a_stream_of_urgent_jobs_does_not_starve_background_work() -> None
         assert order.index("write") == URGENT_STREAK  # after URGENT_STREAK reads, not after all of them
     finally:
         pool.shutdown()
+
+
+async def test_idle_jobs_wait_until_nothing_else_does() -> None:
+    pool = PriorityExecutor(2, "test", background_limit=1)
+    gate = threading.Event()
+    order: list[str] = []
+    try:
+        blocker = pool.submit(gate.wait, 5)  # the one background slot is taken
+        time.sleep(0.05)
+        idle = [pool.submit(order.append, f"passages {i}", idle=True) for i in range(2)]
+        write = pool.submit(order.append, "store")
+        search = pool.submit(order.append, "search", urgent=True)
+        search.result(timeout=5)
+        assert order == ["search"]  # the free worker serves urgent work, never idle work past the limit
+        gate.set()
+        for future in (blocker, write, *idle):
+            future.result(timeout=5)
+        assert order == ["search", "store", "passages 0", "passages 1"]
+    finally:
+        pool.shutdown()

@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # numpy is imported when first needed: it is not on the way t
 # Texts embedded per trip to the worker: small enough that a query waiting behind a large
 # batch waits for one slice, not the whole batch.
 _SLICE = 16
+_IDLE_SLICE = 4  # idle work is not interrupted: a write arriving behind it waits for one short slice
 _tracer = trace.get_tracer(__name__)
 
 
@@ -57,22 +58,23 @@ class AsyncEmbedder:
             self._model = loaded
         return self._model
 
-    async def embed(self, texts: Sequence[str], urgent: bool = False) -> np.ndarray:
+    async def embed(self, texts: Sequence[str], urgent: bool = False, idle: bool = False) -> np.ndarray:
         """Vectors for `texts`, in order; cached texts skip the model.
 
-        `urgent` (a query someone waits on) goes before queued background slices (a batch being stored).
+        `urgent` (a query someone waits on) goes before queued background slices (a batch being stored);
+        `idle` work (passages of stored memories) goes only when nothing else waits, one small slice at a time.
         Under a request's recorded span (`symbiote.telemetry`) it is the `embedding` span; otherwise
         no span is made at all (the OpenTelemetry API only: nothing to pay without an exporter).
         """
         if not trace.get_current_span().is_recording():
-            return await self._embed(texts, urgent)
+            return await self._embed(texts, urgent, idle)
         with _tracer.start_as_current_span(
             "embedding", attributes={"symbiote.embedding.texts": len(texts)},
             record_exception=False, set_status_on_exception=False,
         ):
-            return await self._embed(texts, urgent)
+            return await self._embed(texts, urgent, idle)
 
-    async def _embed(self, texts: Sequence[str], urgent: bool) -> np.ndarray:
+    async def _embed(self, texts: Sequence[str], urgent: bool, idle: bool = False) -> np.ndarray:
         model = await self.model()
         import numpy as np  # loaded with the model (runtime.load_embedder), never raced here
 
@@ -83,12 +85,16 @@ class AsyncEmbedder:
                 self._cache.move_to_end(text)
                 found[text] = hit
         missing = [t for t in dict.fromkeys(texts) if t not in found]
-        for start in range(0, len(missing), _SLICE):
-            part = missing[start : start + _SLICE]
-            vectors = await self._executor.run(model.embed, part, urgent=urgent)
+        size = _IDLE_SLICE if idle else _SLICE
+        if idle:  # passages of many memories: slices of similar length pad less
+            missing.sort(key=len)
+        for start in range(0, len(missing), size):
+            part = missing[start : start + size]
+            vectors = await self._executor.run(model.embed, part, urgent=urgent, idle=idle)
             for text, vector in zip(part, vectors):
                 found[text] = vector
-                self._remember(text, vector)
+                if not idle:  # passages are embedded once: they would only push queries out of the cache
+                    self._remember(text, vector)
         if not texts:
             return np.zeros((0, model.dimension), dtype=np.float32)
         return np.stack([found[t] for t in texts])

@@ -141,7 +141,12 @@ class MemoryEngine:
             return None
         return await self._io.read(store.size_bytes, urgent=False)
 
+    async def passages_indexed(self) -> None:
+        """Wait until the passages of every memory stored so far are indexed (they follow a store)."""
+        await self._writer.passages.settled()
+
     def close(self) -> None:
+        self._writer.passages.close()
         self._io.shutdown()
         self._embedder.close()
         if self._on_close is not None:

@@ -52,6 +52,7 @@ class StoreIO:
         self.lazy: LazyStore[MemoryStore] = LazyStore(open_store, self.run, "memory store")
         self._space = space
         self.writes = 0  # bumped by every write, so statistics can tell a scan raced one
+        self.on_open: list[Callable[[], None]] = []  # called once the store is first open (e.g. replay a queue)
 
     @property
     def store(self) -> MemoryStore | None:
@@ -59,10 +60,16 @@ class StoreIO:
         return self.lazy.store
 
     async def opened(self) -> MemoryStore:
-        return await self.lazy.get()
+        if self.lazy.store is not None:
+            return self.lazy.store
+        store = await self.lazy.get()
+        hooks, self.on_open = self.on_open, []
+        for hook in hooks:
+            hook()
+        return store
 
-    async def run(self, fn: Callable[..., T], *args: Any, urgent: bool = False) -> T:
-        return await self._io.run(fn, *args, urgent=urgent)
+    async def run(self, fn: Callable[..., T], *args: Any, urgent: bool = False, idle: bool = False) -> T:
+        return await self._io.run(fn, *args, urgent=urgent, idle=idle)
 
     async def read(self, fn: Callable[..., T], *args: Any, urgent: bool = True) -> T:
         """A read; `urgent` unless it only prepares a write (then it queues with the writes)."""
@@ -83,8 +90,9 @@ class StoreIO:
         if self._space is not None:
             await self._space.ensure(DiskSpace.estimate(list(windows), len(windows)))
 
-    async def write(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run a write: with the writer lease where there is one, retrying transient lock contention."""
+    async def write(self, fn: Callable[..., T], *args: Any, idle: bool = False) -> T:
+        """Run a write: with the writer lease where there is one, retrying transient lock contention.
+        `idle`: only when no other store call waits (work that follows an acknowledged write)."""
         # A store on a shared file system (symbiote.azure.guard.GuardedStore) needs every write
         # to hold the writer lease and pass the snapshot gate; it offers `writing()` for that.
         writing = getattr(self.store, "writing", None)
@@ -99,7 +107,7 @@ class StoreIO:
             try:
                 try:
                     with traced(_op(fn)):
-                        return await self.run(guarded)
+                        return await self.run(guarded, idle=idle)
                 finally:
                     self.writes += 1  # statistics must show this write (or whatever part of it landed)
             except SymbioteError:

@@ -3,7 +3,9 @@
 Every write is validated first, checked against the policy and the quota, and checked for
 disk space before the model embeds it, so a refused write costs neither model time nor a
 partial record. Identical content is never stored twice: a store of the same text returns the
-existing memory.
+existing memory. A store waits only for what makes the memory durable and findable, the whole
+text's vector, in one call to the store; its passages are indexed right after
+(`symbiote.memory.passages`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from symbiote.memory import validation
 from symbiote.memory.clock import iso_utc, now_us
 from symbiote.memory.ids import IdGenerator, created_us
 from symbiote.memory.keyed_lock import KeyedLock
+from symbiote.memory.passages import PassageIndexer
 from symbiote.memory.policy import EnginePolicy, check_conversation, check_quota
 from symbiote.memory.records import (
     BatchStoreResult,
@@ -31,12 +34,13 @@ from symbiote.memory.records import (
 )
 from symbiote.memory.statistics import Statistics
 from symbiote.memory.store_io import StoreIO
-from symbiote.storage.base import MemoryStore, StoredMemory, content_hash
+from symbiote.storage.base import StoredMemory, content_hash
 from symbiote.storage.filters import MemoryFilter
 
 log = logging.getLogger(__name__)
 
 NEAR_DUPLICATE = 0.92  # cosine at or above which a new memory is reported as a near-duplicate
+NEAR_CANDIDATES = 3  # nearest memories checked for near-duplicates
 
 
 def draft(
@@ -110,6 +114,16 @@ def _batch_results(
     return results
 
 
+def _duplicate(existing: StoredMemory) -> StoreResult:
+    return StoreResult(
+        memory_id=existing.memory_id,
+        timestamp=existing.timestamp,
+        tags=list(existing.tags),
+        status="duplicate",
+        message=f"Already remembered: identical content is stored as {existing.memory_id}; no copy made.",
+    )
+
+
 def _changes(
     old: StoredMemory, content: Any, tags: Any, type: Any, confidence: Any, bookmarked: Any,  # noqa: A002
     max_bytes: int,
@@ -144,6 +158,8 @@ class MemoryWriter:
         self._policy = policy  # read at each write: the engine's policy may be replaced
         self._ids = IdGenerator()
         self._same_content = KeyedLock()
+        self.passages = PassageIndexer(embedder, io)
+        io.on_open.append(self.passages.kick)  # what a crash or a stop left queued is indexed at open
 
     def _stamp(self, item: StoredMemory) -> StoredMemory:
         memory_id = self._ids.new()
@@ -160,29 +176,34 @@ class MemoryWriter:
         bookmarked: Any = False,
     ) -> StoreResult:
         started = time.perf_counter()
-        item = draft(content, tags, type, confidence, conversation_id, bookmarked, self._policy().max_content_bytes)
+        policy = self._policy()
+        item = draft(content, tags, type, confidence, conversation_id, bookmarked, policy.max_content_bytes)
         io = self._io
         store = await io.opened()
-        await check_conversation(self._policy(), io, store, item)
+        await check_conversation(policy, io, store, item)
+        warning = None
         async with self._same_content.hold(item.content_hash):  # two identical stores at once make one memory
-            existing = await io.read(store.find_content, item.content_hash, urgent=False)
-            if existing is not None:
-                return StoreResult(
-                    memory_id=existing.memory_id,
-                    timestamp=existing.timestamp,
-                    tags=list(existing.tags),
-                    status="duplicate",
-                    message=f"Already remembered: identical content is stored as {existing.memory_id}; no copy made.",
-                )
-            warning = await check_quota(self._policy(), io, store, 1)
+            if policy.max_memories is not None:  # a quota counts first; an existing text is not refused by it
+                existing = await io.read(store.find_content, item.content_hash, urgent=False)
+                if existing is not None:
+                    return _duplicate(existing)
+                warning = await check_quota(policy, io, store, 1)
             windows = await self._embedder.windows(item.content)
             await io.ensure_space(windows)
-            vectors = await self._embedder.embed(windows)
-            near = await self._near_duplicates(store, vectors[0])
+            vectors = await self._embedder.embed(windows[:1])
             memory = self._stamp(item)
-            await io.write(store.add, memory, vectors, windows)
+            existing, nearest = await io.write(store.store_new, memory, vectors, windows, NEAR_CANDIDATES)
+            if existing is not None:
+                return _duplicate(existing)
             self._stats.added(memory)
+        if len(windows) > 1:
+            self.passages.kick()
         self._stats.store_timer.add(started)
+        near = [
+            NearDuplicate(memory_id=mid, content=text, similarity=round(similarity, 3))
+            for mid, similarity, text in nearest
+            if similarity >= NEAR_DUPLICATE
+        ]
         message = "Memory stored."
         if near:
             message += f" {len(near)} existing memory(ies) say nearly the same; see near_duplicates."
@@ -210,18 +231,15 @@ class MemoryWriter:
                 fresh.setdefault(item.content_hash, item)
         warning = await check_quota(self._policy(), io, store, len(fresh))
         windows = [await self._embedder.windows(d.content) for d in fresh.values()]
-        flat = [text for group in windows for text in group]
-        await io.ensure_space(flat)
-        vectors = await self._embedder.embed(flat)
+        await io.ensure_space([text for group in windows for text in group])
+        vectors = await self._embedder.embed([group[0] for group in windows])  # passages follow (see store)
         stamped = {digest: self._stamp(d) for digest, d in fresh.items()}
-        batch = []
-        offset = 0
-        for memory, group in zip(stamped.values(), windows):
-            batch.append((memory, vectors[offset : offset + len(group)], group))
-            offset += len(group)
+        batch = [(memory, vectors[i : i + 1], group) for i, (memory, group) in enumerate(zip(stamped.values(), windows))]
         await io.write(store.add_many, batch)
         for memory, _vectors, _windows in batch:
             self._stats.added(memory)
+        if any(len(group) > 1 for group in windows):
+            self.passages.kick()
         results = _batch_results(drafts, existing, fresh, stamped)
         stored = len(batch)
         message = f"{stored} stored, {len(drafts) - stored} already remembered."
@@ -303,15 +321,3 @@ class MemoryWriter:
             kept_bookmarked=len(keep),
             message=f"Removed {len(removed)} memories older than {days} days; kept {len(keep)} bookmarked.",
         )
-
-    async def _near_duplicates(self, store: MemoryStore, vector: Any) -> list[NearDuplicate]:
-        nearest = await self._io.read(store.nearest, vector, 3, None, False, urgent=False)
-        close = [m for m in nearest if m.similarity >= NEAR_DUPLICATE]
-        if not close:
-            return []
-        found = await self._io.read(store.get, [m.memory_id for m in close], urgent=False)
-        return [
-            NearDuplicate(memory_id=m.memory_id, content=found[m.memory_id].content, similarity=round(m.similarity, 3))
-            for m in close
-            if m.memory_id in found
-        ]

@@ -59,7 +59,23 @@ class MemoryStore(Protocol):
     def add(self, memory: StoredMemory, vectors: "np.ndarray", windows: Sequence[str]) -> None: ...
 
     def add_many(self, items: Sequence[tuple[StoredMemory, "np.ndarray", Sequence[str]]]) -> None:
-        """All or nothing."""
+        """All or nothing. An item with fewer vectors than windows (the whole text's only) has its
+        passages queued for `pending_passages` / `add_passages`."""
+        ...
+
+    def store_new(
+        self, memory: StoredMemory, vectors: "np.ndarray", windows: Sequence[str], near: int
+    ) -> tuple[StoredMemory | None, list[tuple[str, float, str]]]:
+        """The memory with the same text if there is one (nothing written); else add this one and
+        return the `near` closest memories (id, cosine, text). One call for the whole store."""
+        ...
+
+    def pending_passages(self, limit: int) -> list[tuple[str, list[str] | None, str]]:
+        """Memories whose passages are queued: (id, passages or None to work out, text)."""
+        ...
+
+    def add_passages(self, items: Sequence[tuple[str, "np.ndarray", Sequence[str]]]) -> int:
+        """Index queued passages (memory id, vectors of windows[1:], windows); skips the stale."""
         ...
 
     def replace(self, memory: StoredMemory, vectors: "np.ndarray | None", windows: Sequence[str]) -> None:

@@ -6,7 +6,8 @@ are interchangeable. Calls block; the engine runs them in worker threads.
 Layout: one record per memory in `venom_memories` (vector of the whole text, i.e. its first
 256 tokens, exactly what sentence-transformers gives) plus, in `venom_memories_chunks`, one
 record per extra passage (each sentence of a multi-sentence memory; paragraphs and 128-token
-spans of a long one). Search keeps each memory's best passage.
+spans of a long one). Search keeps each memory's best passage. A write given only the whole
+text's vector queues the passages, which are indexed right after (`symbiote.storage.passages`).
 
 Consistency: a store or delete changes Chroma and the keyword index together or not at all
 (the index transaction commits only after the Chroma write succeeded; a failed commit undoes
@@ -28,6 +29,7 @@ from symbiote.storage.keywords import KeywordMatch, LexicalIndex
 from symbiote.storage.base import Match, StoredMemory
 from symbiote.storage.bulk_reads import BulkReads
 from symbiote.storage.bulk_reads import chunk_ids as _chunk_ids
+from symbiote.storage.passages import DeferredPassages, chunk_records
 
 if TYPE_CHECKING:  # annotations only: numpy is not on the way to `initialize`
     import numpy as np
@@ -78,7 +80,7 @@ def _from_chroma(memory_id: str, document: str | None, meta: dict[str, Any] | No
     )
 
 
-class ChromaMemoryStore(BulkReads):
+class ChromaMemoryStore(BulkReads, DeferredPassages):
     """Memories in two Chroma collections, keywords in a `LexicalIndex`."""
 
     def __init__(
@@ -144,6 +146,7 @@ class ChromaMemoryStore(BulkReads):
             for mid, doc, meta in zip(everything["ids"], everything["documents"] or [], everything["metadatas"] or [])
         ]
         self._lexical.rebuild(rows)
+        self._queue_unindexed(everything)
         log.warning("keyword index rebuilt from Chroma (%d memories)", len(rows))
 
     # -- writes ----------------------------------------------------------------------------
@@ -152,14 +155,17 @@ class ChromaMemoryStore(BulkReads):
         self.add_many([(memory, vectors, windows)])
 
     def add_many(self, items: Sequence[tuple[StoredMemory, np.ndarray, Sequence[str]]]) -> None:
-        """One keyword transaction, one Chroma call per collection: all stored or none."""
+        """One keyword transaction, one Chroma call per collection: all stored or none. An item
+        with one vector for several windows has its passages queued (`symbiote.storage.passages`)."""
         if not items:
             return
         written = False
         try:
             with self._lexical.transaction() as tx:
-                for memory, _vectors, _windows in items:
+                for memory, vectors, windows in items:
                     tx.add(memory.memory_id, memory.created_us, memory.content)
+                    if len(windows) > 1 and len(vectors) < len(windows):
+                        tx.queue_passages(memory.memory_id, windows)
                 self._add_vectors(items)
                 written = True
         except BaseException:
@@ -167,17 +173,37 @@ class ChromaMemoryStore(BulkReads):
                 self._delete_vectors([(m.memory_id, len(w)) for m, _v, w in items])
             raise
 
+    def store_new(
+        self, memory: StoredMemory, vectors: np.ndarray, windows: Sequence[str], near: int
+    ) -> tuple[StoredMemory | None, list[tuple[str, float, str]]]:
+        """A store in one call: the memory already stored with the same text (then nothing is
+        written), or None and the `near` closest memories (id, cosine, text) before this one was added."""
+        existing = self.find_content(memory.content_hash)
+        if existing is not None:
+            return existing, []
+        found = self._memories.query(
+            query_embeddings=[vectors[0].tolist()], n_results=near, include=["distances", "documents"]
+        )
+        close = [
+            (mid, 1.0 - float(distance), doc or "")
+            for mid, distance, doc in zip(found["ids"][0], found["distances"][0], (found["documents"] or [[]])[0])
+        ]
+        self.add_many([(memory, vectors, windows)])
+        return None, close
+
     def _add_vectors(self, items: Sequence[tuple[StoredMemory, np.ndarray, Sequence[str]]]) -> None:
         chunk_ids: list[str] = []
         chunk_vectors: list[list[float]] = []
         chunk_docs: list[str] = []
         chunk_meta: list[dict[str, Any]] = []
         for memory, vectors, windows in items:
-            for i, (vector, text) in enumerate(zip(vectors[1:], windows[1:]), start=1):
-                chunk_ids.append(f"{memory.memory_id}#{i}")
-                chunk_vectors.append(vector.tolist())
-                chunk_docs.append(text)
-                chunk_meta.append({"memory_id": memory.memory_id, "window": i, "created_us": memory.created_us})
+            if len(vectors) < len(windows):
+                continue  # queued instead
+            ids, part_vectors, docs, meta = chunk_records(memory, vectors[1:], windows)
+            chunk_ids += ids
+            chunk_vectors += part_vectors
+            chunk_docs += docs
+            chunk_meta += meta
         if chunk_ids:
             self._chunks.add(ids=chunk_ids, embeddings=chunk_vectors, documents=chunk_docs, metadatas=chunk_meta)
         try:
@@ -212,17 +238,9 @@ class ChromaMemoryStore(BulkReads):
             stale = _chunk_ids(memory.memory_id, old_passages)
             if stale:
                 self._chunks.delete(ids=stale)
-            fresh = _chunk_ids(memory.memory_id, len(windows))
-            if fresh:
-                self._chunks.add(
-                    ids=fresh,
-                    embeddings=vectors[1:].tolist(),
-                    documents=list(windows[1:]),
-                    metadatas=[
-                        {"memory_id": memory.memory_id, "window": i, "created_us": memory.created_us}
-                        for i in range(1, len(windows))
-                    ],
-                )
+            ids, part_vectors, docs, meta = chunk_records(memory, vectors[1:], windows)
+            if ids:
+                self._chunks.add(ids=ids, embeddings=part_vectors, documents=docs, metadatas=meta)
             self._memories.update(
                 ids=[memory.memory_id],
                 embeddings=vectors[:1].tolist(),

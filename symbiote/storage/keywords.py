@@ -12,6 +12,10 @@ often names what the memory itself only implies ("she" -> "Caroline").
 All writes go through `transaction()` so the caller can make them atomic with the Chroma
 write: both happen or neither does.
 
+The same file holds the durable queue of passages still to be indexed (`pending`): a memory's
+sentences are queued in the transaction that stores it, so a crash after the store was
+acknowledged loses none of them (`symbiote.storage.passages`).
+
 A memory's row in `fts` has the same rowid as its row in `docs` (schema version 1). The memory
 id is an unindexed column of `fts`, so reading it for every match cost more than the matching:
 searches and coverage work on rowids and look ids up in `docs` by its primary key.
@@ -83,7 +87,15 @@ class LexicalTransaction:
         ).lastrowid
         self._conn.execute("INSERT INTO fts(rowid, memory_id, body, ctx) VALUES (?, ?, ?, ?)", (row, memory_id, body, ctx))
 
+    def queue_passages(self, memory_id: str, windows: Sequence[str] | None) -> None:
+        """Queue a memory's passages for indexing after the write (None: work them out from its text)."""
+        self._conn.execute(
+            "INSERT OR REPLACE INTO pending(memory_id, windows) VALUES (?, ?)",
+            (memory_id, None if windows is None else json.dumps(list(windows))),
+        )
+
     def delete(self, memory_id: str) -> None:
+        self._conn.execute("DELETE FROM pending WHERE memory_id = ?", (memory_id,))
         found = self._conn.execute("SELECT rowid FROM docs WHERE memory_id = ?", (memory_id,)).fetchone()
         if found is not None:
             self._conn.execute("DELETE FROM fts WHERE rowid = ?", found)
@@ -110,6 +122,7 @@ class LexicalIndex:
             "CREATE TABLE IF NOT EXISTS docs (memory_id TEXT PRIMARY KEY, created_us INTEGER NOT NULL, body TEXT NOT NULL)"
         )
         self._conn.execute("CREATE INDEX IF NOT EXISTS docs_created ON docs(created_us)")
+        self._conn.execute("CREATE TABLE IF NOT EXISTS pending (memory_id TEXT PRIMARY KEY, windows TEXT)")
         self._counts: dict[str, int] = {}  # "" -> all memories, term -> memories containing it; reset on write
         self._conn.execute(
             "CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5("
@@ -170,6 +183,30 @@ class LexicalIndex:
             if "" not in self._counts:
                 self._counts[""] = int(self._conn.execute("SELECT count(*) FROM docs").fetchone()[0])
             return self._counts[""]
+
+    def pending(self, limit: int) -> list[tuple[str, list[str] | None, str]]:
+        """Queued passages, oldest first: (memory id, its passages or None, its text)."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT pending.memory_id, pending.windows, docs.body FROM pending "
+                "JOIN docs USING (memory_id) ORDER BY pending.rowid LIMIT ?",
+                (limit,),
+            ).fetchall()
+        return [(str(mid), json.loads(windows) if windows is not None else None, str(body)) for mid, windows, body in rows]
+
+    def queued(self, memory_ids: Sequence[str]) -> set[str]:
+        """Which of these memories still have passages queued."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT memory_id FROM pending WHERE memory_id IN (SELECT value FROM json_each(?))",
+                (json.dumps(list(memory_ids)),),
+            ).fetchall()
+        return {str(mid) for (mid,) in rows}
+
+    def dequeue(self, memory_ids: Sequence[str]) -> None:
+        """Forget queued passages once they are indexed (or their memory is gone)."""
+        with self._lock:
+            self._conn.executemany("DELETE FROM pending WHERE memory_id = ?", [(mid,) for mid in memory_ids])
 
     def ids(self) -> set[str]:
         with self._lock:

@@ -74,7 +74,6 @@ def open_embedded_store(path: Path, model_name: str, dimension: int) -> "ChromaM
     from symbiote.storage.chroma_store import ChromaMemoryStore
 
     client = None
-    _write_ahead_log(path / CHROMA_FILE)
     try:
         client = embedded_client(path)
         for collection in client.list_collections():  # reads the catalogue: damage shows here, not mid-request
@@ -91,23 +90,6 @@ def open_embedded_store(path: Path, model_name: str, dimension: int) -> "ChromaM
             "Memory is unavailable until then."
         ) from exc
     return ChromaMemoryStore(client, model_name, dimension, _keyword_index(path), data_path=path)
-
-
-def _write_ahead_log(db: Path) -> None:
-    """Chroma's SQLite file in write-ahead-log mode (kept in the file; Chroma leaves it so): with its
-    default rollback journal every add waits for about eight fsyncs, with the log about two, and an
-    acknowledged write is as durable. A file that cannot be read is left for Chroma's open to report."""
-    import sqlite3
-
-    try:
-        conn = sqlite3.connect(str(db), timeout=10)
-        try:
-            if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
-                conn.execute("PRAGMA journal_mode=WAL")
-        finally:
-            conn.close()
-    except sqlite3.Error as exc:
-        logging.getLogger(__name__).info("could not switch %s to write-ahead logging: %s", db, exc)
 
 
 def _forget_chroma_system(path: Path, client: object | None) -> None:

@@ -1,0 +1,91 @@
+"""Indexing stored memories' passages right after their store was acknowledged.
+
+A store acknowledges once the whole text's vector and the memory are durable; its passages (each
+sentence of a short memory, the paragraphs and spans of a long one) wait in the store's durable
+queue (`symbiote.storage.passages`). This task drains that queue as idle work: embedded only
+when no search or write waits for the model, added only when no other store call waits, so a
+write is not kept waiting for passages and a burst of writes is indexed in batches after it.
+The queue is read from the store, so what a crash or a restart left is indexed at the next open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from symbiote.embedding.embedder import AsyncEmbedder
+from symbiote.memory.store_io import StoreIO
+
+log = logging.getLogger(__name__)
+
+BATCH = 32  # memories per round: one read of the queue, one write of their passages
+RETRY_SECONDS = 1.0  # after a failed round; doubled each time, up to MAX_RETRY_SECONDS
+MAX_RETRY_SECONDS = 60.0
+
+
+class PassageIndexer:
+    """One background task per engine, started by `kick()` and ending when the queue is empty."""
+
+    def __init__(self, embedder: AsyncEmbedder, io: StoreIO) -> None:
+        self._embedder = embedder
+        self._io = io
+        self._task: asyncio.Task[None] | None = None
+        self._more = False  # a kick arrived while a round was running
+
+    def kick(self) -> None:
+        """Something may have been queued: drain the queue (start the task if it is not running)."""
+        self._more = True
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._drain(), name="symbiote-passages")
+
+    async def settled(self) -> None:
+        """Wait until everything queued so far is indexed (tests, benchmarks); opens the store."""
+        await self._io.opened()
+        self.kick()
+        while self._task is not None and not self._task.done():
+            await asyncio.shield(self._task)
+
+    def close(self) -> None:
+        """Stop: what is still queued stays in the store's queue for the next open."""
+        if self._task is not None:
+            self._task.cancel()
+
+    async def _drain(self) -> None:
+        delay = RETRY_SECONDS
+        while self._more:
+            self._more = False
+            try:
+                while await self._round():
+                    pass
+                delay = RETRY_SECONDS
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the store or the model failed: keep the queue, try again later
+                log.warning("indexing passages failed (%s); trying again in %.0f s", exc, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, MAX_RETRY_SECONDS)
+                self._more = True
+
+    async def _round(self) -> bool:
+        """Index one batch from the queue; False when it was empty."""
+        io = self._io
+        store = io.store
+        if store is None:
+            return False
+        pending = await io.run(store.pending_passages, BATCH, idle=True)
+        if not pending:
+            return False
+        items = []
+        for memory_id, windows, text in pending:
+            if windows is None:  # queued without its passages (after an index rebuild): work them out
+                windows = await self._embedder.windows(text)
+            items.append((memory_id, windows))
+        flat = [text for _mid, windows in items for text in windows[1:]]
+        vectors = await self._embedder.embed(flat, idle=True)
+        batch = []
+        offset = 0
+        for memory_id, windows in items:
+            batch.append((memory_id, vectors[offset : offset + len(windows) - 1], windows))
+            offset += len(windows) - 1
+        await io.write(store.add_passages, batch, idle=True)
+        return True
