@@ -19,6 +19,7 @@ stale; it is then ignored and recorded again. Only used where no credentials are
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import hashlib
 import importlib.util
@@ -358,6 +359,7 @@ async def _call(app: ASGIApp, headers: dict[str, str], body: bytes) -> tuple[int
         "state": {},
     }
     sent = False
+    answered = asyncio.Event()
     status = 500
     response_headers: list[tuple[str, str]] = []
     chunks: list[bytes] = []
@@ -367,6 +369,7 @@ async def _call(app: ASGIApp, headers: dict[str, str], body: bytes) -> tuple[int
         if not sent:
             sent = True
             return {"type": "http.request", "body": body, "more_body": False}
+        await answered.wait()  # like a real client: connected until the answer is complete
         return {"type": "http.disconnect"}
 
     async def send(message: dict[str, Any]) -> None:
@@ -376,6 +379,8 @@ async def _call(app: ASGIApp, headers: dict[str, str], body: bytes) -> tuple[int
             response_headers.extend((k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in message.get("headers", ()))
         elif message["type"] == "http.response.body":
             chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                answered.set()
 
     await app(scope, receive, send)
     return status, response_headers, b"".join(chunks)
