@@ -250,6 +250,7 @@ async def test_long_memory_found_by_its_last_paragraph_among_others(engine: Memo
     body = "\n\n".join(f"Section {i}: quarterly planning notes about hiring, budget and office moves." for i in range(40))
     ending = "Last paragraph: the spare house key is hidden under the blue flowerpot."
     stored = await engine.store(f"{body}\n\n{ending}")
+    await engine.passages_indexed()  # a long memory's paragraphs are indexed right after the store
     found = await engine.search("where is the spare key hidden?")
     assert found.results and found.results[0].memory_id == stored.memory_id
 
