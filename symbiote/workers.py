@@ -10,12 +10,18 @@ that a steady stream of searches cannot starve a store forever, a waiting backgr
 first after every `URGENT_STREAK` urgent ones (a bound on waiting, not a share: searches stay first).
 `idle` jobs (work that follows an acknowledged write, such as indexing its sentences) run only when
 no urgent or background job waits, and count against `background_limit` like background ones.
+With a `grace`, no background or idle job starts while an urgent one runs or within `grace`
+seconds after one ended, until `GRACE_TRIPS` urgent jobs went in a row: a search makes three
+trips to the store one after the other, and a write started between two of them would make the
+next wait for the whole write; after them a waiting write goes, so reads in a closed loop still
+leave writes half the turns.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections import deque
 from concurrent.futures import Future
 from typing import Any, Callable, TypeVar
@@ -24,18 +30,22 @@ T = TypeVar("T")
 Job = tuple[Future[Any], Callable[..., Any], tuple[Any, ...]]
 
 URGENT_STREAK = 16  # urgent jobs taken in a row while a background job waits, before it gets its turn
+GRACE_TRIPS = 3  # with a grace: urgent jobs in a row after which a waiting background job goes anyway
 
 
 class PriorityExecutor:
     """`workers` threads; urgent jobs first, then background ones (at most `background_limit` at once)."""
 
-    def __init__(self, workers: int, name: str, background_limit: int | None = None) -> None:
+    def __init__(self, workers: int, name: str, background_limit: int | None = None, grace: float = 0.0) -> None:
         self._urgent: deque[Job] = deque()
         self._background: deque[Job] = deque()
         self._idle: deque[Job] = deque()
         self._background_limit = background_limit or workers
         self._background_running = 0
         self._streak = 0  # urgent jobs taken since a background job last could have gone
+        self._grace = grace
+        self._urgent_running = 0
+        self._urgent_ended = 0.0  # time.monotonic() when the last urgent job ended
         self._closed = False
         self._cond = threading.Condition()
         self._threads = [threading.Thread(target=self._work, name=f"{name}_{i}", daemon=True) for i in range(workers)]
@@ -61,18 +71,28 @@ class PriorityExecutor:
                 background_may_go = bool(self._background) and self._background_running < self._background_limit
                 if self._urgent and not (background_may_go and self._streak >= URGENT_STREAK):
                     self._streak = self._streak + 1 if background_may_go else 0
+                    self._urgent_running += 1
                     return self._urgent.popleft(), False
-                if background_may_go:
+                wait = self._held()
+                if background_may_go and wait == 0.0:
                     self._streak = 0
                     self._background_running += 1
                     return self._background.popleft(), True
-                if self._idle and not self._urgent and not self._background:
+                if self._idle and not self._urgent and not self._background and wait == 0.0:
                     if self._background_running < self._background_limit:
                         self._background_running += 1
                         return self._idle.popleft(), True
                 if self._closed and not self._background and not self._idle:
                     return None
-                self._cond.wait()
+                self._cond.wait(wait if wait > 0 else None)
+
+    def _held(self) -> float:
+        """0.0 if background work may start now; else how long to wait (-1.0: until an urgent job ends)."""
+        if not self._grace or self._streak >= GRACE_TRIPS:
+            return 0.0
+        if self._urgent_running:
+            return -1.0
+        return max(0.0, self._urgent_ended + self._grace - time.monotonic())
 
     def _work(self) -> None:
         while (taken := self._next()) is not None:
@@ -86,10 +106,13 @@ class PriorityExecutor:
                     else:
                         future.set_result(result)
             finally:
-                if background:
-                    with self._cond:
+                with self._cond:
+                    if background:
                         self._background_running -= 1
-                        self._cond.notify_all()
+                    else:
+                        self._urgent_running -= 1
+                        self._urgent_ended = time.monotonic()
+                    self._cond.notify_all()
 
     def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
         with self._cond:

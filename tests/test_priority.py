@@ -108,3 +108,21 @@ async def test_idle_jobs_wait_until_nothing_else_does() -> None:
         assert order == ["search", "store", "passages 0", "passages 1"]
     finally:
         pool.shutdown()
+
+
+async def test_a_write_waits_for_a_searchs_next_trip_but_not_for_ever() -> None:
+    pool = PriorityExecutor(2, "test", background_limit=1, grace=2.0)
+    order: list[str] = []
+    try:
+        pool.submit(order.append, "search 1", urgent=True).result(timeout=5)
+        write = pool.submit(order.append, "write")  # within the grace after a read: waits
+        for trip in range(1, 4):
+            time.sleep(0.05)
+            assert order[-1] != "write"
+            pool.submit(order.append, f"trip {trip}", urgent=True).result(timeout=5)
+        started = time.monotonic()
+        write.result(timeout=5)  # three reads in a row while it waited: it goes without the grace
+        assert time.monotonic() - started < 1.0
+        assert order == ["search 1", "trip 1", "trip 2", "trip 3", "write"]
+    finally:
+        pool.shutdown()

@@ -27,6 +27,7 @@ T = TypeVar("T")
 
 WRITE_RETRIES = 3  # transient lock contention: retried this many times, backing off exponentially
 RETRY_BASE_SECONDS = 0.05
+SEARCH_GRACE_SECONDS = 0.015  # a write waits this long after a read, for the same search's next trip
 _tracer = trace.get_tracer(__name__)
 
 
@@ -48,7 +49,7 @@ class StoreIO:
     """Opens the store on first use and runs every read and write on it."""
 
     def __init__(self, open_store: Callable[[str, int], MemoryStore], space: DiskSpace | None) -> None:
-        self._io = PriorityExecutor(4, "store", background_limit=1)
+        self._io = PriorityExecutor(4, "store", background_limit=1, grace=SEARCH_GRACE_SECONDS)
         self.lazy: LazyStore[MemoryStore] = LazyStore(open_store, self.run, "memory store")
         self._space = space
         self.writes = 0  # bumped by every write, so statistics can tell a scan raced one
