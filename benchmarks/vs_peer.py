@@ -1,8 +1,9 @@
 """Symbiote against mcp-memory-service, side by side in one run, on one LoCoMo conversation.
 
 Starts each server in turn on a fresh data directory (streamable HTTP, the official MCP SDK client),
-stores every turn of the conversation as one memory, asks every category 1-4 question (limit 10),
-stops it, then does the same with the other. Prints, for both and as ratios (Symbiote / peer):
+stores every turn of the conversation as one memory, waits until Symbiote has indexed the
+stored memories' passages (they follow a store; `--no-settle` asks at once), asks every category
+1-4 question (limit 10), stops it, then does the same with the other. Prints, for both and as ratios (Symbiote / peer):
 search and store p50 / p95, the first store after the start, start to `tools/list`, peak RSS of the
 server and its child processes, recall@1/5/10, and whether the targets of issue 19 hold.
 
@@ -35,7 +36,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 import psutil
 
@@ -91,6 +92,7 @@ class Figures:
     questions: int = 0
     peak_rss: int = 0
     failed_stores: int = 0
+    settle_s: float = 0.0  # after the last store, until every memory's passages were indexed
 
 
 @dataclass
@@ -103,6 +105,7 @@ class Contender:
     search_tool: str
     stored_id: Callable[[Any], str]
     found_ids: Callable[[Any], list[str]]
+    queued: Callable[[Any], Awaitable[int]] | None = None  # memories whose passages are not yet indexed
 
 
 def _text(result: Any) -> str:
@@ -124,7 +127,12 @@ def symbiote(checkout: Path | None = None) -> Contender:
         "Symbiote" if checkout is None else f"Symbiote@{checkout.name}", launch, "store_memory", "search_memory",
         stored_id=lambda r: structured(r)["memory_id"],
         found_ids=lambda r: [hit["memory_id"] for hit in structured(r)["results"]],
+        queued=_passages_queued,
     )
+
+
+async def _passages_queued(client: Any) -> int:
+    return int(structured(await client.call_tool("memory_stats", {}))["collections"].get("passages_queued", 0))
 
 
 def peer(venv: Path) -> Contender:
@@ -170,7 +178,7 @@ async def _tools_listed(url: str, proc: subprocess.Popen[bytes], started: float)
     raise RuntimeError(f"no tools/list answer within {START_TIMEOUT:.0f} s")
 
 
-async def measure(contender: Contender, conv: Conversation, keep: Path | None) -> Figures:
+async def measure(contender: Contender, conv: Conversation, keep: Path | None, settled: bool = True) -> Figures:
     from mcp import Client
 
     figures = Figures(contender.name)
@@ -193,6 +201,10 @@ async def measure(contender: Contender, conv: Conversation, keep: Path | None) -
                 except (AttributeError, KeyError, RuntimeError):
                     figures.failed_stores += 1
             figures.first_store_ms = figures.store_ms[0]
+            settle = time.perf_counter()
+            while settled and contender.queued is not None and await contender.queued(client):
+                await asyncio.sleep(0.05)
+            figures.settle_s = time.perf_counter() - settle
             for q in conv.questions:
                 t = time.perf_counter()
                 result = await client.call_tool(contender.search_tool, {"query": q.question, "limit": 10})
@@ -222,13 +234,14 @@ def _rows(f: Figures) -> dict[str, tuple[float, ...]]:
         "first store after start (ms)": (f.first_store_ms,),
         "start to tools/list (s)": (f.start_s,),
         "start to first store answered (s)": (f.start_s + f.first_store_ms / 1000,),
+        "passages indexed, after the last store (s)": (f.settle_s,),
         "peak RSS (MB)": (f.peak_rss / 2**20,),
         "recall@1 / @5 / @10": recall,
     }
 
 
 def _cell(key: str, values: tuple[float, ...]) -> str:
-    fine = key.startswith(("recall", "start"))
+    fine = key.startswith(("recall", "start", "passages"))
     return " / ".join(f"{v:.3f}" if fine else f"{v:,.1f}" for v in values)
 
 
@@ -272,6 +285,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--logs", type=Path, help="keep both servers' logs in this directory")
     parser.add_argument("--checkouts", type=Path, nargs="+",
                         help="instead of the peer: Symbiote from these trees (PYTHONPATH), interleaved, e.g. before/after")
+    parser.add_argument("--no-settle", action="store_true",
+                        help="ask the questions right after the last store, while its passages are still indexed")
     parser.add_argument("--rounds", type=int, default=1, help="with --checkouts: rounds of all of them")
     args = parser.parse_args(argv)
 
@@ -291,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
     for contender in contenders:
         print(f"{contender.name}: starting, storing {len(conv.turns)} turns, asking {len(conv.questions)} questions",
               flush=True)
-        results.append(asyncio.run(measure(contender, conv, args.logs)))
+        results.append(asyncio.run(measure(contender, conv, args.logs, settled=not args.no_settle)))
         if args.checkouts:
             report(conv, results[-1:])
     if not args.checkouts:

@@ -103,6 +103,28 @@ class AsyncEmbedder:
         model = await self.model()
         return await self._executor.run(model.windows, text)
 
+    async def first(self, text: str) -> tuple[list[str], np.ndarray]:
+        """`text`'s passages and the vector of the first (the whole text) in one trip to the worker:
+        all the model work a store waits for (`embed` makes a span of it the same way)."""
+        if not trace.get_current_span().is_recording():
+            return await self._first(text)
+        with _tracer.start_as_current_span(
+            "embedding", attributes={"symbiote.embedding.texts": 1},
+            record_exception=False, set_status_on_exception=False,
+        ):
+            return await self._first(text)
+
+    async def _first(self, text: str) -> tuple[list[str], np.ndarray]:
+        model = await self.model()
+        cached = self._cache.get(text)
+
+        def work() -> tuple[list[str], np.ndarray]:
+            return model.windows(text), cached if cached is not None else model.embed([text])[0]
+
+        windows, vector = await self._executor.run(work)
+        self._remember(text, vector)
+        return windows, vector
+
     def _remember(self, text: str, vector: np.ndarray) -> None:
         if self._cache_size <= 0:
             return

@@ -2,16 +2,18 @@
 
 A store acknowledges once the whole text's vector and the memory are durable; its passages (each
 sentence of a short memory, the paragraphs and spans of a long one) wait in the store's durable
-queue (`symbiote.storage.passages`). This task drains that queue as idle work: embedded only
-when no search or write waits for the model, added only when no other store call waits, so a
-write is not kept waiting for passages and a burst of writes is indexed in batches after it.
-The queue is read from the store, so what a crash or a restart left is indexed at the next open.
+queue (`symbiote.storage.passages`). This task drains that queue as idle work: once writes have
+paused (or after a bounded wait behind a steady stream of them), embedded only when no search or
+write waits for the model, added only when no other store call waits. So a burst of writes does
+not wait for its own passages, and they are indexed in batches after it. The queue is read from
+the store, so what a crash or a restart left is indexed at the next open.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 from symbiote.embedding.embedder import AsyncEmbedder
 from symbiote.memory.store_io import StoreIO
@@ -21,6 +23,8 @@ log = logging.getLogger(__name__)
 BATCH = 32  # memories per round: one read of the queue, one write of their passages
 RETRY_SECONDS = 1.0  # after a failed round; doubled each time, up to MAX_RETRY_SECONDS
 MAX_RETRY_SECONDS = 60.0
+QUIET_SECONDS = 0.1  # a round starts once no write started for this long...
+MAX_DEFER_SECONDS = 5.0  # ...or after this long behind a steady stream of writes
 
 
 class PassageIndexer:
@@ -31,6 +35,11 @@ class PassageIndexer:
         self._io = io
         self._task: asyncio.Task[None] | None = None
         self._more = False  # a kick arrived while a round was running
+        self._last_write = float("-inf")  # time.monotonic() when the last write began
+
+    def writing(self) -> None:
+        """A write began: the next round waits until writes pause."""
+        self._last_write = time.monotonic()
 
     def kick(self) -> None:
         """Something may have been queued: drain the queue (start the task if it is not running)."""
@@ -55,8 +64,9 @@ class PassageIndexer:
         while self._more:
             self._more = False
             try:
+                await self._quiet()
                 while await self._round():
-                    pass
+                    await self._quiet()
                 delay = RETRY_SECONDS
             except asyncio.CancelledError:
                 raise
@@ -65,6 +75,12 @@ class PassageIndexer:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, MAX_RETRY_SECONDS)
                 self._more = True
+
+    async def _quiet(self) -> None:
+        """Wait until no write began for QUIET_SECONDS, but at most MAX_DEFER_SECONDS."""
+        deadline = time.monotonic() + MAX_DEFER_SECONDS
+        while (now := time.monotonic()) < deadline and now - self._last_write < QUIET_SECONDS:
+            await asyncio.sleep(min(self._last_write + QUIET_SECONDS, deadline) - now)
 
     async def _round(self) -> bool:
         """Index one batch from the queue; False when it was empty."""

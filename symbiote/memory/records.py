@@ -138,7 +138,10 @@ class MemoryPage(BaseModel):
 class MemoryStats(BaseModel):
     total_memories: int
     by_type: dict[str, int] = Field(description="Memories per type ('untyped' when none was given).")
-    collections: dict[str, int] = Field(description="Records per collection: memories, passages, keyword index.")
+    collections: dict[str, int] = Field(
+        description="Records per collection: memories, passages, keyword index; passages_queued: memories "
+        "whose sentences are still to be indexed (a store's passages follow it within moments)."
+    )
     oldest_timestamp: str | None
     newest_timestamp: str | None
     top_tags: dict[str, int] = Field(description="The most used tags and how many memories carry each.")

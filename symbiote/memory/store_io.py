@@ -86,7 +86,7 @@ class StoreIO:
     async def ensure_space(self, windows: Sequence[str]) -> None:
         """Refuse a write the disk has no room for before Chroma sees a full disk (symbiote.storage.diskspace).
 
-        Checked before embedding, so a refused batch costs no model time; one vector per window.
+        Checked before the store sees the write (a batch: before embedding it); one vector per window.
         """
         if self._space is not None:
             await self._space.ensure(DiskSpace.estimate(list(windows), len(windows)))

@@ -1,7 +1,7 @@
 """The engine's write path: store one memory or a batch, update, delete, and the retention cleanup.
 
-Every write is validated first, checked against the policy and the quota, and checked for
-disk space before the model embeds it, so a refused write costs neither model time nor a
+Every write is validated first and checked against the policy and the quota before the model
+embeds it, and checked for disk space before the store sees it, so a refused write leaves no
 partial record. Identical content is never stored twice: a store of the same text returns the
 existing memory. A store waits only for what makes the memory durable and findable, the whole
 text's vector, in one call to the store; its passages are indexed right after
@@ -188,11 +188,11 @@ class MemoryWriter:
                 if existing is not None:
                     return _duplicate(existing)
                 warning = await check_quota(policy, io, store, 1)
-            windows = await self._embedder.windows(item.content)
+            self.passages.writing()
+            windows, vector = await self._embedder.first(item.content)
             await io.ensure_space(windows)
-            vectors = await self._embedder.embed(windows[:1])
             memory = self._stamp(item)
-            existing, nearest = await io.write(store.store_new, memory, vectors, windows, NEAR_CANDIDATES)
+            existing, nearest = await io.write(store.store_new, memory, vector[None, :], windows, NEAR_CANDIDATES)
             if existing is not None:
                 return _duplicate(existing)
             self._stats.added(memory)
@@ -222,6 +222,7 @@ class MemoryWriter:
     async def store_many(self, items: Any) -> BatchStoreResult:
         """Store a batch: every item valid or none stored; one embedding pass, one write."""
         drafts = _batch_drafts(items, self._policy().max_content_bytes)
+        self.passages.writing()
         io = self._io
         store = await io.opened()
         existing = await io.read(store.find_contents, [d.content_hash for d in drafts], urgent=False)

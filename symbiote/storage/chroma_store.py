@@ -292,11 +292,13 @@ class ChromaMemoryStore(BulkReads, DeferredPassages):
         return {m.content_hash: m for m in sorted(found, key=lambda m: m.created_us, reverse=True)}
 
     def counts(self) -> dict[str, int]:
-        """Records per collection: memories, extra passages, keyword index entries."""
+        """Records per collection: memories, extra passages, keyword index entries, and memories whose
+        passages are still queued (indexed right after their store)."""
         return {
             "memories": int(self._memories.count()),
             "passages": int(self._chunks.count()),
             "keyword_index": self._lexical.count(),
+            "passages_queued": self._lexical.pending_count(),
         }
 
     def nearest(

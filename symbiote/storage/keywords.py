@@ -194,6 +194,11 @@ class LexicalIndex:
             ).fetchall()
         return [(str(mid), json.loads(windows) if windows is not None else None, str(body)) for mid, windows, body in rows]
 
+    def pending_count(self) -> int:
+        """How many memories still have passages queued."""
+        with self._lock:
+            return int(self._conn.execute("SELECT count(*) FROM pending").fetchone()[0])
+
     def queued(self, memory_ids: Sequence[str]) -> set[str]:
         """Which of these memories still have passages queued."""
         with self._lock:
