@@ -4,8 +4,10 @@ Starts `symbiote serve` on a fresh data directory, then prints:
 - store_memory p50/p95 (sequential, one client),
 - search_memory p50/p95 at 1,000 and at 10,000 memories (sequential, distinct queries, so the
   embedding cache does not flatter the figures),
-- an embedding-cache hit (the same query repeated).
-Filling to 10,000 uses 8 concurrent clients. Takes a few minutes.
+- an embedding-cache hit (the same query repeated), `memory_stats`,
+- the floor: `prompts/get` of the personality, the MCP SDK and HTTP with no memory work.
+Filling to 10,000 uses 8 concurrent clients; after a fill the searches wait until the stored
+memories' passages are indexed (they follow each store; the wait is printed). Takes a few minutes.
 
 Usage: .venv/bin/python benchmarks/bench_core.py [--sizes 1000 10000] [--samples 200]
 """
@@ -23,7 +25,7 @@ from pathlib import Path
 from mcp import Client
 
 # this directory is on sys.path when run as a script
-from mcp_client import timed_calls
+from mcp_client import structured, timed_calls
 from percentiles import percentile
 from server_process import ServerProcess
 
@@ -87,8 +89,25 @@ async def at_size(url: str, size: int, samples: int, rng: random.Random) -> None
             client, "search_memory", lambda _: {"query": "what did we decide about the trip?"}, 50, check=False
         )
         print(summary(f"search_memory, repeated query (cache hit) at {size}", repeat))
-        stats_times = await timed_calls(client, "memory_stats", lambda _: {}, 20, check=False)
+        stats_times = await timed_calls(client, "memory_stats", lambda _: {}, 100, check=False)
         print(summary(f"memory_stats at {size}", stats_times))
+        floor = []
+        for _ in range(100):
+            started = time.perf_counter()
+            await client.get_prompt("venom_identity")
+            floor.append(time.perf_counter() - started)
+        print(summary("the floor: prompts/get venom_identity", floor))
+
+
+async def passages_indexed(url: str) -> float:
+    """Seconds until every stored memory's passages are indexed (`memory_stats`' passages_queued)."""
+    began = time.perf_counter()
+    async with Client(url) as client:
+        while True:
+            result = await client.call_tool("memory_stats", {})
+            if not structured(result)["collections"].get("passages_queued", 0):
+                return time.perf_counter() - began
+            await asyncio.sleep(0.1)
 
 
 async def main() -> None:
@@ -111,7 +130,8 @@ async def main() -> None:
             if stored < size:
                 began = time.perf_counter()
                 await fill(server.mcp_url, stored, size, rng)
-                print(f"filled to {size} memories in {time.perf_counter() - began:.0f} s")
+                print(f"filled to {size} memories in {time.perf_counter() - began:.0f} s; "
+                      f"their passages indexed {await passages_indexed(server.mcp_url):.1f} s later")
                 stored = size
             await at_size(server.mcp_url, size, args.samples, rng)
         print(f"health after run: {server.health()['memories']} memories")

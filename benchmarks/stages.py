@@ -1,0 +1,109 @@
+"""Where a store's and a search's time go, stage by stage, from the engine's own spans.
+
+Runs the real engine in-process (the real model, Chroma in its store process) on a new data
+directory, stores every turn of one LoCoMo conversation one after the other, waits until their
+passages are indexed, then asks every question (limit 10) and `memory_stats` 100 times. Each call runs under a parent span;
+the engine's child spans (`embedding`, `store store_new`, `keyword search`, `vector search`,
+`store coverage_and_get`...) are collected in memory with the OpenTelemetry SDK and printed as
+p50 / p95 per stage. No server, no HTTP: add the MCP SDK and HTTP on top for the figures a
+client sees (`vs_peer.py`).
+
+    .venv/bin/python benchmarks/stages.py [--file 26.json] [--limit-turns N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+# this directory is on sys.path when run as a script
+from locomo_data import DATA_DIR, load_conversation
+from percentiles import percentile
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _by_stage(exporter: InMemorySpanExporter, root: str) -> dict[str, list[float]]:
+    """Milliseconds per child span name under each `root` span; the root's own under `root`."""
+    spans = exporter.get_finished_spans()
+    roots = {s.context.span_id for s in spans if s.name == root}
+    stages: dict[str, list[float]] = defaultdict(list)
+    for span in spans:
+        if span.name == root or (span.parent is not None and span.parent.span_id in roots):
+            stages[span.name].append((span.end_time - span.start_time) / 1e6)
+    exporter.clear()
+    return stages
+
+
+def _print(title: str, stages: dict[str, list[float]], root: str) -> None:
+    print(f"\n{title}")
+    print("| stage | calls | p50 ms | p95 ms |")
+    print("|---|---|---|---|")
+    for name in sorted(stages, key=lambda n: (n == root, -(percentile(stages[n], 50) or 0))):
+        values = stages[name]
+        label = f"**the engine's {root}**" if name == root else name
+        print(f"| {label} | {len(values)} | {percentile(values, 50):.1f} | {percentile(values, 95):.1f} |")
+
+
+async def run(args: argparse.Namespace) -> None:
+    from symbiote.config import Settings
+    from symbiote.runtime import build_runtime
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
+    tracer = trace.get_tracer("benchmarks.stages")
+
+    conv = load_conversation(args.data / args.file)
+    turns = conv.turns[: args.limit_turns] if args.limit_turns else conv.turns
+    with tempfile.TemporaryDirectory(prefix="symbiote-stages-") as tmp:
+        settings = Settings(chromadb_path=Path(tmp) / "data", model_dir=PROJECT_ROOT / "models" / "all-MiniLM-L6-v2")
+        engine = build_runtime(settings).engine
+        try:
+            await engine.search("warm up the model and the store", limit=1)
+            exporter.clear()
+            for turn in turns:
+                with tracer.start_as_current_span("store"):
+                    await engine.store(turn.memory)
+            stores = _by_stage(exporter, "store")
+            started = time.perf_counter()
+            await engine.passages_indexed()
+            drained = time.perf_counter() - started
+            exporter.clear()
+            for question in conv.questions:
+                with tracer.start_as_current_span("search"):
+                    await engine.search(question.question, limit=10)
+            searches = _by_stage(exporter, "search")
+            for _ in range(100):
+                with tracer.start_as_current_span("memory_stats"):
+                    await engine.stats()
+            stats = _by_stage(exporter, "memory_stats")
+        finally:
+            engine.close()
+    _print(f"{len(turns)} stores, one after the other (their passages indexed {drained:.1f} s after the last)",
+           stores, "store")
+    _print(f"{len(conv.questions)} searches (limit 10) on {len(turns)} memories, passages indexed", searches, "search")
+    _print("100 memory_stats calls", stats, "memory_stats")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--file", default="26.json", help="the LoCoMo conversation (default: 26.json)")
+    parser.add_argument("--data", type=Path, default=DATA_DIR, help=f"LoCoMo directory (default: {DATA_DIR})")
+    parser.add_argument("--limit-turns", type=int, help="store only the first N turns")
+    asyncio.run(run(parser.parse_args()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
