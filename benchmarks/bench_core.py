@@ -25,7 +25,7 @@ from pathlib import Path
 from mcp import Client
 
 # this directory is on sys.path when run as a script
-from mcp_client import structured, timed_calls
+from mcp_client import passages_indexed, timed_calls
 from percentiles import percentile
 from server_process import ServerProcess
 
@@ -99,15 +99,9 @@ async def at_size(url: str, size: int, samples: int, rng: random.Random) -> None
         print(summary("the floor: prompts/get venom_identity", floor))
 
 
-async def passages_indexed(url: str) -> float:
-    """Seconds until every stored memory's passages are indexed (`memory_stats`' passages_queued)."""
-    began = time.perf_counter()
+async def settle(url: str) -> float:
     async with Client(url) as client:
-        while True:
-            result = await client.call_tool("memory_stats", {})
-            if not structured(result)["collections"].get("passages_queued", 0):
-                return time.perf_counter() - began
-            await asyncio.sleep(0.1)
+        return await passages_indexed(client, poll=0.1)
 
 
 async def main() -> None:
@@ -131,7 +125,7 @@ async def main() -> None:
                 began = time.perf_counter()
                 await fill(server.mcp_url, stored, size, rng)
                 print(f"filled to {size} memories in {time.perf_counter() - began:.0f} s; "
-                      f"their passages indexed {await passages_indexed(server.mcp_url):.1f} s later")
+                      f"their passages indexed {await settle(server.mcp_url):.1f} s later")
                 stored = size
             await at_size(server.mcp_url, size, args.samples, rng)
         print(f"health after run: {server.health()['memories']} memories")

@@ -1,7 +1,9 @@
-"""Calling the server's tools with the MCP SDK client: a result's structured data, and timed calls."""
+"""Calling the server's tools with the MCP SDK client: a result's structured data, timed calls, and
+waiting until stored memories' passages are indexed."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Callable
@@ -38,3 +40,12 @@ async def timed_calls(
         if check:
             assert not result.is_error, result.content
     return times
+
+
+async def passages_indexed(client: Client, poll: float = 0.05) -> float:
+    """Wait until every stored memory's passages are indexed (they follow each store; `memory_stats`
+    counts the memories still queued); the seconds it took."""
+    began = time.perf_counter()
+    while structured(await client.call_tool("memory_stats", {}))["collections"].get("passages_queued", 0):
+        await asyncio.sleep(poll)
+    return time.perf_counter() - began

@@ -42,7 +42,7 @@ import psutil
 
 # this directory is on sys.path when run as a script
 from locomo_data import DATA_DIR, Conversation, load_conversation
-from mcp_client import structured
+from mcp_client import passages_indexed, structured
 from percentiles import percentile
 from ports import free_port
 from server_process import ServerProcess, stop
@@ -105,7 +105,7 @@ class Contender:
     search_tool: str
     stored_id: Callable[[Any], str]
     found_ids: Callable[[Any], list[str]]
-    queued: Callable[[Any], Awaitable[int]] | None = None  # memories whose passages are not yet indexed
+    settle: Callable[[Any], Awaitable[float]] | None = None  # waits until stored memories are wholly indexed
 
 
 def _text(result: Any) -> str:
@@ -127,12 +127,8 @@ def symbiote(checkout: Path | None = None) -> Contender:
         "Symbiote" if checkout is None else f"Symbiote@{checkout.name}", launch, "store_memory", "search_memory",
         stored_id=lambda r: structured(r)["memory_id"],
         found_ids=lambda r: [hit["memory_id"] for hit in structured(r)["results"]],
-        queued=_passages_queued,
+        settle=passages_indexed,
     )
-
-
-async def _passages_queued(client: Any) -> int:
-    return int(structured(await client.call_tool("memory_stats", {}))["collections"].get("passages_queued", 0))
 
 
 def peer(venv: Path) -> Contender:
@@ -201,10 +197,8 @@ async def measure(contender: Contender, conv: Conversation, keep: Path | None, s
                 except (AttributeError, KeyError, RuntimeError):
                     figures.failed_stores += 1
             figures.first_store_ms = figures.store_ms[0]
-            settle = time.perf_counter()
-            while settled and contender.queued is not None and await contender.queued(client):
-                await asyncio.sleep(0.05)
-            figures.settle_s = time.perf_counter() - settle
+            if settled and contender.settle is not None:
+                figures.settle_s = await contender.settle(client)
             for q in conv.questions:
                 t = time.perf_counter()
                 result = await client.call_tool(contender.search_tool, {"query": q.question, "limit": 10})
