@@ -3,7 +3,7 @@
 The summary (counts per type and tag, oldest, newest: `symbiote.memory.summary`) is scanned
 once, then kept current by this instance's writes, and rescanned in the background when older
 than `SUMMARY_TTL_SECONDS`, for writes by other instances. A stats call never waits for a scan
-but the very first.
+but the very first. The size and record counts are read again only after a write.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from symbiote.storage.base import MemoryStore, StoredMemory
 log = logging.getLogger(__name__)
 
 SUMMARY_TTL_SECONDS = 30.0
+SIZES_TTL_SECONDS = 5.0
 ShareUsage = Callable[[], dict[str, Any] | None]  # blocking: runs in a worker thread
 
 
@@ -51,6 +52,7 @@ class Statistics:
         self._share_usage = share_usage  # the file share's usage, where the store lives on one
         self._summary: Summary | None = None  # built by one scan, then kept current by this instance's writes
         self._refresh: asyncio.Task[Summary | None] | None = None
+        self._sizes_cache: tuple[int, float, tuple[int, dict[str, int]]] | None = None  # (writes, until, sizes)
         self.store_timer = Timer()
         self.search_timer = Timer()
 
@@ -72,11 +74,8 @@ class Statistics:
             self._summary.remove(memory)
 
     async def report(self, store: MemoryStore, policy: EnginePolicy) -> MemoryStats:
-        read = self._io.read
-        summary, size, collections = await asyncio.gather(
-            self._summary_report(store), read(store.size_bytes), read(store.counts)
-        )
-        share = await read(self._share_usage) if self._share_usage is not None else None
+        summary, (size, collections) = await asyncio.gather(self._summary_report(store), self._sizes(store))
+        share = await self._io.read(self._share_usage) if self._share_usage is not None else None
         quota = policy.max_memories
         return MemoryStats(
             **summary,
@@ -91,6 +90,18 @@ class Statistics:
             retention_days=policy.retention_days,
             share=share,
         )
+
+    async def _sizes(self, store: MemoryStore) -> tuple[int, dict[str, int]]:
+        """The store's size on disk and its record counts: read again only after a write (any write,
+        passages' included, bumps `writes`) or after SIZES_TTL_SECONDS (another instance's writes)."""
+        writes = self._io.writes
+        if self._sizes_cache is not None and self._sizes_cache[0] == writes and self._sizes_cache[1] > time.monotonic():
+            return self._sizes_cache[2]
+        read = self._io.read
+        size, counts = await asyncio.gather(read(store.size_bytes), read(store.counts))
+        if self._io.writes == writes:
+            self._sizes_cache = (writes, time.monotonic() + SIZES_TTL_SECONDS, (size, counts))
+        return size, counts
 
     async def _summary_report(self, store: MemoryStore) -> dict[str, Any]:
         summary = self._summary
