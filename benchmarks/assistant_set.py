@@ -20,7 +20,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import assistant_data  # noqa: E402
-from mcp_client import structured  # noqa: E402
+from mcp_client import passages_indexed, structured  # noqa: E402
 from server_process import TempServer  # noqa: E402
 
 SEED_MEMORY = "I'm working on a React app with TypeScript and authentication"
@@ -35,6 +35,7 @@ async def run(min_relevance: float | None, verbose: bool) -> None:
             for memory in assistant_data.MEMORIES:
                 ids.append(structured(await client.call_tool("store_memory", {"content": memory}))["memory_id"])
             index = {memory_id: i for i, memory_id in enumerate(ids)}
+            await passages_indexed(client)  # the passages follow the stores
 
             async def ask(query: str) -> list[dict[str, Any]]:
                 args: dict[str, Any] = {"query": query, "limit": 5}

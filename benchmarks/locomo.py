@@ -26,7 +26,7 @@ from typing import Any
 
 # this directory is on sys.path when run as a script
 from locomo_data import CATEGORIES, DATA_DIR, Conversation, load_conversation
-from mcp_client import structured
+from mcp_client import passages_indexed, structured
 from percentiles import percentile
 from ports import free_port
 from server_process import TempServer
@@ -65,6 +65,7 @@ async def run_file(
                 stored = structured(await client.call_tool("store_memory", {"content": turn.memory}))
                 owner.setdefault(stored["memory_id"], set()).add(turn.dia_id)
             store_s = time.perf_counter() - t0
+            await passages_indexed(client)  # recall of the whole index: the passages follow the stores
             file_tally = Tally()
             for q in questions:
                 t = time.perf_counter()

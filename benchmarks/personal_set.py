@@ -101,7 +101,9 @@ def new_engine() -> Iterator[Any]:
 
 async def fill(engine: Any, texts: list[str]) -> dict[str, str]:
     """Store `texts` one by one; memory id -> text."""
-    return {(await engine.store(text)).memory_id: text for text in texts}
+    stored = {(await engine.store(text)).memory_id: text for text in texts}
+    await engine.passages_indexed()  # the passages follow the stores
+    return stored
 
 
 def score(query: Query, results: list[Any], key_of: dict[str, str], tally: Tally, verbose: bool) -> None:
