@@ -24,7 +24,7 @@ BATCH = 32  # memories per round: one read of the queue, one write of their pass
 RETRY_SECONDS = 1.0  # after a failed round; doubled each time, up to MAX_RETRY_SECONDS
 MAX_RETRY_SECONDS = 60.0
 QUIET_SECONDS = 0.1  # a round starts once no write started for this long...
-MAX_DEFER_SECONDS = 5.0  # ...or after this long behind a steady stream of writes
+MAX_DEFER_SECONDS = 30.0  # ...or after this long behind a steady stream of writes
 
 
 class PassageIndexer:
