@@ -6,10 +6,10 @@ Starts `symbiote serve` on a fresh data directory, then prints:
   embedding cache does not flatter the figures),
 - an embedding-cache hit (the same query repeated), `memory_stats`,
 - the floor: `prompts/get` of the personality, the MCP SDK and HTTP with no memory work.
-Filling to 10,000 uses 8 concurrent clients; after a fill the searches wait until the stored
+Filling to 10,000 uses 8 concurrent clients (`--fill-batch 100`: `store_memories` of 100 each); after a fill the searches wait until the stored
 memories' passages are indexed (they follow each store; the wait is printed). Takes a few minutes.
 
-Usage: .venv/bin/python benchmarks/bench_core.py [--sizes 1000 10000] [--samples 200]
+Usage: .venv/bin/python benchmarks/bench_core.py [--sizes 1000 10000] [--samples 200] [--fill-batch N]
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import psutil
 from mcp import Client
 
 # this directory is on sys.path when run as a script
@@ -63,16 +64,22 @@ def summary(name: str, values: list[float]) -> str:
     return f"{name}: p50 {statistics.median(ms):.1f} ms, p95 {percentile(ms, 95):.1f} ms, n={len(ms)}"
 
 
-async def fill(url: str, start: int, stop: int, rng: random.Random, workers: int = 8) -> None:
-    queue: asyncio.Queue[int] = asyncio.Queue()
-    for i in range(start, stop):
-        queue.put_nowait(i)
+async def fill(url: str, start: int, stop: int, rng: random.Random, workers: int = 8, batch: int = 1) -> None:
+    """Store memories start..stop-1 from `workers` clients: one `store_memory` each, or
+    `store_memories` of `batch` at a time."""
+    queue: asyncio.Queue[range] = asyncio.Queue()
+    for i in range(start, stop, batch):
+        queue.put_nowait(range(i, min(i + batch, stop)))
 
     async def worker() -> None:
-        async with Client(url) as client:
+        async with Client(url, read_timeout_seconds=300) as client:
             while not queue.empty():
-                i = queue.get_nowait()
-                result = await client.call_tool("store_memory", {"content": synthetic_memory(i, rng)})
+                part = queue.get_nowait()
+                if batch == 1:
+                    result = await client.call_tool("store_memory", {"content": synthetic_memory(part[0], rng)})
+                else:
+                    memories = [{"content": synthetic_memory(i, rng)} for i in part]
+                    result = await client.call_tool("store_memories", {"memories": memories})
                 assert not result.is_error, result.content
 
     await asyncio.gather(*(worker() for _ in range(workers)))
@@ -99,6 +106,12 @@ async def at_size(url: str, size: int, samples: int, rng: random.Random) -> None
         print(summary("the floor: prompts/get venom_identity", floor))
 
 
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process and its children, in MB."""
+    root = psutil.Process(pid)
+    return sum(p.memory_info().rss for p in [root, *root.children(recursive=True)]) / 2**20
+
+
 async def settle(url: str) -> float:
     async with Client(url) as client:
         return await passages_indexed(client, poll=0.1)
@@ -108,6 +121,8 @@ async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--samples", type=int, default=200)
+    parser.add_argument("--fill-batch", type=int, default=1, metavar="N",
+                        help="fill with store_memories of N memories (up to 100) instead of single stores")
     parser.add_argument("--data", type=Path, help="reuse this data directory (already filled stores are not refilled)")
     args = parser.parse_args()
     rng = random.Random(7)
@@ -123,9 +138,10 @@ async def main() -> None:
         for size in args.sizes:
             if stored < size:
                 began = time.perf_counter()
-                await fill(server.mcp_url, stored, size, rng)
+                await fill(server.mcp_url, stored, size, rng, batch=args.fill_batch)
                 print(f"filled to {size} memories in {time.perf_counter() - began:.0f} s; "
-                      f"their passages indexed {await settle(server.mcp_url):.1f} s later")
+                      f"their passages indexed {await settle(server.mcp_url):.1f} s later; "
+                      f"server RSS {rss_mb(server.proc.pid):.0f} MB (with its store process)")
                 stored = size
             await at_size(server.mcp_url, size, args.samples, rng)
         print(f"health after run: {server.health()['memories']} memories")
