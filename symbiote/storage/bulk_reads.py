@@ -1,5 +1,5 @@
-"""What the owner's console and an export read from the store in bulk: a filtered page of the
-memories newest first, and memories' stored vectors.
+"""What is read from the store in bulk: every record of a collection in pages (`read_all`), a
+filtered page of the memories newest first for the owner's console, and memories' stored vectors.
 
 Reading every memory's metadata from Chroma to sort it costs time in proportion to the whole
 store, so a page takes its order from the keyword index (`LexicalIndex.newest`, where creation
@@ -18,6 +18,32 @@ if TYPE_CHECKING:
     import numpy as np
 
     from symbiote.storage.keywords import LexicalIndex
+
+
+PAGE = 10_000  # records per Chroma read: one read of over 32,766 with metadata or text fails
+
+
+def read_all(collection: Any, include: list[str], ids: Sequence[str] | None = None, where: Any = None) -> dict[str, list[Any]]:
+    """`collection.get(...)` in pages of PAGE records, merged. Chroma 1.5.9 turns a read of more
+    records than SQLite's 32,766 variables, with their metadata or text, into "too many SQL
+    variables", so a store past that size could not list, count or rebuild in one read."""
+    merged: dict[str, list[Any]] = {"ids": [], **{key: [] for key in include}}
+
+    def take(got: dict[str, Any]) -> int:
+        merged["ids"] += list(got["ids"])
+        for key in include:
+            value = got.get(key)
+            merged[key] += list(value) if value is not None else [None] * len(got["ids"])
+        return len(got["ids"])
+
+    if ids is not None:
+        for start in range(0, len(ids), PAGE):
+            take(collection.get(ids=list(ids[start : start + PAGE]), where=where, include=include))
+        return merged
+    offset = 0
+    while take(collection.get(where=where, include=include, limit=PAGE, offset=offset)) == PAGE:
+        offset += PAGE
+    return merged
 
 
 def chunk_ids(memory_id: str, passages: int) -> list[str]:
@@ -52,7 +78,7 @@ class BulkReads:
 
         if not memory_ids:
             return {}
-        got = self._memories.get(ids=list(memory_ids), include=["embeddings", "metadatas"])
+        got = read_all(self._memories, ["embeddings", "metadatas"], ids=list(memory_ids))
         heads = {
             mid: (vector, int((meta or {}).get("windows", 1) or 1))
             for mid, vector, meta in zip(got["ids"], got["embeddings"], got["metadatas"] or [])
@@ -60,7 +86,7 @@ class BulkReads:
         wanted = [cid for mid, (_vector, passages) in heads.items() for cid in chunk_ids(mid, passages)]
         chunks: dict[str, Any] = {}
         if wanted:
-            found = self._chunks.get(ids=wanted, include=["embeddings"])
+            found = read_all(self._chunks, ["embeddings"], ids=wanted)
             chunks = dict(zip(found["ids"], found["embeddings"]))
         return {
             mid: np.asarray([vector, *(chunks[c] for c in chunk_ids(mid, passages) if c in chunks)], dtype=np.float32)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
+from symbiote.storage.bulk_reads import read_all
 from symbiote.storage.chroma_store import ChromaMemoryStore
 from symbiote.errors import StoreUnavailableError
 
@@ -291,7 +292,7 @@ class ServerMemoryStore(ChromaMemoryStore):
             for memory_id in gone:
                 tx.delete(memory_id)
             if new:
-                got = self._memories.get(ids=sorted(new), include=["documents", "metadatas"])
+                got = read_all(self._memories, ["documents", "metadatas"], ids=sorted(new))
                 rows = sorted(
                     (int((meta or {}).get("created_us", 0)), mid, doc or "")
                     for mid, doc, meta in zip(got["ids"], got["documents"] or [], got["metadatas"] or [])

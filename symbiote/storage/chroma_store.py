@@ -27,7 +27,7 @@ from symbiote.errors import StoreUnavailableError
 from symbiote.storage.filters import MemoryFilter
 from symbiote.storage.keywords import KeywordMatch, LexicalIndex
 from symbiote.storage.base import Match, StoredMemory
-from symbiote.storage.bulk_reads import BulkReads
+from symbiote.storage.bulk_reads import BulkReads, read_all
 from symbiote.storage.bulk_reads import chunk_ids as _chunk_ids
 from symbiote.storage.passages import DeferredPassages, chunk_records
 
@@ -140,7 +140,7 @@ class ChromaMemoryStore(BulkReads, DeferredPassages):
         """Rebuild the keyword index from Chroma when it is missing or out of step."""
         if self._lexical.count() == self._memories.count():
             return
-        everything = self._memories.get(include=["documents", "metadatas"])
+        everything = read_all(self._memories, ["documents", "metadatas"])
         rows = [
             (mid, int((meta or {}).get("created_us", 0)), doc or "")
             for mid, doc, meta in zip(everything["ids"], everything["documents"] or [], everything["metadatas"] or [])
@@ -362,7 +362,7 @@ class ChromaMemoryStore(BulkReads, DeferredPassages):
         return int(self._memories.count())
 
     def page(self, limit: int, before_us: int | None) -> list[StoredMemory]:
-        heads = self._memories.get(where=MemoryFilter(before_us=before_us).chroma_where(), include=["metadatas"])
+        heads = read_all(self._memories, ["metadatas"], where=MemoryFilter(before_us=before_us).chroma_where())
         ordered = sorted(
             zip(heads["ids"], heads["metadatas"] or []),
             key=lambda pair: (int((pair[1] or {}).get("created_us", 0)), pair[0]),
@@ -373,7 +373,7 @@ class ChromaMemoryStore(BulkReads, DeferredPassages):
 
     def scan(self, where: MemoryFilter | None = None) -> list[StoredMemory]:
         """Every (matching) memory without its content: for statistics and retention."""
-        heads = self._memories.get(where=where.chroma_where() if where else None, include=["metadatas"])
+        heads = read_all(self._memories, ["metadatas"], where=where.chroma_where() if where else None)
         return [_from_chroma(mid, None, meta) for mid, meta in zip(heads["ids"], heads["metadatas"] or [])]
 
     def size_bytes(self) -> int:

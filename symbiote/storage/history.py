@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from symbiote.errors import InvalidInputError, StoreUnavailableError
+from symbiote.storage.bulk_reads import read_all
 
 if TYPE_CHECKING:  # numpy is imported when first needed: it is not on the way to `initialize`
     import numpy as np
@@ -184,7 +185,7 @@ class ChromaHistoryStore:
 
     def conversations(self) -> list[tuple[str, int, str]]:
         """(conversation id, turns, time of the last turn), most recent first: for the console."""
-        got = self._turns.get(include=["metadatas"])
+        got = read_all(self._turns, ["metadatas"])
         seen: dict[str, tuple[int, int, str]] = {}
         for meta in got["metadatas"] or []:
             meta = meta or {}

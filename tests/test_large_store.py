@@ -1,0 +1,66 @@
+"""A store past 32,766 memories, the most one Chroma read can return with metadata or text.
+
+Chroma 1.5.9 fails such a read with "too many SQL variables"; the statistics' scan, the newest
+page, the retention scan and the keyword index's rebuild read every memory, so they page
+(`symbiote.storage.bulk_reads.read_all`). Filled with random unit vectors in batches (the model
+is not what is under test), on the real embedded Chroma.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from symbiote.embedding import MODEL_DIMENSION, MODEL_NAME
+from symbiote.memory.ids import IdGenerator, created_us
+from symbiote.storage.base import StoredMemory, content_hash
+from symbiote.storage.filters import MemoryFilter
+from symbiote.storage.opening import LEXICAL_FILE, open_embedded_store
+
+SIZE = 33_000  # over SQLite's 32,766 variables
+
+
+@pytest.fixture(scope="module")
+def big_store(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    path = tmp_path_factory.mktemp("large") / "data"
+    store = open_embedded_store(path, MODEL_NAME, MODEL_DIMENSION)
+    ids = IdGenerator()
+    rng = np.random.default_rng(3)
+    for start in range(0, SIZE, 3_000):
+        batch = []
+        vectors = rng.standard_normal((min(3_000, SIZE - start), MODEL_DIMENSION)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        for i, vector in enumerate(vectors):
+            text = f"note {start + i} about the garden"
+            mid = ids.new()
+            memory = StoredMemory(
+                memory_id=mid, content=text, timestamp="", created_us=created_us(mid), tags=("bulk",),
+                content_hash=content_hash(text),
+            )
+            batch.append((memory, vector[None, :], [text]))
+        store.add_many(batch)
+    yield path, store
+    store.close()
+
+
+def test_every_memory_is_read_past_chromas_limit(big_store) -> None:  # type: ignore[no-untyped-def]
+    _path, store = big_store
+    assert len(store.scan()) == SIZE  # memory_stats' summary, retention
+    assert len(store.scan(MemoryFilter(tags=["bulk"]))) == SIZE
+    newest = store.page(5, None)  # list_memories
+    assert [m.content for m in newest][0] == f"note {SIZE - 1} about the garden"
+
+
+def test_the_keyword_index_is_rebuilt_past_chromas_limit(big_store) -> None:  # type: ignore[no-untyped-def]
+    path, store = big_store
+    store.close()
+    for suffix in ("", "-wal", "-shm"):
+        (Path(path) / f"{LEXICAL_FILE}{suffix}").unlink(missing_ok=True)
+    again = open_embedded_store(path, MODEL_NAME, MODEL_DIMENSION)
+    try:
+        assert again.counts()["keyword_index"] == SIZE
+        assert again.keyword("note 32999 garden", 1)
+    finally:
+        again.close()
