@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
-from symbiote.storage.bulk_reads import chunk_ids
+from symbiote.storage.bulk_reads import chunk_ids, read_all
 
 if TYPE_CHECKING:
     import numpy as np
@@ -78,7 +78,7 @@ class DeferredPassages:
         last = [f"{mid}#{n - 1}" for mid, n in expected.items() if n > 1]
         if not last:
             return
-        present = set(self._chunks.get(ids=last, include=[])["ids"])
+        present = set(read_all(self._chunks, [], ids=last)["ids"])
         missing = [cid.rsplit("#", 1)[0] for cid in last if cid not in present]
         if missing:
             with self._lexical.transaction() as tx:
