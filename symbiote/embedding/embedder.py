@@ -12,9 +12,8 @@ import asyncio
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from opentelemetry import trace
-
 from symbiote.embedding.model import Embedder, WarmModel
+from symbiote.telemetry.stages import stage
 from symbiote.workers import PriorityExecutor
 
 if TYPE_CHECKING:  # numpy is imported when first needed: it is not on the way to `initialize`
@@ -24,7 +23,6 @@ if TYPE_CHECKING:  # numpy is imported when first needed: it is not on the way t
 # batch waits for one slice, not the whole batch.
 _SLICE = 16
 _IDLE_SLICE = 4  # idle work is not interrupted: a write arriving behind it waits for one short slice
-_tracer = trace.get_tracer(__name__)
 
 
 class AsyncEmbedder:
@@ -66,12 +64,7 @@ class AsyncEmbedder:
         Under a request's recorded span (`symbiote.telemetry`) it is the `embedding` span; otherwise
         no span is made at all (the OpenTelemetry API only: nothing to pay without an exporter).
         """
-        if not trace.get_current_span().is_recording():
-            return await self._embed(texts, urgent, idle)
-        with _tracer.start_as_current_span(
-            "embedding", attributes={"symbiote.embedding.texts": len(texts)},
-            record_exception=False, set_status_on_exception=False,
-        ):
+        with stage("embedding", **{"symbiote.embedding.texts": len(texts)}):
             return await self._embed(texts, urgent, idle)
 
     async def _embed(self, texts: Sequence[str], urgent: bool, idle: bool = False) -> np.ndarray:
@@ -105,13 +98,8 @@ class AsyncEmbedder:
 
     async def first(self, text: str) -> tuple[list[str], np.ndarray]:
         """`text`'s passages and the vector of the first (the whole text) in one trip to the worker:
-        all the model work a store waits for (`embed` makes a span of it the same way)."""
-        if not trace.get_current_span().is_recording():
-            return await self._first(text)
-        with _tracer.start_as_current_span(
-            "embedding", attributes={"symbiote.embedding.texts": 1},
-            record_exception=False, set_status_on_exception=False,
-        ):
+        all the model work a store waits for (an `embedding` span, as `embed` makes)."""
+        with stage("embedding", **{"symbiote.embedding.texts": 1}):
             return await self._first(text)
 
     async def _first(self, text: str) -> tuple[list[str], np.ndarray]:

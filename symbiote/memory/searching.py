@@ -16,13 +16,14 @@ from symbiote.embedding.embedder import AsyncEmbedder
 from symbiote.memory import validation
 from symbiote.memory.records import SearchHit, SearchResults, public
 from symbiote.memory.statistics import Timer
-from symbiote.memory.store_io import StoreIO, traced
+from symbiote.memory.store_io import StoreIO
 from symbiote.retrieval.intent import intent
 from symbiote.retrieval.ranking import Candidate, MatchKind, QueryEvidence, fuse, relevance, with_members
 from symbiote.retrieval.subjects import mentions, subjects_of
 from symbiote.retrieval.topics import TopicIndex
 from symbiote.storage.base import StoredMemory, content_hash
 from symbiote.storage.filters import MemoryFilter
+from symbiote.telemetry.stages import stage
 from symbiote.storage.keywords import KeywordMatch
 
 RELEVANCE_CUTOFF = 30.0
@@ -106,7 +107,7 @@ class MemorySearch:
         io = self._io
 
         async def by_keyword() -> list[KeywordMatch]:  # needs no vector: runs while the query is embedded
-            with traced("keyword search"):
+            with stage("keyword search"):
                 return await io.read((await io.opened()).keyword, text, CANDIDATES, where)
 
         store, vectors, topics, keyword = await asyncio.gather(
@@ -117,7 +118,7 @@ class MemorySearch:
         named = subjects_of(text)
         subject = named if kind == "request" else None
         words = list(topic.keywords) if topic else []
-        with traced("vector search"):
+        with stage("vector search"):
             dense, _, members = await io.read(store.retrieve, vectors[0], None, CANDIDATES, words, TOPIC_CANDIDATES, where)
         candidates = fuse(dense, keyword, members)
         if not candidates:

@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Callable, Sequence, TypeVar
-
-from opentelemetry import trace
 
 from symbiote.errors import StoreUnavailableError, SymbioteError
 from symbiote.memory.lazy_store import LazyStore
 from symbiote.storage.base import MemoryStore
 from symbiote.storage.disk_errors import is_transient, write_failure
 from symbiote.storage.diskspace import DiskSpace
+from symbiote.telemetry.stages import stage
 from symbiote.workers import PriorityExecutor
 
 log = logging.getLogger(__name__)
@@ -28,17 +26,6 @@ T = TypeVar("T")
 WRITE_RETRIES = 3  # transient lock contention: retried this many times, backing off exponentially
 RETRY_BASE_SECONDS = 0.05
 SEARCH_GRACE_SECONDS = 0.015  # a write waits this long after a read, for the same search's next trip
-_tracer = trace.get_tracer(__name__)
-
-
-def traced(name: str) -> AbstractContextManager[Any]:
-    """A span under the request's span (`symbiote.telemetry.mcp_spans`), or nothing at all when none is
-    being recorded, as without an exporter: the OpenTelemetry API only, and no cost on the search path.
-    Exceptions are not recorded on it: their messages may quote a memory (the request's span says
-    that it failed)."""
-    if not trace.get_current_span().is_recording():
-        return nullcontext()
-    return _tracer.start_as_current_span(name, record_exception=False, set_status_on_exception=False)
 
 
 def _op(fn: Callable[..., Any]) -> str:
@@ -75,7 +62,7 @@ class StoreIO:
     async def read(self, fn: Callable[..., T], *args: Any, urgent: bool = True) -> T:
         """A read; `urgent` unless it only prepares a write (then it queues with the writes)."""
         try:
-            with traced(_op(fn)):
+            with stage(_op(fn)):
                 return await self.run(fn, *args, urgent=urgent)
         except SymbioteError:
             raise
@@ -107,7 +94,7 @@ class StoreIO:
         for attempt in range(WRITE_RETRIES + 1):
             try:
                 try:
-                    with traced(_op(fn)):
+                    with stage(_op(fn)):
                         return await self.run(guarded, idle=idle)
                 finally:
                     self.writes += 1  # statistics must show this write (or whatever part of it landed)

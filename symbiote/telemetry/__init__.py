@@ -6,6 +6,7 @@
   nowhere, in which case the SDK is never imported).
 - `symbiote.telemetry.mcp_spans`: one server span per MCP request and the duration histogram.
 - `symbiote.telemetry.gauges`: the memory count and the store's size.
+- `symbiote.telemetry.stages`: a span per stage of a request (the embedding, each trip to the store).
 - `symbiote.telemetry.json_logs` and `symbiote.telemetry.redaction`: JSON log lines with the trace ids,
   and the filter that keeps secrets and memory text out of every log line.
 
