@@ -20,6 +20,8 @@ leave writes half the turns.
 from __future__ import annotations
 
 import asyncio
+import math
+import os
 import threading
 import time
 from collections import deque
@@ -139,3 +141,19 @@ def import_numpy() -> None:
     import of numpy racing another fails ("partially initialized module 'numpy._typing'")."""
     with _NUMPY_LOCK:
         import numpy  # noqa: F401
+
+
+def usable_cores(cgroup: str = "/sys/fs/cgroup/cpu.max") -> int:
+    """Cores this process may use: its CPU affinity, capped by a container's CPU quota (cgroup v2),
+    which the affinity does not show (Azure Container Apps gives a replica half a vCPU)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    try:
+        quota, period = open(cgroup).read().split()[:2]
+    except (OSError, ValueError):  # no cgroup v2 (macOS, cgroup v1): the affinity is all we know
+        return cores
+    if quota == "max":
+        return cores
+    try:
+        return max(1, min(cores, math.ceil(int(quota) / int(period))))
+    except (ValueError, ZeroDivisionError):
+        return cores

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 
 import pytest
 
-from symbiote.workers import URGENT_STREAK, PriorityExecutor
+from symbiote.workers import URGENT_STREAK, PriorityExecutor, usable_cores
 
 
 async def test_urgent_jobs_overtake_queued_background_jobs() -> None:
@@ -126,3 +127,16 @@ async def test_a_write_waits_for_a_searchs_next_trip_but_not_for_ever() -> None:
         assert order == ["search 1", "trip 1", "trip 2", "trip 3", "write"]
     finally:
         pool.shutdown()
+
+
+@pytest.mark.parametrize(
+    ("cpu_max", "expected"),
+    [("50000 100000\n", 1), ("100000 100000\n", 1), ("150000 100000\n", 2), ("max 100000\n", None)],
+)
+def test_usable_cores_follow_a_containers_cpu_quota(tmp_path, cpu_max, expected):
+    """Azure gives a replica half a vCPU: the model must not run two threads on it."""
+    cgroup = tmp_path / "cpu.max"
+    cgroup.write_text(cpu_max)
+    cores = len(os.sched_getaffinity(0))
+    assert usable_cores(str(cgroup)) == min(cores, expected or cores)
+    assert usable_cores(str(tmp_path / "absent")) == cores

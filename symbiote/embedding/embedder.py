@@ -1,8 +1,8 @@
 """The embedder as the event loop sees it: async, cached, one worker thread.
 
-Embedding is CPU-bound, so it runs on a single dedicated thread (the model itself uses one
-intra-op thread): the event loop keeps one core to answer other clients while a long text is
-being embedded. Repeated texts (the same query asked twice, content stored again) come from
+Embedding is CPU-bound, so it runs on a single dedicated thread, one job at a time (the
+model spreads each job over the cores it may use, `symbiote.embedding.model`): jobs never
+pile up on the cores the event loop needs to answer other clients. Repeated texts (the same query asked twice, content stored again) come from
 an LRU cache without touching the model.
 """
 
