@@ -120,6 +120,18 @@ def history_services(
     return HistoryServices(history, builder)
 
 
+def _exists(settings: Settings, host: StoreProcess | None) -> Callable[[], bool]:
+    """Whether the embedded store exists yet, asked once its process is ready for work: the warm-up
+    that finds none still leaves Chroma imported for the first store, which creates it."""
+
+    def exists() -> bool:
+        if host is not None:
+            host.ping()
+        return embedded_store_exists(settings.chromadb_path)
+
+    return exists
+
+
 def _share_guard(settings: Settings, services: ShareServices | None) -> Callable[[Callable[[], Any]], Any] | None:
     """On a file share a store's writes need the writer lease and wait for a snapshot in progress."""
     if services is None:
@@ -160,9 +172,7 @@ def build_runtime(settings: Settings, *, share: FileShare | None = None) -> Runt
         on_close=host.close if host else None,
         # The embedded store is created on the first memory operation, not at start. On a file share
         # the guard decides instead: the writer opens (or creates) it, a standby never creates it.
-        store_exists=None
-        if chroma_server is not None or services is not None
-        else lambda: embedded_store_exists(settings.chromadb_path),
+        store_exists=None if chroma_server is not None or services is not None else _exists(settings, host),
         share_usage=services.usage_report if services is not None else None,
     )
     history = history_services(

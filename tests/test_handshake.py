@@ -46,6 +46,10 @@ def tools_list(request_id: int | str = 2) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "method": "tools/list"}
 
 
+def prompts_list(request_id: int | str = 2) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "method": "prompts/list"}
+
+
 def discover(request_id: int | str = 3) -> dict[str, Any]:
     meta = {
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -59,8 +63,8 @@ MODERN = {"mcp-protocol-version": "2026-07-28", "mcp-method": "server/discover"}
 PROBES: list[tuple[dict[str, Any], dict[str, str]]] = [
     (initialize(), {}),
     (initialize("abc", "2024-11-05"), {}),
-    (tools_list(), {"mcp-protocol-version": "2025-06-18"}),
-    (tools_list(7), {}),
+    (prompts_list(), {"mcp-protocol-version": "2025-06-18"}),
+    (prompts_list(7), {}),
     (discover(), MODERN),
     ({"jsonrpc": "2.0", "id": 9, "method": "prompts/list", "params": {}}, {"mcp-protocol-version": "2025-11-25"}),
 ]
@@ -119,14 +123,14 @@ async def test_handshake_is_answered_before_the_app_exists_and_matches_the_sdk(s
     boot = BootApp(build, cache=cache)
     async with Served(boot) as served:
         early = [await post(served.url, message, headers) for message, headers in PROBES]
-        async with Client(served.url) as client:  # the SDK client: discover, then tools/list
-            tools = await client.list_tools()
+        async with Client(served.url) as client:  # the SDK client: discover, from the cache
             assert boot.app is None, "answered by the cache, not by the app"
-            search = asyncio.create_task(client.call_tool("search_memory", {"query": "what am I building?"}))
+            listing = asyncio.create_task(client.list_tools())
             await asyncio.sleep(0.5)
-            assert not search.done(), "a tool call waits for the app"
+            assert not listing.done(), "tools/list waits for the app: the tools are listed once they can answer"
             gate.set()
-            result = await asyncio.wait_for(search, 60)
+            tools = await asyncio.wait_for(listing, 60)
+            result = await asyncio.wait_for(client.call_tool("search_memory", {"query": "what am I building?"}), 60)
         assert not result.is_error, result.content
         assert result.structured_content == {"results": []} or result.structured_content["results"] == []
         late = [await post(served.url, message, headers) for message, headers in PROBES]
@@ -172,13 +176,13 @@ def plain_scope(headers: dict[str, str] | None = None, path: str = "/mcp") -> di
 @pytest.fixture
 def toy_cache() -> HandshakeCache:
     probe = json.dumps(handshake.PROBE_ID)
-    body = '{"jsonrpc":"2.0","id":%s,"result":{"tools":[]}}' % probe
+    body = '{"jsonrpc":"2.0","id":%s,"result":{"prompts":[]}}' % probe
     init = '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-06-18"}}' % probe
     json_type = (("content-type", "application/json"),)
     return HandshakeCache(
         "print",
         {
-            "tools/list|2025-06-18|": Reply(200, json_type, body),
+            "prompts/list|2025-06-18|": Reply(200, json_type, body),
             "initialize||2025-06-18": Reply(200, json_type, init),
             "notifications/initialized|2025-06-18|": Reply(202, json_type, ""),
             "server/discover|2026-07-28|": Reply(200, json_type, body),
@@ -196,10 +200,10 @@ def test_a_plain_request_of_each_era_is_replayed(toy_cache: HandshakeCache) -> N
 
 def test_replay_puts_the_callers_id_in_and_counts_the_bytes(toy_cache: HandshakeCache) -> None:
     for request_id in (41, "req-7", 0, "café"):
-        answer = toy_cache.answer(plain_scope({"mcp-protocol-version": "2025-06-18"}), json.dumps(tools_list(request_id)).encode())
+        answer = toy_cache.answer(plain_scope({"mcp-protocol-version": "2025-06-18"}), json.dumps(prompts_list(request_id)).encode())
         assert answer is not None
         status, headers, body = answer
-        assert status == 200 and json.loads(body) == {"jsonrpc": "2.0", "id": request_id, "result": {"tools": []}}
+        assert status == 200 and json.loads(body) == {"jsonrpc": "2.0", "id": request_id, "result": {"prompts": []}}
         assert json.dumps(request_id, ensure_ascii=False).encode() in body  # the id's own bytes, like the SDK
         assert (b"content-length", str(len(body)).encode()) in headers
     note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
@@ -225,11 +229,12 @@ def test_replay_puts_the_callers_id_in_and_counts_the_bytes(toy_cache: Handshake
         ({}, {**initialize(), "extra": 1}),
         ({}, [initialize()]),  # a batch
         ({"mcp-protocol-version": "2025-06-18"}, {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"cursor": "x"}}),
-        ({"mcp-protocol-version": "2025-06-18", "mcp-method": "ping"}, tools_list()),
+        ({"mcp-protocol-version": "2025-06-18", "mcp-method": "ping"}, prompts_list()),
+        ({"mcp-protocol-version": "2025-06-18"}, tools_list()),  # listed once the tools can answer: never cached
         ({"mcp-protocol-version": "2025-06-18"}, {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {}}),
         ({"mcp-protocol-version": "2025-06-18"}, {"jsonrpc": "2.0", "method": "notifications/initialized", "id": 3}),
         ({"mcp-protocol-version": "2025-06-18"}, {"jsonrpc": "1.0", "id": 1, "method": "tools/list"}),
-        ({"mcp-protocol-version": "2024-11-05"}, tools_list()),  # not in this cache
+        ({"mcp-protocol-version": "2024-11-05"}, prompts_list()),  # not in this cache
         ({"accept": "application/json-seq, text/event-stream"}, initialize()),
         ({"content-type": "Application/JSON"}, initialize()),
         ({}, initialize(capabilities={"roots": {"listChanged": {}}})),

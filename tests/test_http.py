@@ -192,6 +192,7 @@ async def test_chroma_is_created_on_the_first_memory_operation(tmp_path: Path, m
         proc.stop()
     assert "chroma.sqlite3" not in created_before, created_before  # only the handshake cache may be there
     assert before["status"] == "ok" and before["store"] == "not_created" and before["memories"] == 0
+    assert before["model_loaded"], "the tools are listed once the model has loaded: the first call does not wait for it"
     assert stored["memory_id"] and (data / "chroma.sqlite3").is_file()
     assert after["store"] == "ready" and after["memories"] == 1
 

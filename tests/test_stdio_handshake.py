@@ -62,11 +62,11 @@ INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 OPENING = [
     initialize(),
     INITIALIZED,
-    request(1, "tools/list", {}),
     request(2, "prompts/list"),
     request(3, "resources/list", {}),
     request(4, "ping"),
     request(5, "resources/templates/list", {}),
+    request(1, "tools/list", {}),  # never from the cache: listed once the tools can answer
 ]
 
 
@@ -148,14 +148,16 @@ def test_the_opening_is_answered_before_the_sdk_loads_and_equals_the_sdks_answer
     gate = tmp_path / "gate"
     early = StdioProcess(recorded, gate).start()
     try:
-        cached = early.ask(OPENING)
+        cached = early.ask(OPENING[:-1])
         assert not gate.exists(), "answered while the server's import was held back"
         assert all("result" in reply for reply in cached.values()), cached
+        early.send(OPENING[-1])
         early.send(request(6, "tools/call", {"name": "search_memory", "arguments": {"query": "what are we building?"}}))
         with pytest.raises(queue.Empty):
-            early.receive(timeout=0.5)  # a tool call waits for the server
+            early.receive(timeout=0.5)  # the tools are listed, and called, by the server
         gate.touch()
-        searched = early.receive()
+        listed, searched = early.receive(), early.receive()
+        assert listed["id"] == 1 and listed["result"]["tools"], listed
         assert searched["id"] == 6 and "result" in searched and not searched["result"].get("isError"), searched
         assert early.ask([request(7, "ping")])[7]["result"] == {}, "the SDK serves the rest of the session"
         assert early.lines.empty(), "the SDK's own reply to the cached initialize is not sent again"
@@ -169,7 +171,7 @@ def test_the_opening_is_answered_before_the_sdk_loads_and_equals_the_sdks_answer
         answered = uncached.ask(OPENING)
     finally:
         uncached.stop()
-    assert cached == answered
+    assert {**cached, 1: listed} == answered
 
 
 def test_an_unusual_opening_goes_to_the_sdk_and_the_cache_stops_answering(tmp_path: Path, recorded: Path) -> None:
@@ -271,7 +273,7 @@ def test_a_new_data_directory_is_answered_from_the_user_cache(tmp_path: Path, re
     server = StdioProcess(elsewhere, gate).start()
     try:
         opening = server.ask(OPENING[:3])
-        assert not gate.exists() and "tools" in opening[1]["result"], "answered before the server's import"
+        assert not gate.exists() and "prompts" in opening[2]["result"], "answered before the server's import"
         gate.touch()
         assert server.ask([request(6, "tools/call", {"name": "memory_stats", "arguments": {}})])[6]["result"]
     finally:
@@ -295,7 +297,8 @@ def test_without_a_cache_the_server_records_one_for_the_next_start(tmp_path: Pat
     from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
     assert {f"initialize|{version}" for version in HANDSHAKE_PROTOCOL_VERSIONS} <= set(cache.replies)
-    assert {f"tools/list|{version}" for version in HANDSHAKE_PROTOCOL_VERSIONS} <= set(cache.replies)
+    assert {f"prompts/list|{version}" for version in HANDSHAKE_PROTOCOL_VERSIONS} <= set(cache.replies)
+    assert not any(key.startswith("tools/list|") for key in cache.replies)
 
 
 def test_the_fingerprint_ignores_where_the_data_lives(settings: Settings) -> None:
@@ -312,7 +315,7 @@ TOY = StdioHandshakeCache(
     "toy",
     {
         "initialize|2025-06-18": json.dumps({"jsonrpc": "2.0", "id": handshake.PROBE_ID, "result": {"protocolVersion": "2025-06-18"}}),
-        "tools/list|2025-06-18": json.dumps({"jsonrpc": "2.0", "id": handshake.PROBE_ID, "result": {"tools": []}}),
+        "prompts/list|2025-06-18": json.dumps({"jsonrpc": "2.0", "id": handshake.PROBE_ID, "result": {"prompts": []}}),
     },
 )
 
@@ -327,7 +330,7 @@ def test_initialize_is_answered_and_still_passed_on() -> None:
     assert answer.forward and answer.suppress_id == "abc"
     assert answer.reply is not None and json.loads(answer.reply)["id"] == "abc"
     assert opening.answer(line(INITIALIZED)) == stdio_handshake.PASS_ON and opening.open
-    listed = opening.answer(line(request(9, "tools/list")))
+    listed = opening.answer(line(request(9, "prompts/list")))
     assert not listed.forward and listed.reply is not None and json.loads(listed.reply)["id"] == 9
 
 
@@ -358,14 +361,15 @@ def test_anything_unusual_goes_to_the_sdk_and_so_does_everything_after_it(first:
 @pytest.mark.parametrize(
     "later",
     [
-        line(request(2, "tools/list", {"cursor": "x"})),  # a page the cache does not hold
+        line(request(2, "prompts/list", {"cursor": "x"})),  # a page the cache does not hold
         line(request(2, "tools/call", {"name": "memory_stats"})),
+        line(request(2, "tools/list")),  # listed by the SDK once the tools can answer
         line({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 0}}),
-        line(request(2, "prompts/list")),  # not recorded in the toy cache
+        line(request(2, "resources/list")),  # not recorded in the toy cache
     ],
 )
 def test_after_initialize_only_recorded_plain_requests_are_answered(later: bytes) -> None:
     opening = TOY.session()
     assert opening.answer(line(initialize())).reply is not None
     assert opening.answer(later) == FORWARD
-    assert opening.answer(line(request(3, "tools/list"))) == FORWARD
+    assert opening.answer(line(request(3, "prompts/list"))) == FORWARD

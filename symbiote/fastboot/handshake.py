@@ -1,7 +1,7 @@
 """The MCP handshake, answered from a cache while the MCP SDK is still loading.
 
 Importing the MCP SDK takes most of a second here (pydantic builds three sets of protocol
-models), yet what a client asks first - `initialize` or `server/discover`, then `tools/list` -
+models), yet what a client asks first - `initialize` or `server/discover`, `ping`, the prompts -
 has the same answer every time for the same code and settings. So once the SDK has loaded, the
 server asks *itself* those questions, through the whole app (gateway, transport, SDK), and keeps
 the answers in `handshake-cache.json` in the data directory (and in the user's cache directory:
@@ -36,17 +36,17 @@ from symbiote.config import Settings
 log = logging.getLogger(__name__)
 
 CACHE_FILE = "handshake-cache.json"
-FORMAT = 2
+FORMAT = 3
 PROBE_ID = "symbiote-handshake-probe"
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})
 MAX_BODY = 64 * 1024  # a handshake request is a few hundred bytes
-# What clients send before their first real call. Recorded for every protocol version.
+# What clients send before their first real call. Recorded for every protocol version. Not
+# `tools/list`: the SDK answers it once the tools can answer promptly (`symbiote.mcp.server`).
 METHODS = (
     "initialize",
     "notifications/initialized",
     "server/discover",
     "ping",
-    "tools/list",
     "prompts/list",
     "resources/list",
     "resources/templates/list",
@@ -310,11 +310,11 @@ def _probes() -> list[tuple[str, dict[str, str], dict[str, Any]]]:
     for version in ("", *HANDSHAKE_PROTOCOL_VERSIONS):
         headers = {"mcp-protocol-version": version} if version else {}
         probes.append((_key("notifications/initialized", version), headers, {"method": "notifications/initialized"}))
-        for method in ("ping", "tools/list", "prompts/list", "resources/list", "resources/templates/list"):
+        for method in ("ping", "prompts/list", "resources/list", "resources/templates/list"):
             probes.append((_key(method, version), headers, {"method": method, "params": {}}))
     for version in MODERN_PROTOCOL_VERSIONS:
         meta = {META_PREFIX + "protocolVersion": version, META_PREFIX + "clientInfo": client, META_PREFIX + "clientCapabilities": {}}
-        for method in ("server/discover", "ping", "tools/list", "prompts/list", "resources/list", "resources/templates/list"):
+        for method in ("server/discover", "ping", "prompts/list", "resources/list", "resources/templates/list"):
             headers = {"mcp-protocol-version": version, "mcp-method": method}
             probes.append((_key(method, version), headers, {"method": method, "params": {"_meta": meta}}))
     return probes

@@ -10,7 +10,7 @@ the data directory (and the user's cache directory: `symbiote.fastboot.cache_fil
 Unlike HTTP, stdio is one stateful session: the SDK must see `initialize` itself. So the cache
 answers only the opening of a legacy-era session: a plain `initialize` as the very first line
 (answered, and still passed to the SDK, whose own reply is then dropped), then
-`notifications/initialized` (passed on), then plain `ping`, `tools/list`, `prompts/list`,
+`notifications/initialized` (passed on), then plain `ping`, `prompts/list`,
 `resources/list`, `resources/templates/list` (answered; they change no state). The first line
 that is anything else ends the cache's part: from there every line goes to the SDK, in order.
 The fingerprint is `symbiote.fastboot.handshake.fingerprint` for the stdio settings.
@@ -33,9 +33,10 @@ from symbiote.fastboot.handshake import PROBE_ID, _plain_capabilities, _plain_cl
 log = logging.getLogger(__name__)
 
 CACHE_FILE = "handshake-stdio.json"
-FORMAT = 1
-# Requests answered after a cached initialize: no params, and no state in the SDK's session.
-AFTER_INITIALIZE = ("ping", "tools/list", "prompts/list", "resources/list", "resources/templates/list")
+FORMAT = 2
+# Requests answered after a cached initialize: no params, and no state in the SDK's session. Not
+# `tools/list`: the SDK answers it once the tools can answer promptly (`symbiote.mcp.server`).
+AFTER_INITIALIZE = ("ping", "prompts/list", "resources/list", "resources/templates/list")
 INITIALIZED = "notifications/initialized"
 
 

@@ -8,10 +8,11 @@ which every client receives at initialize.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import Tool as MCPTool
 from pydantic import ValidationError
 
 from symbiote import __version__
@@ -35,7 +36,20 @@ Load the venom_identity prompt for the full persona (Venom: "we", never "I")."""
 
 
 class SymbioteMCP(MCPServer):
-    """MCPServer whose argument errors read like sentences instead of pydantic dumps."""
+    """MCPServer whose argument errors read like sentences instead of pydantic dumps, and whose
+    tools are listed once they can answer promptly."""
+
+    def __init__(self, *args: Any, ready: Callable[[], Awaitable[None]] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._ready = ready
+
+    async def list_tools(self) -> list[MCPTool]:
+        """A client lists the tools when it connects, then calls one while its user waits. Right
+        after a start the model and the store are still loading: they are waited for here, where
+        the client is connecting anyway, not on the first call."""
+        if self._ready is not None:
+            await self._ready()
+        return await super().list_tools()
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:  # type: ignore[override]
         try:
@@ -65,6 +79,7 @@ def build_server(engine: MemoryEngine, personality: Personality, *, trace_conten
         description="One persistent semantic memory shared by every assistant the user talks to.",
         instructions=INSTRUCTIONS,
         version=__version__,
+        ready=engine.ready,
     )
     register_tools(server, engine)
     gauges = StoreGauges(engine)

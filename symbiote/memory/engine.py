@@ -45,6 +45,7 @@ __all__ = ["EnginePolicy", "MemoryEngine", "PolicyRefusedError", "QuotaExceededE
 log = logging.getLogger(__name__)
 
 RETENTION_INTERVAL_SECONDS = 24 * 3600
+READY_TIMEOUT_SECONDS = 30.0  # `ready()` never holds a caller longer, however slow the warm-up
 
 
 class MemoryEngine:
@@ -67,6 +68,7 @@ class MemoryEngine:
         self._embedder = embedder
         self._store_exists = store_exists
         self._absent = False  # the warm-up found no store yet: none is created until it is used
+        self._warming: asyncio.Future[None] | None = None  # the warm-up's model load and store opening
         self._on_close = on_close  # e.g. end the memory store's process (symbiote.storage.process)
         self.policy = policy or EnginePolicy()
         self._io = StoreIO(open_store, space)
@@ -83,16 +85,28 @@ class MemoryEngine:
 
         With RETENTION_DAYS set it then stays on as the daily retention cleanup (cancel it at shutdown).
         """
-        results = await asyncio.gather(self._open_if_created(), self._search.topic_index(), return_exceptions=True)
-        for result in results:
-            if isinstance(result, BaseException):
-                log.warning("memory warm-up incomplete: %s", result)
+        self._warming = asyncio.ensure_future(self._prepare())
+        await asyncio.shield(self._warming)
         while self.policy.retention_days is not None and self._io.store is not None:
             try:
                 await self.apply_retention()
             except SymbioteError as exc:
                 log.error("retention cleanup failed: %s", exc)
             await asyncio.sleep(RETENTION_INTERVAL_SECONDS)
+
+    async def _prepare(self) -> None:
+        results = await asyncio.gather(self._open_if_created(), self._search.topic_index(), return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                log.warning("memory warm-up incomplete: %s", result)
+
+    async def ready(self) -> None:
+        """Wait for the warm-up's model load and store opening, if one is under way: what a client
+        lists the tools for comes next, and should not wait for them. Returns at once without a
+        warm-up, and after READY_TIMEOUT_SECONDS at most; a failed warm-up is ready too (each
+        call then reports why)."""
+        if self._warming is not None and not self._warming.done():
+            await asyncio.wait({self._warming}, timeout=READY_TIMEOUT_SECONDS)
 
     async def _open_if_created(self) -> None:
         """Open the store if it exists. Chroma creates one only on the first memory operation;

@@ -157,6 +157,8 @@ def child_main(fd: int) -> None:
                 objects[handle] = obj
                 methods = sorted(n for n in dir(obj) if not n.startswith("_") and callable(getattr(obj, n)))
                 reply: tuple[str, Any] = ("ok", methods)
+            elif op == "ping":  # answered once Chroma is imported: the child is ready for work
+                reply = ("ok", None)
             elif op == "forget":
                 obj = objects.pop(request[1], None)
                 if obj is not None:
@@ -288,6 +290,10 @@ class StoreProcess:
         with self._lock:
             self._opened[handle] = (kind, model, dimension)
         return RemoteStore(self, handle, frozenset(methods))
+
+    def ping(self) -> None:
+        """Return once the child has imported Chroma (or started again): ready for its first call."""
+        self._request(("ping",))
 
     def call(self, handle: int, method: str, args: tuple[Any, ...]) -> Any:
         return self._request(("call", handle, method, args))
