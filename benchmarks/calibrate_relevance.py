@@ -28,7 +28,7 @@ import locomo_data  # noqa: E402
 from logistic import balanced_weights, fit_newton  # noqa: E402
 
 from symbiote.retrieval import ranking  # noqa: E402
-from symbiote.config import PROJECT_ROOT, Settings  # noqa: E402
+from symbiote.config import Settings  # noqa: E402
 from symbiote.runtime import build_runtime  # noqa: E402
 
 CUTOFF = 30.0
@@ -76,7 +76,7 @@ async def collect() -> list[Asked]:
 
 
 async def fresh_engine():  # type: ignore[no-untyped-def]
-    settings = Settings(chromadb_path=Path(tempfile.mkdtemp()) / "data", model_dir=PROJECT_ROOT / "models" / "all-MiniLM-L6-v2")
+    settings = Settings(chromadb_path=Path(tempfile.mkdtemp()) / "data", model_dir=Settings.from_env().model_dir)
     return build_runtime(settings).engine
 
 

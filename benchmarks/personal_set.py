@@ -37,7 +37,7 @@ from typing import Any, Iterator
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_core import synthetic_memory  # noqa: E402
 
-from symbiote.config import PROJECT_ROOT, Settings  # noqa: E402
+from symbiote.config import Settings  # noqa: E402
 from symbiote.runtime import build_runtime  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "personal_set.json"
@@ -89,7 +89,7 @@ def new_engine() -> Iterator[Any]:
     with tempfile.TemporaryDirectory(prefix="symbiote-personal-") as tmp:
         settings = Settings(
             chromadb_path=Path(tmp) / "data",
-            model_dir=PROJECT_ROOT / "models" / "all-MiniLM-L6-v2",
+            model_dir=Settings.from_env().model_dir,  # SYMBIOTE_MODEL_DIR, as the server reads it
             store_process=False,
         )
         engine = build_runtime(settings).engine
