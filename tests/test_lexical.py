@@ -57,3 +57,22 @@ def test_writes_and_deletes_keep_the_rowids_shared(tmp_path: Path) -> None:
     assert [m.memory_id for m in index.search_words(["postgres"], 5, body_only=True)] == ["mem_5"]  # not mem_2, deleted
     reopened = LexicalIndex(tmp_path / "keywords.sqlite3")
     assert reopened._aligned() and {m.memory_id for m in reopened.search_words(["dog", "biscuit"], 5, body_only=True)} == {"mem_1", "mem_3"}
+
+
+def test_a_search_keeps_its_rarest_words_up_to_the_row_budget(tmp_path: Path) -> None:
+    """Common words past the budget are left to the vector search; the rarest word always stays."""
+    index = LexicalIndex(tmp_path / "keywords.sqlite3", keyword_rows=10)
+    with index.transaction() as tx:
+        for i in range(300):
+            body = "We drank coffee together" if i < 60 else f"Note number {i} about the garden"
+            tx.add(f"mem_{i}", i, body)
+        for i in range(5):
+            tx.add(f"esp_{i}", 1_000 + i, "An espresso machine for the office")
+        for i in range(3):
+            tx.add(f"lis_{i}", 2_000 + i, "The Lisbon trip in May")
+    found = {m.memory_id for m in index.search("coffee espresso Lisbon", 50)}
+    assert found == {f"esp_{i}" for i in range(5)} | {f"lis_{i}" for i in range(3)}  # 8 rows; coffee's 60 would pass 10
+    alone = LexicalIndex(tmp_path / "keywords.sqlite3", keyword_rows=1)
+    assert {m.memory_id for m in alone.search("coffee espresso Lisbon", 50)} == {f"lis_{i}" for i in range(3)}
+    unbounded = LexicalIndex(tmp_path / "keywords.sqlite3", keyword_rows=1_000)
+    assert {f"mem_{i}" for i in range(60)} <= {m.memory_id for m in unbounded.search("coffee espresso Lisbon", 100)}

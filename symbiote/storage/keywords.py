@@ -38,6 +38,10 @@ CONTEXT_MEMORIES = 2
 CONTEXT_WEIGHT = 0.4
 COMMON_TERM_SHARE = 0.2  # terms in more than this share of memories carry no signal...
 COMMON_TERM_MIN_DOCS = 100  # ...once there are enough memories to tell
+# BM25 reads every row a query's words match: at 100,000 memories a few everyday words match tens
+# of thousands. A search keeps its rarest words up to this many matching rows between them (the
+# rarest always); the commoner ones are left to the vector search, which finds those memories anyway.
+KEYWORD_ROWS = 4_000
 SCHEMA_VERSION = 1  # 1: fts rowid = docs rowid
 
 STOPWORDS = frozenset(
@@ -112,8 +116,9 @@ class LexicalTransaction:
 class LexicalIndex:
     """The FTS5 index file. Thread-safe: one connection, one lock (SQLite serialises writes anyway)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, keyword_rows: int = KEYWORD_ROWS) -> None:
         self.path = path
+        self._keyword_rows = keyword_rows
         self._lock = threading.RLock()
         self._conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=10)
         self._conn.execute("PRAGMA journal_mode=WAL")
@@ -275,9 +280,7 @@ class LexicalIndex:
             return []
         with self._lock:
             if skip_common:
-                total = self.count()
-                if total >= COMMON_TERM_MIN_DOCS:
-                    words = [t for t in words if self._doc_count(t) <= COMMON_TERM_SHARE * total]
+                words = self._telling(words)
             if not words:
                 return []
             match = " OR ".join(f'"{t}"' for t in words)
@@ -299,6 +302,22 @@ class LexicalIndex:
             rows = [(row, score) for row, score in self._conn.execute(sql, params).fetchall() if score > 0]
             ids = self._ids_of([row for row, _ in rows])
         return [KeywordMatch(ids[row], float(score)) for row, score in rows if row in ids]
+
+    def _telling(self, words: Sequence[str]) -> list[str]:
+        """The words worth a BM25 pass: not common (once the store is big enough to tell), and the
+        rarest first up to KEYWORD_ROWS matching rows between them."""
+        total = self.count()
+        if total < COMMON_TERM_MIN_DOCS:
+            return list(words)
+        counted = sorted((self._doc_count(t), t) for t in words if self._doc_count(t) <= COMMON_TERM_SHARE * total)
+        kept: list[str] = []
+        rows = 0
+        for count, term in counted:
+            if kept and rows + count > self._keyword_rows:
+                break
+            kept.append(term)
+            rows += count
+        return kept
 
     def _ids_of(self, rows: Sequence[int]) -> dict[int, str]:
         if not rows:
