@@ -37,7 +37,7 @@ class PassageIndexer:
         self._more = False  # a kick arrived while a round was running
         self._last_write = float("-inf")  # time.monotonic() when the last write began
 
-    def writing(self) -> None:
+    def write_began(self) -> None:
         """A write began: the next round waits until writes pause."""
         self._last_write = time.monotonic()
 

@@ -188,7 +188,7 @@ class MemoryWriter:
                 if existing is not None:
                     return _duplicate(existing)
                 warning = await check_quota(policy, io, store, 1)
-            self.passages.writing()
+            self.passages.write_began()
             windows, vector = await self._embedder.first(item.content)
             await io.ensure_space(windows)
             memory = self._stamp(item)
@@ -222,7 +222,7 @@ class MemoryWriter:
     async def store_many(self, items: Any) -> BatchStoreResult:
         """Store a batch: every item valid or none stored; one embedding pass, one write."""
         drafts = _batch_drafts(items, self._policy().max_content_bytes)
-        self.passages.writing()
+        self.passages.write_began()
         io = self._io
         store = await io.opened()
         existing = await io.read(store.find_contents, [d.content_hash for d in drafts], urgent=False)
