@@ -14,6 +14,7 @@ from symbiote.azure.services import ShareServices, open_share_services
 from symbiote.azure.share import FileShare
 from symbiote.storage.chroma_client import ChromaClients, ChromaServer
 from symbiote.config import Settings
+from symbiote.errors import StoreUnavailableError
 from symbiote.memory.context import ContextBuilder, TokenCounter
 from symbiote.storage.diskspace import DiskSpace
 from symbiote.embedding.embedder import AsyncEmbedder
@@ -126,7 +127,10 @@ def _exists(settings: Settings, host: StoreProcess | None) -> Callable[[], bool]
 
     def exists() -> bool:
         if host is not None:
-            host.ping()
+            try:
+                host.ping()
+            except StoreUnavailableError as exc:  # closing, or the child died: the first store starts one
+                log.info("the memory store's process did not answer the warm-up: %s", exc)
         return embedded_store_exists(settings.chromadb_path)
 
     return exists

@@ -2,8 +2,8 @@
 
 Embedding is CPU-bound, so it runs on a single dedicated thread, one job at a time (the
 model spreads each job over the cores it may use, `symbiote.embedding.model`): jobs never
-pile up on the cores the event loop needs to answer other clients. Repeated texts (the same query asked twice, content stored again) come from
-an LRU cache without touching the model.
+pile up on the cores the event loop needs to answer other clients. Repeated texts (the same
+query asked twice, content stored again) come from an LRU cache without touching the model.
 """
 
 from __future__ import annotations

@@ -86,7 +86,7 @@ class MemoryEngine:
         With RETENTION_DAYS set it then stays on as the daily retention cleanup (cancel it at shutdown).
         """
         self._warming = asyncio.ensure_future(self._prepare())
-        await asyncio.shield(self._warming)
+        await self._warming  # cancelled with the warm-up at shutdown: nothing opens after that
         while self.policy.retention_days is not None and self._io.store is not None:
             try:
                 await self.apply_retention()

@@ -309,7 +309,8 @@ class LexicalIndex:
         total = self.count()
         if total < COMMON_TERM_MIN_DOCS:
             return list(words)
-        counted = sorted((self._doc_count(t), t) for t in words if self._doc_count(t) <= COMMON_TERM_SHARE * total)
+        counted = sorted((self._doc_count(t), t) for t in words)
+        counted = [(count, term) for count, term in counted if count <= COMMON_TERM_SHARE * total]
         kept: list[str] = []
         rows = 0
         for count, term in counted:
