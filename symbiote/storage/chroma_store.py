@@ -23,13 +23,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from symbiote.errors import StoreUnavailableError
 from symbiote.storage.filters import MemoryFilter
 from symbiote.storage.keywords import KeywordMatch, LexicalIndex
 from symbiote.storage.base import Match, StoredMemory
 from symbiote.storage.bulk_reads import BulkReads, read_all
 from symbiote.storage.bulk_reads import chunk_ids as _chunk_ids
+from symbiote.storage._chroma_records import check_identity, chroma_nearest, memory_from, metadata_of
 from symbiote.storage.passages import DeferredPassages, chunk_records
+from symbiote.storage.vectors import MirroredCollection, VectorIndex, VectorRows
 
 if TYPE_CHECKING:  # annotations only: numpy is not on the way to `initialize`
     import numpy as np
@@ -40,52 +41,20 @@ MEMORY_COLLECTION = "venom_memories"
 CHUNK_COLLECTION = "venom_memories_chunks"
 
 
-def _metadata(memory: StoredMemory, passages: int, clear_missing: bool = False) -> dict[str, Any]:
-    """Chroma metadata for a memory. For an update, `clear_missing` sends None for absent keys,
-    which Chroma's merge treats as "remove" (a tag list emptied by an update must not linger)."""
-    meta: dict[str, Any] = {
-        "timestamp": memory.timestamp,
-        "created_us": memory.created_us,
-        "content_hash": memory.content_hash,
-        "windows": passages,
-        "bookmarked": memory.bookmarked,
-    }
-    optional = {
-        "tags": list(memory.tags) or None,  # Chroma rejects empty lists and None values
-        "type": memory.type,
-        "confidence": memory.confidence,
-        "updated_us": memory.updated_us,
-        "conversation_id": memory.conversation_id,
-    }
-    meta.update({key: value for key, value in optional.items() if value is not None or clear_missing})
-    return meta
-
-
-def _from_chroma(memory_id: str, document: str | None, meta: dict[str, Any] | None) -> StoredMemory:
-    meta = meta or {}
-    confidence = meta.get("confidence")
-    updated = meta.get("updated_us")
-    return StoredMemory(
-        memory_id=memory_id,
-        content=document or "",
-        timestamp=str(meta.get("timestamp", "")),
-        created_us=int(meta.get("created_us", 0)),
-        tags=tuple(meta.get("tags") or ()),
-        content_hash=str(meta.get("content_hash", "")),
-        type=meta.get("type"),
-        confidence=float(confidence) if confidence is not None else None,
-        bookmarked=bool(meta.get("bookmarked", False)),
-        updated_us=int(updated) if updated is not None else None,
-        conversation_id=meta.get("conversation_id"),
-    )
-
-
 class ChromaMemoryStore(BulkReads, DeferredPassages):
     """Memories in two Chroma collections, keywords in a `LexicalIndex`."""
 
     def __init__(
-        self, client: Any, model_name: str, dimension: int, lexical: LexicalIndex, data_path: Path | None = None
+        self,
+        client: Any,
+        model_name: str,
+        dimension: int,
+        lexical: LexicalIndex,
+        data_path: Path | None = None,
+        vectors_in_memory: bool = False,
     ) -> None:
+        """`vectors_in_memory`: search a copy of every vector held here (`symbiote.storage.vectors`),
+        for a store no other process writes to; it is read from Chroma by `idle_step`."""
         self._client = client
         self._data_path = data_path
         self._lexical = lexical
@@ -97,11 +66,21 @@ class ChromaMemoryStore(BulkReads, DeferredPassages):
         self._memories = client.get_or_create_collection(
             MEMORY_COLLECTION, metadata=identity, configuration=config, embedding_function=None
         )
-        self._check_identity(self._memories, model_name, dimension)
+        check_identity(self._memories, model_name, dimension)
         self._chunks = client.get_or_create_collection(
             CHUNK_COLLECTION, metadata=identity, configuration=config, embedding_function=None
         )
+        self._vectors: VectorIndex | None = None
+        if vectors_in_memory:
+            self._memories = MirroredCollection(self._memories, VectorRows(dimension, passages=False))
+            self._chunks = MirroredCollection(self._chunks, VectorRows(dimension, passages=True))
+            self._vectors = VectorIndex(self._memories, self._chunks)
         self._sync_lexical()
+
+    def idle_step(self) -> bool:
+        """A step of the work done while no call waits: reading the vectors into memory. True while
+        there is more to do."""
+        return self._vectors.load_step() if self._vectors is not None else False
 
     def close(self) -> None:
         """Close the Chroma client (e.g. before reopening the store to see another writer's changes)."""
@@ -112,29 +91,6 @@ class ChromaMemoryStore(BulkReads, DeferredPassages):
                 close()
             except Exception:
                 log.debug("closing the Chroma client failed", exc_info=True)
-
-    @staticmethod
-    def _check_identity(collection: Any, model_name: str, dimension: int) -> None:
-        """Refuse data embedded by another model: mixing vector spaces silently ruins search."""
-        meta = collection.metadata or {}
-        space = ((collection.configuration or {}).get("hnsw") or {}).get("space", "cosine")
-        stored_model, stored_dim = meta.get("embedding_model"), meta.get("embedding_dim")
-        if space != "cosine":
-            raise StoreUnavailableError(
-                f"The collection {MEMORY_COLLECTION!r} uses {space!r} distance, but Symbiote needs cosine. "
-                "Point CHROMADB_PATH at another directory."
-            )
-        if stored_model is None and stored_dim is None:
-            # Written before the identity was recorded (e.g. by the seed prototype, which used the
-            # same model through Chroma's default embedding function): adopt it.
-            collection.modify(metadata={**meta, "embedding_model": model_name, "embedding_dim": dimension})
-            return
-        if stored_model != model_name or int(stored_dim or 0) != dimension:
-            raise StoreUnavailableError(
-                f"The memories in this store were embedded with {stored_model} ({stored_dim} dimensions), "
-                f"but this server uses {model_name} ({dimension} dimensions); mixing them would make search "
-                "meaningless. Point CHROMADB_PATH at the matching data, or at a new directory."
-            )
 
     def _sync_lexical(self) -> None:
         """Rebuild the keyword index from Chroma when it is missing or out of step."""
@@ -181,13 +137,18 @@ class ChromaMemoryStore(BulkReads, DeferredPassages):
         existing = self.find_content(memory.content_hash)
         if existing is not None:
             return existing, []
-        found = self._memories.query(
-            query_embeddings=[vectors[0].tolist()], n_results=near, include=["distances", "documents"]
-        )
-        close = [
-            (mid, 1.0 - float(distance), doc or "")
-            for mid, distance, doc in zip(found["ids"][0], found["distances"][0], (found["documents"] or [[]])[0])
-        ]
+        if self._vectors is not None and self._vectors.ready and self._memories.held:
+            nearest = self._vectors.whole.nearest(vectors[0], near)
+            texts = self._lexical.bodies([mid for mid, _ in nearest])
+            close = [(mid, similarity, texts.get(mid, "")) for mid, similarity in nearest]
+        else:
+            found = self._memories.query(
+                query_embeddings=[vectors[0].tolist()], n_results=near, include=["distances", "documents"]
+            )
+            close = [
+                (mid, 1.0 - float(distance), doc or "")
+                for mid, distance, doc in zip(found["ids"][0], found["distances"][0], (found["documents"] or [[]])[0])
+            ]
         self.add_many([(memory, vectors, windows)])
         return None, close
 
@@ -211,7 +172,7 @@ class ChromaMemoryStore(BulkReads, DeferredPassages):
                 ids=[m.memory_id for m, _v, _w in items],
                 embeddings=[v[0].tolist() for _m, v, _w in items],
                 documents=[m.content for m, _v, _w in items],
-                metadatas=[_metadata(m, len(w)) for m, _v, w in items],
+                metadatas=[metadata_of(m, len(w)) for m, _v, w in items],
             )
         except BaseException:
             if chunk_ids:
@@ -230,7 +191,7 @@ class ChromaMemoryStore(BulkReads, DeferredPassages):
             raise KeyError(memory.memory_id)
         old_passages = int((old["metadatas"] or [{}])[0].get("windows", 1) or 1)
         if vectors is None:  # metadata only: text, vectors and keyword entry stay
-            self._memories.update(ids=[memory.memory_id], metadatas=[_metadata(memory, old_passages, True)])
+            self._memories.update(ids=[memory.memory_id], metadatas=[metadata_of(memory, old_passages, True)])
             return
         with self._lexical.transaction() as tx:
             tx.delete(memory.memory_id)
@@ -245,7 +206,7 @@ class ChromaMemoryStore(BulkReads, DeferredPassages):
                 ids=[memory.memory_id],
                 embeddings=vectors[:1].tolist(),
                 documents=[memory.content],
-                metadatas=[_metadata(memory, len(windows), True)],
+                metadatas=[metadata_of(memory, len(windows), True)],
             )
 
     def delete(self, memory_id: str) -> bool:
@@ -271,7 +232,7 @@ class ChromaMemoryStore(BulkReads, DeferredPassages):
             return {}
         got = self._memories.get(ids=list(memory_ids), include=["documents", "metadatas"])
         return {
-            mid: _from_chroma(mid, doc, meta)
+            mid: memory_from(mid, doc, meta)
             for mid, doc, meta in zip(got["ids"], got["documents"] or [], got["metadatas"] or [])
         }
 
@@ -279,7 +240,7 @@ class ChromaMemoryStore(BulkReads, DeferredPassages):
         got = self._memories.get(where={"content_hash": content_hash}, limit=1, include=["documents", "metadatas"])
         if not got["ids"]:
             return None
-        return _from_chroma(got["ids"][0], (got["documents"] or [None])[0], (got["metadatas"] or [None])[0])
+        return memory_from(got["ids"][0], (got["documents"] or [None])[0], (got["metadatas"] or [None])[0])
 
     def find_contents(self, hashes: Sequence[str]) -> dict[str, StoredMemory]:
         """Existing memories by content hash, one query for a whole batch."""
@@ -288,15 +249,16 @@ class ChromaMemoryStore(BulkReads, DeferredPassages):
         got = self._memories.get(
             where={"content_hash": {"$in": list(dict.fromkeys(hashes))}}, include=["documents", "metadatas"]
         )
-        found = [_from_chroma(mid, doc, meta) for mid, doc, meta in zip(got["ids"], got["documents"] or [], got["metadatas"] or [])]
+        found = [memory_from(mid, doc, meta) for mid, doc, meta in zip(got["ids"], got["documents"] or [], got["metadatas"] or [])]
         return {m.content_hash: m for m in sorted(found, key=lambda m: m.created_us, reverse=True)}
 
     def counts(self) -> dict[str, int]:
         """Records per collection: memories, extra passages, keyword index entries, and memories whose
         passages are still queued (indexed right after their store)."""
+        memories, passages = self.count(), self._count(self._chunks)
         return {
-            "memories": int(self._memories.count()),
-            "passages": int(self._chunks.count()),
+            "memories": memories,
+            "passages": passages,
             "keyword_index": self._lexical.count(),
             "passages_queued": self._lexical.pending_count(),
         }
@@ -304,6 +266,8 @@ class ChromaMemoryStore(BulkReads, DeferredPassages):
     def nearest(
         self, vector: np.ndarray, k: int, where: MemoryFilter | None = None, passages: bool = True
     ) -> list[Match]:
+        in_memory = self._vectors is not None and self._vectors.ready and (where is None or where.by_time_only)
+        after, before = (where.after_us, where.before_us) if where else (None, None)
         best: dict[str, float] = {}
         # Chroma returns what it has when asked for more (or none, empty): no count() first,
         # which cost two trips into Chroma per search. A passage's id is "<memory id>#<n>"
@@ -312,10 +276,11 @@ class ChromaMemoryStore(BulkReads, DeferredPassages):
         if passages:  # passages carry only the time; the engine re-checks the rest
             sources.append((self._chunks, True, where.chroma_where(with_metadata=False) if where else None))
         for collection, passage, condition in sources:
-            found = collection.query(query_embeddings=[vector.tolist()], n_results=k, where=condition, include=["distances"])
-            for rid, distance in zip(found["ids"][0], found["distances"][0]):
-                mid = rid.rsplit("#", 1)[0] if passage else rid
-                similarity = 1.0 - float(distance)
+            if in_memory and collection.held:
+                found = collection.rows.nearest(vector, k, after, before)
+            else:
+                found = chroma_nearest(collection, vector, k, condition, passage)
+            for mid, similarity in found:
                 if similarity > best.get(mid, -2.0):
                     best[mid] = similarity
         return sorted((Match(m, s) for m, s in best.items()), key=lambda m: m.similarity, reverse=True)
@@ -359,7 +324,13 @@ class ChromaMemoryStore(BulkReads, DeferredPassages):
         return len(got["ids"])
 
     def count(self) -> int:
-        return int(self._memories.count())
+        return self._count(self._memories)
+
+    def _count(self, collection: Any) -> int:
+        """Records in a collection: its rows held here if it has them (Chroma counts in a query)."""
+        if self._vectors is not None and self._vectors.ready and collection.held:
+            return len(collection.rows)
+        return int(collection.count())
 
     def page(self, limit: int, before_us: int | None) -> list[StoredMemory]:
         heads = read_all(self._memories, ["metadatas"], where=MemoryFilter(before_us=before_us).chroma_where())
@@ -374,7 +345,7 @@ class ChromaMemoryStore(BulkReads, DeferredPassages):
     def scan(self, where: MemoryFilter | None = None) -> list[StoredMemory]:
         """Every (matching) memory without its content: for statistics and retention."""
         heads = read_all(self._memories, ["metadatas"], where=where.chroma_where() if where else None)
-        return [_from_chroma(mid, None, meta) for mid, meta in zip(heads["ids"], heads["metadatas"] or [])]
+        return [memory_from(mid, None, meta) for mid, meta in zip(heads["ids"], heads["metadatas"] or [])]
 
     def size_bytes(self) -> int:
         if self._data_path is None:

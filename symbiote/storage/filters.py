@@ -27,6 +27,11 @@ class MemoryFilter:
     def empty(self) -> bool:
         return self == MemoryFilter()
 
+    @property
+    def by_time_only(self) -> bool:
+        """Whether only the creation time limits it (what every stored record carries)."""
+        return not self.tags and self.type is None and self.min_confidence is None
+
     def chroma_where(self, with_metadata: bool = True) -> dict[str, Any] | None:
         """The filter as a Chroma `where` (time only for records that carry nothing else)."""
         clauses: list[dict[str, Any]] = []

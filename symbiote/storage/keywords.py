@@ -218,6 +218,17 @@ class LexicalIndex:
         with self._lock:
             self._conn.executemany("DELETE FROM pending WHERE memory_id = ?", [(mid,) for mid in memory_ids])
 
+    def bodies(self, memory_ids: Sequence[str]) -> dict[str, str]:
+        """The text each of these memories was indexed with (its content)."""
+        if not memory_ids:
+            return {}
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT memory_id, body FROM docs WHERE memory_id IN (SELECT value FROM json_each(?))",
+                (json.dumps(list(memory_ids)),),
+            ).fetchall()
+        return {str(memory_id): str(body) for memory_id, body in rows}
+
     def ids(self) -> set[str]:
         with self._lock:
             return {row[0] for row in self._conn.execute("SELECT memory_id FROM docs")}

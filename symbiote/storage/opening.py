@@ -54,8 +54,11 @@ def _not_writable(path: Path, problem: str) -> StoreUnavailableError:
     )
 
 
-def open_embedded_store(path: Path, model_name: str, dimension: int) -> "ChromaMemoryStore":
-    """Open (creating if needed) the embedded Chroma store and its keyword index at `path`."""
+def open_embedded_store(
+    path: Path, model_name: str, dimension: int, vectors_in_memory: bool = False
+) -> "ChromaMemoryStore":
+    """Open (creating if needed) the embedded Chroma store and its keyword index at `path`.
+    `vectors_in_memory`: only where nothing else writes to it (`ChromaMemoryStore`)."""
     try:
         path.mkdir(parents=True, exist_ok=True)
         make_private(path)
@@ -89,7 +92,9 @@ def open_embedded_store(path: Path, model_name: str, dimension: int) -> "ChromaM
             "`symbiote reset --confirm` to start an empty store (the damaged one stays in the backup). "
             "Memory is unavailable until then."
         ) from exc
-    return ChromaMemoryStore(client, model_name, dimension, _keyword_index(path), data_path=path)
+    return ChromaMemoryStore(
+        client, model_name, dimension, _keyword_index(path), data_path=path, vectors_in_memory=vectors_in_memory
+    )
 
 
 def _forget_chroma_system(path: Path, client: object | None) -> None:

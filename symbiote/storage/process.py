@@ -8,7 +8,8 @@ on the other core while the server imports the MCP SDK, so the first search come
 
 The child hosts the same objects as before (`storage.open_embedded_store`, the history store);
 `RemoteStore` forwards method calls to them over a socket pair (pickled arguments and results).
-One call at a time, like Chroma itself. If the child dies (killed, crashed), the next call
+One call at a time, like Chroma itself (the child's loop: `symbiote.storage._store_child`;
+between calls it reads the store's vectors into memory, `symbiote.storage.vectors`). If the child dies (killed, crashed), the next call
 starts a new one and reopens what was open: the server keeps serving.
 The child exits when the server closes it, and by itself when the server goes away (the socket
 reaches end-of-file; on Linux the kernel also kills it when its parent dies). It ignores SIGINT
@@ -20,8 +21,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import pickle
-import signal
 import socket
 import subprocess
 import sys
@@ -33,7 +32,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 from symbiote.errors import StoreUnavailableError
-from symbiote.storage.disk_errors import exception_chain
 
 log = logging.getLogger(__name__)
 
@@ -65,121 +63,6 @@ class _FairLock:
 
 class _ChildGone(Exception):
     """The child process is not there to answer (it exited, was killed or crashed)."""
-
-
-class RemoteStoreError(Exception):
-    """An error raised in the child that could not be sent as itself; the text keeps its whole chain."""
-
-    def __init__(self, text: str, errno: int | None = None) -> None:
-        super().__init__(text)
-        self.errno = errno
-
-
-def _portable(exc: BaseException) -> BaseException:
-    """`exc` if it survives pickling, else its chain as text (what `failures` classifies by)."""
-    try:
-        clone = pickle.loads(pickle.dumps(exc))
-        if type(clone) is type(exc) and str(clone) == str(exc):
-            if exc.__cause__ is None and exc.__context__ is None:
-                return exc
-    except (pickle.PickleError, TypeError, AttributeError, ValueError):
-        pass  # not picklable as it is: sent as text below
-    chain = exception_chain(exc)
-    text = " <- ".join(f"{type(e).__name__}: {e}" for e in chain)
-    errnos = [e.errno for e in chain if isinstance(e, OSError) and e.errno is not None]
-    from symbiote.errors import SymbioteError
-
-    if isinstance(exc, SymbioteError):
-        try:
-            return pickle.loads(pickle.dumps(type(exc)(str(exc))))
-        except (pickle.PickleError, TypeError, AttributeError, ValueError):
-            pass  # a SymbioteError with a richer constructor: sent as text below
-    return RemoteStoreError(text, errnos[0] if errnos else None)
-
-
-# -- the child ---------------------------------------------------------------------------------
-
-
-def _open(kind: str, path: str, model: str, dimension: int) -> Any:
-    if kind == "memories":
-        from symbiote.storage.opening import open_embedded_store
-
-        return open_embedded_store(Path(path), model, dimension)
-    if kind == "history":
-        from symbiote.storage.chroma_client import embedded_client
-        from symbiote.storage.history import open_history_store
-
-        return open_history_store(embedded_client(Path(path)), model, dimension)
-    raise ValueError(f"unknown store kind {kind!r}")
-
-
-def _close_object(obj: Any) -> None:
-    close = getattr(obj, "close", None)  # ChromaMemoryStore.close; the history store shares its client
-    if callable(close):
-        close()
-
-
-def _die_with_parent() -> None:
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: only if end-of-file cannot reach us (a hung call)
-    except (OSError, AttributeError):
-        pass  # not Linux (no libc.so.6 or prctl): end-of-file on the socket still ends the child
-
-
-def child_main(fd: int) -> None:
-    """The child's loop: open objects, call their methods, answer each request in order."""
-    # Ctrl+C (SIGINT to the process group) and a SIGTERM to every process of the service (systemd,
-    # a container runtime) are the server's to handle: it finishes its requests, then closes us.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    _die_with_parent()
-    conn = Connection(fd)
-    from symbiote.storage.chroma_client import import_chromadb
-
-    import_chromadb()  # now, while the server is still importing its own modules
-
-    objects: dict[int, Any] = {}
-    while True:
-        try:
-            request = conn.recv()
-        except (EOFError, OSError):
-            break
-        op = request[0]
-        if op == "close":
-            break
-        try:
-            if op == "open":
-                handle, kind, path, model, dimension = request[1:]
-                obj = _open(kind, path, model, dimension)
-                objects[handle] = obj
-                methods = sorted(n for n in dir(obj) if not n.startswith("_") and callable(getattr(obj, n)))
-                reply: tuple[str, Any] = ("ok", methods)
-            elif op == "ping":  # answered once Chroma is imported: the child is ready for work
-                reply = ("ok", None)
-            elif op == "forget":
-                obj = objects.pop(request[1], None)
-                if obj is not None:
-                    _close_object(obj)
-                reply = ("ok", None)
-            else:  # "call"
-                handle, method, args = request[1:]
-                reply = ("ok", getattr(objects[handle], method)(*args))
-        except BaseException as exc:  # every failure goes back to the caller; the child keeps serving
-            reply = ("error", _portable(exc))
-        try:
-            conn.send(reply)
-        except (pickle.PicklingError, TypeError, AttributeError) as exc:
-            conn.send(("error", RemoteStoreError(f"the store's answer could not be sent back: {exc}")))
-        except (EOFError, OSError):
-            break
-    for obj in objects.values():
-        _close_object(obj)
-
-
-# -- the server's side ---------------------------------------------------------------------------
 
 
 class StoreProcess:
@@ -214,9 +97,12 @@ class StoreProcess:
         ours, theirs = socket.socketpair()
         code = (
             "import json, os, sys; sys.path[:0] = json.loads(os.environ.pop(%r)); "
-            "from symbiote.storage.process import child_main; child_main(%d)" % (CHILD_ENV, theirs.fileno())
+            "from symbiote.storage._store_child import child_main; child_main(%d)" % (CHILD_ENV, theirs.fileno())
         )
         env = {**os.environ, CHILD_ENV: json.dumps([p for p in sys.path if p])}
+        # One BLAS thread: the vectors held in memory are searched with numpy, whose BLAS threads
+        # would spin on the core the server's model needs for the same search.
+        env.setdefault("OPENBLAS_NUM_THREADS", "1")
         try:
             output: Any = sys.stderr.fileno()  # never stdout: it is the MCP channel under stdio
         except (AttributeError, OSError, ValueError):

@@ -1,0 +1,147 @@
+"""The store process's side of `symbiote.storage.process`: the loop that opens stores and answers calls.
+
+It serves one request at a time, in order, and gives its open objects' idle work (`idle_step`)
+the moments when no request waits.
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+import signal
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from symbiote.storage.disk_errors import exception_chain
+
+log = logging.getLogger(__name__)
+
+
+class RemoteStoreError(Exception):
+    """An error raised in the child that could not be sent as itself; the text keeps its whole chain."""
+
+    def __init__(self, text: str, errno: int | None = None) -> None:
+        super().__init__(text)
+        self.errno = errno
+
+
+def _portable(exc: BaseException) -> BaseException:
+    """`exc` if it survives pickling, else its chain as text (what `failures` classifies by)."""
+    try:
+        clone = pickle.loads(pickle.dumps(exc))
+        if type(clone) is type(exc) and str(clone) == str(exc):
+            if exc.__cause__ is None and exc.__context__ is None:
+                return exc
+    except (pickle.PickleError, TypeError, AttributeError, ValueError):
+        pass  # not picklable as it is: sent as text below
+    chain = exception_chain(exc)
+    text = " <- ".join(f"{type(e).__name__}: {e}" for e in chain)
+    errnos = [e.errno for e in chain if isinstance(e, OSError) and e.errno is not None]
+    from symbiote.errors import SymbioteError
+
+    if isinstance(exc, SymbioteError):
+        try:
+            return pickle.loads(pickle.dumps(type(exc)(str(exc))))
+        except (pickle.PickleError, TypeError, AttributeError, ValueError):
+            pass  # a SymbioteError with a richer constructor: sent as text below
+    return RemoteStoreError(text, errnos[0] if errnos else None)
+
+
+def _open(kind: str, path: str, model: str, dimension: int) -> Any:
+    if kind == "memories":
+        from symbiote.storage.opening import open_embedded_store
+
+        return open_embedded_store(Path(path), model, dimension, vectors_in_memory=True)  # the only writer
+    if kind == "history":
+        from symbiote.storage.chroma_client import embedded_client
+        from symbiote.storage.history import open_history_store
+
+        return open_history_store(embedded_client(Path(path)), model, dimension)
+    raise ValueError(f"unknown store kind {kind!r}")
+
+
+def _close_object(obj: Any) -> None:
+    close = getattr(obj, "close", None)  # ChromaMemoryStore.close; the history store shares its client
+    if callable(close):
+        close()
+
+
+def _idle_work(conn: Connection, idle: list[Any]) -> None:
+    """Steps of the open objects' idle work until a request arrives or none is left. A step that
+    fails ends that object's idle work (logged): its reads keep the way they had before it."""
+    while idle and not conn.poll(0):
+        obj = idle[0]
+        try:
+            more = obj.idle_step()
+        except Exception:
+            log.exception("the memory store's work between requests failed; it is not retried")
+            more = False
+        if not more:
+            idle.pop(0)
+
+
+def _die_with_parent() -> None:
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: only if end-of-file cannot reach us (a hung call)
+    except (OSError, AttributeError):
+        pass  # not Linux (no libc.so.6 or prctl): end-of-file on the socket still ends the child
+
+
+def child_main(fd: int) -> None:
+    """The child's loop: open objects, call their methods, answer each request in order."""
+    # Ctrl+C (SIGINT to the process group) and a SIGTERM to every process of the service (systemd,
+    # a container runtime) are the server's to handle: it finishes its requests, then closes us.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    _die_with_parent()
+    conn = Connection(fd)
+    from symbiote.storage.chroma_client import import_chromadb
+
+    import_chromadb()  # now, while the server is still importing its own modules
+
+    objects: dict[int, Any] = {}
+    idle: list[Any] = []  # objects with work for the moments no request waits (`idle_step`)
+    while True:
+        _idle_work(conn, idle)
+        try:
+            request = conn.recv()
+        except (EOFError, OSError):
+            break
+        op = request[0]
+        if op == "close":
+            break
+        try:
+            if op == "open":
+                handle, kind, path, model, dimension = request[1:]
+                obj = _open(kind, path, model, dimension)
+                objects[handle] = obj
+                if callable(getattr(obj, "idle_step", None)):
+                    idle.append(obj)
+                methods = sorted(n for n in dir(obj) if not n.startswith("_") and callable(getattr(obj, n)))
+                reply: tuple[str, Any] = ("ok", methods)
+            elif op == "ping":  # answered once Chroma is imported: the child is ready for work
+                reply = ("ok", None)
+            elif op == "forget":
+                obj = objects.pop(request[1], None)
+                if obj in idle:
+                    idle.remove(obj)
+                if obj is not None:
+                    _close_object(obj)
+                reply = ("ok", None)
+            else:  # "call"
+                handle, method, args = request[1:]
+                reply = ("ok", getattr(objects[handle], method)(*args))
+        except BaseException as exc:  # every failure goes back to the caller; the child keeps serving
+            reply = ("error", _portable(exc))
+        try:
+            conn.send(reply)
+        except (pickle.PicklingError, TypeError, AttributeError) as exc:
+            conn.send(("error", RemoteStoreError(f"the store's answer could not be sent back: {exc}")))
+        except (EOFError, OSError):
+            break
+    for obj in objects.values():
+        _close_object(obj)

@@ -1,0 +1,245 @@
+"""Every vector of the embedded store held in memory too, and searched exactly with numpy.
+
+A Chroma query costs more in its own handling than the arithmetic it does, and a search makes
+two (whole texts, passages). Chroma stays the record: each collection is wrapped
+(`MirroredCollection`) so that every write reaching it reaches the rows as well, and the rows
+are read from Chroma after the store opens, a page at a time while its process has nothing else
+to do (`VectorIndex.load_step`). Until every page is read, and for a filter on tags, type or
+confidence, searches ask Chroma. Exact search finds what HNSW finds, and what it misses.
+
+Exact search reads every row, so its time grows with the store while HNSW's hardly does: past
+`EXACT_ROWS` rows a collection's copy is dropped and Chroma answers for it (docs/performance.md).
+
+Only for a store with one writer, which sees every write: the embedded store in its own process.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Sequence
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+PAGE = 1_000  # records read from Chroma per step: the step a request may wait behind
+EXACT_ROWS = 20_000  # rows a collection's copy may hold; past them HNSW is the quicker
+LOAD_ATTEMPTS = 3  # reads of the whole store before giving up (a delete between pages may skip a row)
+
+
+class VectorRows:
+    """One collection's vectors as the rows of a matrix, with the memory and creation time of each.
+
+    A passage's record id is "<memory id>#<n>", so `passages` rows belong to the memory its id names.
+    """
+
+    def __init__(self, dimension: int, passages: bool, limit: int | None = None) -> None:
+        self._dimension = dimension
+        self._passages = passages
+        self.limit = EXACT_ROWS if limit is None else limit
+        self.dropped = False  # grown past `limit`: no longer held, searched in Chroma
+        self._lock = threading.Lock()
+        self._matrix = np.empty((0, dimension), dtype=np.float32)
+        self._created = np.empty(0, dtype=np.int64)
+        self._ids: list[str] = []
+        self._owners: list[str] = []
+        self._row: dict[str, int] = {}
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def put(self, ids: Sequence[str], vectors: Any, metadatas: Sequence[dict[str, Any] | None] | None) -> None:
+        """Add rows, or overwrite the rows with these ids (unit length: a dot product is the cosine)."""
+        block = np.asarray(vectors, dtype=np.float32).reshape(len(ids), self._dimension)
+        norms = np.linalg.norm(block, axis=1, keepdims=True)
+        block = block / np.where(norms > 0, norms, 1.0)
+        metas = metadatas or [None] * len(ids)
+        with self._lock:
+            if self.dropped:
+                return
+            for rid, vector, meta in zip(ids, block, metas):
+                row = self._row.get(rid)
+                if row is None:
+                    row = self._append(rid)
+                self._matrix[row] = vector
+                self._created[row] = int((meta or {}).get("created_us", 0) or 0)
+            if len(self._ids) > self.limit:
+                self._drop()
+
+    def drop(self) -> None:
+        """Stop holding these vectors (the collection outgrew exact search); frees their memory."""
+        with self._lock:
+            self._drop()
+
+    def _drop(self) -> None:
+        self.dropped = True
+        self._clear()
+
+    def set_created(self, ids: Sequence[str], metadatas: Sequence[dict[str, Any] | None]) -> None:
+        """A metadata-only update: the creation time is the one thing the rows keep of it."""
+        with self._lock:
+            for rid, meta in zip(ids, metadatas):
+                row = self._row.get(rid)
+                if row is not None and (meta or {}).get("created_us") is not None:
+                    self._created[row] = int(meta["created_us"])  # type: ignore[index]
+
+    def _append(self, rid: str) -> int:
+        row = len(self._ids)
+        if row == len(self._matrix):
+            grown = max(1024, row + row // 2)
+            matrix = np.empty((grown, self._dimension), dtype=np.float32)
+            matrix[:row] = self._matrix[:row]
+            created = np.empty(grown, dtype=np.int64)
+            created[:row] = self._created[:row]
+            self._matrix, self._created = matrix, created
+        self._ids.append(rid)
+        self._owners.append(rid.rsplit("#", 1)[0] if self._passages else rid)
+        self._row[rid] = row
+        return row
+
+    def remove(self, ids: Sequence[str]) -> None:
+        """Drop these rows (ids without a row are ignored); the last row moves into each gap."""
+        with self._lock:
+            for rid in ids:
+                row = self._row.pop(rid, None)
+                if row is None:
+                    continue
+                last = len(self._ids) - 1
+                if row != last:
+                    moved = self._ids[last]
+                    self._matrix[row] = self._matrix[last]
+                    self._created[row] = self._created[last]
+                    self._ids[row] = moved
+                    self._owners[row] = self._owners[last]
+                    self._row[moved] = row
+                self._ids.pop()
+                self._owners.pop()
+
+    def clear(self) -> None:
+        with self._lock:
+            self._clear()
+
+    def _clear(self) -> None:
+        self._matrix = np.empty((0, self._dimension), dtype=np.float32)
+        self._created = np.empty(0, dtype=np.int64)
+        self._ids, self._owners, self._row = [], [], {}
+
+    def nearest(
+        self, vector: np.ndarray, k: int, after_us: int | None = None, before_us: int | None = None
+    ) -> list[tuple[str, float]]:
+        """The `k` rows closest to `vector` (created in [after_us, before_us)): (memory id, cosine), best first."""
+        query = np.asarray(vector, dtype=np.float32).ravel()
+        norm = float(np.linalg.norm(query))
+        if norm > 0:
+            query = query / norm
+        with self._lock:
+            count = len(self._ids)
+            if count == 0 or k <= 0:
+                return []
+            scores = self._matrix[:count] @ query
+            if after_us is not None or before_us is not None:
+                created = self._created[:count]
+                allowed = np.ones(count, dtype=bool)
+                if after_us is not None:
+                    allowed &= created >= after_us
+                if before_us is not None:
+                    allowed &= created < before_us
+                scores = np.where(allowed, scores, -np.inf)
+                count = int(allowed.sum())
+            take = min(k, count)
+            if take == 0:
+                return []
+            best = np.argpartition(-scores, take - 1)[:take] if take < len(scores) else np.arange(len(scores))
+            best = best[np.argsort(-scores[best], kind="stable")]
+            return [(self._owners[row], float(scores[row])) for row in best if scores[row] > -np.inf]
+
+
+class MirroredCollection:
+    """A Chroma collection whose writes also reach its `VectorRows`; everything else is Chroma's."""
+
+    def __init__(self, collection: Any, rows: VectorRows) -> None:
+        self._collection = collection
+        self.rows = rows
+
+    def add(self, ids: Sequence[str], embeddings: Any, **fields: Any) -> None:
+        self._collection.add(ids=ids, embeddings=embeddings, **fields)
+        self.rows.put(ids, embeddings, fields.get("metadatas"))
+
+    @property
+    def held(self) -> bool:
+        """Whether searches of this collection may use its rows (once the index is ready)."""
+        return not self.rows.dropped
+
+    def upsert(self, ids: Sequence[str], embeddings: Any, **fields: Any) -> None:
+        self._collection.upsert(ids=ids, embeddings=embeddings, **fields)
+        self.rows.put(ids, embeddings, fields.get("metadatas"))
+
+    def update(self, ids: Sequence[str], embeddings: Any = None, **fields: Any) -> None:
+        if embeddings is None:
+            self._collection.update(ids=ids, **fields)
+            if fields.get("metadatas") is not None:
+                self.rows.set_created(ids, fields["metadatas"])
+            return
+        self._collection.update(ids=ids, embeddings=embeddings, **fields)
+        self.rows.put(ids, embeddings, fields.get("metadatas"))
+
+    def delete(self, ids: Sequence[str]) -> None:
+        self._collection.delete(ids=ids)
+        self.rows.remove(ids)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._collection, name)
+
+
+class VectorIndex:
+    """The rows of both collections (whole texts, passages) and the reading of them from Chroma."""
+
+    def __init__(self, memories: MirroredCollection, passages: MirroredCollection) -> None:
+        self.whole = memories.rows
+        self.passages = passages.rows
+        self._sources = [memories, passages]
+        self._source = 0
+        self._offset = 0
+        self._attempts = 1
+        self.ready = False
+
+    def load_step(self) -> bool:
+        """Read the next page of vectors from Chroma; True while there is more to read."""
+        if self.ready or self._attempts > LOAD_ATTEMPTS:
+            return False
+        source = self._sources[self._source]
+        if self._offset == 0 and source.count() > source.rows.limit:
+            source.rows.drop()
+        if source.rows.dropped:
+            return self._next_source()
+        got = source.get(include=["embeddings", "metadatas"], limit=PAGE, offset=self._offset)
+        if len(got["ids"]):
+            source.rows.put(got["ids"], got["embeddings"], got["metadatas"])
+        self._offset += PAGE
+        if len(got["ids"]) == PAGE and not source.rows.dropped:
+            return True
+        return self._next_source()
+
+    def _next_source(self) -> bool:
+        self._source, self._offset = self._source + 1, 0
+        if self._source < len(self._sources):
+            return True
+        return self._finish()
+
+    def _finish(self) -> bool:
+        """Check the rows against Chroma's counts; read everything again if a row was skipped."""
+        counts = [(len(source.rows), int(source.count())) for source in self._sources if not source.rows.dropped]
+        if all(held == stored for held, stored in counts):
+            self.ready = True
+            log.debug("vectors in memory: %s", counts)
+            return False
+        log.warning("vectors read into memory disagree with the store (%s); reading them again", counts)
+        for source in self._sources:
+            source.rows.clear()
+        self._source, self._offset = 0, 0
+        self._attempts += 1
+        if self._attempts > LOAD_ATTEMPTS:
+            log.warning("vectors stay in Chroma only: %d reads disagreed with the store", LOAD_ATTEMPTS)
+            return False
+        return True

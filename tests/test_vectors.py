@@ -1,0 +1,174 @@
+"""The vectors held in memory beside Chroma (`symbiote.storage.vectors`), on a real embedded store.
+
+Every write the store makes must reach the rows it searches, whether it lands before, during or
+after the rows are read from Chroma; and what the rows answer must be what Chroma holds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from symbiote.embedding.model import MODEL_DIMENSION, MODEL_NAME, OnnxEmbedder
+from symbiote.memory.ids import IdGenerator
+from symbiote.memory.ids import created_us as id_micros
+from symbiote.storage import vectors
+from symbiote.storage.base import StoredMemory, content_hash
+from symbiote.storage.chroma_store import ChromaMemoryStore
+from symbiote.storage.filters import MemoryFilter
+from symbiote.storage.opening import open_embedded_store
+from symbiote.storage.process import StoreProcess
+
+IDS = IdGenerator()
+TEXTS = [
+    "I love building web apps with React",
+    "We moved to Porto in 2021. My sister is an architect. The car is blue.",
+    "Allergic to peanuts",
+    "The dentist appointment is on Friday. Bring the insurance card.",
+    "The user's cat is called Miso",
+    "Runs 10 km every Sunday morning along the river",
+]
+
+
+@pytest.fixture(scope="module")
+def model(model_dir: Path) -> OnnxEmbedder:
+    return OnnxEmbedder(model_dir)
+
+
+def _memory(content: str, created: int | None = None, tags: tuple[str, ...] = ()) -> StoredMemory:
+    memory_id = IDS.new()
+    micros = created if created is not None else id_micros(memory_id)
+    stamp = datetime.fromtimestamp(micros / 1e6, tz=timezone.utc).isoformat()
+    return StoredMemory(memory_id, content, stamp, micros, tags, content_hash(content))
+
+
+def _add(store: ChromaMemoryStore, model: OnnxEmbedder, content: str, whole_only: bool = False, **kw: object) -> StoredMemory:
+    memory = _memory(content, **kw)  # type: ignore[arg-type]
+    windows = model.windows(content)
+    store.add(memory, model.embed(windows[:1] if whole_only else windows), windows)
+    return memory
+
+
+def _held(path: Path) -> ChromaMemoryStore:
+    store = open_embedded_store(path, MODEL_NAME, MODEL_DIMENSION, vectors_in_memory=True)
+    while store.idle_step():
+        pass
+    return store
+
+
+def _top(store: ChromaMemoryStore, model: OnnxEmbedder, text: str, where: MemoryFilter | None = None) -> list[str]:
+    return [m.memory_id for m in store.nearest(model.embed([text])[0], 3, where)]
+
+
+def test_what_is_held_answers_as_chroma_does(tmp_path: Path, model: OnnxEmbedder) -> None:
+    plain = open_embedded_store(tmp_path, MODEL_NAME, MODEL_DIMENSION)
+    stored = [_add(plain, model, text) for text in TEXTS]
+    plain.close()
+    held = _held(tmp_path)
+    assert held._vectors is not None and held._vectors.ready
+    for question, expected in [("frontend development", 0), ("what does my sister do?", 1), ("nut allergy", 2)]:
+        found = held.nearest(model.embed([question])[0], 3)
+        assert found[0].memory_id == stored[expected].memory_id
+        held._vectors.ready = False  # the same question to Chroma itself
+        chroma = held.nearest(model.embed([question])[0], 3)
+        held._vectors.ready = True
+        assert [m.memory_id for m in found] == [m.memory_id for m in chroma]
+        assert np.allclose([m.similarity for m in found], [m.similarity for m in chroma], atol=1e-5)
+    assert held.counts()["memories"] == len(TEXTS) and held.count() == len(TEXTS)
+    assert held.counts()["passages"] == int(held._chunks.count())
+
+
+def test_every_kind_of_write_reaches_the_rows(tmp_path: Path, model: OnnxEmbedder) -> None:
+    store = _held(tmp_path)
+    react = _add(store, model, TEXTS[0])
+    porto = _add(store, model, TEXTS[1], whole_only=True)  # its sentences queued, indexed after
+    assert _top(store, model, "what does my sister do for a living?")[:1] == [porto.memory_id]
+    (mid, windows, _text), = store.pending_passages(10)
+    assert store.add_passages([(mid, model.embed(windows[1:]), windows)]) == 1
+    assert store.nearest(model.embed(["my sister is an architect"])[0], 1)[0].similarity > 0.9  # its own sentence
+
+    rewritten = replace(react, content="Grows tomatoes on the balcony", content_hash=content_hash("Grows tomatoes"))
+    store.replace(rewritten, model.embed(model.windows(rewritten.content)), model.windows(rewritten.content))
+    assert _top(store, model, "vegetable gardening")[:1] == [react.memory_id]
+    assert store.nearest(model.embed([TEXTS[0]])[0], 1)[0].similarity < 0.5  # the old text's vector is gone
+
+    later = replace(rewritten, created_us=rewritten.created_us + 10**9)
+    store.replace(later, None, [later.content])  # metadata only: the time filter follows it
+    assert react.memory_id in _top(store, model, "tomatoes", MemoryFilter(after_us=later.created_us))
+    assert react.memory_id not in _top(store, model, "tomatoes", MemoryFilter(before_us=later.created_us))
+
+    assert store.delete(porto.memory_id)
+    assert porto.memory_id not in _top(store, model, "what does my sister do for a living?")
+    assert store.counts()["memories"] == 1 and store.counts()["passages"] == 0
+
+
+def test_near_memories_of_a_new_store_come_from_the_rows(tmp_path: Path, model: OnnxEmbedder) -> None:
+    store = _held(tmp_path)
+    cat = _add(store, model, TEXTS[4])
+    kitten = _memory("Miso the cat turns five in May")
+    existing, near = store.store_new(kitten, model.embed([kitten.content]), [kitten.content], 3)
+    assert existing is None
+    assert [(mid, text) for mid, _cos, text in near] == [(cat.memory_id, TEXTS[4])]
+    assert near[0][1] > 0.5
+
+
+def test_a_filter_on_tags_is_left_to_chroma(tmp_path: Path, model: OnnxEmbedder) -> None:
+    store = _held(tmp_path)
+    work = _add(store, model, "Deploys the API on Fridays", tags=("work",))
+    _add(store, model, "Deploys the garden shed roof on Fridays")
+    assert _top(store, model, "deploying", MemoryFilter(tags=("work",))) == [work.memory_id]
+
+
+def test_writes_while_the_rows_are_read_leave_them_whole(
+    tmp_path: Path, model: OnnxEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pages of two records: deletes between them shift Chroma's offsets, so a record is skipped and
+    the counts disagree; the rows are read again and end as Chroma holds them."""
+    monkeypatch.setattr(vectors, "PAGE", 2)
+    plain = open_embedded_store(tmp_path, MODEL_NAME, MODEL_DIMENSION)
+    stored = [_add(plain, model, text) for text in TEXTS]
+    plain.close()
+    store = open_embedded_store(tmp_path, MODEL_NAME, MODEL_DIMENSION, vectors_in_memory=True)
+    assert store.idle_step()  # the first page
+    store.delete(stored[0].memory_id)
+    store.delete(stored[1].memory_id)
+    added = _add(store, model, "Plays the cello in a quartet")
+    while store.idle_step():
+        pass
+    assert store._vectors is not None and store._vectors.ready
+    assert len(store._vectors.whole) == int(store._memories.count()) == len(TEXTS) - 1
+    assert _top(store, model, "string instrument music")[:1] == [added.memory_id]
+    assert stored[1].memory_id not in _top(store, model, "what does my sister do for a living?")
+
+
+def test_a_collection_past_the_limit_is_searched_in_chroma(
+    tmp_path: Path, model: OnnxEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(vectors, "EXACT_ROWS", 4)
+    store = _held(tmp_path)
+    stored = [_add(store, model, text) for text in TEXTS]
+    assert store._memories.rows.dropped and len(store._memories.rows) == 0  # its memory is given back
+    assert _top(store, model, "nut allergy")[:1] == [stored[2].memory_id]
+    assert store.count() == len(TEXTS)
+    store.close()
+    again = _held(tmp_path)  # too many at open: not read at all
+    assert again._memories.rows.dropped and again._vectors is not None and again._vectors.ready
+    assert _top(again, model, "what does my sister do?")[:1] == [stored[1].memory_id]
+
+
+def test_the_store_process_reads_the_vectors_between_requests(tmp_path: Path, model: OnnxEmbedder) -> None:
+    plain = open_embedded_store(tmp_path, MODEL_NAME, MODEL_DIMENSION)
+    stored = [_add(plain, model, text) for text in TEXTS]
+    plain.close()
+    host = StoreProcess(tmp_path)
+    try:
+        store = host.open("memories", MODEL_NAME, MODEL_DIMENSION)
+        assert store.idle_step() is False  # nothing left: the child read them before this call
+        found = store.nearest(model.embed(["nut allergy"])[0], 3)
+        assert found[0].memory_id == stored[2].memory_id
+    finally:
+        host.close()
