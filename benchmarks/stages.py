@@ -9,6 +9,9 @@ p50 / p95 per stage. No server, no HTTP: add the MCP SDK and HTTP on top for the
 client sees (`vs_peer.py`).
 
     .venv/bin/python benchmarks/stages.py [--file 26.json] [--limit-turns N]
+
+With `--store DIR` it searches a copy of a filled data directory instead (`bench_core.py --data
+DIR` fills one with 10,000 notes): 300 of bench_core's queries (limit 5), stage by stage.
 """
 
 from __future__ import annotations
@@ -54,16 +57,49 @@ def _print(title: str, stages: dict[str, list[float]], root: str) -> None:
         print(f"| {label} | {len(values)} | {percentile(values, 50):.1f} | {percentile(values, 95):.1f} |")
 
 
-async def run(args: argparse.Namespace) -> None:
+async def run_on_store(args: argparse.Namespace) -> None:
+    """Searches of bench_core's kind on a copy of a filled data directory."""
+    import random
+    import shutil
+
+    from bench_core import synthetic_query
     from symbiote.config import Settings
     from symbiote.runtime import build_runtime
 
+    exporter, tracer = _tracing()
+    rng = random.Random(7)
+    with tempfile.TemporaryDirectory(prefix="symbiote-stages-") as tmp:
+        shutil.copytree(args.store, Path(tmp) / "data")
+        settings = Settings(chromadb_path=Path(tmp) / "data", model_dir=PROJECT_ROOT / "models" / "all-MiniLM-L6-v2")
+        engine = build_runtime(settings).engine
+        try:
+            for i in range(20):
+                await engine.search(synthetic_query(i, rng), limit=5)
+            await asyncio.sleep(4)  # the store's process reads its vectors while nothing is asked
+            exporter.clear()
+            for i in range(300):
+                with tracer.start_as_current_span("search"):
+                    await engine.search(synthetic_query(1000 + i, rng), limit=5)
+            searches = _by_stage(exporter, "search")
+            count = (await engine.stats()).total_memories
+        finally:
+            engine.close()
+    _print(f"300 searches (limit 5) on {count} memories from {args.store}", searches, "search")
+
+
+def _tracing() -> tuple[InMemorySpanExporter, trace.Tracer]:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     trace.set_tracer_provider(provider)
-    tracer = trace.get_tracer("benchmarks.stages")
+    return exporter, trace.get_tracer("benchmarks.stages")
 
+
+async def run(args: argparse.Namespace) -> None:
+    from symbiote.config import Settings
+    from symbiote.runtime import build_runtime
+
+    exporter, tracer = _tracing()
     conv = load_conversation(args.data / args.file)
     turns = conv.turns[: args.limit_turns] if args.limit_turns else conv.turns
     with tempfile.TemporaryDirectory(prefix="symbiote-stages-") as tmp:
@@ -101,7 +137,9 @@ def main() -> int:
     parser.add_argument("--file", default="26.json", help="the LoCoMo conversation (default: 26.json)")
     parser.add_argument("--data", type=Path, default=DATA_DIR, help=f"LoCoMo directory (default: {DATA_DIR})")
     parser.add_argument("--limit-turns", type=int, help="store only the first N turns")
-    asyncio.run(run(parser.parse_args()))
+    parser.add_argument("--store", type=Path, help="search a copy of this filled data directory instead")
+    args = parser.parse_args()
+    asyncio.run(run_on_store(args) if args.store else run(args))
     return 0
 
 

@@ -106,6 +106,29 @@ def test_every_kind_of_write_reaches_the_rows(tmp_path: Path, model: OnnxEmbedde
     assert store.counts()["memories"] == 1 and store.counts()["passages"] == 0
 
 
+def test_what_is_read_again_after_a_write_is_what_the_write_left(tmp_path: Path, model: OnnxEmbedder) -> None:
+    """Records read once are held; a write forgets what it touched, so no read returns the old."""
+    store = _held(tmp_path)
+    cat = _add(store, model, TEXTS[4], tags=("pets",))
+    assert store.get([cat.memory_id])[cat.memory_id].tags == ("pets",)  # read, and now held
+    assert store.find_content(cat.content_hash).memory_id == cat.memory_id
+
+    renamed = replace(cat, content="The user's cat is called Tofu", content_hash=content_hash("The user's cat is called Tofu"))
+    store.replace(renamed, model.embed([renamed.content]), [renamed.content])
+    assert store.get([cat.memory_id])[cat.memory_id].content == renamed.content
+    assert store.find_content(cat.content_hash) is None
+    assert store.find_content(renamed.content_hash).memory_id == cat.memory_id
+    assert store.find_contents([cat.content_hash]) == {}
+
+    bookmarked = replace(renamed, tags=(), bookmarked=True)
+    store.replace(bookmarked, None, [bookmarked.content])
+    again = store.get([cat.memory_id])[cat.memory_id]
+    assert (again.tags, again.bookmarked, again.content) == ((), True, renamed.content)
+
+    assert store.delete(cat.memory_id)
+    assert store.get([cat.memory_id]) == {} and store.find_content(renamed.content_hash) is None
+
+
 def test_near_memories_of_a_new_store_come_from_the_rows(tmp_path: Path, model: OnnxEmbedder) -> None:
     store = _held(tmp_path)
     cat = _add(store, model, TEXTS[4])

@@ -230,13 +230,23 @@ class ChromaMemoryStore(BulkReads, DeferredPassages):
     def get(self, memory_ids: Sequence[str]) -> dict[str, StoredMemory]:
         if not memory_ids:
             return {}
+        if self._vectors is not None:
+            held = self._memories.records(memory_ids)
+            return {mid: memory_from(mid, *held[mid]) for mid in memory_ids if mid in held}
         got = self._memories.get(ids=list(memory_ids), include=["documents", "metadatas"])
         return {
             mid: memory_from(mid, doc, meta)
             for mid, doc, meta in zip(got["ids"], got["documents"] or [], got["metadatas"] or [])
         }
 
+    def _surely_new(self, hashes: Sequence[str]) -> bool:
+        """Whether the vectors held here show that no memory has any of these texts (no query needed)."""
+        held = self._vectors is not None and self._vectors.ready and self._memories.held
+        return held and not any(self._memories.rows.holds_content(digest) for digest in hashes)
+
     def find_content(self, content_hash: str) -> StoredMemory | None:
+        if self._surely_new([content_hash]):
+            return None
         got = self._memories.get(where={"content_hash": content_hash}, limit=1, include=["documents", "metadatas"])
         if not got["ids"]:
             return None
@@ -244,7 +254,7 @@ class ChromaMemoryStore(BulkReads, DeferredPassages):
 
     def find_contents(self, hashes: Sequence[str]) -> dict[str, StoredMemory]:
         """Existing memories by content hash, one query for a whole batch."""
-        if not hashes:
+        if not hashes or self._surely_new(hashes):
             return {}
         got = self._memories.get(
             where={"content_hash": {"$in": list(dict.fromkeys(hashes))}}, include=["documents", "metadatas"]

@@ -1,11 +1,14 @@
-"""Every vector of the embedded store held in memory too, and searched exactly with numpy.
+"""Every vector of the embedded store held in memory too, searched exactly with numpy, and the
+records read last held beside them.
 
-A Chroma query costs more in its own handling than the arithmetic it does, and a search makes
-two (whole texts, passages). Chroma stays the record: each collection is wrapped
-(`MirroredCollection`) so that every write reaching it reaches the rows as well, and the rows
-are read from Chroma after the store opens, a page at a time while its process has nothing else
-to do (`VectorIndex.load_step`). Until every page is read, and for a filter on tags, type or
-confidence, searches ask Chroma. Exact search finds what HNSW finds, and what it misses.
+A Chroma query or read costs more in its own handling than the work it does, and a search makes
+three (whole texts, passages, the likely results' contents). Chroma stays the record: each
+collection is wrapped (`MirroredCollection`) so that every write reaching it reaches the rows as
+well, and forgets the records it touched; the rows are read from Chroma after the store opens, a
+page at a time while its process has nothing else to do (`VectorIndex.load_step`). Until every
+page is read, and for a filter on tags, type or confidence, searches ask Chroma. Exact search
+finds what HNSW finds, and what it misses. The rows also know every memory's content hash, so a
+store of new text need not ask Chroma for a duplicate.
 
 Exact search reads every row, so its time grows with the store while HNSW's hardly does: past
 `EXACT_ROWS` rows a collection's copy is dropped and Chroma answers for it (docs/performance.md).
@@ -15,9 +18,11 @@ Only for a store with one writer, which sees every write: the embedded store in 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-from typing import Any, Sequence
+from collections import OrderedDict
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -25,6 +30,7 @@ log = logging.getLogger(__name__)
 
 PAGE = 1_000  # records read from Chroma per step: the step a request may wait behind
 EXACT_ROWS = 20_000  # rows a collection's copy may hold; past them HNSW is the quicker
+RECORDS = 10_000  # documents and metadata held of the records read last (a search reads its likely results)
 LOAD_ATTEMPTS = 3  # reads of the whole store before giving up (a delete between pages may skip a row)
 
 
@@ -45,6 +51,8 @@ class VectorRows:
         self._ids: list[str] = []
         self._owners: list[str] = []
         self._row: dict[str, int] = {}
+        self._hash_of: dict[str, str] = {}  # record id -> the content hash in its metadata, where it has one
+        self._hashes: dict[str, int] = {}  # content hash -> records carrying it
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -64,6 +72,7 @@ class VectorRows:
                     row = self._append(rid)
                 self._matrix[row] = vector
                 self._created[row] = int((meta or {}).get("created_us", 0) or 0)
+                self._note_hash(rid, meta)
             if len(self._ids) > self.limit:
                 self._drop()
 
@@ -83,6 +92,29 @@ class VectorRows:
                 row = self._row.get(rid)
                 if row is not None and (meta or {}).get("created_us") is not None:
                     self._created[row] = int(meta["created_us"])  # type: ignore[index]
+                if row is not None:
+                    self._note_hash(rid, meta)
+
+    def _note_hash(self, rid: str, meta: dict[str, Any] | None) -> None:
+        digest = (meta or {}).get("content_hash")
+        if digest:
+            self._forget_hash(rid)
+            self._hash_of[rid] = str(digest)
+            self._hashes[str(digest)] = self._hashes.get(str(digest), 0) + 1
+
+    def _forget_hash(self, rid: str) -> None:
+        digest = self._hash_of.pop(rid, None)
+        if digest is not None:
+            left = self._hashes[digest] - 1
+            if left:
+                self._hashes[digest] = left
+            else:
+                del self._hashes[digest]
+
+    def holds_content(self, content_hash: str) -> bool:
+        """Whether a record carries this content hash: a store of new text need not ask Chroma."""
+        with self._lock:
+            return content_hash in self._hashes
 
     def _append(self, rid: str) -> int:
         row = len(self._ids)
@@ -105,6 +137,7 @@ class VectorRows:
                 row = self._row.pop(rid, None)
                 if row is None:
                     continue
+                self._forget_hash(rid)
                 last = len(self._ids) - 1
                 if row != last:
                     moved = self._ids[last]
@@ -124,6 +157,7 @@ class VectorRows:
         self._matrix = np.empty((0, self._dimension), dtype=np.float32)
         self._created = np.empty(0, dtype=np.int64)
         self._ids, self._owners, self._row = [], [], {}
+        self._hash_of, self._hashes = {}, {}
 
     def nearest(
         self, vector: np.ndarray, k: int, after_us: int | None = None, before_us: int | None = None
@@ -156,37 +190,78 @@ class VectorRows:
 
 
 class MirroredCollection:
-    """A Chroma collection whose writes also reach its `VectorRows`; everything else is Chroma's."""
+    """A Chroma collection whose writes also reach its `VectorRows`, with the records read last
+    held too (each write forgets the ones it changes); everything else is Chroma's."""
 
     def __init__(self, collection: Any, rows: VectorRows) -> None:
         self._collection = collection
         self.rows = rows
-
-    def add(self, ids: Sequence[str], embeddings: Any, **fields: Any) -> None:
-        self._collection.add(ids=ids, embeddings=embeddings, **fields)
-        self.rows.put(ids, embeddings, fields.get("metadatas"))
+        self._lock = threading.Lock()
+        self._records: OrderedDict[str, tuple[Any, Any]] = OrderedDict()
+        self._writes = 0  # a read that a write overtook holds nothing it read
 
     @property
     def held(self) -> bool:
         """Whether searches of this collection may use its rows (once the index is ready)."""
         return not self.rows.dropped
 
+    def records(self, ids: Sequence[str]) -> dict[str, tuple[str | None, dict[str, Any] | None]]:
+        """The document and metadata of each of these records that exists."""
+        with self._lock:
+            found = {rid: self._records[rid] for rid in ids if rid in self._records}
+            for rid in found:
+                self._records.move_to_end(rid)
+            writes = self._writes
+        missing = [rid for rid in dict.fromkeys(ids) if rid not in found]
+        if not missing:
+            return found
+        got = self._collection.get(ids=missing, include=["documents", "metadatas"])
+        fresh = {
+            rid: (doc, meta) for rid, doc, meta in zip(got["ids"], got["documents"] or [], got["metadatas"] or [])
+        }
+        with self._lock:
+            if writes == self._writes:
+                self._records.update(fresh)
+                while len(self._records) > RECORDS:
+                    self._records.popitem(last=False)
+        return {**found, **fresh}
+
+    def add(self, ids: Sequence[str], embeddings: Any, **fields: Any) -> None:
+        with self._writing(ids):
+            self._collection.add(ids=ids, embeddings=embeddings, **fields)
+        self.rows.put(ids, embeddings, fields.get("metadatas"))
+
     def upsert(self, ids: Sequence[str], embeddings: Any, **fields: Any) -> None:
-        self._collection.upsert(ids=ids, embeddings=embeddings, **fields)
+        with self._writing(ids):
+            self._collection.upsert(ids=ids, embeddings=embeddings, **fields)
         self.rows.put(ids, embeddings, fields.get("metadatas"))
 
     def update(self, ids: Sequence[str], embeddings: Any = None, **fields: Any) -> None:
-        if embeddings is None:
-            self._collection.update(ids=ids, **fields)
-            if fields.get("metadatas") is not None:
-                self.rows.set_created(ids, fields["metadatas"])
-            return
-        self._collection.update(ids=ids, embeddings=embeddings, **fields)
-        self.rows.put(ids, embeddings, fields.get("metadatas"))
+        with self._writing(ids):
+            if embeddings is None:
+                self._collection.update(ids=ids, **fields)
+            else:
+                self._collection.update(ids=ids, embeddings=embeddings, **fields)
+        if embeddings is not None:
+            self.rows.put(ids, embeddings, fields.get("metadatas"))
+        elif fields.get("metadatas") is not None:
+            self.rows.set_created(ids, fields["metadatas"])
 
     def delete(self, ids: Sequence[str]) -> None:
-        self._collection.delete(ids=ids)
+        with self._writing(ids):
+            self._collection.delete(ids=ids)
         self.rows.remove(ids)
+
+    @contextlib.contextmanager
+    def _writing(self, ids: Sequence[str]) -> Iterator[None]:
+        """A write to Chroma, after which (landed or not) the records it touched are read afresh."""
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._writes += 1
+                for rid in ids:
+                    self._records.pop(rid, None)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._collection, name)
