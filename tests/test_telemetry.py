@@ -35,7 +35,7 @@ from tests.test_telemetry_support import (
 )
 
 SERVER = 2  # SpanKind.SERVER in OTLP's enumeration
-ENGINE_SPANS = {"embedding", "keyword search", "vector search"}
+ENGINE_SPANS = {"embedding", "candidate search"}
 
 
 async def session(server: ServerProcess, marker: str) -> dict[str, str]:
@@ -94,9 +94,8 @@ async def test_spans_and_metrics_over_otlp_http(tmp_path: Path, model_dir: Path)
     assert traced.resource["service.name"] == "symbiote-test"
     below = descendants(received.spans, traced)
     assert ENGINE_SPANS <= {span.name for span in below}, below
-    for step, call in (("keyword search", "store keyword"), ("vector search", "store retrieve")):
-        parent = next(span for span in below if span.name == step)  # each with its store call under it
-        assert any(s.name == call and s.parent_id == parent.span_id for s in below), below
+    parent = next(span for span in below if span.name == "candidate search")  # with its store call under it
+    assert any(s.name == "store retrieve" and s.parent_id == parent.span_id for s in below), below
 
     failed = next(span for span in searches if span.trace_id != TRACEPARENT_TRACE)
     assert failed.attributes["error.type"] == "tool_error" and failed.status_code == 2  # STATUS_CODE_ERROR
@@ -158,7 +157,7 @@ async def test_spans_over_stdio(tmp_path: Path, model_dir: Path) -> None:
         assert received.wait_for(lambda r: bool(r.named("tools/call search_memory")))
     traced = received.named("tools/call search_memory")[0]
     assert traced.attributes["network.transport"] == "pipe" and traced.parent_id == TRACEPARENT_SPAN
-    assert {"embedding", "keyword search", "vector search"} <= {s.name for s in descendants(received.spans, traced)}
+    assert ENGINE_SPANS <= {s.name for s in descendants(received.spans, traced)}
 
 
 @pytest.mark.asyncio(loop_scope="session")
@@ -175,7 +174,7 @@ async def test_application_insights_through_the_distro(tmp_path: Path, model_dir
         assert receiver_waits(lambda: "tools/call search_memory" in names("RequestData"))
     requests = {item["name"]: item for item in receiver.of_kind("RequestData")}
     assert requests["tools/call search_memory"]["properties"]["gen_ai.tool.name"] == "search_memory"
-    assert {"embedding", "keyword search", "vector search"} <= names("RemoteDependencyData")
+    assert ENGINE_SPANS <= names("RemoteDependencyData")
     metrics = names("MetricData") | {m["name"] for d in receiver.of_kind("MetricData") for m in d.get("metrics", [])}
     assert {"mcp.server.operation.duration", "symbiote.memory.count"} <= metrics
     messages = [item["message"] for item in receiver.of_kind("MessageData")]

@@ -24,7 +24,6 @@ from symbiote.retrieval.topics import TopicIndex
 from symbiote.storage.base import StoredMemory, content_hash
 from symbiote.storage.filters import MemoryFilter
 from symbiote.telemetry.stages import stage
-from symbiote.storage.keywords import KeywordMatch
 
 RELEVANCE_CUTOFF = 30.0
 CANDIDATES = 50  # per retriever, before fusion
@@ -102,24 +101,23 @@ class MemorySearch:
         self, text: str, where: MemoryFilter | None, prefetch: int
     ) -> tuple[list[Candidate], QueryEvidence, dict[str, StoredMemory]]:
         """`rank`, plus the memories most likely to be returned (the first `prefetch` candidates and
-        the leading topic members), fetched with the coverage. Three trips to the store: keywords
-        while the query is embedded, then vectors and topic members, then coverage and contents."""
+        the leading topic members), fetched with the coverage. Two trips to the store after the
+        query is embedded: vectors, keywords and topic members together, then coverage and contents.
+        The keyword search waits for the embedding rather than run beside it: the model has both
+        cores to itself, and in the store's process the keywords are searched beside the vectors."""
         io = self._io
-
-        async def by_keyword() -> list[KeywordMatch]:  # needs no vector: runs while the query is embedded
-            with stage("keyword search"):
-                return await io.read((await io.opened()).keyword, text, CANDIDATES, where)
-
-        store, vectors, topics, keyword = await asyncio.gather(
-            io.opened(), self._embedder.embed([text], urgent=True), self.topic_index(), by_keyword()
+        store, vectors, topics = await asyncio.gather(
+            io.opened(), self._embedder.embed([text], urgent=True), self.topic_index()
         )
         topic = topics.match(vectors[0])
         kind = intent(text)
         named = subjects_of(text)
         subject = named if kind == "request" else None
         words = list(topic.keywords) if topic else []
-        with stage("vector search"):
-            dense, _, members = await io.read(store.retrieve, vectors[0], None, CANDIDATES, words, TOPIC_CANDIDATES, where)
+        with stage("candidate search"):
+            dense, keyword, members = await io.read(
+                store.retrieve, vectors[0], text, CANDIDATES, words, TOPIC_CANDIDATES, where
+            )
         candidates = fuse(dense, keyword, members)
         if not candidates:
             return [], QueryEvidence(0.0, 0.0, 0.0), {}

@@ -321,7 +321,7 @@ class ChromaMemoryStore(BulkReads, DeferredPassages):
     ) -> tuple[list[Match], list[KeywordMatch], list[KeywordMatch]]:
         """A search's first stage in one call (one trip to the store process, one wait behind a write):
         nearest by vector, by keywords (text None: none, the caller has them), and by the vague
-        question's topic words (none: empty). The keyword searches run while Chroma searches."""
+        question's topic words (none: empty). The keyword searches run while the vectors are searched."""
         members = self._beside.submit(self.keyword_words, topic_words, topic_k, where) if topic_words else None
         keyword = self._beside.submit(self.keyword, text, k, where) if text is not None else None
         nearest = self.nearest(vector, k, where)
