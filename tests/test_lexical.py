@@ -76,3 +76,18 @@ def test_a_search_keeps_its_rarest_words_up_to_the_row_budget(tmp_path: Path) ->
     assert {m.memory_id for m in alone.search("coffee espresso Lisbon", 50)} == {f"lis_{i}" for i in range(3)}
     unbounded = LexicalIndex(tmp_path / "keywords.sqlite3", keyword_rows=1_000)
     assert {f"mem_{i}" for i in range(60)} <= {m.memory_id for m in unbounded.search("coffee espresso Lisbon", 100)}
+
+
+def test_a_search_scores_the_newest_of_its_matches_within_its_time_window(tmp_path: Path) -> None:
+    """Past the scored bound only the newest matches are ranked; a time window picks its own newest."""
+    index = LexicalIndex(tmp_path / "keywords.sqlite3", scored_rows=10)
+    with index.transaction() as tx:
+        for i in range(30):
+            tx.add(f"mem_{i}", 1_000_000 * i, f"We drank coffee on day {i}")
+    assert {m.memory_id for m in index.search("coffee", 50)} == {f"mem_{i}" for i in range(20, 30)}
+    early = index.search("coffee", 50, before_us=5_000_000)
+    assert {m.memory_id for m in early} == {f"mem_{i}" for i in range(5)}
+    window = index.search("coffee", 50, after_us=3_000_000, before_us=25_000_000)
+    assert {m.memory_id for m in window} == {f"mem_{i}" for i in range(15, 25)}
+    everything = LexicalIndex(tmp_path / "keywords.sqlite3")
+    assert len(everything.search("coffee", 50)) == 30

@@ -42,6 +42,9 @@ COMMON_TERM_MIN_DOCS = 100  # ...once there are enough memories to tell
 # of thousands. A search keeps its rarest words up to this many matching rows between them (the
 # rarest always); the commoner ones are left to the vector search, which finds those memories anyway.
 KEYWORD_ROWS = 4_000
+# Even one kept word can match thousands of rows, and BM25 scores each of them. A search scores the
+# newest this many of its matches: older ones, in a store that large, are left to the vector search.
+SCORED_ROWS = 1_000
 SCHEMA_VERSION = 1  # 1: fts rowid = docs rowid
 
 STOPWORDS = frozenset(
@@ -116,9 +119,10 @@ class LexicalTransaction:
 class LexicalIndex:
     """The FTS5 index file. Thread-safe: one connection, one lock (SQLite serialises writes anyway)."""
 
-    def __init__(self, path: Path, keyword_rows: int = KEYWORD_ROWS) -> None:
+    def __init__(self, path: Path, keyword_rows: int = KEYWORD_ROWS, scored_rows: int = SCORED_ROWS) -> None:
         self.path = path
         self._keyword_rows = keyword_rows
+        self._scored_rows = scored_rows
         self._lock = threading.RLock()
         self._conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=10)
         self._conn.execute("PRAGMA journal_mode=WAL")
@@ -299,18 +303,22 @@ class LexicalIndex:
                 match = f"body : ({match})"
             # The join is only for time filters; otherwise the few ids are looked up after the sort.
             timed = after_us is not None or before_us is not None
-            sql = "SELECT fts.rowid, -bm25(fts, 0.0, 1.0, ?) AS score FROM fts "
-            sql += "JOIN docs ON docs.rowid = fts.rowid WHERE fts MATCH ?" if timed else "WHERE fts MATCH ?"
-            params: list[object] = [CONTEXT_WEIGHT, match]
+            where = "FROM fts JOIN docs ON docs.rowid = fts.rowid WHERE fts MATCH ?" if timed else "FROM fts WHERE fts MATCH ?"
+            params: list[object] = [match]
             if after_us is not None:
-                sql += " AND docs.created_us >= ?"
+                where += " AND docs.created_us >= ?"
                 params.append(after_us)
             if before_us is not None:
-                sql += " AND docs.created_us < ?"
+                where += " AND docs.created_us < ?"
                 params.append(before_us)
-            sql += " ORDER BY score DESC LIMIT ?"
-            params.append(k)
-            rows = [(row, score) for row, score in self._conn.execute(sql, params).fetchall() if score > 0]
+            oldest = self._conn.execute(
+                f"SELECT fts.rowid {where} ORDER BY fts.rowid DESC LIMIT 1 OFFSET ?", (*params, self._scored_rows)
+            ).fetchone()
+            if oldest is not None:  # more matches than are scored: the newest only
+                where += " AND fts.rowid > ?"
+                params.append(oldest[0])
+            sql = f"SELECT fts.rowid, -bm25(fts, 0.0, 1.0, ?) AS score {where} ORDER BY score DESC LIMIT ?"
+            rows = [(row, score) for row, score in self._conn.execute(sql, [CONTEXT_WEIGHT, *params, k]).fetchall() if score > 0]
             ids = self._ids_of([row for row, _ in rows])
         return [KeywordMatch(ids[row], float(score)) for row, score in rows if row in ids]
 
