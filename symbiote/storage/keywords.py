@@ -311,14 +311,16 @@ class LexicalIndex:
             if before_us is not None:
                 where += " AND docs.created_us < ?"
                 params.append(before_us)
-            oldest = self._conn.execute(
-                f"SELECT fts.rowid {where} ORDER BY fts.rowid DESC LIMIT 1 OFFSET ?", (*params, self._scored_rows)
-            ).fetchone()
-            if oldest is not None:  # more matches than are scored: the newest only
-                where += " AND fts.rowid > ?"
-                params.append(oldest[0])
+            if self.count() > self._scored_rows:  # a smaller store cannot have more matches than are scored
+                oldest = self._conn.execute(
+                    f"SELECT fts.rowid {where} ORDER BY fts.rowid DESC LIMIT 1 OFFSET ?", (*params, self._scored_rows)
+                ).fetchone()
+                if oldest is not None:  # more matches than are scored: the newest only
+                    where += " AND fts.rowid > ?"
+                    params.append(oldest[0])
             sql = f"SELECT fts.rowid, -bm25(fts, 0.0, 1.0, ?) AS score {where} ORDER BY score DESC LIMIT ?"
-            rows = [(row, score) for row, score in self._conn.execute(sql, [CONTEXT_WEIGHT, *params, k]).fetchall() if score > 0]
+            found = self._conn.execute(sql, [CONTEXT_WEIGHT, *params, k]).fetchall()
+            rows = [(row, score) for row, score in found if score > 0]
             ids = self._ids_of([row for row, _ in rows])
         return [KeywordMatch(ids[row], float(score)) for row, score in rows if row in ids]
 
