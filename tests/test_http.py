@@ -80,6 +80,7 @@ async def test_tools_have_descriptions_schemas_and_annotations(server: ServerPro
     assert set(tools) >= {"store_memory", "search_memory", "get_memory", "delete_memory", "list_memories", "memory_stats"}
     for tool in tools.values():
         assert tool.description and tool.output_schema and tool.annotations and tool.annotations.title
+        assert "$ref" not in json.dumps(tool.output_schema), tool.name  # plain: what a client checks fastest
     for name in ("search_memory", "get_memory", "list_memories", "memory_stats"):
         assert tools[name].annotations.read_only_hint is True  # type: ignore[union-attr]
     assert tools["delete_memory"].annotations.destructive_hint is True  # type: ignore[union-attr]
@@ -212,3 +213,41 @@ async def test_unwritable_store_keeps_serving_and_says_why(tmp_path: Path, model
         proc.stop()
     assert "CHROMADB_PATH" in message and "not writable" in message
     assert health["status"] == "degraded" and health["store"] == "unavailable" and health["memories"] is None
+
+
+def test_a_plain_output_schema_accepts_and_refuses_what_the_model_does() -> None:
+    """The published output schema (no `$ref`s, nullable fields as type lists) keeps every constraint of
+    pydantic's: the same results pass, the same mistakes fail."""
+    import jsonschema
+    from pydantic import BaseModel, TypeAdapter
+
+    from symbiote.mcp.server import plain_schema
+    from symbiote.memory.records import SearchResults
+
+    original = TypeAdapter(SearchResults).json_schema()
+    plain = plain_schema(original)
+    assert "$ref" not in json.dumps(plain) and "anyOf" not in json.dumps(plain)
+    hit = {"memory_id": "mem_1", "content": "x", "timestamp": "2026-11-26T10:00:00Z", "type": None,
+           "confidence": 0.5, "relevance_score": 70.0, "matched_by": "both", "match": "answer"}
+    good = {"query": "q", "results": [hit], "count": 1, "message": "1 relevant memory."}
+    bad = [
+        {**good, "results": [{**hit, "relevance_score": 101}]},
+        {**good, "results": [{**hit, "type": 5}]},
+        {**good, "results": [{**hit, "matched_by": "luck"}]},
+        {**good, "results": [{k: v for k, v in hit.items() if k != "content"}]},
+        {**good, "count": "one"},
+    ]
+    for schema in (original, plain):
+        jsonschema.validate(good, schema)
+        for instance in bad:
+            with pytest.raises(jsonschema.ValidationError):
+                jsonschema.validate(instance, schema)
+
+    class Node(BaseModel):  # a recursive model keeps its reference, and the definition it needs
+        name: str | None
+        children: list["Node"] = []
+
+    tree = plain_schema(TypeAdapter(Node).json_schema())
+    jsonschema.validate({"name": None, "children": [{"name": "leaf"}]}, tree)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"name": "root", "children": [{"name": 3}]}, tree)

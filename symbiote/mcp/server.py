@@ -63,10 +63,52 @@ class SymbioteMCP(MCPServer):
                 raise ToolError(f"Invalid arguments for {name}: {problems}.") from cause
             raise
 
+    def add_tool(self, fn: Callable[..., Any], name: str | None = None, **kwargs: Any) -> None:
+        """Register a tool (the `@tool` decorator comes here too), publishing its output schema plain.
+
+        `plain_schema` gives the same constraints in the shape a client's validator walks fastest:
+        the official SDK client checks every result against it in pure Python (jsonschema), where
+        each `$ref` and `anyOf` costs a resolution or a branch per field of every hit. Results are
+        still validated here against the tool's own model."""
+        super().add_tool(fn, name=name, **kwargs)
+        tool = self._tool_manager.get_tool(name or fn.__name__)
+        if tool is not None and tool.fn_metadata.output_schema is not None:
+            tool.fn_metadata.output_schema = plain_schema(tool.fn_metadata.output_schema)
+
     async def run_stdio_streams(self, read_stream: Any, write_stream: Any) -> None:
         """`run_stdio_async` over streams the caller opened (`symbiote.fastboot.stdio_relay` hands the SDK
         pipes instead of the process's stdin and stdout, to answer the handshake while it loads)."""
         await self._lowlevel_server.run(read_stream, write_stream, self._lowlevel_server.create_initialization_options())
+
+
+def plain_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` with its `$defs` written in place of their `$ref`s (a recursive one is kept as a
+    reference) and each `anyOf` of bare types (`str | None`) as one `type` list."""
+    defs = schema.get("$defs", {})
+
+    def plain(node: Any, inside: frozenset[str]) -> Any:
+        if isinstance(node, list):
+            return [plain(item, inside) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        name = ref.rsplit("/", 1)[-1] if isinstance(ref, str) and ref.startswith("#/$defs/") else None
+        if name in defs and name not in inside:
+            return plain({**defs[name], **{k: v for k, v in node.items() if k != "$ref"}}, inside | {name})
+        out = {k: plain(v, inside) for k, v in node.items() if k != "$defs"}
+        options = out.get("anyOf")
+        if isinstance(options, list) and options and all(
+            isinstance(o, dict) and set(o) == {"type"} and isinstance(o["type"], str) for o in options
+        ):
+            del out["anyOf"]
+            out["type"] = [o["type"] for o in options]
+        return out
+
+    flat = plain(schema, frozenset())
+    recursive = {n for n in defs if f'"#/$defs/{n}"' in json.dumps(flat)}
+    if recursive:  # references left in place need their definitions
+        flat["$defs"] = {n: plain(defs[n], frozenset({n})) for n in recursive}
+    return flat
 
 
 def build_server(engine: MemoryEngine, personality: Personality, *, trace_content: bool = False) -> SymbioteMCP:
