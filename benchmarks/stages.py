@@ -4,7 +4,7 @@ Runs the real engine in-process (the real model, Chroma in its store process) on
 directory, stores every turn of one LoCoMo conversation one after the other, waits until their
 passages are indexed, then asks every question (limit 10) and `memory_stats` 100 times. Each call runs under a parent span;
 the engine's child spans (`embedding`, `store store_new`, `keyword search`, `vector search`,
-`store coverage_and_get`...) are collected in memory with the OpenTelemetry SDK and printed as
+`candidate search`, `store search`...) are collected in memory with the OpenTelemetry SDK and printed as
 p50 / p95 per stage. No server, no HTTP: add the MCP SDK and HTTP on top for the figures a
 client sees (`vs_peer.py`).
 

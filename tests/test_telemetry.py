@@ -95,7 +95,7 @@ async def test_spans_and_metrics_over_otlp_http(tmp_path: Path, model_dir: Path)
     below = descendants(received.spans, traced)
     assert ENGINE_SPANS <= {span.name for span in below}, below
     parent = next(span for span in below if span.name == "candidate search")  # with its store call under it
-    assert any(s.name == "store retrieve" and s.parent_id == parent.span_id for s in below), below
+    assert any(s.name == "store search" and s.parent_id == parent.span_id for s in below), below
 
     failed = next(span for span in searches if span.trace_id != TRACEPARENT_TRACE)
     assert failed.attributes["error.type"] == "tool_error" and failed.status_code == 2  # STATUS_CODE_ERROR

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import time
 from typing import Any
 
@@ -18,7 +19,7 @@ from symbiote.memory.records import SearchHit, SearchResults, public
 from symbiote.memory.statistics import Timer
 from symbiote.memory.store_io import StoreIO
 from symbiote.retrieval.intent import intent
-from symbiote.retrieval.ranking import Candidate, MatchKind, QueryEvidence, fuse, relevance, with_members
+from symbiote.retrieval.ranking import Candidate, MatchKind, QueryEvidence, relevance, shortlist, with_members
 from symbiote.retrieval.subjects import mentions, subjects_of
 from symbiote.retrieval.topics import TopicIndex
 from symbiote.storage.base import StoredMemory, content_hash
@@ -101,10 +102,10 @@ class MemorySearch:
         self, text: str, where: MemoryFilter | None, prefetch: int
     ) -> tuple[list[Candidate], QueryEvidence, dict[str, StoredMemory]]:
         """`rank`, plus the memories most likely to be returned (the first `prefetch` candidates and
-        the leading topic members), fetched with the coverage. Two trips to the store after the
-        query is embedded: vectors, keywords and topic members together, then coverage and contents.
-        The keyword search waits for the embedding rather than run beside it: the model has both
-        cores to itself, and in the store's process the keywords are searched beside the vectors."""
+        the leading topic members), fetched with the coverage. One trip to the store after the query
+        is embedded: vectors, keywords and topic members, fused there (`shortlist`), then coverage and
+        contents. The keyword search waits for the embedding rather than run beside it: the model has
+        both cores to itself, and in the store's process the keywords are searched beside the vectors."""
         io = self._io
         store, vectors, topics = await asyncio.gather(
             io.opened(), self._embedder.embed([text], urgent=True), self.topic_index()
@@ -114,24 +115,21 @@ class MemorySearch:
         named = subjects_of(text)
         subject = named if kind == "request" else None
         words = list(topic.keywords) if topic else []
-        with stage("candidate search"):
-            dense, keyword, members = await io.read(
-                store.retrieve, vectors[0], text, CANDIDATES, words, TOPIC_CANDIDATES, where
-            )
-        candidates = fuse(dense, keyword, members)
-        if not candidates:
-            return [], QueryEvidence(0.0, 0.0, 0.0), {}
         # A request's subject: its members are marked among the leading candidates, whose contents
         # are read anyway (searching the whole store for the subject's words cost more than the rest).
+        plan = functools.partial(shortlist, covered=COVERED, prefetch=prefetch, pool=SUBJECT_POOL if subject else 0)
+        with stage("candidate search"):
+            (candidates, top_cosine), coverage, found = await io.read(
+                store.search, vectors[0], text, CANDIDATES, words, TOPIC_CANDIDATES, where, plan
+            )
+        if not candidates:
+            return [], QueryEvidence(0.0, 0.0, 0.0), {}
         pool = [c.memory_id for c in candidates[:SUBJECT_POOL]] if subject else []
-        likely = [c.memory_id for c in candidates[:prefetch]]
-        likely = list(dict.fromkeys([*likely, *pool, *[c.memory_id for c in candidates[prefetch:] if c.topic > 0][:prefetch]]))
-        coverage, found = await io.read(store.coverage_and_get, text, [c.memory_id for c in candidates[:COVERED]], likely)
         if subject:
             candidates = with_members(candidates, {m for m in pool if m in found and mentions(found[m].content, subject.words)})
         candidates = _annotated(candidates, coverage, found, named.particular if named else ())
         evidence = QueryEvidence(
-            top_cosine=max((m.similarity for m in dense), default=0.0),
+            top_cosine=top_cosine,
             coverage=max(coverage.values(), default=0.0),
             topic=topic.activation * TOPIC_MEMBERSHIP if topic and _member(candidates[0]) else 0.0,
             activation=topic.activation if topic else 0.0,

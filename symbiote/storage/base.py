@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, Sequence
+from typing import TYPE_CHECKING, Callable, Protocol, Sequence, TypeVar
 
 
 if TYPE_CHECKING:
@@ -19,6 +19,12 @@ if TYPE_CHECKING:
 
     from symbiote.storage.filters import MemoryFilter
     from symbiote.storage.keywords import KeywordMatch
+
+R = TypeVar("R")
+# The caller's ranking of a search's candidates (nearest, keyword matches, topic members): the ranking
+# itself, the ids whose coverage to work out and the ids whose records to read. It runs where the
+# store runs (in its own process: a module-level function or a partial of one, so it pickles).
+Shortlist = Callable[[list["Match"], list["KeywordMatch"], list["KeywordMatch"]], tuple[R, Sequence[str], Sequence[str]]]
 
 LEXICAL_FILE = "symbiote_keywords.sqlite3"
 CHROMA_FILE = "chroma.sqlite3"  # an embedded Chroma store exists once this file does
@@ -106,17 +112,14 @@ class MemoryStore(Protocol):
 
     def coverage(self, text: str, memory_ids: Sequence[str]) -> dict[str, float]: ...
 
-    def coverage_and_get(
-        self, text: str, coverage_ids: Sequence[str], get_ids: Sequence[str]
-    ) -> tuple[dict[str, float], dict[str, StoredMemory]]:
-        """`coverage` and `get` in one call."""
-        ...
-
-    def retrieve(
-        self, vector: "np.ndarray", text: str | None, k: int, topic_words: Sequence[str], topic_k: int,
-        where: "MemoryFilter | None" = None,
-    ) -> tuple[list[Match], list["KeywordMatch"], list["KeywordMatch"]]:
-        """`nearest`, `keyword` (unless `text` is None) and (with topic words) `keyword_words` in one call."""
+    def search(
+        self, vector: "np.ndarray", text: str, k: int, topic_words: Sequence[str], topic_k: int,
+        where: "MemoryFilter | None", shortlist: "Shortlist[R]",
+    ) -> tuple[R, dict[str, float], dict[str, StoredMemory]]:
+        """A search's store work in one call: `nearest`, `keyword` and (with topic words)
+        `keyword_words`; then `shortlist(dense, keyword, members)` gives the caller's ranking and
+        the ids to cover and to read; then the `coverage` of the first and the records of the
+        second. Returns the ranking, the coverage and the records found."""
         ...
 
     def delete(self, memory_id: str) -> bool: ...

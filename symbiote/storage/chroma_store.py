@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from symbiote.storage.filters import MemoryFilter
 from symbiote.storage.keywords import KeywordMatch, LexicalIndex
-from symbiote.storage.base import Match, StoredMemory
+from symbiote.storage.base import Match, R, Shortlist, StoredMemory
 from symbiote.storage.bulk_reads import BulkReads, read_all
 from symbiote.storage.bulk_reads import chunk_ids as _chunk_ids
 from symbiote.storage._chroma_records import check_identity, chroma_nearest, memory_from, metadata_of
@@ -59,7 +59,7 @@ class ChromaMemoryStore(BulkReads, DeferredPassages):
         self._data_path = data_path
         self._lexical = lexical
         # A search's keyword-index reads run here, beside its Chroma calls: SQLite lets go of the
-        # GIL while it works, Chroma's bindings hold it for a whole call (`retrieve`, `coverage_and_get`).
+        # GIL while it works, Chroma's bindings hold it for a whole call (`search`).
         self._beside = ThreadPoolExecutor(1, thread_name_prefix="symbiote-keywords")
         identity = {"embedding_model": model_name, "embedding_dim": dimension}
         config = {"hnsw": {"space": "cosine"}}
@@ -306,26 +306,19 @@ class ChromaMemoryStore(BulkReads, DeferredPassages):
     def coverage(self, text: str, memory_ids: Sequence[str]) -> dict[str, float]:
         return self._lexical.coverage(text, memory_ids)
 
-    def coverage_and_get(
-        self, text: str, coverage_ids: Sequence[str], get_ids: Sequence[str]
-    ) -> tuple[dict[str, float], dict[str, StoredMemory]]:
-        """A search's second stage in one call: keyword coverage of the leading candidates, and
-        the likely results themselves; the coverage is worked out while Chroma fetches."""
-        coverage = self._beside.submit(self.coverage, text, coverage_ids)
-        found = self.get(get_ids)
-        return coverage.result(), found
-
-    def retrieve(
-        self, vector: np.ndarray, text: str | None, k: int, topic_words: Sequence[str], topic_k: int,
-        where: MemoryFilter | None = None,
-    ) -> tuple[list[Match], list[KeywordMatch], list[KeywordMatch]]:
-        """A search's first stage in one call (one trip to the store process, one wait behind a write):
-        nearest by vector, by keywords (text None: none, the caller has them), and by the vague
-        question's topic words (none: empty). The keyword searches run while the vectors are searched."""
+    def search(
+        self, vector: np.ndarray, text: str, k: int, topic_words: Sequence[str], topic_k: int,
+        where: MemoryFilter | None, shortlist: Shortlist[R],
+    ) -> tuple[R, dict[str, float], dict[str, StoredMemory]]:
+        """A search's store work in one call, so one trip to the store's process. The keyword
+        searches run while the vectors are searched, the coverage while the records are read."""
         members = self._beside.submit(self.keyword_words, topic_words, topic_k, where) if topic_words else None
-        keyword = self._beside.submit(self.keyword, text, k, where) if text is not None else None
+        keyword = self._beside.submit(self.keyword, text, k, where)
         nearest = self.nearest(vector, k, where)
-        return nearest, keyword.result() if keyword else [], members.result() if members else []
+        ranked, cover, read = shortlist(nearest, keyword.result(), members.result() if members else [])
+        coverage = self._beside.submit(self.coverage, text, cover)
+        found = self.get(read)
+        return ranked, coverage.result(), found
 
     def count_from(self, conversation_id: str, since_us: int) -> int:
         got = self._memories.get(
