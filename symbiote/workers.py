@@ -11,10 +11,10 @@ first after every `URGENT_STREAK` urgent ones (a bound on waiting, not a share: 
 `idle` jobs (work that follows an acknowledged write, such as indexing its sentences) run only when
 no urgent or background job waits, and count against `background_limit` like background ones.
 With a `grace`, no background or idle job starts while an urgent one runs or within `grace`
-seconds after one ended, until `GRACE_TRIPS` urgent jobs went in a row: a search makes three
-trips to the store one after the other, and a write started between two of them would make the
-next wait for the whole write; after them a waiting write goes, so reads in a closed loop still
-leave writes half the turns.
+seconds after one ended, until `GRACE_TRIPS` urgent jobs went in a row: a search can make a
+second trip to the store right after its first (a memory that scoring moved up), and a write
+started between the two would make it wait for the whole write; after them a waiting write goes,
+so reads in a closed loop still leave writes half the turns.
 """
 
 from __future__ import annotations

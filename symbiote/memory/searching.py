@@ -8,7 +8,6 @@ search results, re-checking every filter on the memories themselves.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
 import time
 from typing import Any
@@ -165,7 +164,7 @@ def _annotated(
             memory = found.get(c.memory_id)
             held = not particular or (memory is not None and mentions(memory.content, particular))
             if share or not held:
-                c = dataclasses.replace(c, coverage=share, holds_named=held)
+                c = c._replace(coverage=share, holds_named=held)
         annotated.append(c)
     return annotated
 

@@ -30,8 +30,8 @@ place it has"; 30, the default cut-off, is where a result is more likely noise t
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
-from typing import Literal, Sequence
+from dataclasses import dataclass
+from typing import Literal, NamedTuple, Sequence
 
 from symbiote.retrieval.intent import Intent
 from symbiote.storage.keywords import KeywordMatch
@@ -68,8 +68,11 @@ MatchedBy = Literal["semantic", "keyword", "both", "topic"]
 MatchKind = Literal["answer", "context"]
 
 
-@dataclass(frozen=True)
-class Candidate:
+class Candidate(NamedTuple):
+    """One memory a search found, with its evidence. A named tuple: a search's hundred-odd candidates
+    cross from the store's process in every search, and a tuple pickles ten times faster than a
+    dataclass (docs/performance.md)."""
+
     memory_id: str
     cosine: float
     keyword: float  # BM25 relative to the best keyword match of this query, 0..1
@@ -175,7 +178,7 @@ def with_members(candidates: Sequence[Candidate], members: set[str]) -> list[Can
     """The candidates with `members` marked as belonging to the request's subject, re-ranked: a
     memory belongs or not (how many of the subject's words it holds says little)."""
     rows = [
-        replace(c, topic=1.0, fused=c.fused + TOPIC_BOOST * (1.0 - c.topic)) if c.memory_id in members else c
+        c._replace(topic=1.0, fused=c.fused + TOPIC_BOOST * (1.0 - c.topic)) if c.memory_id in members else c
         for c in candidates
     ]
     rows.sort(key=lambda c: (round(c.fused, 3), c.memory_id), reverse=True)
