@@ -26,12 +26,13 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import re
 import sqlite3
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
+
+from symbiote.storage.terms import query_terms
 
 CONTEXT_WINDOW_US = 30 * 60 * 1_000_000
 CONTEXT_MEMORIES = 2
@@ -45,35 +46,11 @@ KEYWORD_ROWS = 4_000
 # Even one kept word can match thousands of rows, and BM25 scores each of them. A search scores the
 # newest this many of its matches: older ones, in a store that large, are left to the vector search.
 SCORED_ROWS = 1_000
+# A word in at most this many memories has the set of them held until the next write (at most
+# HELD_ROWS rows in all): every search works out its words' coverage of its leading candidates.
+HELD_TERM_ROWS = 2_000
+HELD_ROWS = 200_000
 SCHEMA_VERSION = 1  # 1: fts rowid = docs rowid
-
-STOPWORDS = frozenset(
-    """a about above after again against all am an and any are aren't as at be because been before being
-    below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down
-    during each few for from further had hadn't has hasn't have haven't having he he'd he'll he's her here
-    here's hers herself him himself his how how's i i'd i'll i'm i've if in into is isn't it it's its itself
-    let's me more most mustn't my myself no nor not of off on once only or other ought our ours ourselves
-    out over own same shan't she she'd she'll she's should shouldn't so some such than that that's the their
-    theirs them themselves then there there's these they they'd they'll they're they've this those through
-    to too under until up very was wasn't we we'd we'll we're we've were weren't what what's when when's
-    where where's which while who who's whom why why's with won't would wouldn't you you'd you'll you're
-    you've your yours yourself yourselves s t d ll m re ve also just get got like really will yes yeah oh
-    hey hi thanks thank kind sort things thing something anything lot lots much many ever""".split()
-)
-_WORD = re.compile(r"[0-9a-z]+(?:'[a-z]+)?")
-
-
-def query_terms(text: str) -> list[str]:
-    """Content words of a query: lower case, no stopwords, possessives cut, each once, in order."""
-    seen: dict[str, None] = {}
-    for word in _WORD.findall(text.lower().replace("\u2019", "'")):
-        if word in STOPWORDS:
-            continue
-        word = word.split("'", 1)[0]
-        if len(word) >= 2 and word not in STOPWORDS:
-            seen.setdefault(word, None)
-    return list(seen)
-
 
 @dataclass(frozen=True)
 class KeywordMatch:
@@ -119,10 +96,13 @@ class LexicalTransaction:
 class LexicalIndex:
     """The FTS5 index file. Thread-safe: one connection, one lock (SQLite serialises writes anyway)."""
 
-    def __init__(self, path: Path, keyword_rows: int = KEYWORD_ROWS, scored_rows: int = SCORED_ROWS) -> None:
+    def __init__(
+        self, path: Path, keyword_rows: int = KEYWORD_ROWS, scored_rows: int = SCORED_ROWS, held_term_rows: int = HELD_TERM_ROWS
+    ) -> None:
         self.path = path
         self._keyword_rows = keyword_rows
         self._scored_rows = scored_rows
+        self._held_term_rows = held_term_rows
         self._lock = threading.RLock()
         self._conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=10)
         self._conn.execute("PRAGMA journal_mode=WAL")
@@ -133,6 +113,7 @@ class LexicalIndex:
         self._conn.execute("CREATE INDEX IF NOT EXISTS docs_created ON docs(created_us)")
         self._conn.execute("CREATE TABLE IF NOT EXISTS pending (memory_id TEXT PRIMARY KEY, windows TEXT)")
         self._counts: dict[str, int] = {}  # "" -> all memories, term -> memories containing it; reset on write
+        self._holding: dict[str, frozenset[int]] = {}  # term -> rowids of the memories containing it; reset on write
         self._conn.execute(
             "CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5("
             "memory_id UNINDEXED, body, ctx, tokenize='porter unicode61 remove_diacritics 2')"
@@ -182,10 +163,14 @@ class LexicalIndex:
                 yield LexicalTransaction(self._conn)
             except BaseException:
                 self._conn.execute("ROLLBACK")
-                self._counts.clear()
+                self._forget_counts()
                 raise
             self._conn.execute("COMMIT")
-            self._counts.clear()
+            self._forget_counts()
+
+    def _forget_counts(self) -> None:
+        self._counts.clear()
+        self._holding.clear()
 
     def count(self) -> int:
         with self._lock:
@@ -367,6 +352,10 @@ class LexicalIndex:
             holders: dict[str, set[str]] = {}
             for word in words:
                 weights[word] = math.log((total + 1) / (self._doc_count(word) + 0.5))
+                held = self._holders(word)
+                if held is not None:
+                    holders[word] = {memory_id for row, memory_id in rows.items() if row in held}
+                    continue
                 matched = self._conn.execute(
                     f"SELECT rowid FROM fts WHERE fts MATCH ? AND rowid IN ({placeholders})", (f'body:"{word}"', *rows)
                 ).fetchall() if rows else []
@@ -383,6 +372,16 @@ class LexicalIndex:
                 self._conn.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", (f'body:"{term}"',)).fetchone()[0]
             )
         return self._counts[term]
+
+    def _holders(self, term: str) -> frozenset[int] | None:
+        """The rowids of the memories containing `term`, held until the next write (None for a word
+        in more than HELD_TERM_ROWS memories): a word's coverage is then a set lookup, not a query."""
+        if term not in self._holding and self._doc_count(term) <= self._held_term_rows:
+            if sum(map(len, self._holding.values())) + self._counts[term] > HELD_ROWS:
+                self._holding.clear()
+            found = self._conn.execute("SELECT rowid FROM fts WHERE fts MATCH ?", (f'body:"{term}"',))
+            self._holding[term] = frozenset(int(row) for (row,) in found)
+        return self._holding.get(term)
 
     def close(self) -> None:
         with self._lock:
