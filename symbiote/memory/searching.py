@@ -118,13 +118,15 @@ class MemorySearch:
         # are read anyway (searching the whole store for the subject's words cost more than the rest).
         plan = functools.partial(shortlist, covered=COVERED, prefetch=prefetch, pool=SUBJECT_POOL if subject else 0)
         with stage("candidate search"):
-            (candidates, top_cosine), coverage, found = await io.read(
+            candidates, coverage, found = await io.read(
                 store.search, vectors[0], text, CANDIDATES, words, TOPIC_CANDIDATES, where, plan
             )
         if not candidates:
             return [], QueryEvidence(0.0, 0.0, 0.0), {}
-        pool = [c.memory_id for c in candidates[:SUBJECT_POOL]] if subject else []
+        # A keyword-only candidate carries the weakest nearest cosine, so the best is the best nearest's.
+        top_cosine = max(c.cosine for c in candidates)
         if subject:
+            pool = [c.memory_id for c in candidates[:SUBJECT_POOL]]
             candidates = with_members(candidates, {m for m in pool if m in found and mentions(found[m].content, subject.words)})
         candidates = _annotated(candidates, coverage, found, named.particular if named else ())
         evidence = QueryEvidence(

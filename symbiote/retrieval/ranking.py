@@ -214,15 +214,14 @@ def fuse(
 def shortlist(
     dense: Sequence[Match], keyword: Sequence[KeywordMatch], members: Sequence[KeywordMatch],
     covered: int, prefetch: int, pool: int = 0,
-) -> tuple[tuple[list[Candidate], float], list[str], list[str]]:
-    """What a search reads about its candidates once they are fused: the ranking (with the best
-    cosine), the leading `covered` whose share of the query's words counts, and those whose records
-    are read: the first `prefetch` (the likely results), the first `pool` (a request's subject is
-    marked among them) and up to `prefetch` topic members further down. The store runs it between
-    its two stages (`MemoryStore.search`), so a search is one trip to the store's process."""
+) -> tuple[list[Candidate], list[str], list[str]]:
+    """What a search reads about its candidates once they are fused: the ranking, the leading
+    `covered` whose share of the query's words counts, and those whose records are read: the first
+    `prefetch` (the likely results), the first `pool` (a request's subject is marked among them) and
+    up to `prefetch` topic members further down. The store runs it between its two stages
+    (`MemoryStore.search`), so a search is one trip to the store's process."""
     candidates = fuse(dense, keyword, members)
-    top_cosine = max((m.similarity for m in dense), default=0.0)
     ids = [c.memory_id for c in candidates]
     further = [c.memory_id for c in candidates[prefetch:] if c.topic > 0][:prefetch]
     likely = list(dict.fromkeys([*ids[:prefetch], *ids[:pool], *further]))
-    return (candidates, top_cosine), ids[:covered], likely
+    return candidates, ids[:covered], likely
