@@ -121,3 +121,42 @@ def test_coverage_is_the_same_from_held_rows_and_follows_every_write(tmp_path: P
     except RuntimeError:
         pass
     assert held.coverage(query, [*ids, "mem_6"]) == {**after, "mem_6": 0.0}
+
+
+def test_keyword_scores_are_the_same_held_or_asked_and_follow_every_write(tmp_path: Path) -> None:
+    """A search asks SQLite to score its matches until its words' scores are held (in the store's
+    idle moments, or at once for a rare word); held or asked, the matches, their scores and their
+    order are the same, and a write is seen by the next search."""
+    index = LexicalIndex(tmp_path / "keywords.sqlite3", scored_rows=120)
+    with index.transaction() as tx:
+        for i in range(1_200):  # coffee and garden in 200 memories each (past the rare, under the common)
+            body = ["We drank coffee in the garden", "Coffee beans for the office", "The garden needs rain"][i % 12 % 3]
+            tx.add(f"mem_{i:04d}", i, (body if i % 12 < 3 else "Some other note") + (" before the Lisbon trip" if i % 250 == 0 else ""))
+    scorings: list[str] = []
+    index._conn.set_trace_callback(lambda sql: scorings.append(sql) if "bm25" in sql else None)
+
+    def searches() -> list[list[tuple[str, float]]]:
+        found = [index.search(q, 50) for q in ("coffee garden", "coffee Lisbon", "garden rain", "Lisbon")]
+        found.append(index.search_words(["garden", "coffee"], 20, body_only=True))
+        return [[(m.memory_id, m.score) for m in matches] for matches in found]
+
+    asked = searches()
+    assert len(scorings) == 5 + 1  # "Lisbon" is rare: held at once, then its search
+    while index.idle_step():
+        pass
+    scorings.clear()
+    assert searches() == asked and not scorings  # held: no scoring by SQLite
+    assert asked[1][0][0] in {"mem_0000", "mem_0250", "mem_0500", "mem_0750", "mem_1000"}
+    assert all(score > 0 for matches in asked for _, score in matches)
+    assert "mem_1188" in {mid for mid, _ in asked[0]}
+
+    with index.transaction() as tx:
+        tx.add("mem_new", 1_000, "Coffee with Marco in the garden")
+        tx.delete("mem_1188")
+    after = searches()
+    assert scorings and after != asked
+    assert "mem_new" in {mid for mid, _ in after[0]} and "mem_1188" not in {mid for matches in after for mid, _ in matches}
+    while index.idle_step():
+        pass
+    scorings.clear()
+    assert searches() == after and not scorings

@@ -68,17 +68,18 @@ def _close_object(obj: Any) -> None:
 
 
 def _idle_work(conn: Connection, idle: list[Any]) -> None:
-    """Steps of the open objects' idle work until a request arrives or none is left. A step that
-    fails ends that object's idle work (logged): its reads keep the way they had before it."""
-    while idle and not conn.poll(0):
-        obj = idle[0]
-        try:
-            more = obj.idle_step()
-        except Exception:
-            log.exception("the memory store's work between requests failed; it is not retried")
-            more = False
-        if not more:
-            idle.pop(0)
+    """Steps of the open objects' idle work until a request arrives or none is left for now (a
+    request can give an object more). A step that fails ends that object's idle work for good
+    (logged): its reads keep the way they had before it."""
+    for obj in list(idle):
+        more = True
+        while more and not conn.poll(0):
+            try:
+                more = obj.idle_step()
+            except Exception:
+                log.exception("the memory store's work between requests failed; it is not retried")
+                idle.remove(obj)
+                more = False
 
 
 def _die_with_parent() -> None:

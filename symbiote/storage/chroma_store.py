@@ -78,9 +78,11 @@ class ChromaMemoryStore(BulkReads, DeferredPassages):
         self._sync_lexical()
 
     def idle_step(self) -> bool:
-        """A step of the work done while no call waits: reading the vectors into memory. True while
-        there is more to do."""
-        return self._vectors.load_step() if self._vectors is not None else False
+        """A step of the work done while no call waits: reading the vectors into memory, then
+        holding the keyword scores searches asked for. True while there is more to do."""
+        if self._vectors is not None and self._vectors.load_step():
+            return True
+        return self._lexical.idle_step()
 
     def close(self) -> None:
         """Close the Chroma client (e.g. before reopening the store to see another writer's changes)."""

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
+from symbiote.storage.term_scores import HELD_ROWS, HELD_TERM_ROWS, TermScores
 from symbiote.storage.terms import query_terms
 
 CONTEXT_WINDOW_US = 30 * 60 * 1_000_000
@@ -46,10 +47,11 @@ KEYWORD_ROWS = 4_000
 # Even one kept word can match thousands of rows, and BM25 scores each of them. A search scores the
 # newest this many of its matches: older ones, in a store that large, are left to the vector search.
 SCORED_ROWS = 1_000
-# A word in at most this many memories has the set of them held until the next write (at most
+# A word in at most HELD_TERM_ROWS memories has the set of them held until the next write (at most
 # HELD_ROWS rows in all): every search works out its words' coverage of its leading candidates.
-HELD_TERM_ROWS = 2_000
-HELD_ROWS = 200_000
+# Its BM25 scores are held the same way, once a search has asked for it (`storage.term_scores`),
+# at once for a word in at most RARE_TERM_ROWS memories.
+RARE_TERM_ROWS = 100
 SCHEMA_VERSION = 1  # 1: fts rowid = docs rowid
 
 @dataclass(frozen=True)
@@ -114,6 +116,7 @@ class LexicalIndex:
         self._conn.execute("CREATE TABLE IF NOT EXISTS pending (memory_id TEXT PRIMARY KEY, windows TEXT)")
         self._counts: dict[str, int] = {}  # "" -> all memories, term -> memories containing it; reset on write
         self._holding: dict[str, frozenset[int]] = {}  # term -> rowids of the memories containing it; reset on write
+        self._scores = TermScores(self._conn, CONTEXT_WEIGHT)
         self._conn.execute(
             "CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5("
             "memory_id UNINDEXED, body, ctx, tokenize='porter unicode61 remove_diacritics 2')"
@@ -171,6 +174,13 @@ class LexicalIndex:
     def _forget_counts(self) -> None:
         self._counts.clear()
         self._holding.clear()
+        self._scores.forget()
+
+    def idle_step(self) -> bool:
+        """Hold the BM25 scores of the words searches asked for, a slice at a time; True while
+        there is more to hold."""
+        with self._lock:
+            return self._scores.fill_step()
 
     def count(self) -> int:
         with self._lock:
@@ -283,11 +293,16 @@ class LexicalIndex:
                 words = self._telling(words)
             if not words:
                 return []
+            timed = after_us is not None or before_us is not None
+            rare = [w for w in words if self._doc_count(w) <= RARE_TERM_ROWS] if not timed else []
+            held = None if timed else self._scores.ranked(words, body_only, self._scored_rows, k, rare)
+            if held is not None:
+                ids = self._ids_of([row for row, _ in held])
+                return [KeywordMatch(ids[row], score) for row, score in held if row in ids]
             match = " OR ".join(f'"{t}"' for t in words)
             if body_only:
                 match = f"body : ({match})"
             # The join is only for time filters; otherwise the few ids are looked up after the sort.
-            timed = after_us is not None or before_us is not None
             where = "FROM fts JOIN docs ON docs.rowid = fts.rowid WHERE fts MATCH ?" if timed else "FROM fts WHERE fts MATCH ?"
             params: list[object] = [match]
             if after_us is not None:
@@ -303,7 +318,7 @@ class LexicalIndex:
                 if oldest is not None:  # more matches than are scored: the newest only
                     where += " AND fts.rowid > ?"
                     params.append(oldest[0])
-            sql = f"SELECT fts.rowid, -bm25(fts, 0.0, 1.0, ?) AS score {where} ORDER BY score DESC LIMIT ?"
+            sql = f"SELECT fts.rowid, -bm25(fts, 0.0, 1.0, ?) AS score {where} ORDER BY score DESC, fts.rowid DESC LIMIT ?"
             found = self._conn.execute(sql, [CONTEXT_WEIGHT, *params, k]).fetchall()
             rows = [(row, score) for row, score in found if score > 0]
             ids = self._ids_of([row for row, _ in rows])

@@ -1,0 +1,122 @@
+"""Each searched word's BM25 contribution to every memory holding it, held until the next write.
+
+FTS5's BM25 for an OR of words is the sum, over the words, of each word's own BM25 (its IDF, its
+weighted count in the row, the row's length against the average). Once every word of a query is
+held, a keyword search adds a few arrays instead of having SQLite score up to `SCORED_ROWS` rows:
+the same scores and the same matches, ties going to the newer memory.
+
+A word is held after a search asked for it, in the store's idle moments (`fill_step`, a slice of
+rows at a time, so a request never waits long behind it): a search never pays for the holding.
+A write changes every row's statistics, so it drops all that is held (`forget`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Sequence
+
+import numpy as np
+
+# A word in at most HELD_TERM_ROWS memories has the set of them held by `LexicalIndex` for its
+# coverage, HELD_ROWS in all.
+HELD_TERM_ROWS = 2_000
+HELD_ROWS = 200_000
+# A word matching more than SCORED_TERM_ROWS rows (its own text or its neighbours') has no scores
+# held: its searches stay with SQLite. At most HELD_ROWS rows of scores are held (16 bytes each);
+# past it, what is held is dropped.
+SCORED_TERM_ROWS = 5_000
+FILL_ROWS = 250  # rows scored per idle step (about a millisecond of SQLite)
+
+Key = tuple[str, bool]  # (word, body only)
+
+
+def _match(word: str, body_only: bool) -> str:
+    return f'body : ("{word}")' if body_only else f'"{word}"'
+
+
+class TermScores:
+    """Held per-word scores for one FTS5 table. Not thread-safe: `LexicalIndex` calls it under its lock."""
+
+    def __init__(
+        self, conn: sqlite3.Connection, context_weight: float, term_rows: int = SCORED_TERM_ROWS, fill_rows: int = FILL_ROWS
+    ) -> None:
+        self._conn = conn
+        self._context_weight = context_weight  # the `ctx` column's BM25 weight (`body` 1.0)
+        self._term_rows = term_rows
+        self._fill_rows = fill_rows
+        self._held: dict[Key, tuple[np.ndarray, np.ndarray] | None] = {}  # None: too common to hold
+        self._rows = 0
+        self._wanted: dict[Key, None] = {}  # asked for and not held yet, in order
+        self._filling: tuple[Key, list[tuple[int, float]]] | None = None
+
+    def forget(self) -> None:
+        """The index changed: every held score is stale."""
+        self._held.clear()
+        self._rows = 0
+        self._wanted.clear()
+        self._filling = None
+
+    def ranked(
+        self, words: Sequence[str], body_only: bool, scored_rows: int, k: int, rare: Sequence[str] = ()
+    ) -> list[tuple[int, float]] | None:
+        """(rowid, score) of the best `k` among the newest `scored_rows` memories holding any of
+        `words`, best first; None unless every word is held (the others are then wanted). The
+        `rare` words, in a few rows each, are held at once: a question's one rare word (a name,
+        a number) would otherwise keep it from the held scores of its everyday ones."""
+        keys = [(word, body_only) for word in words]
+        for key in [(word, body_only) for word in rare]:
+            if key not in self._held:
+                found = self._conn.execute(
+                    "SELECT rowid, -bm25(fts, 0.0, 1.0, ?) FROM fts WHERE fts MATCH ? ORDER BY rowid DESC",
+                    (self._context_weight, _match(*key)),
+                ).fetchall()
+                self._hold(key, found)
+        parts = [self._held.get(key) for key in keys]
+        if any(part is None for part in parts):
+            for key in keys:
+                if key not in self._held:
+                    self._wanted[key] = None
+            return None
+        rowids = np.concatenate([part[0] for part in parts])  # type: ignore[index]
+        scores = np.concatenate([part[1] for part in parts])  # type: ignore[index]
+        if not len(rowids):
+            return []
+        rows, where = np.unique(rowids, return_inverse=True)
+        totals = np.bincount(where, weights=scores, minlength=len(rows))
+        rows, totals = rows[-scored_rows:], totals[-scored_rows:]  # rowids grow with time: the newest
+        order = np.lexsort((-rows, -totals))[:k]  # best first; equal scores, the newer first
+        return [(int(rows[i]), float(totals[i])) for i in order if totals[i] > 0]
+
+    def fill_step(self) -> bool:
+        """Score the next slice of rows of a wanted word; True while more is wanted."""
+        if self._filling is None:
+            while self._wanted:
+                key = next(iter(self._wanted))
+                del self._wanted[key]
+                if key not in self._held:
+                    self._filling = (key, [])
+                    break
+            else:
+                return False
+        key, rows = self._filling  # type: ignore[misc]
+        below = rows[-1][0] if rows else 1 << 62
+        found = self._conn.execute(
+            "SELECT rowid, -bm25(fts, 0.0, 1.0, ?) FROM fts WHERE fts MATCH ? AND rowid < ? ORDER BY rowid DESC LIMIT ?",
+            (self._context_weight, _match(*key), below, self._fill_rows),
+        ).fetchall()
+        rows.extend(found)
+        if len(rows) > self._term_rows:
+            self._held[key] = None
+            self._filling = None
+        elif len(found) < self._fill_rows:
+            self._hold(key, rows)
+            self._filling = None
+        return self._filling is not None or bool(self._wanted)
+
+    def _hold(self, key: Key, rows: list[tuple[int, float]]) -> None:
+        if self._rows + len(rows) > HELD_ROWS:
+            self._held.clear()
+            self._rows = 0
+        rows.reverse()  # oldest first
+        self._held[key] = (np.array([r for r, _ in rows], dtype=np.int64), np.array([s for _, s in rows], dtype=np.float64))
+        self._rows += len(rows)
