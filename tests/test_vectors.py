@@ -195,3 +195,24 @@ def test_the_store_process_reads_the_vectors_between_requests(tmp_path: Path, mo
         assert found[0].memory_id == stored[2].memory_id
     finally:
         host.close()
+
+
+def test_records_held_from_a_write_or_a_read_are_what_chroma_returns(tmp_path: Path, model: OnnxEmbedder) -> None:
+    """A search reads its likely results' records from those held (just added, or read with the
+    vectors between requests); each must be the memory Chroma itself returns."""
+    store = _held(tmp_path)
+    memories = [
+        _add(store, model, TEXTS[0], tags=("work", "react")),
+        _add(store, model, TEXTS[2]),
+        replace(_memory(TEXTS[4]), type="fact", confidence=0.9, bookmarked=True, conversation_id="chat-1"),
+    ]
+    store.add(memories[2], model.embed(model.windows(TEXTS[4])), model.windows(TEXTS[4]))
+    ids = [m.memory_id for m in memories]
+    held = store.get(ids)
+    store.close()
+    plain = open_embedded_store(tmp_path, MODEL_NAME, MODEL_DIMENSION)  # nothing held: Chroma answers
+    from_chroma = plain.get(ids)
+    plain.close()
+    again = _held(tmp_path)  # read back with the vectors
+    assert set(ids) <= again._memories._records.keys()
+    assert held == from_chroma == again.get(ids) == {m.memory_id: m for m in memories}

@@ -42,7 +42,7 @@ class VectorRows:
 
     def __init__(self, dimension: int, passages: bool, limit: int | None = None) -> None:
         self._dimension = dimension
-        self._passages = passages
+        self.passages = passages
         self.limit = EXACT_ROWS if limit is None else limit
         self.dropped = False  # grown past `limit`: no longer held, searched in Chroma
         self._lock = threading.Lock()
@@ -126,7 +126,7 @@ class VectorRows:
             created[:row] = self._created[:row]
             self._matrix, self._created = matrix, created
         self._ids.append(rid)
-        self._owners.append(rid.rsplit("#", 1)[0] if self._passages else rid)
+        self._owners.append(rid.rsplit("#", 1)[0] if self.passages else rid)
         self._row[rid] = row
         return row
 
@@ -221,15 +221,27 @@ class MirroredCollection:
         }
         with self._lock:
             if writes == self._writes:
-                self._records.update(fresh)
-                while len(self._records) > RECORDS:
-                    self._records.popitem(last=False)
+                self._hold(fresh)
         return {**found, **fresh}
+
+    def hold(self, ids: Sequence[str], documents: Sequence[Any] | None, metadatas: Sequence[Any] | None) -> None:
+        """Hold these memories' records as Chroma has them (read in a page, or just added): a search
+        reads its likely results', and each one not held costs a query into Chroma."""
+        if documents is not None and metadatas is not None and not self.rows.passages:
+            with self._lock:
+                self._hold({rid: (doc, dict(meta) if meta else meta) for rid, doc, meta in zip(ids, documents, metadatas)})
+
+    def _hold(self, records: dict[str, tuple[Any, Any]]) -> None:
+        """Under the lock: the newest RECORDS records stay."""
+        self._records.update(records)
+        while len(self._records) > RECORDS:
+            self._records.popitem(last=False)
 
     def add(self, ids: Sequence[str], embeddings: Any, **fields: Any) -> None:
         with self._writing(ids):
             self._collection.add(ids=ids, embeddings=embeddings, **fields)
         self.rows.put(ids, embeddings, fields.get("metadatas"))
+        self.hold(ids, fields.get("documents"), fields.get("metadatas"))
 
     def upsert(self, ids: Sequence[str], embeddings: Any, **fields: Any) -> None:
         with self._writing(ids):
@@ -288,9 +300,11 @@ class VectorIndex:
             source.rows.drop()
         if source.rows.dropped:
             return self._next_source()
-        got = source.get(include=["embeddings", "metadatas"], limit=PAGE, offset=self._offset)
+        fields = ["embeddings", "metadatas"] if source.rows.passages else ["embeddings", "metadatas", "documents"]
+        got = source.get(include=fields, limit=PAGE, offset=self._offset)
         if len(got["ids"]):
             source.rows.put(got["ids"], got["embeddings"], got["metadatas"])
+            source.hold(got["ids"], got.get("documents"), got["metadatas"])
         self._offset += PAGE
         if len(got["ids"]) == PAGE and not source.rows.dropped:
             return True
