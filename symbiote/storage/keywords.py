@@ -295,34 +295,12 @@ class LexicalIndex:
                 return []
             timed = after_us is not None or before_us is not None
             rare = [w for w in words if self._doc_count(w) <= RARE_TERM_ROWS] if not timed else []
-            held = None if timed else self._scores.ranked(words, body_only, self._scored_rows, k, rare)
-            if held is not None:
-                ids = self._ids_of([row for row, _ in held])
-                return [KeywordMatch(ids[row], score) for row, score in held if row in ids]
-            match = " OR ".join(f'"{t}"' for t in words)
-            if body_only:
-                match = f"body : ({match})"
-            # The join is only for time filters; otherwise the few ids are looked up after the sort.
-            where = "FROM fts JOIN docs ON docs.rowid = fts.rowid WHERE fts MATCH ?" if timed else "FROM fts WHERE fts MATCH ?"
-            params: list[object] = [match]
-            if after_us is not None:
-                where += " AND docs.created_us >= ?"
-                params.append(after_us)
-            if before_us is not None:
-                where += " AND docs.created_us < ?"
-                params.append(before_us)
-            if self.count() > self._scored_rows:  # a smaller store cannot have more matches than are scored
-                oldest = self._conn.execute(
-                    f"SELECT fts.rowid {where} ORDER BY fts.rowid DESC LIMIT 1 OFFSET ?", (*params, self._scored_rows)
-                ).fetchone()
-                if oldest is not None:  # more matches than are scored: the newest only
-                    where += " AND fts.rowid > ?"
-                    params.append(oldest[0])
-            sql = f"SELECT fts.rowid, -bm25(fts, 0.0, 1.0, ?) AS score {where} ORDER BY score DESC, fts.rowid DESC LIMIT ?"
-            found = self._conn.execute(sql, [CONTEXT_WEIGHT, *params, k]).fetchall()
-            rows = [(row, score) for row, score in found if score > 0]
+            rows = None if timed else self._scores.ranked(words, body_only, self._scored_rows, k, rare)
+            if rows is None:
+                scored = self._scored_rows if self.count() > self._scored_rows else None
+                rows = self._scores.asked(words, body_only, k, after_us, before_us, scored)
             ids = self._ids_of([row for row, _ in rows])
-        return [KeywordMatch(ids[row], float(score)) for row, score in rows if row in ids]
+        return [KeywordMatch(ids[row], score) for row, score in rows if row in ids]
 
     def _telling(self, words: Sequence[str]) -> list[str]:
         """The words worth a BM25 pass: not common (once the store is big enough to tell), and the

@@ -1,12 +1,15 @@
-"""Each searched word's BM25 contribution to every memory holding it, held until the next write.
+"""A keyword search's BM25 scores: asked of SQLite, or added up from each word's held scores.
 
+Each searched word's BM25 contribution to every memory holding it is held until the next write.
 FTS5's BM25 for an OR of words is the sum, over the words, of each word's own BM25 (its IDF, its
 weighted count in the row, the row's length against the average). Once every word of a query is
 held, a keyword search adds a few arrays instead of having SQLite score up to `SCORED_ROWS` rows:
 the same scores and the same matches, ties going to the newer memory.
 
-A word is held after a search asked for it, in the store's idle moments (`fill_step`, a slice of
-rows at a time, so a request never waits long behind it): a search never pays for the holding.
+A word in few memories (a name, a number) is held at once, for about what asking SQLite costs.
+Any other is held after a search asked for it, in the store process's idle moments (`fill_step`,
+a slice of rows at a time, so a request never waits long behind it), so no search pays for it.
+A store in the server's own process has no idle moments and holds only the rare words.
 A write changes every row's statistics, so it drops all that is held (`forget`).
 """
 
@@ -26,6 +29,7 @@ HELD_ROWS = 200_000
 # past it, what is held is dropped.
 SCORED_TERM_ROWS = 5_000
 FILL_ROWS = 250  # rows scored per idle step (about a millisecond of SQLite)
+WANTED = 1_000  # words waiting to be held, the newest kept
 
 Key = tuple[str, bool]  # (word, body only)
 
@@ -35,7 +39,7 @@ def _match(word: str, body_only: bool) -> str:
 
 
 class TermScores:
-    """Held per-word scores for one FTS5 table. Not thread-safe: `LexicalIndex` calls it under its lock."""
+    """The scoring of one FTS5 table's matches. Not thread-safe: `LexicalIndex` calls it under its lock."""
 
     def __init__(
         self, conn: sqlite3.Connection, context_weight: float, term_rows: int = SCORED_TERM_ROWS, fill_rows: int = FILL_ROWS
@@ -76,6 +80,8 @@ class TermScores:
             for key in keys:
                 if key not in self._held:
                     self._wanted[key] = None
+            while len(self._wanted) > WANTED:  # a store with no idle moments (in the server's process)
+                del self._wanted[next(iter(self._wanted))]
             return None
         rowids = np.concatenate([part[0] for part in parts])  # type: ignore[index]
         scores = np.concatenate([part[1] for part in parts])  # type: ignore[index]
@@ -86,6 +92,37 @@ class TermScores:
         rows, totals = rows[-scored_rows:], totals[-scored_rows:]  # rowids grow with time: the newest
         order = np.lexsort((-rows, -totals))[:k]  # best first; equal scores, the newer first
         return [(int(rows[i]), float(totals[i])) for i in order if totals[i] > 0]
+
+    def asked(
+        self, words: Sequence[str], body_only: bool, k: int, after_us: int | None, before_us: int | None, scored_rows: int | None
+    ) -> list[tuple[int, float]]:
+        """The same as `ranked`, scored by SQLite (among the newest `scored_rows` matches, or all
+        of them), within a time window if one is given."""
+        match = " OR ".join(f'"{word}"' for word in words)
+        if body_only:
+            match = f"body : ({match})"
+        # The join is only for time filters; otherwise the few ids are looked up after the sort.
+        timed = after_us is not None or before_us is not None
+        where = "FROM fts JOIN docs ON docs.rowid = fts.rowid WHERE fts MATCH ?" if timed else "FROM fts WHERE fts MATCH ?"
+        params: list[object] = [match]
+        if after_us is not None:
+            where += " AND docs.created_us >= ?"
+            params.append(after_us)
+        if before_us is not None:
+            where += " AND docs.created_us < ?"
+            params.append(before_us)
+        if scored_rows is not None:
+            oldest = self._conn.execute(
+                f"SELECT fts.rowid {where} ORDER BY fts.rowid DESC LIMIT 1 OFFSET ?", (*params, scored_rows)
+            ).fetchone()
+            if oldest is not None:  # more matches than are scored: the newest only
+                where += " AND fts.rowid > ?"
+                params.append(oldest[0])
+        found = self._conn.execute(
+            f"SELECT fts.rowid, -bm25(fts, 0.0, 1.0, ?) AS score {where} ORDER BY score DESC, fts.rowid DESC LIMIT ?",
+            [self._context_weight, *params, k],
+        ).fetchall()
+        return [(int(row), float(score)) for row, score in found if score > 0]
 
     def fill_step(self) -> bool:
         """Score the next slice of rows of a wanted word; True while more is wanted."""
