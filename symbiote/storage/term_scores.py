@@ -70,11 +70,7 @@ class TermScores:
         keys = [(word, body_only) for word in words]
         for key in [(word, body_only) for word in rare]:
             if key not in self._held:
-                found = self._conn.execute(
-                    "SELECT rowid, -bm25(fts, 0.0, 1.0, ?) FROM fts WHERE fts MATCH ? ORDER BY rowid DESC",
-                    (self._context_weight, _match(*key)),
-                ).fetchall()
-                self._hold(key, found)
+                self._hold(key, self._scores(key))
         parts = [self._held.get(key) for key in keys]
         if any(part is None for part in parts):
             for key in keys:
@@ -136,11 +132,7 @@ class TermScores:
             else:
                 return False
         key, rows = self._filling  # type: ignore[misc]
-        below = rows[-1][0] if rows else 1 << 62
-        found = self._conn.execute(
-            "SELECT rowid, -bm25(fts, 0.0, 1.0, ?) FROM fts WHERE fts MATCH ? AND rowid < ? ORDER BY rowid DESC LIMIT ?",
-            (self._context_weight, _match(*key), below, self._fill_rows),
-        ).fetchall()
+        found = self._scores(key, below=rows[-1][0] if rows else None, limit=self._fill_rows)
         rows.extend(found)
         if len(rows) > self._term_rows:
             self._held[key] = None
@@ -149,6 +141,14 @@ class TermScores:
             self._hold(key, rows)
             self._filling = None
         return self._filling is not None or bool(self._wanted)
+
+    def _scores(self, key: Key, below: int | None = None, limit: int = -1) -> list[tuple[int, float]]:
+        """A word's (rowid, score) for the memories holding it, newest first: those under rowid
+        `below`, `limit` of them (-1: all)."""
+        return self._conn.execute(
+            "SELECT rowid, -bm25(fts, 0.0, 1.0, ?) FROM fts WHERE fts MATCH ? AND rowid < ? ORDER BY rowid DESC LIMIT ?",
+            (self._context_weight, _match(*key), 1 << 62 if below is None else below, limit),
+        ).fetchall()
 
     def _hold(self, key: Key, rows: list[tuple[int, float]]) -> None:
         if self._rows + len(rows) > HELD_ROWS:
