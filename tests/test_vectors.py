@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime, timezone
+import time
 from pathlib import Path
 
 import numpy as np
@@ -216,3 +217,23 @@ def test_records_held_from_a_write_or_a_read_are_what_chroma_returns(tmp_path: P
     again = _held(tmp_path)  # read back with the vectors
     assert set(ids) <= again._memories._records.keys()
     assert held == from_chroma == again.get(ids) == {m.memory_id: m for m in memories}
+
+
+def test_the_store_process_holds_the_words_a_search_asked_for_between_requests(tmp_path: Path, model: OnnxEmbedder) -> None:
+    """The child's idle moments keep coming back: after a search, it holds the scores of the
+    words that search asked for (more than one idle step of rows), and answers the same."""
+    plain = open_embedded_store(tmp_path, MODEL_NAME, MODEL_DIMENSION)
+    texts = [f"Coffee tasting, note {i}" for i in range(260)]  # past one step of 250 rows
+    for text, vector in zip(texts, model.embed(texts)):
+        plain.add(_memory(text), np.asarray([vector]), [text])
+    plain.close()
+    host = StoreProcess(tmp_path)
+    try:
+        store = host.open("memories", MODEL_NAME, MODEL_DIMENSION)
+        time.sleep(1.0)  # the child reads the vectors: its idle work is done
+        asked = store.keyword_words(["coffee"], 10)  # too common to hold at once: wanted
+        time.sleep(1.0)  # idle again: the child holds the word
+        assert store.idle_step() is False  # nothing left: it was done between the requests
+        assert store.keyword_words(["coffee"], 10) == asked and len(asked) == 10
+    finally:
+        host.close()
