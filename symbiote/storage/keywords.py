@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from symbiote.storage.term_scores import HELD_ROWS, HELD_TERM_ROWS, TermScores
+from symbiote.storage.term_scores import HELD_ROWS, TermScores
 from symbiote.storage.terms import query_terms
 
 CONTEXT_WINDOW_US = 30 * 60 * 1_000_000
@@ -49,6 +49,7 @@ KEYWORD_ROWS = 4_000
 SCORED_ROWS = 1_000
 # A word in at most HELD_TERM_ROWS memories has the set of them held until the next write (at most
 # HELD_ROWS rows in all): every search works out its words' coverage of its leading candidates.
+HELD_TERM_ROWS = 2_000
 # Its BM25 scores are held the same way, once a search has asked for it (`storage.term_scores`),
 # at once for a word in at most RARE_TERM_ROWS memories.
 RARE_TERM_ROWS = 100
@@ -293,9 +294,10 @@ class LexicalIndex:
                 words = self._telling(words)
             if not words:
                 return []
-            timed = after_us is not None or before_us is not None
-            rare = [w for w in words if self._doc_count(w) <= RARE_TERM_ROWS] if not timed else []
-            rows = None if timed else self._scores.ranked(words, body_only, self._scored_rows, k, rare)
+            rows = None
+            if after_us is None and before_us is None:  # held scores know no time
+                rare = [w for w in words if self._doc_count(w) <= RARE_TERM_ROWS]
+                rows = self._scores.ranked(words, body_only, self._scored_rows, k, rare)
             if rows is None:
                 scored = self._scored_rows if self.count() > self._scored_rows else None
                 rows = self._scores.asked(words, body_only, k, after_us, before_us, scored)

@@ -20,13 +20,10 @@ from typing import Sequence
 
 import numpy as np
 
-# A word in at most HELD_TERM_ROWS memories has the set of them held by `LexicalIndex` for its
-# coverage, HELD_ROWS in all.
-HELD_TERM_ROWS = 2_000
+# At most HELD_ROWS rows are held in all (here 16 bytes each; `LexicalIndex` holds as many for its
+# coverage); past it, what is held is dropped. A word matching more than SCORED_TERM_ROWS rows (its
+# own text or its neighbours') has no scores held: its searches stay with SQLite.
 HELD_ROWS = 200_000
-# A word matching more than SCORED_TERM_ROWS rows (its own text or its neighbours') has no scores
-# held: its searches stay with SQLite. At most HELD_ROWS rows of scores are held (16 bytes each);
-# past it, what is held is dropped.
 SCORED_TERM_ROWS = 5_000
 FILL_ROWS = 250  # rows scored per idle step (about a millisecond of SQLite)
 WANTED = 1_000  # words waiting to be held, the newest kept
