@@ -35,10 +35,11 @@ log = logging.getLogger(__name__)
 
 
 def load_embedder(model_dir: Path) -> Embedder | WarmModel:
-    """The model, with the topic questions' vectors (every search needs them)."""
+    """The model, with the topic questions' and the background's vectors (every search needs them)."""
+    from symbiote.retrieval import background
     from symbiote.retrieval.topics import TopicIndex
 
-    return embeddings.load_warm(model_dir, TopicIndex.questions())
+    return embeddings.load_warm(model_dir, [*TopicIndex.questions(), *background.texts()])
 
 
 def store_host(settings: Settings) -> StoreProcess | None:

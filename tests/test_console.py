@@ -148,6 +148,29 @@ async def test_owner_signs_in_searches_edits_and_deletes_and_mcp_sees_it(
     await context.close()
 
 
+async def test_weaker_matches_are_shown_on_request_for_one_search(
+    browser: Any, console_server: ServerProcess, seeded: dict[str, str]
+) -> None:
+    page = await signed_in_page(browser, console_server)
+    await page.fill("#q", "how do volcanoes form under the ocean floor")  # nothing stored is about it
+    await page.press("#q", "Enter")
+    await page.wait_for_selector("p.weaker")
+    assert await page.locator("li.memory").count() == 0
+    assert "No stored memory is relevant" in await page.inner_text("#results")
+    await page.click("text=Show weaker matches")
+    await page.wait_for_url("**weaker=1**")
+    scores = [int(text) for text in await page.locator("li.memory .score").all_inner_texts()]
+    assert scores and all(score < 30 for score in scores)  # what the cut-off hid, best first
+    assert scores == sorted(scores, reverse=True)
+    assert "Showing weaker matches too" in await page.inner_text("p.weaker")
+    await page.fill("#q", "which database did we pick for Atlas?")  # a new search: the default cut-off again
+    await page.press("#q", "Enter")
+    await page.wait_for_url(lambda url: "weaker" not in url and "Atlas" in url)
+    await page.wait_for_selector("text=Show weaker matches")
+    assert all(int(text) >= 30 for text in await page.locator("li.memory .score").all_inner_texts())
+    await page.context.close()
+
+
 async def test_stored_html_and_script_are_shown_as_text(browser: Any, console_server: ServerProcess, seeded: dict[str, str]) -> None:
     page = await signed_in_page(browser, console_server)
     hostile_id = seeded[HOSTILE]

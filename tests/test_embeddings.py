@@ -73,16 +73,33 @@ def test_a_broken_model_directory_fails_the_same_way_through_the_runtime(tmp_pat
         load_embedder(broken)
 
 
-def test_the_runtime_loads_the_model_with_the_topic_questions_embedded(model_dir: Path) -> None:
+def test_the_runtime_loads_the_model_with_the_topic_questions_and_background_embedded(
+    model_dir: Path, tmp_path: Path
+) -> None:
     from symbiote.embedding.model import WarmModel
+    from symbiote.retrieval import background
     from symbiote.retrieval.topics import TopicIndex
     from symbiote.runtime import load_embedder as runtime_load
 
-    warm = runtime_load(model_dir)
+    beside = tmp_path / "model"  # the model's files, with room for the warm vectors beside them
+    beside.mkdir()
+    for item in model_dir.iterdir():
+        if not item.name.startswith("warm-"):
+            (beside / item.name).symlink_to(item)
+    warm = runtime_load(beside)
     assert isinstance(warm, WarmModel)
-    assert set(warm.vectors) == set(TopicIndex.questions())
+    assert set(warm.vectors) == {*TopicIndex.questions(), *background.texts()}
     question = next(iter(warm.vectors))
     assert np.allclose(warm.vectors[question], warm.model.embed([question])[0], atol=1e-6)
+
+    # The next start reads the vectors kept beside the model instead of embedding them again.
+    (kept,) = beside.glob("warm-*.npy")
+    planted = np.load(kept)
+    planted[0] = -planted[0]
+    np.save(kept, planted)
+    again = runtime_load(beside)
+    assert isinstance(again, WarmModel)
+    assert np.array_equal(again.vectors[question], planted[0])
 
 
 @pytest.mark.asyncio

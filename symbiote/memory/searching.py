@@ -17,6 +17,8 @@ from symbiote.memory import validation
 from symbiote.memory.records import SearchHit, SearchResults, public
 from symbiote.memory.statistics import Timer
 from symbiote.memory.store_io import StoreIO
+from symbiote.retrieval import background
+from symbiote.retrieval.background import Background
 from symbiote.retrieval.intent import intent
 from symbiote.retrieval.ranking import Candidate, MatchKind, QueryEvidence, relevance, shortlist, with_members
 from symbiote.retrieval.subjects import mentions, subjects_of
@@ -28,10 +30,8 @@ from symbiote.telemetry.stages import stage
 RELEVANCE_CUTOFF = 30.0
 CANDIDATES = 50  # per retriever, before fusion
 TOPIC_CANDIDATES = 10  # memories carrying a vague question's topic words that join the candidates
-TOPIC_MEMBERSHIP = 0.5  # how strongly a keyword match makes a memory a member of a topic
 SUBJECT_POOL = 20  # leading candidates of a request among which its subject's members are marked
 SUBJECT_STRENGTH = 1.0  # how surely a word naming a subject makes a request about it
-COVERED = 10  # leading candidates whose share of the query's words is worked out
 RANK_PREFETCH = 15  # `rank` reads the contents a search for 5 results reads
 
 
@@ -49,13 +49,14 @@ def _where(
 
 
 class MemorySearch:
-    """Finds memories for a query; the topic questions are embedded once, on first use."""
+    """Finds memories for a query; the topic questions and the background are embedded once, on first use."""
 
     def __init__(self, embedder: AsyncEmbedder, io: StoreIO, timer: Timer) -> None:
         self._embedder = embedder
         self._io = io
         self._timer = timer
         self._topics: TopicIndex | None = None
+        self._background: Background | None = None
 
     async def search(
         self,
@@ -101,13 +102,12 @@ class MemorySearch:
         self, text: str, where: MemoryFilter | None, prefetch: int
     ) -> tuple[list[Candidate], QueryEvidence, dict[str, StoredMemory]]:
         """`rank`, plus the memories most likely to be returned (the first `prefetch` candidates and
-        the leading topic members), fetched with the coverage. One trip to the store after the query
-        is embedded: vectors, keywords and topic members, fused there (`shortlist`), then coverage and
-        contents. The keyword search waits for the embedding rather than run beside it: the model has
+        the leading topic members). One trip to the store after the query is embedded: vectors,
+        keywords and topic members, fused there (`shortlist`), then contents. The keyword search waits for the embedding rather than run beside it: the model has
         both cores to itself, and in the store's process the keywords are searched beside the vectors."""
         io = self._io
-        store, vectors, topics = await asyncio.gather(
-            io.opened(), self._embedder.embed([text], urgent=True), self.topic_index()
+        store, vectors, topics, cohort = await asyncio.gather(
+            io.opened(), self._embedder.embed([text], urgent=True), self.topic_index(), self.background()
         )
         topic = topics.match(vectors[0])
         kind = intent(text)
@@ -116,28 +116,29 @@ class MemorySearch:
         words = list(topic.keywords) if topic else []
         # A request's subject: its members are marked among the leading candidates, whose contents
         # are read anyway (searching the whole store for the subject's words cost more than the rest).
-        plan = functools.partial(shortlist, covered=COVERED, prefetch=prefetch, pool=SUBJECT_POOL if subject else 0)
+        plan = functools.partial(shortlist, covered=0, prefetch=prefetch, pool=SUBJECT_POOL if subject else 0)
         with stage("candidate search"):
-            candidates, coverage, found = await io.read(
+            candidates, _coverage, found = await io.read(
                 store.search, vectors[0], text, CANDIDATES, words, TOPIC_CANDIDATES, where, plan
             )
         if not candidates:
-            return [], QueryEvidence(0.0, 0.0, 0.0), {}
-        # A keyword-only candidate carries the weakest nearest cosine, so the best is the best nearest's.
-        top_cosine = max(c.cosine for c in candidates)
+            return [], QueryEvidence(), {}
         if subject:
             pool = [c.memory_id for c in candidates[:SUBJECT_POOL]]
             candidates = with_members(candidates, {m for m in pool if m in found and mentions(found[m].content, subject.words)})
-        candidates = _annotated(candidates, coverage, found, named.particular if named else ())
+        candidates = _annotated(candidates, found, named.particular if named else ())
         evidence = QueryEvidence(
-            top_cosine=top_cosine,
-            coverage=max(coverage.values(), default=0.0),
-            topic=topic.activation * TOPIC_MEMBERSHIP if topic and _member(candidates[0]) else 0.0,
+            closeness=cohort.closeness(vectors[0]),
             activation=topic.activation if topic else 0.0,
             intent=kind,
             subject=SUBJECT_STRENGTH if subject else 0.0,
         )
         return candidates, evidence, found
+
+    async def background(self) -> Background:
+        if self._background is None:
+            self._background = Background(await self._embedder.embed(background.texts()))
+        return self._background
 
     async def topic_index(self) -> TopicIndex:
         if self._topics is None:
@@ -145,28 +146,16 @@ class MemorySearch:
         return self._topics
 
 
-def _member(candidate: Candidate) -> bool:
-    """A topic member that holds what the question names: what makes a vague question answerable."""
-    return candidate.topic > 0 and candidate.holds_named
-
-
-def _annotated(
-    candidates: list[Candidate],
-    coverage: dict[str, float],
-    found: dict[str, StoredMemory],
-    particular: tuple[str, ...],
-) -> list[Candidate]:
-    """The leading candidates and the topic members with their share of the query's words and, when
-    the query names a particular thing ("what's my cat's name?"), whether they hold it: a memory
-    without a cat is not about it. The rest can neither answer nor be a topic's member."""
+def _annotated(candidates: list[Candidate], found: dict[str, StoredMemory], particular: tuple[str, ...]) -> list[Candidate]:
+    """The topic members marked with whether they hold the particular thing the query names ("what's
+    my cat's name?"): a memory without a cat is no member of the pets a question asks about."""
+    if not particular:
+        return candidates
     annotated = []
     for c in candidates:
-        if c.memory_id in coverage or c.topic > 0:
-            share = coverage.get(c.memory_id, 0.0)
+        if c.topic > 0:
             memory = found.get(c.memory_id)
-            held = not particular or (memory is not None and mentions(memory.content, particular))
-            if share or not held:
-                c = c._replace(coverage=share, holds_named=held)
+            c = c._replace(holds_named=memory is not None and mentions(memory.content, particular))
         annotated.append(c)
     return annotated
 
