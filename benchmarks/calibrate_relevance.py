@@ -107,8 +107,8 @@ def fit(asked: list[Asked], prior: float = 1.0, l2: float = 1e-2) -> np.ndarray:
 
 
 def shown(asked: list[Asked], w: np.ndarray) -> float:
-    """The share of stored facts shown for direct questions and phrases, each owner's memories alone."""
-    picked = [a for a in asked if a.group == "owners:0" and a.kind in ("direct", "phrase")]
+    """The share of stored facts shown for direct questions, each owner's memories alone."""
+    picked = [a for a in asked if a.group == "owners:0" and a.kind == "direct"]
     return sum(bool(set(kept(a, w)) & a.wanted) for a in picked) / max(len(picked), 1)
 
 
@@ -136,7 +136,8 @@ def kept(a: Asked, w: np.ndarray, limit: int = 5) -> list[str]:
 def report(asked: list[Asked], w: np.ndarray, label: str) -> None:
     print(f"\n{label}: " + ", ".join(f"{n}={v:.3f}" for n, v in zip(("standing", "keyword", "topic", "bias"), w)))
     groups = {
-        "direct+phrase shown": lambda a: a.kind in ("direct", "phrase"),
+        "direct shown": lambda a: a.kind == "direct",
+        "phrase shown": lambda a: a.kind == "phrase",
         "task R@5": lambda a: a.kind == "task",
         "never-stored any": lambda a: a.kind.startswith("never"),
         "LoCoMo R@5": lambda a: a.kind == "locomo",

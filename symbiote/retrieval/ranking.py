@@ -37,10 +37,10 @@ TOPIC_BOOST = 0.25
 SEMANTIC_FLOOR = 0.25  # below this cosine, meaning alone is not why a memory matched
 
 # Logistic model of P(relevant) for one candidate; refit with benchmarks/calibrate_relevance.py.
-W_STANDING = 0.377
-W_KEYWORD = 1.198
-W_TOPIC = 1.521
-BIAS = -1.465
+W_STANDING = 0.368
+W_KEYWORD = 1.228
+W_TOPIC = 1.516
+BIAS = -1.602
 
 MatchedBy = Literal["semantic", "keyword", "both", "topic"]
 MatchKind = Literal["answer", "context"]
