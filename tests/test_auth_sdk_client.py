@@ -1,20 +1,23 @@
 """The MCP SDK's own OAuth client (`mcp.client.auth.OAuthClientProvider`) connects the way a real
 connector does: 401 -> protected-resource metadata -> authorization-server metadata -> dynamic
 registration -> the browser step (here: httpx playing the owner on the consent page) -> code
-exchange with PKCE -> MCP calls; later a refresh, and a reconnect from stored credentials.
+exchange with PKCE -> MCP calls; later a refresh, and a reconnect from stored credentials. What
+the 2026-07-28 authorization text asks of the server, as that client reads it: the scope in the
+challenge, and RFC 9207 `iss` advertised and then required.
 """
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Awaitable, Callable, Iterator
 
 import httpx
 import httpx2
 import pytest
 from mcp import Client
-from mcp.client.auth import OAuthClientProvider, TokenStorage
+from mcp.client.auth import OAuthClientProvider, OAuthFlowError, TokenStorage
+from mcp.client.auth.utils import extract_scope_from_www_auth
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 from pydantic import AnyUrl
@@ -44,9 +47,11 @@ class MemoryTokenStorage(TokenStorage):
 class Owner:
     """The person in front of the browser: opens the authorization URL and approves on the consent page."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, drop_iss: bool = False) -> None:
+        """`drop_iss`: the response reaches the client without its issuer (a mix-up attack's shape)."""
         self.visits: list[str] = []
         self.result: AuthorizationCodeResult | None = None
+        self.drop_iss = drop_iss
 
     async def redirect_handler(self, authorization_url: str) -> None:
         self.visits.append(authorization_url)
@@ -62,7 +67,8 @@ class Owner:
             )
             assert approved.status_code == 302, approved.text
         params = query_of(approved.headers["location"])
-        self.result = AuthorizationCodeResult(code=params["code"], state=params.get("state"), iss=params.get("iss"))
+        iss = None if self.drop_iss else params.get("iss")
+        self.result = AuthorizationCodeResult(code=params["code"], state=params.get("state"), iss=iss)
 
     async def callback_handler(self) -> AuthorizationCodeResult:
         assert self.result is not None
@@ -76,7 +82,12 @@ def oauth_server(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> I
     proc.stop()
 
 
-def connector(server: ServerProcess, storage: MemoryTokenStorage, owner: Owner) -> tuple[Client, OAuthClientProvider]:
+def connector(
+    server: ServerProcess,
+    storage: MemoryTokenStorage,
+    owner: Owner,
+    on_response: Callable[[httpx2.Response], Awaitable[None]] | None = None,
+) -> tuple[Client, OAuthClientProvider]:
     auth = OAuthClientProvider(
         server_url=server.mcp_url,
         client_metadata=OAuthClientMetadata(
@@ -89,7 +100,9 @@ def connector(server: ServerProcess, storage: MemoryTokenStorage, owner: Owner) 
         redirect_handler=owner.redirect_handler,
         callback_handler=owner.callback_handler,
     )
-    return Client(streamable_http_client(server.mcp_url, http_client=httpx2.AsyncClient(auth=auth, timeout=60))), auth
+    hooks = {"response": [on_response]} if on_response else {}
+    http = httpx2.AsyncClient(auth=auth, timeout=60, event_hooks=hooks)
+    return Client(streamable_http_client(server.mcp_url, http_client=http)), auth
 
 
 async def test_the_sdk_oauth_client_completes_the_flow_refreshes_and_reconnects(oauth_server: ServerProcess) -> None:
@@ -117,3 +130,39 @@ async def test_the_sdk_oauth_client_completes_the_flow_refreshes_and_reconnects(
     async with again:
         assert not (await again.call_tool("search_memory", {"query": "SDK client"})).is_error
     assert len(owner.visits) == 1
+
+
+def causes(exc: BaseException) -> Iterator[BaseException]:
+    """`exc`, the exceptions a group holds and the causes of each, depth first."""
+    yield exc
+    for inner in exc.exceptions if isinstance(exc, BaseExceptionGroup) else ():
+        yield from causes(inner)
+    if exc.__cause__ is not None:
+        yield from causes(exc.__cause__)
+
+
+async def test_the_sdk_client_takes_the_challenge_scope_and_holds_the_server_to_its_iss(oauth_server: ServerProcess) -> None:
+    challenges: list[httpx2.Response] = []
+
+    async def keep_challenge(response: httpx2.Response) -> None:
+        if response.status_code == 401:
+            challenges.append(response)
+
+    owner = Owner()
+    client, auth = connector(oauth_server, MemoryTokenStorage(), owner, keep_challenge)
+    async with client:
+        assert not (await client.call_tool("memory_stats", {})).is_error
+    assert [extract_scope_from_www_auth(challenge) for challenge in challenges] == ["memory"]
+    assert query_of(owner.visits[0])["scope"] == "memory"
+    assert auth.context.oauth_metadata is not None
+    assert auth.context.oauth_metadata.authorization_response_iss_parameter_supported is True
+
+    # The server said its responses carry `iss`: one that arrives without it is refused.
+    stripped = Owner(drop_iss=True)
+    client, _auth = connector(oauth_server, MemoryTokenStorage(), stripped)
+    with pytest.raises(BaseException) as refused:
+        async with client:
+            await client.call_tool("memory_stats", {})
+    flow_errors = [exc for exc in causes(refused.value) if isinstance(exc, OAuthFlowError)]
+    assert flow_errors and "missing iss" in str(flow_errors[0]), repr(refused.value)
+    assert len(stripped.visits) == 1

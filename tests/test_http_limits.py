@@ -96,14 +96,15 @@ async def test_oversized_bodies_get_413_on_the_auth_endpoints(limited_oauth: Ser
 
 
 async def test_cors_allows_only_the_configured_origin(limited: ServerProcess) -> None:
-    preflight = {"Origin": APP, "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "content-type, mcp-protocol-version, authorization"}
+    asked = "content-type, mcp-protocol-version, mcp-method, mcp-name, authorization"  # a 2026-07-28 client's
+    preflight = {"Origin": APP, "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": asked}
     async with httpx.AsyncClient(base_url=limited.base_url, timeout=10) as http:
         allowed = await http.options("/mcp", headers=preflight)
         assert allowed.status_code == 200
         assert allowed.headers["access-control-allow-origin"] == APP
         assert set(allowed.headers["access-control-allow-methods"].replace(" ", "").split(",")) >= {"GET", "POST", "OPTIONS"}
         allowed_headers = allowed.headers["access-control-allow-headers"].lower()
-        for header in ("mcp-session-id", "mcp-protocol-version", "authorization", "content-type"):
+        for header in ("mcp-session-id", "mcp-protocol-version", "mcp-method", "mcp-name", "authorization", "content-type"):
             assert header in allowed_headers
         assert "access-control-allow-credentials" not in allowed.headers
         ping = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'

@@ -6,17 +6,18 @@ forwards (a Function's default host, a Container App's FQDN, a custom domain), s
 resolves the public origin of each request (`symbiote.auth.origin`) and serves it from an app
 built for that origin with the SDK's own pieces and ours:
 
-- RFC 8414 metadata (advertising Client ID Metadata Documents and public clients), `/authorize`
-  (per-address budget), `/token` (PKCE S256) and `/revoke` (RFC 7009, `symbiote.auth.revocation`)
+- RFC 8414 metadata (advertising Client ID Metadata Documents, public clients and RFC 9207 `iss`
+  in every authorization response: `symbiote.auth.issuer`), `/authorize` (per-address budget),
+  `/token` (PKCE S256) and `/revoke` (RFC 7009, `symbiote.auth.revocation`)
   with client authentication for every client type (`symbiote.auth.client_auth`), and `/register`
   (RFC 7591, size limits and budgets: `symbiote.auth.registration`) unless open registration is
   off; a `client_id` that is an HTTPS URL is resolved from its metadata document
   (`symbiote.auth.client_metadata`);
 - `create_protected_resource_routes`: RFC 9728 metadata for `<origin>/mcp`;
 - `AuthenticationMiddleware` + `BearerAuthBackend` (tokens bound to this origin's resource) +
-  `AuthContextMiddleware`, and `RequireAuthMiddleware` on `/mcp`, the legacy SSE pair and memory
-  links: 401 with the `WWW-Authenticate: Bearer ... resource_metadata=...` challenge. Only then
-  is the request's body read (`after_auth`: the full body cap).
+  `AuthContextMiddleware`, and `RequireToken` (`symbiote.auth.challenge`) on `/mcp`, the legacy
+  SSE pair and memory links: 401 with the `WWW-Authenticate: Bearer ... resource_metadata=...,
+  scope="memory"` challenge. Only then is the request's body read (`after_auth`: the full body cap).
 
 In `none` mode the same gateway serves the endpoints unprotected (loopback only, see `policy`).
 """
@@ -34,7 +35,7 @@ from mcp.server.auth.handlers.metadata import MetadataHandler
 from mcp.server.auth.handlers.register import RegistrationHandler
 from mcp.server.auth.handlers.token import TokenHandler
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
-from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
+from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend
 from mcp.server.auth.provider import ProviderTokenVerifier
 from mcp.server.auth.routes import (
     AUTHORIZATION_PATH,
@@ -58,9 +59,11 @@ from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import BaseRoute, Mount, Route, request_response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from symbiote.auth.challenge import RequireToken
 from symbiote.auth.client_auth import HashedSecretAuthenticator
 from symbiote.auth.client_metadata import ClientMetadataDocuments
 from symbiote.auth.consent import ConsentEndpoint
+from symbiote.auth.issuer import IssuerOnErrors, advertise_issuer_parameter
 from symbiote.auth.origin import OriginResolver, address_key, client_address, current_origin
 from symbiote.auth.owner import OwnerSecret, SignInLimiter
 from symbiote.auth.provider import SCOPE, SymbioteOAuthProvider
@@ -163,7 +166,7 @@ class AuthGateway:
         routes += [Route("/.well-known/oauth-protected-resource", endpoint=r.app, methods=["GET", "OPTIONS"]) for r in resource_routes if isinstance(r, Route)]
         routes.append(Route("/oauth/consent", endpoint=self.consent.__call__, methods=["GET", "POST"]))
         metadata_url = build_resource_metadata_url(resource)
-        routes += protect_routes(self.endpoints, lambda app: RequireAuthMiddleware(self.after_auth(app), [], metadata_url))
+        routes += protect_routes(self.endpoints, lambda app: RequireToken(self.after_auth(app), str(metadata_url)))
         backend = BearerAuthBackend(ProviderTokenVerifier(provider), resource_server_url=resource)  # type: ignore[arg-type]
         return Starlette(
             routes=routes,
@@ -178,6 +181,7 @@ class AuthGateway:
         metadata.client_id_metadata_document_supported = self.documents is not None or None
         metadata.token_endpoint_auth_methods_supported = CLIENT_AUTH_METHODS
         metadata.revocation_endpoint_auth_methods_supported = CLIENT_AUTH_METHODS
+        advertise_issuer_parameter(metadata)
         authenticator = HashedSecretAuthenticator(provider)  # type: ignore[arg-type]
         sdk_routes = {
             route.path: route
@@ -195,7 +199,10 @@ class AuthGateway:
 
         describe = cors_middleware(MetadataHandler(metadata).handle, ["GET", "OPTIONS"])
         authorize = Budgeted(
-            sdk_routes[AUTHORIZATION_PATH].app, self.authorizations, "authorization requests", current_address.get
+            IssuerOnErrors(sdk_routes[AUTHORIZATION_PATH].app, provider.origin),
+            self.authorizations,
+            "authorization requests",
+            current_address.get,
         )
         routes: list[BaseRoute] = [
             Route("/.well-known/oauth-authorization-server", endpoint=describe, methods=["GET", "OPTIONS"]),

@@ -5,7 +5,8 @@ clients (and the Azure Functions adapter, which buffers whole responses) work wi
 sticky sessions; `GET /mcp` (a server-push stream we never use) is answered 405. The legacy
 SSE pair (`GET /sse`, `POST /messages/{session_id}`, see `symbiote.http.sse`) stays for older
 clients. `settings.transport` picks what is served: `http` (the default) both, `sse` only the
-legacy pair. Around everything: the request body cap and CORS (`symbiote.http.limits`).
+legacy pair. Around everything: header values without the whitespace around them
+(`symbiote.http.headers`), the request body cap and CORS (`symbiote.http.limits`).
 
 Health (`/`, `/health`) is always public and reveals nothing private. Everything else sits
 behind `symbiote.auth.gateway.AuthGateway`: in `oauth` mode (the default anywhere but a
@@ -45,6 +46,7 @@ from symbiote.config import ConfigError, Settings
 from symbiote.http.health import health_endpoint
 from symbiote.azure.share import FileShare
 from symbiote.runtime import Runtime, build_runtime
+from symbiote.http.headers import TrimmedHeaders
 from symbiote.http.limits import body_limits, cors_middleware
 from symbiote.http.security import ForwardedClient, allowed_hosts, transport_security
 from symbiote.http.sse import LegacySseTransport, SessionTable
@@ -135,7 +137,12 @@ def create_app(
     app = Starlette(
         routes=routes,
         lifespan=_lifespan(runtime, store, warm_up),
-        middleware=[*forwarded, *cors_middleware(settings.cors_origins), *body_limits(settings.max_body_bytes, mode == "oauth")[0]],
+        middleware=[
+            Middleware(TrimmedHeaders),
+            *forwarded,
+            *cors_middleware(settings.cors_origins),
+            *body_limits(settings.max_body_bytes, mode == "oauth")[0],
+        ],
     )
     app.state.runtime = runtime
     app.state.sessions = sessions

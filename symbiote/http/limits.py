@@ -27,7 +27,11 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 CORS_METHODS = ("GET", "POST", "OPTIONS")
-CORS_HEADERS = ("mcp-session-id", "mcp-protocol-version", "authorization", "content-type", "last-event-id")
+# Mcp-Method and Mcp-Name: a 2026-07-28 client sends them on every request (Symbiote's tools declare
+# no Mcp-Param-* headers).
+CORS_HEADERS = (
+    "mcp-session-id", "mcp-protocol-version", "mcp-method", "mcp-name", "authorization", "content-type", "last-event-id"
+)
 CORS_EXPOSED = ("mcp-session-id", "mcp-protocol-version", "www-authenticate")
 NO_BODY_METHODS = ("GET", "HEAD", "OPTIONS")
 DRAIN_BYTES = 32 * 1024 * 1024

@@ -12,6 +12,8 @@ from typing import Any, Awaitable, Callable
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, GetPromptResult, InputRequiredResult
 from mcp_types import Tool as MCPTool
 from pydantic import ValidationError
 
@@ -62,6 +64,15 @@ class SymbioteMCP(MCPServer):
                 )
                 raise ToolError(f"Invalid arguments for {name}: {problems}.") from cause
             raise
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, Any] | None = None, context: Context | None = None
+    ) -> GetPromptResult | InputRequiredResult:
+        """An unknown prompt is the client's mistake: an invalid-params error naming it. The SDK raises a
+        bare ValueError, which the 2026-07-28 path can only answer as an internal server error."""
+        if self._prompt_manager.get_prompt(name) is None:
+            raise MCPError(INVALID_PARAMS, f"Unknown prompt: {name}")
+        return await super().get_prompt(name, arguments, context)
 
     def add_tool(self, fn: Callable[..., Any], name: str | None = None, **kwargs: Any) -> None:
         """Register a tool (the `@tool` decorator comes here too), publishing its output schema plain.
