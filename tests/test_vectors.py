@@ -191,6 +191,7 @@ def test_the_store_process_reads_the_vectors_between_requests(tmp_path: Path, mo
     host = StoreProcess(tmp_path)
     try:
         store = host.open("memories", MODEL_NAME, MODEL_DIMENSION)
+        time.sleep(1.0)  # the child's idle moment between requests (a loaded machine may delay it)
         assert store.idle_step() is False  # nothing left: the child read them before this call
         found = store.nearest(model.embed(["nut allergy"])[0], 3)
         assert found[0].memory_id == stored[2].memory_id
