@@ -32,7 +32,8 @@ RUN python -m pip install --index-url "${TORCH_INDEX_URL}" "torch==2.13.0" \
 COPY symbiote ./symbiote
 RUN python -m symbiote export-model --target /opt/symbiote/model \
  && test -f /opt/symbiote/model/model.onnx \
- && test -f /opt/symbiote/model/symbiote-model.json
+ && test -f /opt/symbiote/model/symbiote-model.json \
+ && ls /opt/symbiote/model/warm-*.npy
 
 # ---------------------------------------------------------------------------------------------------
 FROM mcr.microsoft.com/azure-functions/python:4-python3.11 AS app
