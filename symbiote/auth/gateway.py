@@ -62,7 +62,7 @@ from symbiote.auth.client_auth import HashedSecretAuthenticator
 from symbiote.auth.client_metadata import ClientMetadataDocuments
 from symbiote.auth.consent import ConsentEndpoint
 from symbiote.auth.origin import OriginResolver, address_key, client_address, current_origin
-from symbiote.auth.owner import OwnerSecret, SignInLimiter
+from symbiote.auth.owner import OwnerChecks
 from symbiote.auth.provider import SCOPE, SymbioteOAuthProvider
 from symbiote.auth.rates import Budgeted, RateBudget
 from symbiote.auth.registration import LimitedRegistration
@@ -103,8 +103,7 @@ class AuthGateway:
         resolver: OriginResolver,
         endpoints: list[BaseRoute],
         store: AuthStore | None = None,
-        owner: OwnerSecret | None = None,
-        limiter: SignInLimiter | None = None,
+        checks: OwnerChecks | None = None,
         options: OAuthOptions = OAuthOptions(),
         after_auth: Callable[[ASGIApp], ASGIApp] = lambda app: app,
     ) -> None:
@@ -113,15 +112,14 @@ class AuthGateway:
         self.resolver = resolver
         self.endpoints = endpoints
         self.store = store
-        self.owner = owner
-        self.limiter = limiter
+        self.checks = checks
         self.options = options
         self.after_auth = after_auth
         self._apps: OrderedDict[str, ASGIApp] = OrderedDict()
         self._open_app: ASGIApp = Starlette(routes=protect_routes(endpoints, after_auth))
         if mode == "oauth":
-            assert store is not None and owner is not None and limiter is not None
-            self.consent = ConsentEndpoint(store, owner, limiter, resolver.trust_forwarded)
+            assert store is not None and checks is not None
+            self.consent = ConsentEndpoint(store, checks, resolver.trust_forwarded)
             self.registrations = RateBudget(
                 options.registrations_per_minute, 60.0, options.registrations_per_hour, 3600.0
             )

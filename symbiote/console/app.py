@@ -18,16 +18,17 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from symbiote.auth.origin import OriginResolver
-from symbiote.auth.owner import OwnerSecret, SignInLimiter
+from symbiote.auth.owner import OwnerChecks
 from symbiote.console import memories, overview, signin, transfer_pages
 from symbiote.console.gate import Access, ConsoleGate
 from symbiote.console.jobs import ImportJobs
 from symbiote.console.rendering import STATIC
-from symbiote.console.session import Sessions, session_key
+from symbiote.console.session import SessionKey, Sessions, key_path
 from symbiote.transfer.history_access import turn_reader
 from symbiote.transfer.importing import Importer, ImportReport
 
 if TYPE_CHECKING:
+    from symbiote.auth.store import AuthStore
     from symbiote.config import Settings
     from symbiote.memory.engine import MemoryEngine
     from symbiote.memory.history import ConversationHistory
@@ -48,18 +49,22 @@ def console_access(
     mode: str,
     resolver: OriginResolver,
     security: TransportSecuritySettings,
-    owner: OwnerSecret | None = None,
-    limiter: SignInLimiter | None = None,
+    checks: OwnerChecks | None = None,
+    store: "AuthStore | None" = None,
 ) -> Access:
-    """The console's access rules for a server with these settings and auth mode (`none`/`oauth`)."""
-    material = (settings.owner_secret or settings.owner_secret_hash) if mode != "none" else ""
+    """The console's access rules for a server with these settings and auth mode (`none`/`oauth`).
+
+    With auth on, sessions are signed with the key in the data directory and signing out is
+    remembered in the sign-in database `store`; with auth off nobody signs in, and a key for this
+    process is enough."""
+    signed = mode != "none" and store is not None
+    key = SessionKey(key_path(settings.chromadb_path) if signed else None)
     return Access(
         mode=mode,
         resolver=resolver,
         security=security,
-        sessions=Sessions(session_key(material)),
-        owner=owner,
-        limiter=limiter,
+        sessions=Sessions(key, store if signed else None),
+        checks=checks,
         trust_forwarded=resolver.trust_forwarded,
     )
 

@@ -36,7 +36,7 @@ from starlette.routing import BaseRoute, Mount, Route
 
 from symbiote.auth.gateway import AuthGateway, OAuthOptions
 from symbiote.auth.origin import OriginResolver, current_origin
-from symbiote.auth.owner import OwnerSecret, SignInLimiter
+from symbiote.auth.owner import OwnerChecks, OwnerSecret, SignInLimiter
 from symbiote.auth.policy import AuthRefused, chatgpt_tools_enabled, enforce
 from symbiote.auth.store import AuthStore, AuthStoreUnavailable, default_auth_db
 from symbiote.console.app import console_access, create_console
@@ -113,13 +113,17 @@ def create_app(
         Route("/memories/{memory_id}", endpoint=memory_link_endpoint(runtime.engine, current_origin.get), methods=["GET"]),
     ]
     resolver = OriginResolver(settings, allowed_hosts(settings))
-    owner = OwnerSecret(settings.owner_secret, settings.owner_secret_hash) if mode == "oauth" else None
-    limiter = SignInLimiter() if mode == "oauth" else None  # one budget for the consent page and the console
-    gateway, store = _gateway(settings, mode, endpoints, resolver, owner, limiter)
+    # One budget and one discipline for owner-secret attempts, on the consent page and the console.
+    checks = (
+        OwnerChecks(OwnerSecret(settings.owner_secret, settings.owner_secret_hash), SignInLimiter())
+        if mode == "oauth"
+        else None
+    )
+    gateway, store = _gateway(settings, mode, endpoints, resolver, checks)
     console = create_console(
         runtime.engine,
         runtime.history.history if runtime.history is not None else None,
-        console_access(settings, mode, resolver, security, owner, limiter),
+        console_access(settings, mode, resolver, security, checks, store),
         max_body_bytes=settings.max_body_bytes,
         after_gate=body_limits(settings.max_body_bytes, mode == "oauth")[1],  # the full cap, after the session check
     )
@@ -155,12 +159,11 @@ def _gateway(
     mode: str,
     endpoints: list[BaseRoute],
     resolver: OriginResolver,
-    owner: OwnerSecret | None,
-    limiter: SignInLimiter | None,
+    checks: OwnerChecks | None,
 ) -> tuple[AuthGateway, AuthStore | None]:
     """Who may reach `endpoints`: in `oauth` mode the gateway and the auth store behind it."""
     after_auth = body_limits(settings.max_body_bytes, mode == "oauth")[1]
-    if mode != "oauth" or owner is None or limiter is None:
+    if mode != "oauth" or checks is None:
         return AuthGateway(mode=mode, resolver=resolver, endpoints=endpoints, after_auth=after_auth), None
     store = AuthStore(settings.auth_db_path or default_auth_db(settings.chromadb_path))
     gateway = AuthGateway(
@@ -168,8 +171,7 @@ def _gateway(
         resolver=resolver,
         endpoints=endpoints,
         store=store,
-        owner=owner,
-        limiter=limiter,
+        checks=checks,
         options=OAuthOptions(
             access_ttl=settings.access_token_ttl_seconds,
             refresh_ttl=settings.refresh_token_ttl_seconds,
