@@ -8,6 +8,7 @@ session opened with the owner secret. Pages are rendered on the server; htmx (ve
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Callable
 
 from mcp.server.transport_security import TransportSecuritySettings
@@ -21,7 +22,7 @@ from symbiote.auth.origin import OriginResolver
 from symbiote.auth.owner import OwnerChecks
 from symbiote.console import memories, overview, signin, transfer_pages
 from symbiote.console.gate import Access, ConsoleGate
-from symbiote.console.jobs import ImportJobs
+from symbiote.console.jobs import UPLOADS, ImportJobs
 from symbiote.console.rendering import STATIC
 from symbiote.console.session import SessionKey, Sessions, key_path
 from symbiote.transfer.history_access import turn_reader
@@ -74,15 +75,17 @@ def create_console(
     history: "ConversationHistory | None",
     access: Access,
     *,
+    data_dir: Path,
     max_body_bytes: int = 4 * 1024 * 1024,
     after_gate: Callable[[ASGIApp], ASGIApp] | None = None,
 ) -> Starlette:
     """`after_gate` wraps the pages behind the gate's checks: the server's full body cap, which the
-    host leaves to endpoints that check their caller before reading a body."""
+    host leaves to endpoints that check their caller before reading a body. Import uploads are
+    kept in `data_dir` (the private data directory)."""
     bulk = engine.bulk
 
-    async def run_import(stream: IO[bytes], dry_run: bool, progress: Callable[[int], None]) -> ImportReport:
-        return await Importer(bulk, history, dry_run=dry_run, progress=progress).run(stream)
+    async def run_import(stream: IO[bytes], dry_run: bool, replace: bool, progress: Callable[[int], None]) -> ImportReport:
+        return await Importer(bulk, history, dry_run=dry_run, replace_conflicts=replace, progress=progress).run(stream)
 
     routes = [
         Route("/", memories.memories_page, methods=["GET"]),
@@ -112,6 +115,6 @@ def create_console(
     app.state.console_bulk = bulk
     app.state.console_history = history
     app.state.console_turns = turn_reader(history) if history is not None else None
-    app.state.console_jobs = ImportJobs(run_import)
+    app.state.console_jobs = ImportJobs(run_import, data_dir / UPLOADS)
     app.state.console_max_body = max_body_bytes
     return app

@@ -124,6 +124,7 @@ def create_app(
         runtime.engine,
         runtime.history.history if runtime.history is not None else None,
         console_access(settings, mode, resolver, security, checks, store),
+        data_dir=settings.chromadb_path,
         max_body_bytes=settings.max_body_bytes,
         after_gate=body_limits(settings.max_body_bytes, mode == "oauth")[1],  # the full cap, after the session check
     )
@@ -138,7 +139,7 @@ def create_app(
     forwarded = [Middleware(ForwardedClient)] if resolver.trust_forwarded else []
     app = Starlette(
         routes=routes,
-        lifespan=_lifespan(runtime, store, warm_up),
+        lifespan=_lifespan(runtime, store, warm_up, console.state.console_jobs.close),
         middleware=[*forwarded, *cors_middleware(settings.cors_origins), *body_limits(settings.max_body_bytes, mode == "oauth")[0]],
     )
     app.state.runtime = runtime
@@ -186,8 +187,11 @@ def _gateway(
     return gateway, store
 
 
-def _lifespan(runtime: Runtime, store: AuthStore | None, warm_up: bool) -> Callable[[Starlette], Any]:
-    """Start: check the auth store, run the MCP session manager, warm up. Stop: close everything."""
+def _lifespan(
+    runtime: Runtime, store: AuthStore | None, warm_up: bool, close_imports: Callable[[], None]
+) -> Callable[[Starlette], Any]:
+    """Start: check the auth store, run the MCP session manager, warm up. Stop: close everything
+    (`close_imports`: the console's imports and their uploads)."""
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
@@ -203,6 +207,7 @@ def _lifespan(runtime: Runtime, store: AuthStore | None, warm_up: bool) -> Calla
             finally:
                 if task is not None:
                     task.cancel()
+                close_imports()
         runtime.engine.close()
         if store is not None:
             store.close()
