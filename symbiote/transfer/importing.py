@@ -151,7 +151,7 @@ class Importer:
                 await self._line(number, raw)
             if len(self._pending) >= BATCH and not await self._flush():
                 return self.report
-            if number % 64 == 0 and time.monotonic() - turn >= YIELD_SECONDS:  # others' turn, however many are refused
+            if time.monotonic() - turn >= YIELD_SECONDS:  # however many lines are refused, others get their turn
                 if self._progress is not None:
                     self._progress(done)
                 await asyncio.sleep(0)
