@@ -22,6 +22,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from symbiote.auth.client_metadata import is_metadata_url
 from symbiote.auth.origin import address_key, client_address
+from symbiote.auth.overflow import OverflowTickets
 from symbiote.auth.owner import OwnerChecks
 from symbiote.auth.store import AuthStore
 
@@ -65,8 +66,12 @@ def _expired() -> HTMLResponse:
 
 
 def _destination(redirect_uri: str) -> str:
+    """Where the code goes, as the browser will go there: scheme, host and port, never a user name."""
     parts = urlsplit(redirect_uri)
-    return f"{parts.scheme}://{parts.netloc}" if parts.netloc else f"{parts.scheme}:"
+    if not parts.hostname:
+        return f"{parts.scheme}:"
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    return f"{parts.scheme}://{host}{f':{parts.port}' if parts.port else ''}"
 
 
 def _publisher(client_id: str) -> str:
@@ -80,11 +85,26 @@ def _publisher(client_id: str) -> str:
 class ConsentEndpoint:
     """GET shows the approval form; POST checks the owner secret and mints the code."""
 
-    def __init__(self, store: AuthStore, checks: OwnerChecks, trust_forwarded: bool) -> None:
+    def __init__(self, store: AuthStore, checks: OwnerChecks, trust_forwarded: bool, overflow: OverflowTickets) -> None:
+        """`overflow`: the tickets of sign-ins that found the waiting ones full (`symbiote.auth.overflow`)."""
         self.store = store
         self.checks = checks
         self.owner = checks.owner
         self.trust_forwarded = trust_forwarded
+        self.overflow = overflow
+
+    async def _find(self, ticket: str) -> tuple[str, dict[str, Any]] | None:
+        if not ticket:
+            return None
+        if self.overflow.holds(ticket):
+            return self.overflow.read(ticket)
+        return await anyio.to_thread.run_sync(self.store.get_pending, ticket)  # type: ignore[no-any-return]
+
+    async def _take(self, ticket: str) -> tuple[str, dict[str, Any]] | None:
+        """The parked request, exactly once."""
+        if self.overflow.holds(ticket):
+            return self.overflow.take(ticket)
+        return await anyio.to_thread.run_sync(self.store.pop_pending, ticket)  # type: ignore[no-any-return]
 
     def _throttled(self, source: str) -> HTMLResponse:
         seconds = max(1, math.ceil(self.checks.retry_after(source)))
@@ -134,7 +154,7 @@ Client id <code>{html.escape(client_id)}</code>{_publisher(client_id)}</p>
 
     async def show(self, request: Request) -> Response:
         ticket = request.query_params.get("ticket", "")
-        found = await anyio.to_thread.run_sync(self.store.get_pending, ticket) if ticket else None
+        found = await self._find(ticket)
         if found is None:
             return _expired()
         return await self._form(ticket, found[0], found[1])
@@ -148,13 +168,13 @@ Client id <code>{html.escape(client_id)}</code>{_publisher(client_id)}</p>
         source = address_key(client_address(request.scope, self.trust_forwarded))
         if decision == "approve" and self.checks.retry_after(source) > 0:
             return self._throttled(source)  # fast path: no database, no queueing, no hashing
-        found = await anyio.to_thread.run_sync(self.store.get_pending, ticket) if ticket else None
+        found = await self._find(ticket)
         if found is None:
             return _expired()
         client_id, params = found
         issuer = params["origin"]
         if decision == "deny":
-            if await anyio.to_thread.run_sync(self.store.pop_pending, ticket) is None:
+            if await self._take(ticket) is None:
                 return _expired()
             log.info("sign-in denied by the owner for client %s", client_id)
             target = construct_redirect_uri(
@@ -172,7 +192,7 @@ Client id <code>{html.escape(client_id)}</code>{_publisher(client_id)}</p>
         if not correct:
             log.warning("wrong owner secret on the consent page (client %s, from %s)", client_id, source)
             return await self._form(ticket, client_id, params, "That is not the owner secret.", status=401)
-        taken = await anyio.to_thread.run_sync(self.store.pop_pending, ticket)
+        taken = await self._take(ticket)
         if taken is None:
             return _expired()
         code_data = {key: params[key] for key in ("scopes", "code_challenge", "redirect_uri", "redirect_uri_provided_explicitly", "resource")}

@@ -62,6 +62,7 @@ from symbiote.auth.client_auth import HashedSecretAuthenticator
 from symbiote.auth.client_metadata import ClientMetadataDocuments
 from symbiote.auth.consent import ConsentEndpoint
 from symbiote.auth.origin import OriginResolver, address_key, client_address, current_origin
+from symbiote.auth.overflow import OverflowTickets
 from symbiote.auth.owner import OwnerChecks
 from symbiote.auth.provider import SCOPE, SymbioteOAuthProvider
 from symbiote.auth.rates import Budgeted, RateBudget
@@ -119,7 +120,8 @@ class AuthGateway:
         self._open_app: ASGIApp = Starlette(routes=protect_routes(endpoints, after_auth))
         if mode == "oauth":
             assert store is not None and checks is not None
-            self.consent = ConsentEndpoint(store, checks, resolver.trust_forwarded)
+            self.overflow = OverflowTickets()  # sign-ins past the cap on waiting ones, for the owner to approve
+            self.consent = ConsentEndpoint(store, checks, resolver.trust_forwarded, self.overflow)
             self.registrations = RateBudget(
                 options.registrations_per_minute, 60.0, options.registrations_per_hour, 3600.0
             )
@@ -150,7 +152,7 @@ class AuthGateway:
         resource = _URL.validate_python(f"{origin}/mcp")
         provider = SymbioteOAuthProvider(
             self.store, origin, access_ttl=self.options.access_ttl, refresh_ttl=self.options.refresh_ttl,
-            documents=self.documents,
+            documents=self.documents, overflow=self.overflow,
         )
         routes = self._server_routes(provider, issuer)
         resource_routes = create_protected_resource_routes(
