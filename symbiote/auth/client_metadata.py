@@ -54,7 +54,10 @@ def is_metadata_url(client_id: str) -> bool:
     """An https URL with a path: the form a Client ID Metadata Document's `client_id` takes."""
     if not client_id.startswith("https://") or len(client_id) > 2000:
         return False
-    parts = urlsplit(client_id)
+    try:
+        parts = urlsplit(client_id)
+    except ValueError:  # e.g. an unbalanced "[": no URL at all
+        return False
     segments = parts.path.split("/")
     return bool(
         parts.hostname

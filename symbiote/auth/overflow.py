@@ -69,7 +69,7 @@ class OverflowTickets:
 
     def read(self, ticket: str) -> tuple[str, dict[str, Any]] | None:
         """The client and parked request, or None when the ticket is forged, expired or taken."""
-        if not self.holds(ticket) or len(ticket) > 2 * MAX_PAYLOAD or ticket.count(".") != 2:
+        if not self.holds(ticket) or len(ticket) > 2 * MAX_PAYLOAD or ticket.count(".") != 2 or not ticket.isascii():
             return None
         body, signature = ticket[len(PREFIX) :].split(".")
         if not hmac.compare_digest(signature, self._sign(body)) or signature in self._taken:

@@ -75,7 +75,12 @@ class ImportJobs:
     def create(self) -> ImportJob:
         self._forget_old()
         if len(self._jobs) >= MAX_JOBS:
-            raise JobError("Too many imports are waiting; try again later.")
+            finished = [job for job in self._jobs.values() if job.state in ("done", "failed")]
+            if not finished:
+                raise JobError("Too many imports are waiting; try again later.")
+            oldest = min(finished, key=lambda job: job.created)  # its report gives way to a new import
+            oldest.path.unlink(missing_ok=True)
+            del self._jobs[oldest.job_id]
         job_id = secrets.token_urlsafe(12)
         path = self._directory / f"{job_id}.jsonl"
         try:

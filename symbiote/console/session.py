@@ -143,7 +143,7 @@ class Sessions:
 
     def check(self, cookie: str | None) -> Session | None:
         """The session a cookie carries, or None when it is missing, forged, expired or signed out."""
-        if not cookie or cookie.count(".") != 2 or len(cookie) > 200:
+        if not cookie or cookie.count(".") != 2 or len(cookie) > 200 or not cookie.isascii():
             return None
         expires_text, session_id, signature = cookie.split(".")
         key = self._key.current()
@@ -167,4 +167,6 @@ class Sessions:
 
     @staticmethod
     def csrf_ok(session: Session | None, token: str | None) -> bool:
-        return session is not None and bool(token) and hmac.compare_digest(session.csrf, token or "")
+        if session is None or not token or not token.isascii():  # every token made here is ASCII
+            return False
+        return hmac.compare_digest(session.csrf, token)
