@@ -18,9 +18,9 @@ from collections import deque
 from dataclasses import dataclass, field
 
 import anyio
-import anyio.to_thread
 
 from symbiote.auth_settings import SCRYPT_MAXMEM, parse_secret_hash  # the hash's format is a setting's
+from symbiote.workers import PriorityExecutor
 
 SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1  # ~16 MiB per check: affordable behind a rate limit
 CONCURRENT_CHECKS = 2  # scrypt checks at once, for the whole server: bounded work, whatever arrives
@@ -140,12 +140,15 @@ class OwnerChecks:
     and is then checked; one check per source (an address or IPv6 /64) at a time, the limit re-read
     inside; at most CONCURRENT_CHECKS checks in flight for the whole server. So a burst of parallel
     guesses cannot slip past the limiter together, and whatever arrives costs bounded CPU and memory.
+    The checks run on threads of their own: scrypt's 16 MiB stays with those two threads' memory
+    instead of spreading over every worker thread the server has.
     """
 
     def __init__(self, owner: OwnerSecret, limiter: SignInLimiter, concurrent: int = CONCURRENT_CHECKS) -> None:
         self.owner = owner
         self.limiter = limiter
         self._checks = anyio.Semaphore(concurrent)
+        self._threads = PriorityExecutor(concurrent, "owner-secret")
         self._checking: set[str] = set()  # sources with a check under way
 
     def retry_after(self, source: str) -> float:
@@ -162,7 +165,7 @@ class OwnerChecks:
             async with self._checks:
                 if self.limiter.retry_after(source) > 0:
                     return None
-                correct = await anyio.to_thread.run_sync(self.owner.verify, secret)
+                correct = await self._threads.run(self.owner.verify, secret)
         finally:
             self._checking.discard(source)
         if correct:
