@@ -28,6 +28,7 @@ import logging
 from typing import Any, AsyncIterator, Callable
 from urllib.parse import urlsplit
 
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -88,30 +89,9 @@ def create_app(
         register_chatgpt_tools(mcp, runtime.engine, current_origin.get)
         mcp._symbiote_chatgpt_tools = True  # type: ignore[attr-defined]
     security = transport_security(settings)
-    streamable = mcp.streamable_http_app(
-        stateless_http=True,
-        json_response=True,
-        transport_security=security,
-        host=settings.host,
-        max_request_body_size=settings.max_body_bytes,
-    )
     sessions = SessionTable()
     mcp.symbiote_sessions = sessions  # type: ignore[attr-defined]  # health reports len(sessions)
-    sse = LegacySseTransport(
-        mcp._lowlevel_server,
-        security=security,
-        sessions=sessions,
-        heartbeat_seconds=settings.sse_heartbeat_seconds,
-        max_lifetime_seconds=settings.sse_max_lifetime_seconds,
-    )
-    endpoints: list[BaseRoute] = []
-    if settings.transport != "sse":
-        mcp_endpoint = next(r.endpoint for r in streamable.routes if isinstance(r, Route) and r.path == "/mcp")
-        endpoints.append(Route("/mcp", endpoint=mcp_endpoint, methods=["POST", "DELETE"]))
-    endpoints += [
-        *sse.routes(),
-        Route("/memories/{memory_id}", endpoint=memory_link_endpoint(runtime.engine, current_origin.get), methods=["GET"]),
-    ]
+    endpoints = _endpoints(settings, runtime, security, sessions)
     resolver = OriginResolver(settings, allowed_hosts(settings))
     # One budget and one discipline for owner-secret attempts, on the consent page and the console.
     checks = (
@@ -149,6 +129,36 @@ def create_app(
     if periodic_snapshots and runtime.share is not None:
         runtime.share.start_periodic_snapshots()
     return app
+
+
+def _endpoints(
+    settings: Settings, runtime: Runtime, security: TransportSecuritySettings, sessions: SessionTable
+) -> list[BaseRoute]:
+    """What a token opens: `/mcp` (unless `SYMBIOTE_TRANSPORT=sse`), the legacy SSE pair, memory links."""
+    mcp = runtime.server
+    streamable = mcp.streamable_http_app(  # also makes the session manager the lifespan runs
+        stateless_http=True,
+        json_response=True,
+        transport_security=security,
+        host=settings.host,
+        max_request_body_size=settings.max_body_bytes,
+    )
+    endpoints: list[BaseRoute] = []
+    if settings.transport != "sse":
+        mcp_endpoint = next(r.endpoint for r in streamable.routes if isinstance(r, Route) and r.path == "/mcp")
+        endpoints.append(Route("/mcp", endpoint=mcp_endpoint, methods=["POST", "DELETE"]))
+    sse = LegacySseTransport(
+        mcp._lowlevel_server,
+        security=security,
+        sessions=sessions,
+        heartbeat_seconds=settings.sse_heartbeat_seconds,
+        max_lifetime_seconds=settings.sse_max_lifetime_seconds,
+    )
+    return [
+        *endpoints,
+        *sse.routes(),
+        Route("/memories/{memory_id}", endpoint=memory_link_endpoint(runtime.engine, current_origin.get), methods=["GET"]),
+    ]
 
 
 def _to_console(request: Request) -> RedirectResponse:
