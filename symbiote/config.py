@@ -115,6 +115,8 @@ class Settings:
     sse_max_lifetime_seconds: float = 3600.0
     cors_origins: tuple[str, ...] = ()
     max_body_bytes: int = 4 * 1024 * 1024
+    header_timeout_seconds: float = 5.0  # a request head must be complete this soon (symbiote.http.connections)
+    max_connections: int = 1000  # open at once, within the open-file limit
     # Telemetry (symbiote.telemetry; docs/observability.md). The exporters read the standard OTEL_* variables.
     log_format: str = "text"  # LOG_FORMAT: text | json (unset: json on Azure)
     trace_content: bool = False  # SYMBIOTE_TRACE_CONTENT: tool arguments and results in span attributes
@@ -179,7 +181,8 @@ class Settings:
 
 
 def _transport_settings(env: Mapping[str, str], problems: list[str], integer: Any) -> dict[str, Any]:
-    """SYMBIOTE_TRANSPORT, the legacy SSE heartbeat and session lifetime, CORS, the request body cap."""
+    """SYMBIOTE_TRANSPORT, the legacy SSE heartbeat and session lifetime, CORS, the request body cap,
+    the request-head timeout and the connection cap."""
 
     def seconds(name: str, default: float, low: float, high: float) -> float:
         raw = env.get(name, "").strip()
@@ -214,6 +217,8 @@ def _transport_settings(env: Mapping[str, str], problems: list[str], integer: An
         "sse_max_lifetime_seconds": seconds("SYMBIOTE_SSE_MAX_LIFETIME_SECONDS", 3600.0, 1.0, 7 * 86400.0),
         "cors_origins": tuple(o.rstrip("/") for o in cors if o != "*"),
         "max_body_bytes": integer("SYMBIOTE_MAX_BODY_BYTES", 4 * 1024 * 1024, 1024, 256 * 1024 * 1024),
+        "header_timeout_seconds": seconds("SYMBIOTE_HEADER_TIMEOUT_SECONDS", 5.0, 0.5, 300.0),
+        "max_connections": integer("SYMBIOTE_MAX_CONNECTIONS", 1000, 16, 1_000_000),
     }
 
 

@@ -1,9 +1,12 @@
-"""10,000 random and malformed inputs against a real server (issue 20).
+"""10,000 random and malformed inputs against a real server (issues 20 and 30).
 
 JSON-RPC envelopes that are broken in every way, tool calls with arguments of every wrong type
-and size, and OAuth endpoints fed random form fields and JSON. The server must answer each one
-without a 5xx, a JSON-RPC internal error or a tool's "Internal error", stay up, come back to the
-memory it used before, and lose none of the memories stored before the barrage. The counts by kind of input and
+and size, OAuth endpoints fed random form fields and JSON, and the owner's console (signed in):
+its sign-in, pages with random filters, writes with and without the CSRF token, and imports of
+hostile lines (deep nesting, huge numbers, wrong types, memories with random fields). The server
+must answer each one without a 5xx, a JSON-RPC internal error, a tool's "Internal error" or an
+import that fails instead of refusing its lines, stay up, come back to the memory it used
+before, and lose none of the memories stored before the barrage. The counts by kind of input and
 answer are printed (`pytest -s`); docs/security.md keeps a run's table.
 """
 
@@ -24,8 +27,9 @@ import httpx
 import pytest
 
 from tests.conftest import MODEL_DIR, ServerProcess
-from tests.test_auth_support import MCP_HEADERS, oauth_env
+from tests.test_auth_support import MCP_HEADERS, OWNER_SECRET, oauth_env
 from tests.test_hardening import rss_mib
+from tests.test_hardening_fuzz_console import FORM, ConsoleInputs, header_bytes, warm_imports
 
 TOTAL = 10_000
 WORKERS = 8
@@ -184,8 +188,7 @@ def oauth_requests(inputs: Inputs) -> list[Callable[[], dict[str, Any]]]:
         chosen["Authorization"] = ""
         if r.random() < 0.3:
             chosen["Authorization"] = r.choice(["Basic " + inputs.text(30), "Basic Og==", "Bearer " + inputs.text(30)])
-        # Raw bytes, as an attacker sends them; only what HTTP/1.1 cannot carry in a header is left out.
-        return {name: bytes(b for b in value.encode("utf-8") if b >= 0x20 and b != 0x7F).strip() for name, value in chosen.items()}
+        return {name: header_bytes(value) for name, value in chosen.items()}
 
     def token() -> dict[str, Any]:
         return {"method": "POST", "url": r.choice(["/token", "/revoke"]), "data": form(), "headers": headers()}
@@ -216,10 +219,12 @@ def oauth_requests(inputs: Inputs) -> list[Callable[[], dict[str, Any]]]:
 
 def answer_kind(body: str) -> str:
     """What an answer said: a JSON-RPC error code, a tool error, an OAuth error name, or nothing."""
+    if "The import failed" in body:
+        return "import internal error"
     try:
         found = json.loads(body)
     except ValueError:
-        return "page" if body.lstrip().startswith("<") else ""
+        return "page" if body.lstrip().startswith("<") else "text" if body.strip() else ""
     items = found if isinstance(found, list) else [found]
     kinds = set()
     for item in items:
@@ -250,11 +255,16 @@ async def test_ten_thousand_hostile_inputs(target: tuple[ServerProcess, str]) ->
             known.append((json.loads(stored["result"]["content"][0]["text"])["memory_id"], text))
         listed = (await http.post("/mcp", json={"jsonrpc": "2.0", "id": 0, "method": "tools/list"})).json()
         tools = {tool["name"]: tool["inputSchema"] for tool in listed["result"]["tools"]}
+        assert (await http.post("/console/signin", data={"secret": OWNER_SECRET}, headers=FORM)).status_code == 303
+        csrf = (await http.get("/console/transfer")).text.split('name="csrf-token" content="')[1].split('"')[0]
+        await warm_imports(http, csrf)
         baseline = rss_mib(server.proc.pid)
 
         inputs = Inputs(seed=20)
+        console = ConsoleInputs(inputs, csrf, TIMES)
         makers = [(f"rpc:{m.__name__}", m) for m in rpc_envelopes(inputs, tools)] + [
-            (f"oauth:{m.__name__}", m) for m in oauth_requests(inputs)]
+            (f"oauth:{m.__name__}", m) for m in oauth_requests(inputs)] + [
+            (f"console:{m.__name__}", m) for m in console.requests()]
         plan = [inputs.rng.choice(makers) for _ in range(TOTAL)]
         table: Counter[tuple[str, str]] = Counter()
         failures: list[str] = []
@@ -263,7 +273,10 @@ async def test_ten_thousand_hostile_inputs(target: tuple[ServerProcess, str]) ->
         async def worker() -> None:
             for kind, make in queue:
                 request = make()
+                after = request.pop("after", None)
                 response = await http.request(**request)
+                if after is not None:
+                    after(response)
                 body = response.text
                 outcome = f"{response.status_code} {answer_kind(body)}".strip()
                 table[(kind, outcome)] += 1
@@ -271,13 +284,22 @@ async def test_ten_thousand_hostile_inputs(target: tuple[ServerProcess, str]) ->
                     failures.append(f"{kind} {request!r:.300} -> {response.status_code} {body[:300]}")
 
         await asyncio.gather(*(worker() for _ in range(WORKERS)))
+        for job in console.jobs:  # every import started has finished, its bad lines refused, not failed
+            for _ in range(600):
+                status = (await http.get(f"/console/import/{job}")).text
+                if 'data-state="running"' not in status and 'data-state="waiting"' not in status:
+                    break
+                await asyncio.sleep(0.2)
+            table[("console:import finished", answer_kind(status) or status.split('data-state="')[1].split('"')[0])] += 1
+            if "The import failed" in status or 'data-state="running"' in status:
+                failures.append(f"import {job}: {status[:300]}")
         after = rss_mib(server.proc.pid)
         print("\n| input | answer | count |\n|---|---|---|")
         for (kind, outcome), count in sorted(table.items()):
             print(f"| {kind} | {outcome} | {count} |")
         print(f"server memory: {baseline:.0f} MiB before, {after:.0f} MiB after")
         assert not failures, "\n".join(failures[:20])
-        assert sum(table.values()) == TOTAL
+        assert sum(count for (kind, _), count in table.items() if kind != "console:import finished") == TOTAL
         assert server.proc.poll() is None and (await http.get("/health")).json()["status"] == "ok"
         assert after - baseline < 150, (baseline, after)
         for memory_id, text in known:

@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import AsyncIterator
 
@@ -52,9 +53,10 @@ async def export_text(runtime: Runtime, *, history: bool = False, vectors: bool 
     return "".join([chunk async for chunk in export_lines(runtime.engine.bulk, turns, with_vectors=vectors)])
 
 
-async def import_text(runtime: Runtime, text: str, dry_run: bool = False) -> ImportReport:
+async def import_text(runtime: Runtime, text: str, dry_run: bool = False, replace_conflicts: bool = False) -> ImportReport:
     history = runtime.history.history if runtime.history else None
-    return await Importer(runtime.engine.bulk, history, dry_run=dry_run).run(io.BytesIO(text.encode("utf-8")))
+    importer = Importer(runtime.engine.bulk, history, dry_run=dry_run, replace_conflicts=replace_conflicts)
+    return await importer.run(io.BytesIO(text.encode("utf-8")))
 
 
 async def fill(runtime: Runtime) -> dict[str, str]:
@@ -151,23 +153,34 @@ async def test_malformed_lines_are_refused_by_number_and_nothing_stored_is_lost(
     assert (await target.engine.stats()).total_memories == 4
 
 
-async def test_a_newer_copy_updates_an_older_one_is_kept_and_a_dry_run_changes_nothing(runtimes: tuple[Runtime, Runtime]) -> None:
+async def test_other_text_is_a_conflict_a_newer_copy_updates_and_a_dry_run_changes_nothing(
+    runtimes: tuple[Runtime, Runtime],
+) -> None:
     source, target = runtimes
     ids = await fill(source)
     text = await export_text(source)
     await import_text(target, text)
     coffee = ids["Prefers dark roast coffee. Never with sugar."]
     line = next(json.loads(line) for line in memory_lines(text) if json.loads(line)["id"] == coffee)
-    newer = {**line, "content": "Prefers light roast coffee now.", "updated": "2099-01-01T00:00:00.000000Z"}
-    dry = await import_text(target, json.dumps(newer), dry_run=True)
-    assert dry.dry_run and dry.updated == 1 and (await target.engine.get(coffee)).content.startswith("Prefers dark")
-    report = await import_text(target, json.dumps(newer))
-    assert report.updated == 1
-    assert (await target.engine.get(coffee)).content == "Prefers light roast coffee now."
+    soon = datetime.now(timezone.utc) + timedelta(minutes=5)  # later than the stored copy, not in the future past a day
+    retagged = {**line, "tags": ["coffee", "mornings"], "updated": soon.isoformat()}
+    dry = await import_text(target, json.dumps(retagged), dry_run=True)
+    assert dry.dry_run and dry.updated == 1 and (await target.engine.get(coffee)).tags == ["coffee", "preferences"]
+    assert (await import_text(target, json.dumps(retagged))).updated == 1
+    assert (await target.engine.get(coffee)).tags == ["coffee", "mornings"]
+    older = {**retagged, "tags": ["an", "old", "draft"], "updated": None}
+    assert (await import_text(target, json.dumps(older))).kept == 1
+    # Other text under the same id is never taken silently, however new the file says it is.
+    rewritten = {**line, "content": "Prefers light roast coffee now.", "updated": (soon + timedelta(minutes=1)).isoformat()}
+    conflict = await import_text(target, json.dumps(rewritten))
+    assert conflict.conflicts == 1 and conflict.conflicting == [(1, coffee)] and conflict.updated == 0
+    assert "1 conflicts" in conflict.summary()
+    assert (await target.engine.get(coffee)).content.startswith("Prefers dark")
+    future = {**rewritten, "updated": "2999-01-01T00:00:00.000000Z"}
+    assert "future" in dict((await import_text(target, json.dumps(future))).refused)[1]
+    replaced = await import_text(target, json.dumps(rewritten), replace_conflicts=True)
+    assert replaced.replaced == 1 and (await target.engine.get(coffee)).content == "Prefers light roast coffee now."
     assert (await target.engine.search("how does the user take coffee now?")).results[0].memory_id == coffee
-    older = {**line, "content": "An old draft of the coffee memory.", "updated": None}
-    kept = await import_text(target, json.dumps(older))
-    assert kept.kept == 1 and (await target.engine.get(coffee)).content == "Prefers light roast coffee now."
 
 
 async def test_the_reference_memory_servers_knowledge_graph(runtimes: tuple[Runtime, Runtime]) -> None:

@@ -41,6 +41,7 @@ CREATE INDEX IF NOT EXISTS tokens_by_grant ON tokens (grant_id);
 CREATE TABLE IF NOT EXISTS api_keys (
     key_id TEXT PRIMARY KEY, name TEXT NOT NULL, key_hash TEXT NOT NULL UNIQUE, hint TEXT NOT NULL,
     created_at REAL NOT NULL, last_used_at REAL, revoked_at REAL);
+CREATE TABLE IF NOT EXISTS console_signouts (session_hash TEXT PRIMARY KEY, expires_at REAL NOT NULL);
 """
 
 

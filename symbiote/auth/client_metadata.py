@@ -8,8 +8,8 @@ from it, next to the URL's host, which is what vouches for it.
 
 Fetching a URL a stranger chose is a server-side request forgery risk, so a fetch is bounded
 on every side: HTTPS only, no redirects followed, every address the name resolves to must be a
-public one (no private, link-local, loopback or reserved network; loopback only with the test
-setting SYMBIOTE_CIMD_ALLOW_LOOPBACK), the connection goes to the address that was checked (so a
+public one (no private, link-local, loopback or reserved network, nor one that carries an IPv4
+address such as NAT64 or ::127.0.0.1; loopback only with the test setting SYMBIOTE_CIMD_ALLOW_LOOPBACK), the connection goes to the address that was checked (so a
 second DNS answer cannot swap it), at most MAX_DOCUMENT_BYTES within FETCH_SECONDS, and new
 fetches share the client registration budget. Documents are cached (their Cache-Control
 max-age, within bounds) and failures for a minute, so a flood of requests naming the same URL
@@ -54,7 +54,10 @@ def is_metadata_url(client_id: str) -> bool:
     """An https URL with a path: the form a Client ID Metadata Document's `client_id` takes."""
     if not client_id.startswith("https://") or len(client_id) > 2000:
         return False
-    parts = urlsplit(client_id)
+    try:
+        parts = urlsplit(client_id)
+    except ValueError:  # e.g. an unbalanced "[": no URL at all
+        return False
     segments = parts.path.split("/")
     return bool(
         parts.hostname
@@ -67,6 +70,19 @@ def is_metadata_url(client_id: str) -> bool:
     )
 
 
+# Networks refused whatever this Python's `is_global` says of them: those that carry or translate
+# an IPv4 address (IPv4-compatible ::/96, NAT64, 6to4, Teredo), IETF and reserved blocks.
+REFUSED_NETWORKS = tuple(
+    ipaddress.ip_network(network)
+    for network in (
+        "0.0.0.0/8", "100.64.0.0/10", "192.0.0.0/24", "192.0.2.0/24", "198.18.0.0/15", "198.51.100.0/24",
+        "203.0.113.0/24", "240.0.0.0/4",
+        "::/96", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64", "2001::/23", "2001:db8::/32", "2002::/16",
+        "fc00::/7", "fe80::/10", "fec0::/10",
+    )
+)
+
+
 def address_allowed(address: str, allow_loopback: bool) -> bool:
     """Only public unicast addresses; loopback too when the test setting allows it."""
     ip = ipaddress.ip_address(address.split("%", 1)[0])
@@ -74,6 +90,8 @@ def address_allowed(address: str, allow_loopback: bool) -> bool:
         ip = ip.ipv4_mapped
     if ip.is_loopback:
         return allow_loopback
+    if any(ip.version == network.version and ip in network for network in REFUSED_NETWORKS):
+        return False
     return ip.is_global and not ip.is_multicast
 
 

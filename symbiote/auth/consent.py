@@ -3,8 +3,8 @@
 `/authorize` (the SDK's handler) validates the client and redirect URI, then our provider parks
 the request and redirects here. The owner sees which client asks (its name and where it will send
 the code), types the owner secret, and approves or denies. Wrong secrets are throttled by
-`SignInLimiter` before any check is made, per address: strangers' failures slow everyone down a
-little but never lock the owner out.
+`OwnerChecks` (the limiter, one check per address, a global cap) before any check is made, per
+address: strangers' failures slow everyone down a little but never lock the owner out.
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from symbiote.auth.client_metadata import is_metadata_url
 from symbiote.auth.origin import address_key, client_address
-from symbiote.auth.owner import OwnerSecret, SignInLimiter
+from symbiote.auth.overflow import OverflowTickets
+from symbiote.auth.owner import OwnerChecks
 from symbiote.auth.store import AuthStore
 
 log = logging.getLogger("symbiote.auth")
 MAX_FORM_BYTES = 8192
-CONCURRENT_CHECKS = 2  # scrypt checks at once (each takes 16 MiB): bounded work, whatever arrives
 
 SECURITY_HEADERS = {
     "Cache-Control": "no-store",
@@ -66,8 +66,12 @@ def _expired() -> HTMLResponse:
 
 
 def _destination(redirect_uri: str) -> str:
+    """Where the code goes, as the browser will go there: scheme, host and port, never a user name."""
     parts = urlsplit(redirect_uri)
-    return f"{parts.scheme}://{parts.netloc}" if parts.netloc else f"{parts.scheme}:"
+    if not parts.hostname:
+        return f"{parts.scheme}:"
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    return f"{parts.scheme}://{host}{f':{parts.port}' if parts.port else ''}"
 
 
 def _publisher(client_id: str) -> str:
@@ -81,16 +85,29 @@ def _publisher(client_id: str) -> str:
 class ConsentEndpoint:
     """GET shows the approval form; POST checks the owner secret and mints the code."""
 
-    def __init__(self, store: AuthStore, owner: OwnerSecret, limiter: SignInLimiter, trust_forwarded: bool) -> None:
+    def __init__(self, store: AuthStore, checks: OwnerChecks, trust_forwarded: bool, overflow: OverflowTickets) -> None:
+        """`overflow`: the tickets of sign-ins that found the waiting ones full (`symbiote.auth.overflow`)."""
         self.store = store
-        self.owner = owner
-        self.limiter = limiter
+        self.checks = checks
+        self.owner = checks.owner
         self.trust_forwarded = trust_forwarded
-        self._checks = anyio.Semaphore(CONCURRENT_CHECKS)
-        self._checking: set[str] = set()  # sources with a check under way
+        self.overflow = overflow
+
+    async def _find(self, ticket: str) -> tuple[str, dict[str, Any]] | None:
+        if not ticket:
+            return None
+        if self.overflow.holds(ticket):
+            return self.overflow.read(ticket)
+        return await anyio.to_thread.run_sync(self.store.get_pending, ticket)  # type: ignore[no-any-return]
+
+    async def _take(self, ticket: str) -> tuple[str, dict[str, Any]] | None:
+        """The parked request, exactly once."""
+        if self.overflow.holds(ticket):
+            return self.overflow.take(ticket)
+        return await anyio.to_thread.run_sync(self.store.pop_pending, ticket)  # type: ignore[no-any-return]
 
     def _throttled(self, source: str) -> HTMLResponse:
-        seconds = max(1, math.ceil(self.limiter.retry_after(source)))
+        seconds = max(1, math.ceil(self.checks.retry_after(source)))
         return _page(
             "try again later",
             f"<h1>Too many wrong owner secrets.</h1><p>Try again in {seconds} seconds: go back and approve again.</p>",
@@ -135,33 +152,9 @@ Client id <code>{html.escape(client_id)}</code>{_publisher(client_id)}</p>
 </form>"""
         return _page("approve access", body, status=status, headers=headers)
 
-    async def _check(self, source: str, secret: str) -> bool | None:
-        """Whether `secret` is the owner's; None when `source` must wait first.
-
-        While many wrong secrets are arriving every attempt waits a little (the limiter's
-        slow-down) and is then checked. One check per source at a time, the limit re-read inside,
-        so a burst of parallel guesses from one source cannot slip past it together.
-        """
-        await anyio.sleep(self.limiter.slowdown())
-        if source in self._checking:
-            return None
-        self._checking.add(source)
-        try:
-            async with self._checks:
-                if self.limiter.retry_after(source) > 0:
-                    return None
-                correct = await anyio.to_thread.run_sync(self.owner.verify, secret)
-        finally:
-            self._checking.discard(source)
-        if correct:
-            self.limiter.success(source)
-        else:
-            self.limiter.failure(source)
-        return correct
-
     async def show(self, request: Request) -> Response:
         ticket = request.query_params.get("ticket", "")
-        found = await anyio.to_thread.run_sync(self.store.get_pending, ticket) if ticket else None
+        found = await self._find(ticket)
         if found is None:
             return _expired()
         return await self._form(ticket, found[0], found[1])
@@ -173,15 +166,15 @@ Client id <code>{html.escape(client_id)}</code>{_publisher(client_id)}</p>
         form = await request.form()
         ticket, secret, decision = (str(form.get(key) or "") for key in ("ticket", "owner_secret", "decision"))
         source = address_key(client_address(request.scope, self.trust_forwarded))
-        if decision == "approve" and self.limiter.retry_after(source) > 0:
+        if decision == "approve" and self.checks.retry_after(source) > 0:
             return self._throttled(source)  # fast path: no database, no queueing, no hashing
-        found = await anyio.to_thread.run_sync(self.store.get_pending, ticket) if ticket else None
+        found = await self._find(ticket)
         if found is None:
             return _expired()
         client_id, params = found
         issuer = params["origin"]
         if decision == "deny":
-            if await anyio.to_thread.run_sync(self.store.pop_pending, ticket) is None:
+            if await self._take(ticket) is None:
                 return _expired()
             log.info("sign-in denied by the owner for client %s", client_id)
             target = construct_redirect_uri(
@@ -193,13 +186,13 @@ Client id <code>{html.escape(client_id)}</code>{_publisher(client_id)}</p>
             return await self._form(ticket, client_id, params, "Choose Approve or Deny.", status=400)
         if not self.owner.configured:
             return await self._form(ticket, client_id, params)
-        correct = await self._check(source, secret)
+        correct = await self.checks.check(source, secret)
         if correct is None:
             return self._throttled(source)
         if not correct:
             log.warning("wrong owner secret on the consent page (client %s, from %s)", client_id, source)
             return await self._form(ticket, client_id, params, "That is not the owner secret.", status=401)
-        taken = await anyio.to_thread.run_sync(self.store.pop_pending, ticket)
+        taken = await self._take(ticket)
         if taken is None:
             return _expired()
         code_data = {key: params[key] for key in ("scopes", "code_challenge", "redirect_uri", "redirect_uri_provided_explicitly", "resource")}

@@ -65,7 +65,8 @@ from symbiote.auth.client_metadata import ClientMetadataDocuments
 from symbiote.auth.consent import ConsentEndpoint
 from symbiote.auth.issuer import IssuerOnErrors, advertise_issuer_parameter
 from symbiote.auth.origin import OriginResolver, address_key, client_address, current_origin
-from symbiote.auth.owner import OwnerSecret, SignInLimiter
+from symbiote.auth.overflow import OverflowTickets
+from symbiote.auth.owner import OwnerChecks
 from symbiote.auth.provider import SCOPE, SymbioteOAuthProvider
 from symbiote.auth.rates import Budgeted, RateBudget
 from symbiote.auth.registration import LimitedRegistration
@@ -106,8 +107,7 @@ class AuthGateway:
         resolver: OriginResolver,
         endpoints: list[BaseRoute],
         store: AuthStore | None = None,
-        owner: OwnerSecret | None = None,
-        limiter: SignInLimiter | None = None,
+        checks: OwnerChecks | None = None,
         options: OAuthOptions = OAuthOptions(),
         after_auth: Callable[[ASGIApp], ASGIApp] = lambda app: app,
     ) -> None:
@@ -116,15 +116,15 @@ class AuthGateway:
         self.resolver = resolver
         self.endpoints = endpoints
         self.store = store
-        self.owner = owner
-        self.limiter = limiter
+        self.checks = checks
         self.options = options
         self.after_auth = after_auth
         self._apps: OrderedDict[str, ASGIApp] = OrderedDict()
         self._open_app: ASGIApp = Starlette(routes=protect_routes(endpoints, after_auth))
         if mode == "oauth":
-            assert store is not None and owner is not None and limiter is not None
-            self.consent = ConsentEndpoint(store, owner, limiter, resolver.trust_forwarded)
+            assert store is not None and checks is not None
+            self.overflow = OverflowTickets()  # sign-ins past the cap on waiting ones, for the owner to approve
+            self.consent = ConsentEndpoint(store, checks, resolver.trust_forwarded, self.overflow)
             self.registrations = RateBudget(
                 options.registrations_per_minute, 60.0, options.registrations_per_hour, 3600.0
             )
@@ -155,7 +155,7 @@ class AuthGateway:
         resource = _URL.validate_python(f"{origin}/mcp")
         provider = SymbioteOAuthProvider(
             self.store, origin, access_ttl=self.options.access_ttl, refresh_ttl=self.options.refresh_ttl,
-            documents=self.documents,
+            documents=self.documents, overflow=self.overflow,
         )
         routes = self._server_routes(provider, issuer)
         resource_routes = create_protected_resource_routes(

@@ -3,7 +3,8 @@
 The secret is set at deploy time (SYMBIOTE_OWNER_SECRET, or SYMBIOTE_OWNER_SECRET_HASH made by
 `symbiote owner-secret-hash` so the plain secret never sits in the app settings). Attempts are
 checked with scrypt and compared in constant time, and `SignInLimiter` puts exponential backoff
-in front of the check, so guessing is throttled before any hashing work is spent.
+in front of the check, so guessing is throttled before any hashing work is spent. `OwnerChecks`
+is the one way an attempt is checked, wherever it is typed (the consent page, the console).
 """
 
 from __future__ import annotations
@@ -16,9 +17,13 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
+import anyio
+
 from symbiote.auth_settings import SCRYPT_MAXMEM, parse_secret_hash  # the hash's format is a setting's
+from symbiote.workers import PriorityExecutor
 
 SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1  # ~16 MiB per check: affordable behind a rate limit
+CONCURRENT_CHECKS = 2  # scrypt checks at once, for the whole server: bounded work, whatever arrives
 
 
 def _b64(data: bytes) -> str:
@@ -126,3 +131,45 @@ class SignInLimiter:
 
     def success(self, source: str) -> None:
         self._sources.pop(source, None)
+
+
+class OwnerChecks:
+    """Checks owner-secret attempts for every page that takes one, under one discipline.
+
+    While many wrong secrets are arriving every attempt waits a little (the limiter's slow-down)
+    and is then checked; one check per source (an address or IPv6 /64) at a time, the limit re-read
+    inside; at most CONCURRENT_CHECKS checks in flight for the whole server. So a burst of parallel
+    guesses cannot slip past the limiter together, and whatever arrives costs bounded CPU and memory.
+    The checks run on threads of their own: scrypt's 16 MiB stays with those two threads' memory
+    instead of spreading over every worker thread the server has.
+    """
+
+    def __init__(self, owner: OwnerSecret, limiter: SignInLimiter, concurrent: int = CONCURRENT_CHECKS) -> None:
+        self.owner = owner
+        self.limiter = limiter
+        self._checks = anyio.Semaphore(concurrent)
+        self._threads = PriorityExecutor(concurrent, "owner-secret")
+        self._checking: set[str] = set()  # sources with a check under way
+
+    def retry_after(self, source: str) -> float:
+        """Seconds `source` must wait before an attempt is checked (0: now)."""
+        return self.limiter.retry_after(source)
+
+    async def check(self, source: str, secret: str) -> bool | None:
+        """Whether `secret` is the owner's; None when `source` must wait first (nothing was checked)."""
+        await anyio.sleep(self.limiter.slowdown())
+        if source in self._checking:
+            return None
+        self._checking.add(source)
+        try:
+            async with self._checks:
+                if self.limiter.retry_after(source) > 0:
+                    return None
+                correct = await self._threads.run(self.owner.verify, secret)
+        finally:
+            self._checking.discard(source)
+        if correct:
+            self.limiter.success(source)
+        else:
+            self.limiter.failure(source)
+        return correct

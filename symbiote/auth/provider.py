@@ -23,10 +23,11 @@ from mcp.server.auth.provider import (
     RegistrationError,
     TokenError,
 )
-from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from mcp.shared.auth import InvalidRedirectUriError, OAuthClientInformationFull, OAuthToken
 from pydantic import AnyUrl, ValidationError
 
 from symbiote.auth.client_metadata import ClientMetadataDocuments, ClientMetadataError, is_metadata_url
+from symbiote.auth.overflow import OverflowTickets
 from symbiote.auth.store import API_KEY_PREFIX, AuthStore
 from symbiote.platform_hosts import is_loopback
 
@@ -50,6 +51,13 @@ class SymbioteClient(OAuthClientInformationFull):
         return [SCOPE]
 
     def validate_redirect_uri(self, redirect_uri: AnyUrl | None) -> AnyUrl:
+        chosen = self._registered_redirect(redirect_uri)
+        problem = redirect_uri_problem(chosen)  # also for a client registered before a rule was added
+        if problem:
+            raise InvalidRedirectUriError(problem)  # an error page: the browser is never sent there
+        return chosen
+
+    def _registered_redirect(self, redirect_uri: AnyUrl | None) -> AnyUrl:
         if redirect_uri is not None and self.redirect_uris and redirect_uri not in self.redirect_uris:
             # RFC 8252 §7.3: a native app's loopback redirect may use any port.
             if redirect_uri.scheme == "http" and is_loopback(redirect_uri.host or ""):
@@ -69,6 +77,8 @@ def redirect_uri_problem(uri: AnyUrl) -> str | None:
     scheme = (uri.scheme or "").lower()
     if uri.fragment is not None:
         return f"redirect URI {uri} must not have a fragment"
+    if uri.username is not None or uri.password is not None:  # https://claude.ai@evil.example/ goes to evil.example
+        return f"redirect URI {uri} must not have a user name or password before its host"
     if scheme == "https":
         return None
     if scheme == "http":
@@ -89,10 +99,13 @@ class SymbioteOAuthProvider:
         access_ttl: int,
         refresh_ttl: int,
         documents: ClientMetadataDocuments | None = None,
+        overflow: OverflowTickets | None = None,
     ) -> None:
-        """`documents`: resolve `client_id`s that are HTTPS URLs (Client ID Metadata Documents)."""
+        """`documents`: resolve `client_id`s that are HTTPS URLs (Client ID Metadata Documents).
+        `overflow`: carries sign-ins that find the waiting ones full, for the owner to approve."""
         self.store = store
         self.documents = documents
+        self.overflow = overflow
         self.origin = origin
         self.resource = f"{origin}/mcp"
         self.access_ttl = access_ttl
@@ -158,6 +171,8 @@ class SymbioteOAuthProvider:
             "client_name": client.client_name,  # a metadata-document client is in no table: show its name
         }
         ticket = await self._run(self.store.add_pending, client.client_id, pending)
+        if ticket is None and self.overflow is not None:  # the owner secret jumps the queue; nothing is stored
+            ticket = self.overflow.issue(client.client_id, pending)
         if ticket is None:
             raise AuthorizeError("temporarily_unavailable", "Too many sign-ins are waiting for the owner; try later.")
         return f"{self.origin}/oauth/consent?ticket={ticket}"

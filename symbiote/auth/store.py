@@ -7,12 +7,14 @@ consent tickets are high-entropy random strings, so a digest cannot be reversed 
 copy of the file grants nothing. Nothing here logs a credential.
 
 The file and its transactions are in `_sqlite`, the OAuth records in `_oauth_records`, the API
-keys in `_api_keys`; `AuthStore` is the one object the rest of Symbiote uses.
+keys in `_api_keys`, signed-out console sessions in `_console_signouts`; `AuthStore` is the one
+object the rest of Symbiote uses.
 """
 
 from __future__ import annotations
 
 from symbiote.auth._api_keys import API_KEY_PREFIX, ApiKey, ApiKeys
+from symbiote.auth._console_signouts import ConsoleSignOuts
 from symbiote.auth._oauth_records import REFRESH_REUSE_GRACE, IssuedTokens, OAuthRecords, TokenRecord
 from symbiote.auth._sqlite import AUTH_DB_NAME, AuthStoreUnavailable, default_auth_db
 
@@ -29,5 +31,5 @@ __all__ = [
 ]
 
 
-class AuthStore(OAuthRecords, ApiKeys):
+class AuthStore(OAuthRecords, ApiKeys, ConsoleSignOuts):
     """Thread-safe access to the auth database; opened on first use."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 
 from symbiote import __version__
-from symbiote.cli.admin import keys, oauth, owner_secret_hash, reset
+from symbiote.cli.admin import console, keys, oauth, owner_secret_hash, reset
 from symbiote.cli.prepare import export, record_handshake
 from symbiote.cli.serve import serve, stdio
 from symbiote.cli.transfer import add_commands as add_transfer_commands
@@ -46,8 +46,12 @@ def main(argv: list[str] | None = None) -> int:
     keys_cmd.set_defaults(run=keys)
     oauth_cmd = commands.add_parser("oauth", help="manage OAuth connections (Claude, ChatGPT connectors)")
     oauth_actions = oauth_cmd.add_subparsers(dest="action", required=True)
-    oauth_actions.add_parser("revoke-all", help="disconnect every OAuth connector; they must sign in again")
+    oauth_actions.add_parser("revoke-all", help="disconnect every OAuth connector and sign the console out everywhere")
     oauth_cmd.set_defaults(run=oauth)
+    console_cmd = commands.add_parser("console", help="manage the owner's console sessions")
+    console_actions = console_cmd.add_subparsers(dest="action", required=True)
+    console_actions.add_parser("sign-out-all", help="end every console session (a new signing key)")
+    console_cmd.set_defaults(run=console)
     reset_cmd = commands.add_parser("reset", help="start an empty memory store (the old one is kept aside)")
     reset_cmd.add_argument("--confirm", action="store_true", help="really do it")
     reset_cmd.add_argument(

@@ -74,19 +74,48 @@ def keys(args: argparse.Namespace) -> int:
         store.close()
 
 
+def _sign_out_console(settings: Settings, store: AuthStore) -> None:
+    """A new console signing key in the data directory: every console session ends."""
+    from symbiote.console.session import SessionKey, key_path
+
+    SessionKey(key_path(settings.chromadb_path)).rotate()
+    store.forget_console_signouts()
+
+
 def oauth(args: argparse.Namespace) -> int:
-    """`symbiote oauth revoke-all`: disconnect every OAuth connector (API keys are untouched)."""
+    """`symbiote oauth revoke-all`: disconnect every OAuth connector and sign the console out
+    everywhere (API keys are untouched)."""
     from symbiote.auth.store import AuthStoreUnavailable
 
-    store = _auth_store(settings_from_env())
+    settings = settings_from_env()
+    store = _auth_store(settings)
     try:
         count = store.revoke_all_grants()
-    except AuthStoreUnavailable as exc:
+        _sign_out_console(settings, store)
+    except (AuthStoreUnavailable, OSError) as exc:
         print(f"symbiote: {exc}", file=sys.stderr)
         return 1
     finally:
         store.close()
     print(f"Revoked {count} OAuth connection(s); each connector must sign in again with the owner secret.")
+    print("Every console session was signed out as well.")
+    return 0
+
+
+def console(args: argparse.Namespace) -> int:
+    """`symbiote console sign-out-all`: end every console session (a new signing key)."""
+    from symbiote.auth.store import AuthStoreUnavailable
+
+    settings = settings_from_env()
+    store = _auth_store(settings)
+    try:
+        _sign_out_console(settings, store)
+    except (AuthStoreUnavailable, OSError) as exc:
+        print(f"symbiote: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        store.close()
+    print("Every console session was signed out; sign in again with the owner secret.")
     return 0
 
 

@@ -36,6 +36,10 @@ def _graceful_server_class() -> type:
 
 
 PRIVATE_UMASK = 0o077  # memories, the sign-in database, caches: files 0600, directories 0700
+# Longer than clients keep idle connections (httpx: 5 s). With uvicorn's default of 5 s a
+# legacy-SSE client's POST could land on a connection the server was closing that instant,
+# and the MCP SDK's SSE client drops the whole session on that error.
+KEEP_ALIVE_SECONDS = 30
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -59,9 +63,15 @@ def serve(args: argparse.Namespace) -> int:
 
     from symbiote import logs
     from symbiote.http import access_log
+    from symbiote.http.connections import ConnectionGuard, connection_cap, guarded_protocol, raise_file_limit
 
     logs.configure(settings.log_level)
     access_log.install()
+    guard = ConnectionGuard(
+        connection_cap(settings.max_connections, raise_file_limit()),
+        settings.header_timeout_seconds,
+        KEEP_ALIVE_SECONDS + settings.header_timeout_seconds,
+    )
     failures: list[BaseException] = []
     app: Any
     if booting:
@@ -89,10 +99,9 @@ def serve(args: argparse.Namespace) -> int:
         # (symbiote.http.security.ForwardedClient, symbiote.auth.origin); uvicorn's default would
         # trust them from any local process or tunnel.
         proxy_headers=False,
-        # Longer than clients keep idle connections (httpx: 5 s). With uvicorn's default of 5 s a
-        # legacy-SSE client's POST could land on a connection the server was closing that instant,
-        # and the MCP SDK's SSE client drops the whole session on that error.
-        timeout_keep_alive=30,
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
+        # Slow or silent connections are closed, and never more are open than the file limit allows.
+        http=guarded_protocol(guard),
     )
     server = _graceful_server_class()(config)
     if booting:

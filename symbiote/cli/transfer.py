@@ -51,7 +51,7 @@ def import_memories(args: argparse.Namespace) -> int:
     runtime = build_runtime(settings_from_env())
     history = runtime.history.history if runtime.history is not None else None
     try:
-        report = asyncio.run(import_from(runtime.engine.bulk, path, history, dry_run=args.dry_run))
+        report = asyncio.run(import_from(runtime.engine.bulk, path, history, dry_run=args.dry_run, replace=args.replace))
     except SymbioteError as exc:
         print(f"symbiote: {exc}", file=sys.stderr)
         return 1
@@ -77,4 +77,7 @@ def add_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]"
     )
     import_cmd.add_argument("file", help="the JSON Lines file")
     import_cmd.add_argument("--dry-run", action="store_true", help="report what would change, change nothing")
+    import_cmd.add_argument(
+        "--replace", action="store_true", help="memories stored under the same id with other text take the file's text"
+    )
     import_cmd.set_defaults(run=import_memories)

@@ -8,6 +8,7 @@ session opened with the owner secret. Pages are rendered on the server; htmx (ve
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Callable
 
 from mcp.server.transport_security import TransportSecuritySettings
@@ -18,16 +19,17 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from symbiote.auth.origin import OriginResolver
-from symbiote.auth.owner import OwnerSecret, SignInLimiter
+from symbiote.auth.owner import OwnerChecks
 from symbiote.console import memories, overview, signin, transfer_pages
 from symbiote.console.gate import Access, ConsoleGate
-from symbiote.console.jobs import ImportJobs
+from symbiote.console.jobs import UPLOADS, ImportJobs
 from symbiote.console.rendering import STATIC
-from symbiote.console.session import Sessions, session_key
+from symbiote.console.session import SessionKey, Sessions, key_path
 from symbiote.transfer.history_access import turn_reader
 from symbiote.transfer.importing import Importer, ImportReport
 
 if TYPE_CHECKING:
+    from symbiote.auth.store import AuthStore
     from symbiote.config import Settings
     from symbiote.memory.engine import MemoryEngine
     from symbiote.memory.history import ConversationHistory
@@ -48,18 +50,22 @@ def console_access(
     mode: str,
     resolver: OriginResolver,
     security: TransportSecuritySettings,
-    owner: OwnerSecret | None = None,
-    limiter: SignInLimiter | None = None,
+    checks: OwnerChecks | None = None,
+    store: "AuthStore | None" = None,
 ) -> Access:
-    """The console's access rules for a server with these settings and auth mode (`none`/`oauth`)."""
-    material = (settings.owner_secret or settings.owner_secret_hash) if mode != "none" else ""
+    """The console's access rules for a server with these settings and auth mode (`none`/`oauth`).
+
+    With auth on, sessions are signed with the key in the data directory and signing out is
+    remembered in the sign-in database `store`; with auth off nobody signs in, and a key for this
+    process is enough."""
+    signed = mode != "none" and store is not None
+    key = SessionKey(key_path(settings.chromadb_path) if signed else None)
     return Access(
         mode=mode,
         resolver=resolver,
         security=security,
-        sessions=Sessions(session_key(material)),
-        owner=owner,
-        limiter=limiter,
+        sessions=Sessions(key, store if signed else None),
+        checks=checks,
         trust_forwarded=resolver.trust_forwarded,
     )
 
@@ -69,15 +75,17 @@ def create_console(
     history: "ConversationHistory | None",
     access: Access,
     *,
+    data_dir: Path,
     max_body_bytes: int = 4 * 1024 * 1024,
     after_gate: Callable[[ASGIApp], ASGIApp] | None = None,
 ) -> Starlette:
     """`after_gate` wraps the pages behind the gate's checks: the server's full body cap, which the
-    host leaves to endpoints that check their caller before reading a body."""
+    host leaves to endpoints that check their caller before reading a body. Import uploads are
+    kept in `data_dir` (the private data directory)."""
     bulk = engine.bulk
 
-    async def run_import(stream: IO[bytes], dry_run: bool, progress: Callable[[int], None]) -> ImportReport:
-        return await Importer(bulk, history, dry_run=dry_run, progress=progress).run(stream)
+    async def run_import(stream: IO[bytes], dry_run: bool, replace: bool, progress: Callable[[int], None]) -> ImportReport:
+        return await Importer(bulk, history, dry_run=dry_run, replace_conflicts=replace, progress=progress).run(stream)
 
     routes = [
         Route("/", memories.memories_page, methods=["GET"]),
@@ -107,6 +115,6 @@ def create_console(
     app.state.console_bulk = bulk
     app.state.console_history = history
     app.state.console_turns = turn_reader(history) if history is not None else None
-    app.state.console_jobs = ImportJobs(run_import)
+    app.state.console_jobs = ImportJobs(run_import, data_dir / UPLOADS)
     app.state.console_max_body = max_body_bytes
     return app

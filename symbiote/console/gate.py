@@ -11,10 +11,12 @@ assistants, and the console's bulk export and delete are for the person holding 
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+import anyio.to_thread
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.requests import Request
@@ -22,10 +24,12 @@ from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from symbiote.auth.origin import OriginResolver
-from symbiote.auth.owner import OwnerSecret, SignInLimiter
+from symbiote.auth.owner import OwnerChecks
+from symbiote.auth.store import AuthStoreUnavailable
 from symbiote.platform_hosts import is_loopback
 from symbiote.console.session import COOKIE, Session, Sessions
 
+log = logging.getLogger(__name__)
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 OPEN_PATHS = ("/signin", "/static/")  # reachable without a session
 SECURITY_HEADERS = {
@@ -47,8 +51,7 @@ class Access:
     resolver: OriginResolver
     security: TransportSecuritySettings
     sessions: Sessions
-    owner: OwnerSecret | None = None
-    limiter: SignInLimiter | None = None
+    checks: OwnerChecks | None = None  # the owner secret's checks, shared with the consent page
     trust_forwarded: bool = False
 
 
@@ -136,7 +139,12 @@ class ConsoleGate:
         headers = Headers(scope=scope)
         if scope["method"] not in SAFE_METHODS and not _same_origin(headers, origin):
             return PlainTextResponse("Console writes must come from the console's own pages.", status_code=403)
-        session = self.access.sessions.check(request.cookies.get(COOKIE))
+        cookie = request.cookies.get(COOKIE)
+        try:  # the key file and the sign-in database: off the event loop
+            session = await anyio.to_thread.run_sync(self.access.sessions.check, cookie) if cookie else None
+        except (AuthStoreUnavailable, OSError) as exc:
+            log.error("console sessions cannot be checked: %s", exc)
+            return PlainTextResponse(f"The console cannot check sign-ins right now: {exc}", status_code=503)
         visit = Visit(origin=origin, secure=not loopback, session=session)
         if session is None and self.access.mode == "none":
             visit.session, visit.new_cookie = self.access.sessions.new()

@@ -2,9 +2,10 @@
 
 A browser sends the file in parts each well under the server's request body cap
 (SYMBIOTE_MAX_BODY_BYTES), so a large export can come back in without raising the cap for
-everything else. The parts go to a private temporary file; the import then runs as a task of
-its own while the page polls its progress. One import runs at a time; a job and its file are
-forgotten an hour after it was made. Jobs live in this server process: behind several
+everything else. The parts go to a private file in the data directory (`import-uploads/`, never
+a shared temporary directory: it holds memories); the import then runs as a task of its own
+while the page polls its progress. One import runs at a time; a job and its file are forgotten
+an hour after it was made, and every upload left is removed when the server stops and starts. Jobs live in this server process: behind several
 instances, the parts of one upload must reach the same one (as they do with one replica).
 """
 
@@ -14,7 +15,7 @@ import asyncio
 import logging
 import os
 import secrets
-import tempfile
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,11 +29,12 @@ log = logging.getLogger(__name__)
 MAX_IMPORT_BYTES = 1024 * 1024 * 1024
 JOB_SECONDS = 3600.0
 MAX_JOBS = 20
+UPLOADS = "import-uploads"  # in the data directory
 
-RunImport = Callable[[IO[bytes], bool, Callable[[int], None]], Awaitable[ImportReport]]
+RunImport = Callable[[IO[bytes], bool, bool, Callable[[int], None]], Awaitable[ImportReport]]  # stream, dry run, replace, progress
 
 
-class JobError(Exception):
+class JobError(SymbioteError):
     """A part or a start that cannot be taken; the message says why."""
 
 
@@ -44,6 +46,7 @@ class ImportJob:
     received: int = 0
     state: str = "uploading"  # uploading, waiting, running, done, failed
     dry_run: bool = False
+    replace: bool = False
     done_bytes: int = 0
     report: ImportReport | None = None
     error: str = ""
@@ -59,19 +62,33 @@ class ImportJob:
 class ImportJobs:
     """The console's import jobs in this process."""
 
-    def __init__(self, run_import: RunImport, max_bytes: int = MAX_IMPORT_BYTES) -> None:
+    def __init__(self, run_import: RunImport, directory: Path, max_bytes: int = MAX_IMPORT_BYTES) -> None:
+        """`directory`: where uploads are kept (made private on first use); whatever an earlier
+        server left there is removed now."""
         self._run_import = run_import
+        self._directory = directory
         self._max_bytes = max_bytes
         self._jobs: dict[str, ImportJob] = {}
         self._one_at_a_time = asyncio.Lock()
+        self._clear()
 
     def create(self) -> ImportJob:
         self._forget_old()
         if len(self._jobs) >= MAX_JOBS:
-            raise JobError("Too many imports are waiting; try again later.")
-        handle, name = tempfile.mkstemp(prefix="symbiote-import-", suffix=".jsonl")  # readable by this user only
-        os.close(handle)
-        job = ImportJob(secrets.token_urlsafe(12), Path(name))
+            finished = [job for job in self._jobs.values() if job.state in ("done", "failed")]
+            if not finished:
+                raise JobError("Too many imports are waiting; try again later.")
+            oldest = min(finished, key=lambda job: job.created)  # its report gives way to a new import
+            oldest.path.unlink(missing_ok=True)
+            del self._jobs[oldest.job_id]
+        job_id = secrets.token_urlsafe(12)
+        path = self._directory / f"{job_id}.jsonl"
+        try:
+            self._directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))  # readable by this user only
+        except OSError as exc:
+            raise JobError(f"The upload cannot be kept in {self._directory} ({exc.strerror}).") from exc
+        job = ImportJob(job_id, path)
         self._jobs[job.job_id] = job
         return job
 
@@ -87,10 +104,10 @@ class ImportJobs:
         await asyncio.to_thread(_append, job.path, data)
         job.received += len(data)
 
-    def start(self, job: ImportJob, dry_run: bool) -> None:
+    def start(self, job: ImportJob, dry_run: bool, replace: bool = False) -> None:
         if job.state != "uploading":
             raise JobError("This import has already started.")
-        job.state, job.dry_run = "waiting", dry_run
+        job.state, job.dry_run, job.replace = "waiting", dry_run, replace
         job.task = asyncio.create_task(self._run(job))
 
     async def _run(self, job: ImportJob) -> None:
@@ -101,7 +118,7 @@ class ImportJobs:
             job.state = "running"
             try:
                 with job.path.open("rb") as stream:
-                    job.report = await self._run_import(stream, job.dry_run, progress)
+                    job.report = await self._run_import(stream, job.dry_run, job.replace, progress)
                 job.state = "done"
             except SymbioteError as exc:
                 job.state, job.error = "failed", str(exc)
@@ -119,11 +136,20 @@ class ImportJobs:
                 del self._jobs[job_id]
 
     def close(self) -> None:
+        """At shutdown: imports under way are cancelled (each batch is all or nothing) and every upload goes."""
         for job in self._jobs.values():
             if job.task is not None:
                 job.task.cancel()
-            job.path.unlink(missing_ok=True)
         self._jobs.clear()
+        self._clear()
+
+    def _clear(self) -> None:
+        try:
+            shutil.rmtree(self._directory)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:  # reported, and tried again at the next start or stop
+            log.warning("import uploads in %s could not be removed: %s", self._directory, exc)
 
 
 def _append(path: Path, data: bytes) -> None:

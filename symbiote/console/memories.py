@@ -68,7 +68,7 @@ class Filters:
             type=params.get("type", "").strip().lower()[:30],
             start=params.get("from", "").strip()[:10],
             end=params.get("to", "").strip()[:10],
-            page=max(1, int(number)) if number.isdigit() else 1,
+            page=max(1, int(number)) if number.isdigit() and len(number) <= 6 else 1,  # past the last: the last
             weaker=params.get("weaker") == "1",
         )
 
@@ -76,7 +76,7 @@ class Filters:
         """ISO times: the start of the first day, the start of the day after the last."""
         first, last = _day(self.start, "From"), _day(self.end, "To")
         after = f"{first.isoformat()}T00:00:00Z" if first else None
-        before = f"{(last + timedelta(days=1)).isoformat()}T00:00:00Z" if last else None
+        before = f"{(last + timedelta(days=1)).isoformat()}T00:00:00Z" if last and last < date.max else None
         if first and last and first > last:
             raise InvalidInputError("From must not be after To.")
         return after, before

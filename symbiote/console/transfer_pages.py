@@ -98,7 +98,8 @@ async def import_start(request: Request) -> Response:
     if job is None:
         return PlainTextResponse("No such import.", status_code=404)
     try:
-        request.app.state.console_jobs.start(job, request.query_params.get("dry_run") == "1")
+        query = request.query_params
+        request.app.state.console_jobs.start(job, query.get("dry_run") == "1", replace=query.get("replace") == "1")
     except JobError as exc:
         return PlainTextResponse(str(exc), status_code=409)
     return page(request, "import_status.html", job=job)

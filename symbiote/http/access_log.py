@@ -4,7 +4,9 @@ Clients put credentials in query strings even where they are refused (`?access_t
 key in `?key=`), and OAuth puts one-time secrets there by design (`/oauth/consent?ticket=`, a
 redirect's `?code=`). uvicorn logs each request line with its query string, so a filter on its
 access logger rewrites the line: any parameter whose name contains one of CREDENTIAL_WORDS keeps
-its name and loses its value.
+its name and loses its value. The console's query strings carry what the owner searched for (a
+search, a tag, a conversation): on its pages only the parameters in CONSOLE_PLAIN, which hold no
+memory text, keep their values.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from urllib.parse import parse_qsl, urlencode
 
 CREDENTIAL_WORDS = ("ticket", "code", "token", "key", "secret", "password", "verifier", "assertion", "session")
 REDACTED = "[redacted]"
+CONSOLE_PLAIN = ("page", "type", "from", "to", "saved", "deleted", "dry_run", "replace", "history", "vectors")
 
 
 def redact_target(target: str) -> str:
@@ -24,13 +27,16 @@ def redact_target(target: str) -> str:
     pairs = parse_qsl(query, keep_blank_values=True)
     if not pairs and query:
         return f"{path}?{REDACTED}"  # not key=value pairs: nothing in it can be shown safely
-    cleaned = [_clean(name, value) for name, value in pairs]
+    console = "console" in path.split("/")
+    cleaned = [_clean(name, value, console) for name, value in pairs]
     return f"{path}?{urlencode(cleaned, safe='[]')}"
 
 
-def _clean(name: str, value: str) -> tuple[str, str]:
+def _clean(name: str, value: str, console: bool) -> tuple[str, str]:
     if name.startswith("sym_") or len(name) > 40:  # a credential sent as a bare parameter
         return REDACTED, ""
+    if console and name not in CONSOLE_PLAIN:  # the owner's search terms, tags, conversations
+        return name, REDACTED
     return name, REDACTED if any(word in name.lower() for word in CREDENTIAL_WORDS) else value
 
 

@@ -29,6 +29,7 @@ import logging
 from typing import Any, AsyncIterator, Callable
 from urllib.parse import urlsplit
 
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -37,7 +38,7 @@ from starlette.routing import BaseRoute, Mount, Route
 
 from symbiote.auth.gateway import AuthGateway, OAuthOptions
 from symbiote.auth.origin import OriginResolver, current_origin
-from symbiote.auth.owner import OwnerSecret, SignInLimiter
+from symbiote.auth.owner import OwnerChecks, OwnerSecret, SignInLimiter
 from symbiote.auth.policy import AuthRefused, chatgpt_tools_enabled, enforce
 from symbiote.auth.store import AuthStore, AuthStoreUnavailable, default_auth_db
 from symbiote.console.app import console_access, create_console
@@ -90,38 +91,22 @@ def create_app(
         register_chatgpt_tools(mcp, runtime.engine, current_origin.get)
         mcp._symbiote_chatgpt_tools = True  # type: ignore[attr-defined]
     security = transport_security(settings)
-    streamable = mcp.streamable_http_app(
-        stateless_http=True,
-        json_response=True,
-        transport_security=security,
-        host=settings.host,
-        max_request_body_size=settings.max_body_bytes,
-    )
     sessions = SessionTable()
     mcp.symbiote_sessions = sessions  # type: ignore[attr-defined]  # health reports len(sessions)
-    sse = LegacySseTransport(
-        mcp._lowlevel_server,
-        security=security,
-        sessions=sessions,
-        heartbeat_seconds=settings.sse_heartbeat_seconds,
-        max_lifetime_seconds=settings.sse_max_lifetime_seconds,
-    )
-    endpoints: list[BaseRoute] = []
-    if settings.transport != "sse":
-        mcp_endpoint = next(r.endpoint for r in streamable.routes if isinstance(r, Route) and r.path == "/mcp")
-        endpoints.append(Route("/mcp", endpoint=mcp_endpoint, methods=["POST", "DELETE"]))
-    endpoints += [
-        *sse.routes(),
-        Route("/memories/{memory_id}", endpoint=memory_link_endpoint(runtime.engine, current_origin.get), methods=["GET"]),
-    ]
+    endpoints = _endpoints(settings, runtime, security, sessions)
     resolver = OriginResolver(settings, allowed_hosts(settings))
-    owner = OwnerSecret(settings.owner_secret, settings.owner_secret_hash) if mode == "oauth" else None
-    limiter = SignInLimiter() if mode == "oauth" else None  # one budget for the consent page and the console
-    gateway, store = _gateway(settings, mode, endpoints, resolver, owner, limiter)
+    # One budget and one discipline for owner-secret attempts, on the consent page and the console.
+    checks = (
+        OwnerChecks(OwnerSecret(settings.owner_secret, settings.owner_secret_hash), SignInLimiter())
+        if mode == "oauth"
+        else None
+    )
+    gateway, store = _gateway(settings, mode, endpoints, resolver, checks)
     console = create_console(
         runtime.engine,
         runtime.history.history if runtime.history is not None else None,
-        console_access(settings, mode, resolver, security, owner, limiter),
+        console_access(settings, mode, resolver, security, checks, store),
+        data_dir=settings.chromadb_path,
         max_body_bytes=settings.max_body_bytes,
         after_gate=body_limits(settings.max_body_bytes, mode == "oauth")[1],  # the full cap, after the session check
     )
@@ -136,7 +121,7 @@ def create_app(
     forwarded = [Middleware(ForwardedClient)] if resolver.trust_forwarded else []
     app = Starlette(
         routes=routes,
-        lifespan=_lifespan(runtime, store, warm_up),
+        lifespan=_lifespan(runtime, store, warm_up, console.state.console_jobs.close),
         middleware=[
             Middleware(TrimmedHeaders),
             *forwarded,
@@ -153,6 +138,36 @@ def create_app(
     return app
 
 
+def _endpoints(
+    settings: Settings, runtime: Runtime, security: TransportSecuritySettings, sessions: SessionTable
+) -> list[BaseRoute]:
+    """What a token opens: `/mcp` (unless `SYMBIOTE_TRANSPORT=sse`), the legacy SSE pair, memory links."""
+    mcp = runtime.server
+    streamable = mcp.streamable_http_app(  # also makes the session manager the lifespan runs
+        stateless_http=True,
+        json_response=True,
+        transport_security=security,
+        host=settings.host,
+        max_request_body_size=settings.max_body_bytes,
+    )
+    endpoints: list[BaseRoute] = []
+    if settings.transport != "sse":
+        mcp_endpoint = next(r.endpoint for r in streamable.routes if isinstance(r, Route) and r.path == "/mcp")
+        endpoints.append(Route("/mcp", endpoint=mcp_endpoint, methods=["POST", "DELETE"]))
+    sse = LegacySseTransport(
+        mcp._lowlevel_server,
+        security=security,
+        sessions=sessions,
+        heartbeat_seconds=settings.sse_heartbeat_seconds,
+        max_lifetime_seconds=settings.sse_max_lifetime_seconds,
+    )
+    return [
+        *endpoints,
+        *sse.routes(),
+        Route("/memories/{memory_id}", endpoint=memory_link_endpoint(runtime.engine, current_origin.get), methods=["GET"]),
+    ]
+
+
 def _to_console(request: Request) -> RedirectResponse:
     return RedirectResponse(f"{request.scope.get('root_path', '')}/console/", status_code=307)
 
@@ -162,12 +177,11 @@ def _gateway(
     mode: str,
     endpoints: list[BaseRoute],
     resolver: OriginResolver,
-    owner: OwnerSecret | None,
-    limiter: SignInLimiter | None,
+    checks: OwnerChecks | None,
 ) -> tuple[AuthGateway, AuthStore | None]:
     """Who may reach `endpoints`: in `oauth` mode the gateway and the auth store behind it."""
     after_auth = body_limits(settings.max_body_bytes, mode == "oauth")[1]
-    if mode != "oauth" or owner is None or limiter is None:
+    if mode != "oauth" or checks is None:
         return AuthGateway(mode=mode, resolver=resolver, endpoints=endpoints, after_auth=after_auth), None
     store = AuthStore(settings.auth_db_path or default_auth_db(settings.chromadb_path))
     gateway = AuthGateway(
@@ -175,8 +189,7 @@ def _gateway(
         resolver=resolver,
         endpoints=endpoints,
         store=store,
-        owner=owner,
-        limiter=limiter,
+        checks=checks,
         options=OAuthOptions(
             access_ttl=settings.access_token_ttl_seconds,
             refresh_ttl=settings.refresh_token_ttl_seconds,
@@ -191,8 +204,11 @@ def _gateway(
     return gateway, store
 
 
-def _lifespan(runtime: Runtime, store: AuthStore | None, warm_up: bool) -> Callable[[Starlette], Any]:
-    """Start: check the auth store, run the MCP session manager, warm up. Stop: close everything."""
+def _lifespan(
+    runtime: Runtime, store: AuthStore | None, warm_up: bool, close_imports: Callable[[], None]
+) -> Callable[[Starlette], Any]:
+    """Start: check the auth store, run the MCP session manager, warm up. Stop: close everything
+    (`close_imports`: the console's imports and their uploads)."""
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
@@ -208,6 +224,7 @@ def _lifespan(runtime: Runtime, store: AuthStore | None, warm_up: bool) -> Calla
             finally:
                 if task is not None:
                     task.cancel()
+                close_imports()
         runtime.engine.close()
         if store is not None:
             store.close()

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from symbiote.memory.statistics import Statistics
     from symbiote.memory.store_io import StoreIO
 
-Outcome = Literal["added", "unchanged", "updated", "kept"]
+Outcome = Literal["added", "unchanged", "updated", "kept", "conflict", "replaced"]
 FETCH_BATCH = 500  # memories per read when a whole store is walked
 
 
@@ -101,12 +101,18 @@ class MemoryBulk:
         return removed
 
     async def import_memories(
-        self, items: Sequence[tuple[StoredMemory, "np.ndarray | None"]], dry_run: bool = False
+        self,
+        items: Sequence[tuple[StoredMemory, "np.ndarray | None"]],
+        dry_run: bool = False,
+        replace_conflicts: bool = False,
     ) -> list[tuple[Outcome, str]]:
         """Store memories as given (ids, times, metadata), each against what is stored:
 
-        - the same id with the same fields: unchanged; with other fields: updated when the given
-          copy changed later than the stored one, else kept as stored (nothing newer is lost);
+        - the same id with other text: a conflict, left as stored, unless `replace_conflicts` (the
+          owner asked for the given copies): then replaced, whatever the times say;
+        - the same id with the same fields: unchanged; with the same text and other fields: updated
+          when the given copy changed later than the stored one, else kept as stored (nothing newer
+          is lost);
         - a new id whose text is already stored (under another id): unchanged;
         - otherwise added, all of them in one all-or-nothing write.
 
@@ -127,6 +133,10 @@ class MemoryBulk:
             if old is not None:
                 if _same(old, memory):
                     outcomes.append(("unchanged", memory.memory_id))
+                elif old.content != memory.content:
+                    outcomes.append(("replaced" if replace_conflicts else "conflict", memory.memory_id))
+                    if replace_conflicts:
+                        updates.append((old, memory, vectors))
                 elif _changed_at(memory) > _changed_at(old):
                     outcomes.append(("updated", memory.memory_id))
                     updates.append((old, memory, vectors))

@@ -27,6 +27,7 @@ FORMAT_NAME = "symbiote-memories"
 FORMAT_VERSION = 1
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _MICROSECOND = timedelta(microseconds=1)
+FUTURE_SLACK_US = 86_400 * 1_000_000  # clocks differ; a time further ahead than a day is a mistake or a trick
 
 
 class LineError(ValueError):
@@ -93,12 +94,17 @@ def read_header(record: dict[str, Any]) -> Header:
     return Header(
         model=str(record.get("model") or ""),
         dimension=dimension if isinstance(dimension, int) else 0,
-        memories=int(counts.get("memories") or 0),
-        turns=int(counts.get("turns") or 0),
+        memories=_count(counts.get("memories")),
+        turns=_count(counts.get("turns")),
         exported_at=str(record.get("exported_at") or ""),
         vectors=bool(record.get("vectors")),
         history=bool(record.get("history")),
     )
+
+
+def _count(value: Any) -> int:
+    """A header's count (informative only): a whole number, else 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 # -- memories ------------------------------------------------------------------------------------
@@ -182,6 +188,8 @@ def read_memory(record: dict[str, Any], now_us: int, dimension: int | None) -> I
     updated = parse_instant(record["updated"], "updated") if record.get("updated") is not None else None
     if created <= 0 or (updated is not None and updated <= 0):
         raise LineError("times must be after 1970")
+    if max(created, updated or 0) > now_us + FUTURE_SLACK_US:
+        raise LineError("created and updated must not be in the future")
     vectors = None
     if dimension is not None and record.get("vectors") is not None:
         vectors = decode_vectors(record["vectors"], dimension)

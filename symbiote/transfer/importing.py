@@ -1,18 +1,23 @@
 """Reading an import: a Symbiote export, or the reference MCP memory server's knowledge graph.
 
-Line by line, a batch at a time. Each memory keeps its id and times and is compared with what
-is stored (`MemoryBulk.import_memories`), so importing the same file twice adds nothing. A line
-that cannot be taken (not JSON, a field out of range, an id seen earlier in the file) is refused
-with its line number and the rest goes on; every batch is written all or nothing, so a failure
-(a full disk, the quota) stops the import between batches, with nothing half-written and nothing
-already stored touched.
+Line by line (each at most MAX_LINE_BYTES, `symbiote.transfer.lines`), a batch at a time. Each
+memory keeps its id and times and is compared with what is stored (`MemoryBulk.import_memories`),
+so importing the same file twice adds nothing; a stored memory whose text differs is a conflict,
+reported and left as it is unless the owner asks to replace. A line that cannot be taken (not
+JSON, too long, nested too deeply, a field of the wrong type or out of range, a time in the
+future, an id seen earlier in the file) is refused with its line number and the rest goes on;
+the event loop gets a turn every few milliseconds however many lines are refused. Every batch is
+written all or nothing, so a failure of the store (a full disk, the quota) stops the import
+between batches, with nothing half-written and nothing already stored touched.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import secrets
+import time
 from dataclasses import dataclass, field, replace
 from typing import IO, Any, Callable, Protocol
 
@@ -29,11 +34,13 @@ from symbiote.transfer.export_format import (
     read_memory,
 )
 from symbiote.transfer.knowledge_graph import graph_memories, is_graph_line
+from symbiote.transfer.lines import MAX_LINE_BYTES, read_lines
 
 log = logging.getLogger(__name__)
 
 BATCH = 250  # memories per write (one embedding pass, one all-or-nothing store call)
 MAX_REFUSALS_KEPT = 1000  # a report lists at most this many refused lines (all are counted)
+YIELD_SECONDS = 0.02  # the longest an import holds the event loop between two turns for everyone else
 
 
 class TurnSink(Protocol):
@@ -52,6 +59,9 @@ class ImportReport:
     unchanged: int = 0
     updated: int = 0
     kept: int = 0  # stored copies changed later than the file's, left as they are
+    conflicts: int = 0  # stored under the same id with other text: left as stored
+    conflicting: list[tuple[int, str]] = field(default_factory=list)  # (line number, id), the first MAX_REFUSALS_KEPT
+    replaced: int = 0  # conflicts the owner asked to replace with the file's copy
     turns_added: int = 0
     turns_unchanged: int = 0
     refused_count: int = 0
@@ -65,6 +75,11 @@ class ImportReport:
         if len(self.refused) < MAX_REFUSALS_KEPT:
             self.refused.append((line, reason))
 
+    def conflict(self, line: int, memory_id: str) -> None:
+        self.conflicts += 1
+        if len(self.conflicting) < MAX_REFUSALS_KEPT:
+            self.conflicting.append((line, memory_id))
+
     def summary(self) -> str:
         verb = "would be " if self.dry_run else ""
         parts = [
@@ -74,6 +89,10 @@ class ImportReport:
         ]
         if self.kept:
             parts.append(f"{self.kept} kept (stored copy is newer)")
+        if self.conflicts:
+            parts.append(f"{self.conflicts} conflicts (stored under the same id with other text, left as stored)")
+        if self.replaced:
+            parts.append(f"{self.replaced} {verb}replaced by the file's text")
         if self.turns_added or self.turns_unchanged:
             parts.append(f"{self.turns_added} conversation turns {verb}added, {self.turns_unchanged} already there")
         parts.append(f"{self.refused_count} refused")
@@ -85,7 +104,9 @@ class ImportReport:
     def as_dict(self) -> dict[str, Any]:
         return {
             "dry_run": self.dry_run, "source": self.source, "added": self.added, "unchanged": self.unchanged,
-            "updated": self.updated, "kept": self.kept, "turns_added": self.turns_added,
+            "updated": self.updated, "kept": self.kept, "conflicts": self.conflicts, "replaced": self.replaced,
+            "conflicting": [{"line": line, "id": mid} for line, mid in self.conflicting],
+            "turns_added": self.turns_added,
             "turns_unchanged": self.turns_unchanged, "refused_count": self.refused_count,
             "refused": [{"line": line, "reason": reason} for line, reason in self.refused],
             "lines": self.lines, "stopped": self.stopped,
@@ -101,9 +122,13 @@ class Importer:
         history: TurnSink | None = None,
         *,
         dry_run: bool = False,
+        replace_conflicts: bool = False,
         progress: Callable[[int], None] | None = None,
     ) -> None:
+        """`replace_conflicts`: the owner asks that memories stored under an id with other text take
+        the file's."""
         self._bulk = bulk
+        self._replace_conflicts = replace_conflicts
         self._history = history
         self._progress = progress  # told the bytes read so far, after each batch
         self.report = ImportReport(dry_run=dry_run)
@@ -116,15 +141,21 @@ class Importer:
 
     async def run(self, stream: IO[bytes]) -> ImportReport:
         done = 0
-        for number, raw in enumerate(stream, start=1):
-            done += len(raw)
+        turn = time.monotonic()
+        for number, (raw, size) in enumerate(read_lines(stream), start=1):
+            done += size
             self.report.lines = number
-            await self._line(number, raw)
-            if len(self._pending) >= BATCH:
-                if not await self._flush():
-                    return self.report
+            if raw is None:
+                self.report.refuse(number, f"longer than {MAX_LINE_BYTES:,} bytes (not read)")
+            else:
+                await self._line(number, raw)
+            if len(self._pending) >= BATCH and not await self._flush():
+                return self.report
+            if time.monotonic() - turn >= YIELD_SECONDS:  # however many lines are refused, others get their turn
                 if self._progress is not None:
                     self._progress(done)
+                await asyncio.sleep(0)
+                turn = time.monotonic()
         await self._flush()
         if self._progress is not None:
             self._progress(done)
@@ -136,15 +167,20 @@ class Importer:
             return
         try:
             record = json.loads(text)
+        except (ValueError, RecursionError) as exc:  # decoding, UTF-8, a number past Python's digit limit, nesting
+            self.report.refuse(number, _not_json(exc))
+            return
+        try:
             if not isinstance(record, dict):
                 raise LineError("not a JSON object")
             await self._record(number, record)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            self.report.refuse(number, f"not valid JSON ({exc})")
         except LineError as exc:
             self.report.refuse(number, str(exc))
         except SymbioteError as exc:  # a turn the history refuses (e.g. other text at an existing index)
             self.report.refuse(number, str(exc))
+        except (TypeError, ValueError, RecursionError) as exc:  # a field of a type or depth no check expected
+            log.info("import line %d refused: %r", number, exc)
+            self.report.refuse(number, f"a field cannot be read ({type(exc).__name__})")
 
     async def _record(self, number: int, record: dict[str, Any]) -> None:
         if is_header(record):
@@ -211,18 +247,32 @@ class Importer:
             if not memory.memory_id:  # an id carrying its creation time, as the engine makes them
                 memory = _with_id(memory)
             items.append((memory, incoming.vectors))
-        first = self._pending[0][0]
+        numbers = [number for number, _incoming in self._pending]
+        first = numbers[0]
         self._pending = []
         try:
-            outcomes = await self._bulk.import_memories(items, dry_run=self.report.dry_run)
+            outcomes = await self._bulk.import_memories(
+                items, dry_run=self.report.dry_run, replace_conflicts=self._replace_conflicts
+            )
         except SymbioteError as exc:
             self.report.stopped = f"{exc} (nothing from line {first} on was written)"
             log.warning("import stopped: %s", exc)
             return False
-        for outcome, _mid in outcomes:
-            setattr(self.report, outcome, getattr(self.report, outcome) + 1)
+        for number, (outcome, mid) in zip(numbers, outcomes):
+            if outcome == "conflict":
+                self.report.conflict(number, mid)
+            else:
+                setattr(self.report, outcome, getattr(self.report, outcome) + 1)
         return True
 
 
 def _with_id(memory: StoredMemory) -> StoredMemory:
     return replace(memory, memory_id=f"mem_{memory.created_us:016d}{secrets.randbelow(10_000):04d}")
+
+
+def _not_json(exc: ValueError | RecursionError) -> str:
+    if isinstance(exc, RecursionError):
+        return "not valid JSON (nested too deeply)"
+    if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)):
+        return f"not valid JSON ({exc})"
+    return "not valid JSON (a number with too many digits)"

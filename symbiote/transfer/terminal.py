@@ -75,6 +75,7 @@ async def import_from(
     history: TurnSink | None = None,
     dry_run: bool = False,
     progress_stream: IO[str] = sys.stderr,
+    replace: bool = False,
 ) -> ImportReport:
     """Import a file (a Symbiote export or a knowledge-graph memory.jsonl) with a progress bar."""
     bar = _bar(path.stat().st_size, "B", "checking" if dry_run else "importing", progress_stream)
@@ -85,7 +86,7 @@ async def import_from(
 
     try:
         with path.open("rb") as stream:
-            return await Importer(bulk, history, dry_run=dry_run, progress=progress).run(stream)
+            return await Importer(bulk, history, dry_run=dry_run, replace_conflicts=replace, progress=progress).run(stream)
     finally:
         bar.close()
 
@@ -95,6 +96,10 @@ def report_lines(report: ImportReport, shown: int = 50) -> list[str]:
     lines = [report.summary()]
     if report.source == "knowledge-graph":
         lines.append("(read as the knowledge graph of the reference MCP memory server)")
+    for line, memory_id in report.conflicting[:shown]:
+        lines.append(f"  line {line}: {memory_id} is stored with other text (left as it is; --replace takes the file's)")
+    if report.conflicts > shown:
+        lines.append(f"  ... and {report.conflicts - shown} more conflicts")
     for line, reason in report.refused[:shown]:
         lines.append(f"  line {line}: {reason}")
     if report.refused_count > shown:

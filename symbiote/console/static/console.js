@@ -35,6 +35,7 @@
     var base = form.dataset.base;
     var file = document.getElementById("import-file").files[0];
     var dry = document.getElementById("import-dry").checked;
+    var replace = document.getElementById("import-replace").checked;
     var status = document.getElementById("import-status");
     if (!file) return;
     var button = form.querySelector("button");
@@ -46,7 +47,7 @@
         say(status, "Uploading… " + Math.floor(100 * start / file.size) + " %", false);
         await post(base + "/import/" + job.job + "/part", file.slice(start, start + chunk), "application/octet-stream");
       }
-      var started = await post(base + "/import/" + job.job + "/start" + (dry ? "?dry_run=1" : ""), "", "text/plain");
+      var started = await post(base + "/import/" + job.job + "/start?dry_run=" + (dry ? "1" : "0") + "&replace=" + (replace ? "1" : "0"), "", "text/plain");
       status.outerHTML = await started.text();
       var fresh = document.getElementById("import-status");
       if (window.htmx) window.htmx.process(fresh);
