@@ -29,7 +29,7 @@ def recorded_format(path: Path) -> int | None:
     file = path / FORMAT_FILE
     try:
         text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # none yet; a path that is no directory is for the opener to report
         return None
     except OSError as exc:
         raise DataFormatError(
