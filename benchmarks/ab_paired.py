@@ -1,13 +1,13 @@
 """Two checkouts of Symbiote side by side, running at once, their searches alternated one by one.
 
-This machine's speed moves from minute to minute (other tenants take its cores), so even
-interleaved server starts (`ab_search.py`) can land a burst of noise on one side. Here both
+A shared machine's speed moves from minute to minute (other tenants take its cores), so even
+interleaved server starts can land a burst of noise on one side. Here both
 servers run together on the same LoCoMo conversation: every turn is stored in both, then every
 question is asked of one and straight away of the other (which goes first alternates), so each
 pair of searches meets the same moment of the machine. Prints each side's search and store
 p50 / p95 and the median of the paired differences (second minus first).
 
-    .venv/bin/python benchmarks/ab_paired.py OLD_CHECKOUT NEW_CHECKOUT [--rounds 3] [--file 26.json]
+    .venv/bin/python benchmarks/ab_paired.py OLD_CHECKOUT NEW_CHECKOUT --data LOCOMO_DIR [--rounds 3] [--file 26.json]
 
 e.g. `git worktree add /tmp/old <commit> && ln -s "$PWD/models" /tmp/old/models`, then
 `.venv/bin/python benchmarks/ab_paired.py /tmp/old "$PWD"`. Each round asks every question
@@ -29,7 +29,7 @@ from pathlib import Path
 from mcp import Client
 
 # this directory is on sys.path when run as a script
-from locomo_data import DATA_DIR, load_conversation
+from locomo_data import DATA_DIR, data_dir, load_conversation
 from mcp_client import passages_indexed
 from percentiles import percentile
 from server_process import ServerProcess
@@ -55,8 +55,8 @@ async def _timed(client: Client, tool: str, arguments: dict[str, object]) -> flo
     return (time.perf_counter() - started) * 1000
 
 
-async def measure(trees: list[Path], rounds: int, file: str) -> None:
-    conv = load_conversation(DATA_DIR / file)
+async def measure(trees: list[Path], rounds: int, path: Path) -> None:
+    conv = load_conversation(path)
     servers = [_server(tree) for tree in trees]
     try:
         for server in servers:
@@ -96,8 +96,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("new", type=Path)
     parser.add_argument("--rounds", type=int, default=3, help="times every question is asked of each (default 3)")
     parser.add_argument("--file", default="26.json", help="the LoCoMo conversation (default: 26.json)")
+    parser.add_argument("--data", type=Path, default=DATA_DIR, help="the LoCoMo directory (default: $SYMBIOTE_LOCOMO_DIR)")
     args = parser.parse_args(argv)
-    asyncio.run(measure([args.old.resolve(), args.new.resolve()], args.rounds, args.file))
+    conversation = data_dir(args.data) / args.file
+    asyncio.run(measure([args.old.resolve(), args.new.resolve()], args.rounds, conversation))
     return 0
 
 

@@ -1,8 +1,7 @@
 """Our own assistant set: memories an assistant would store, natural questions about them (each with
 the indexes of the memories that answer it), and questions about things never stored.
 
-Shared by assistant_set.py (through the real server) and the offline experiments
-(retrieval_lab.py, calibration.py, calibrate_relevance.py).
+Used by assistant_set.py (through the real server).
 """
 
 from __future__ import annotations

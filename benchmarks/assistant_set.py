@@ -7,7 +7,7 @@ about things never stored. Prints recall@1/5 on the questions (default cut-off),
 
     .venv/bin/python benchmarks/assistant_set.py [--min-relevance N] [--verbose]
 
-The data lives in benchmarks/assistant_data.py (shared with the offline experiments).
+The data lives in benchmarks/assistant_data.py.
 """
 
 from __future__ import annotations

@@ -7,10 +7,10 @@ category 1-4 question through `search_memory` (limit 10) and count a hit at k wh
 evidence turn is among the first k results. Prints recall@1/5/10 overall, per category and
 per file, and the client-side search latency p50/p95.
 
-The data is read from ../shared/data/locomo-dev/ (relative to the project root) and never
-copied. Usage:
+The conversations are read from --data DIR or SYMBIOTE_LOCOMO_DIR (one file per conversation,
+made from the LoCoMo release: see locomo_data.py). Usage:
 
-    .venv/bin/python benchmarks/locomo.py [--files 26.json 30.json] [--limit-questions N] [--port P]
+    .venv/bin/python benchmarks/locomo.py --data DIR [--files 26.json 30.json] [--limit-questions N] [--port P]
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 # this directory is on sys.path when run as a script
-from locomo_data import CATEGORIES, DATA_DIR, Conversation, load_conversation
+from locomo_data import CATEGORIES, DATA_DIR, Conversation, data_dir, load_conversation
 from mcp_client import passages_indexed, structured
 from percentiles import percentile
 from ports import free_port
@@ -93,8 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit-questions", type=int, default=None, help="ask at most N questions per file")
     parser.add_argument("--port", type=int, default=None, help="server port (default: a random free port)")
     parser.add_argument("--min-relevance", type=float, default=None, help="pass min_relevance to search_memory (servers that support it)")
-    parser.add_argument("--data", type=Path, default=DATA_DIR, help=f"data directory (default: {DATA_DIR})")
+    parser.add_argument("--data", type=Path, default=DATA_DIR, help="the LoCoMo directory (default: $SYMBIOTE_LOCOMO_DIR)")
     args = parser.parse_args(argv)
+    args.data = data_dir(args.data)
 
     files = [args.data / f for f in args.files] if args.files else sorted(args.data.glob("*.json"))
     if not files:

@@ -1,18 +1,32 @@
-"""The LoCoMo dev conversations: turns, questions with their evidence, read from ../shared/data/locomo-dev/.
+"""The LoCoMo conversations: turns, and the questions with their evidence.
 
-The data is read in place and never copied. Shared by the LoCoMo benchmark (locomo.py) and the
-offline retrieval and calibration experiments.
+LoCoMo ("Evaluating Very Long-Term Conversational Memory of LLM Agents", Maharana et al., ACL
+2024) is released by Snap Research at https://github.com/snap-research/locomo as
+`data/locomo10.json`, ten conversations in one file. It is not part of this repository: the
+benchmarks read a directory of one file per conversation (`26.json`, `30.json`...), given as
+`--data DIR` or in SYMBIOTE_LOCOMO_DIR. Make it from the release with
+
+    python benchmarks/locomo_data.py locomo10.json DIR
+
+Shared by locomo.py, vs_peer.py, stages.py, ab_paired.py and calibrate_relevance.py.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA_DIR = (ROOT / ".." / "shared" / "data" / "locomo-dev").resolve()
+ENV_VAR = "SYMBIOTE_LOCOMO_DIR"
+DATA_DIR: Path | None = Path(os.environ[ENV_VAR]) if os.environ.get(ENV_VAR) else None
+WHERE = (
+    f"Give the LoCoMo directory with --data DIR or {ENV_VAR}: one file per conversation, made from "
+    "the release's data/locomo10.json (github.com/snap-research/locomo) by "
+    "`python benchmarks/locomo_data.py locomo10.json DIR`."
+)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 
 
@@ -70,3 +84,30 @@ def load_conversation(path: Path) -> Conversation:
         if int(q.get("category", 5)) in CATEGORIES and q.get("evidence")
     ]
     return Conversation(path.name, turns, questions)
+
+
+def data_dir(given: Path | None) -> Path:
+    """The LoCoMo directory a benchmark was given, or an exit that says where to get one."""
+    if given is None or not given.is_dir():
+        problem = "No LoCoMo directory was given." if given is None else f"{str(given)!r} is not a directory."
+        raise SystemExit(f"{problem} {WHERE}")
+    return given
+
+
+def split_release(release: Path, target: Path) -> list[Path]:
+    """Write each conversation of the release's locomo10.json to `target`/<number>.json."""
+    target.mkdir(parents=True, exist_ok=True)
+    written = []
+    for sample in json.loads(release.read_text()):
+        number = str(sample.get("sample_id", len(written))).rsplit("-", 1)[-1]
+        path = target / f"{number}.json"
+        path.write_text(json.dumps(sample))
+        written.append(path)
+    return written
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        raise SystemExit("usage: python benchmarks/locomo_data.py locomo10.json DIR")
+    for written_path in split_release(Path(sys.argv[1]), Path(sys.argv[2])):
+        print(written_path)

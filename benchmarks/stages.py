@@ -29,7 +29,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 # this directory is on sys.path when run as a script
-from locomo_data import DATA_DIR, load_conversation
+from locomo_data import DATA_DIR, data_dir, load_conversation
 from percentiles import percentile
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -100,7 +100,7 @@ async def run(args: argparse.Namespace) -> None:
     from symbiote.runtime import build_runtime
 
     exporter, tracer = _tracing()
-    conv = load_conversation(args.data / args.file)
+    conv = load_conversation(data_dir(args.data) / args.file)
     turns = conv.turns[: args.limit_turns] if args.limit_turns else conv.turns
     with tempfile.TemporaryDirectory(prefix="symbiote-stages-") as tmp:
         settings = Settings(chromadb_path=Path(tmp) / "data", model_dir=PROJECT_ROOT / "models" / "all-MiniLM-L6-v2")
@@ -135,7 +135,7 @@ async def run(args: argparse.Namespace) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--file", default="26.json", help="the LoCoMo conversation (default: 26.json)")
-    parser.add_argument("--data", type=Path, default=DATA_DIR, help=f"LoCoMo directory (default: {DATA_DIR})")
+    parser.add_argument("--data", type=Path, default=DATA_DIR, help="the LoCoMo directory (default: $SYMBIOTE_LOCOMO_DIR)")
     parser.add_argument("--limit-turns", type=int, help="store only the first N turns")
     parser.add_argument("--store", type=Path, help="search a copy of this filled data directory instead")
     args = parser.parse_args()

@@ -41,7 +41,7 @@ from typing import Any, Awaitable, Callable
 import psutil
 
 # this directory is on sys.path when run as a script
-from locomo_data import DATA_DIR, Conversation, load_conversation
+from locomo_data import DATA_DIR, Conversation, data_dir, load_conversation
 from mcp_client import passages_indexed, structured
 from percentiles import percentile
 from ports import free_port
@@ -272,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--file", default="26.json", help="the LoCoMo conversation (default: 26.json)")
-    parser.add_argument("--data", type=Path, default=DATA_DIR, help=f"LoCoMo directory (default: {DATA_DIR})")
+    parser.add_argument("--data", type=Path, default=DATA_DIR, help="the LoCoMo directory (default: $SYMBIOTE_LOCOMO_DIR)")
     parser.add_argument("--peer", type=Path, default=Path("/tmp/peer-venv"), help="the peer's venv (default: /tmp/peer-venv)")
     parser.add_argument("--only", choices=("symbiote", "peer"), help="measure one server only")
     parser.add_argument("--limit-turns", type=int, help="store only the first N turns (a quick check)")
@@ -284,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=1, help="with --checkouts: rounds of all of them")
     args = parser.parse_args(argv)
 
-    conv = load_conversation(args.data / args.file)
+    conv = load_conversation(data_dir(args.data) / args.file)
     if args.limit_turns:
         kept = {t.dia_id for t in conv.turns[: args.limit_turns]}
         conv.turns = conv.turns[: args.limit_turns]

@@ -23,7 +23,7 @@ if [ ! -f "$stamp" ]; then
   touch "$stamp"
   step "dependencies installed"
 fi
-# Bytecode for the package (this machine sets PYTHONDONTWRITEBYTECODE): a faster cold start.
+# Bytecode for the package (even where PYTHONDONTWRITEBYTECODE is set): a faster cold start.
 .venv/bin/python -m compileall -q symbiote function_app.py >/dev/null || true
 if [ "${1:-}" = "dev" ] && [ ! -x .venv-tools/bin/checkov ]; then
   # Static checks of the Dockerfile and Bicep (tests/test_infra.py), kept out of the app's venv.

@@ -24,3 +24,8 @@ class MemoryNotFoundError(SymbioteError):
 
 class StoreUnavailableError(SymbioteError):
     """The memory store cannot be opened or written; the message says what to fix."""
+
+
+class DataFormatError(StoreUnavailableError):
+    """The data directory was written in a format this release does not know (a newer release's):
+    it is refused, and left exactly as it is, rather than read wrongly or rewritten."""

@@ -16,6 +16,9 @@ import time
 from pathlib import Path
 from typing import Callable, TypeVar
 
+from symbiote.errors import DataFormatError
+from symbiote.storage.data_format import recorded_format
+
 T = TypeVar("T")
 
 AUTH_DB_NAME = "symbiote-auth.sqlite3"
@@ -72,6 +75,10 @@ class AuthDatabase:
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
+            try:
+                recorded_format(self.path.parent)  # a newer release's data directory: refused, left as it is
+            except DataFormatError as exc:
+                raise AuthStoreUnavailable(str(exc)) from exc
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 fresh = not self.path.exists()

@@ -7,7 +7,7 @@ ONNX graph that onnxruntime runs. Nothing here downloads anything: the weights c
 
 `quantize=True` gives a mostly int8 graph instead. It is faster but not served: on one- to
 three-word texts its vectors fall below cosine 0.99 to the float model's
-(benchmarks/model_runtime.py).
+(measured with benchmarks/model_runtime.py, deleted after 4344135: see docs/performance.md).
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from symbiote.storage.bulk_reads import read_all
 from symbiote.storage.chroma_store import ChromaMemoryStore
+from symbiote.storage.data_format import record_format
 from symbiote.errors import StoreUnavailableError
 
 if TYPE_CHECKING:
@@ -192,6 +193,7 @@ def embedded_client(path: Path) -> Any:
     """The embedded `PersistentClient` at `path` (the same one `storage.open_embedded_store` uses)."""
     try:
         path.mkdir(parents=True, exist_ok=True)
+        record_format(path)  # before Chroma touches anything: a newer release's directory stays as it is
     except OSError as exc:
         raise StoreUnavailableError(
             f"The memory store directory {str(path)!r} cannot be created ({exc.strerror or exc}). "

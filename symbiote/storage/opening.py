@@ -4,7 +4,9 @@ A damaged store is copied aside before anything else touches it, and every refus
 to fix (a read-only mount, a directory we may not write). The data directory is kept private
 (0700, its files 0600: `make_private`). `symbiote reset` moves the directory aside and keeps the
 sign-in database unless asked; a server still running on the old directory notices (`ResetGuard`)
-and refuses to go on with it instead of serving, and writing to, the data set aside.
+and refuses to go on with it instead of serving, and writing to, the data set aside. The
+directory records its format (`symbiote.storage.data_format`): one a newer release wrote is refused
+before anything here touches it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from symbiote.errors import StoreUnavailableError
 from symbiote.storage.base import CHROMA_FILE, LEXICAL_FILE
+from symbiote.storage.data_format import record_format
 from symbiote.storage.disk_errors import StoreDamagedError, StorageReadOnlyError, is_damage
 
 if TYPE_CHECKING:
@@ -61,6 +64,7 @@ def open_embedded_store(
     `vectors_in_memory`: only where nothing else writes to it (`ChromaMemoryStore`)."""
     try:
         path.mkdir(parents=True, exist_ok=True)
+        record_format(path)  # refuses a newer release's directory before anything else touches it
         make_private(path)
         probe = path / ".symbiote-write-test"
         probe.write_bytes(b"")
@@ -238,6 +242,7 @@ def open_server_store(server: "ChromaServer", index_dir: Path, model_name: str, 
 
     try:
         index_dir.mkdir(parents=True, exist_ok=True)
+        record_format(index_dir)
     except OSError as exc:
         raise StoreUnavailableError(
             f"The directory {str(index_dir)!r} for the local keyword index cannot be created "
