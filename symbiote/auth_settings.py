@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit
 
+from symbiote.errors import SymbioteError
 from symbiote.platform_hosts import exposed, is_loopback, platform_hosts
 
 AUTH_MODES = ("none", "oauth")
@@ -23,7 +24,7 @@ GENERATE_HINT = "generate one with: python -c \"import secrets; print(secrets.to
 SCRYPT_MAXMEM = 64 * 1024 * 1024  # the most memory one owner-secret check may use
 
 
-class OwnerSecretError(ValueError):
+class OwnerSecretError(SymbioteError, ValueError):
     """A malformed SYMBIOTE_OWNER_SECRET_HASH."""
 
 

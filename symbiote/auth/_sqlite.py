@@ -15,6 +15,7 @@ import threading
 import time
 from pathlib import Path
 from typing import Callable, TypeVar
+from symbiote.errors import SymbioteError
 
 T = TypeVar("T")
 
@@ -44,7 +45,7 @@ CREATE TABLE IF NOT EXISTS api_keys (
 """
 
 
-class AuthStoreUnavailable(RuntimeError):
+class AuthStoreUnavailable(SymbioteError, RuntimeError):
     """The auth database cannot be opened or written; the message says what to fix."""
 
 

@@ -23,13 +23,15 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
+from symbiote.errors import SymbioteError
+
 WARN_PERCENT = 90.0
 STATE_DIR = ".symbiote"
 LOCK_NAME = "writer.lock"
 SNAPSHOT_DIR = ".snapshots"
 
 
-class FileShareError(Exception):
+class FileShareError(SymbioteError):
     """The share could not do what was asked; the message says why."""
 
 

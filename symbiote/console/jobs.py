@@ -32,7 +32,7 @@ MAX_JOBS = 20
 RunImport = Callable[[IO[bytes], bool, Callable[[int], None]], Awaitable[ImportReport]]
 
 
-class JobError(Exception):
+class JobError(SymbioteError):
     """A part or a start that cannot be taken; the message says why."""
 
 

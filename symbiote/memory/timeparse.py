@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 
+from symbiote.errors import SymbioteError
+
 MONTHS = {
     name: index
     for index, names in enumerate(
@@ -31,8 +33,8 @@ UNDERSTOOD = (
 )
 
 
-class TimePhraseError(ValueError):
-    pass
+class TimePhraseError(SymbioteError, ValueError):
+    """A phrase that names no time; validation words it as an InvalidInputError for the caller."""
 
 
 # The last instant a date can name: "9999-12-31" ends here instead of overflowing into year 10000.

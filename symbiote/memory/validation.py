@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
+from symbiote.config import MAX_CONTENT_BYTES
 from symbiote.errors import InvalidInputError
 from symbiote.memory import timeparse
 from symbiote.memory.clock import instant_us
@@ -13,7 +14,6 @@ from symbiote.memory.ids import created_us, is_memory_id
 MAX_TAGS = 10
 MAX_TAG_LENGTH = 50
 MAX_CONVERSATION_ID = 200
-MAX_CONTENT_BYTES = 100_000  # the default of SYMBIOTE_MAX_CONTENT_BYTES: far more than any real note
 MAX_QUERY_CHARS = 2_000  # a question, not a document: longer ones cost search time and find nothing more
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 

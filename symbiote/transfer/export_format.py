@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
-from symbiote.errors import InvalidInputError
+from symbiote.errors import InvalidInputError, SymbioteError
 from symbiote.memory import validation
 from symbiote.memory.ids import created_us as id_created_us
 from symbiote.storage.base import StoredMemory, content_hash
@@ -29,7 +29,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _MICROSECOND = timedelta(microseconds=1)
 
 
-class LineError(ValueError):
+class LineError(SymbioteError, ValueError):
     """One line of an import file that cannot be taken; the message says why, for the report."""
 
 
