@@ -12,7 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from symbiote.auth_settings import read_auth_settings
+from symbiote.auth_settings import (
+    ACCESS_TOKEN_TTL_SECONDS,
+    CHATGPT_TOOLS_DEFAULT,
+    REFRESH_TOKEN_TTL_SECONDS,
+    REGISTRATIONS_PER_HOUR,
+    REGISTRATIONS_PER_MINUTE,
+    read_auth_settings,
+)
 from symbiote.errors import SymbioteError
 from symbiote.telemetry.settings import read_telemetry_settings
 
@@ -40,7 +47,7 @@ SHARE_KINDS = ("local", "azure")  # SYMBIOTE_SHARE; unset or "off" means no file
 MAX_CONTENT_BYTES = 100_000
 
 
-class ConfigError(SymbioteError, ValueError):
+class ConfigError(SymbioteError):
     """Configuration that cannot work; the message says what to change."""
 
 
@@ -83,13 +90,13 @@ class Settings:
     public_url: str = ""
     trust_forwarded_headers: bool | None = None  # None: trusted when behind a platform's proxy
     behind_functions_host: bool = False
-    access_token_ttl_seconds: int = 3600
-    refresh_token_ttl_seconds: int = 30 * 86400
+    access_token_ttl_seconds: int = ACCESS_TOKEN_TTL_SECONDS
+    refresh_token_ttl_seconds: int = REFRESH_TOKEN_TTL_SECONDS
     auth_db_path: Path | None = None
-    chatgpt_tools: str = "auto"  # on | off | auto (on wherever ChatGPT can reach the server)
+    chatgpt_tools: str = CHATGPT_TOOLS_DEFAULT  # on | off | auto (on wherever ChatGPT can reach the server)
     open_registration: bool = True  # RFC 7591 /register; off: metadata documents and registered clients only
-    registrations_per_minute: int = 10  # per address
-    registrations_per_hour: int = 100  # in total
+    registrations_per_minute: int = REGISTRATIONS_PER_MINUTE  # per address
+    registrations_per_hour: int = REGISTRATIONS_PER_HOUR  # in total
     client_metadata_documents: bool = True  # a client_id that is an HTTPS URL names its metadata
     metadata_loopback: bool = False  # SYMBIOTE_CIMD_ALLOW_LOOPBACK: tests only
 

@@ -45,7 +45,7 @@ CREATE TABLE IF NOT EXISTS api_keys (
 """
 
 
-class AuthStoreUnavailable(SymbioteError, RuntimeError):
+class AuthStoreUnavailable(SymbioteError):
     """The auth database cannot be opened or written; the message says what to fix."""
 
 

@@ -38,7 +38,7 @@ _PARAGRAPH = re.compile(r"\n\s*\n")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
 
 
-class ModelMissingError(SymbioteError, RuntimeError):
+class ModelMissingError(SymbioteError):
     """The exported model is not where configuration says it is."""
 
 

@@ -33,7 +33,7 @@ UNDERSTOOD = (
 )
 
 
-class TimePhraseError(SymbioteError, ValueError):
+class TimePhraseError(SymbioteError):
     """A phrase that names no time; validation words it as an InvalidInputError for the caller."""
 
 
@@ -109,9 +109,7 @@ def parse(phrase: str, now: datetime | None = None) -> Interval:
     """
     try:
         return _parse(phrase, (now or datetime.now(timezone.utc)).astimezone(timezone.utc))
-    except (OverflowError, ValueError) as exc:
-        if isinstance(exc, TimePhraseError):
-            raise
+    except (OverflowError, ValueError):  # a TimePhraseError already says what was wrong: not caught here
         raise TimePhraseError(
             f"'{phrase[:100]}' is outside the dates that can be searched (years 1 to 9999)."
         ) from None

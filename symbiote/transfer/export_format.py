@@ -27,7 +27,7 @@ FORMAT_NAME = "symbiote-memories"
 FORMAT_VERSION = 1
 
 
-class LineError(SymbioteError, ValueError):
+class LineError(SymbioteError):
     """One line of an import file that cannot be taken; the message says why, for the report."""
 
 
