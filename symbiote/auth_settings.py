@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit
 
+from symbiote.errors import SymbioteError
 from symbiote.platform_hosts import exposed, is_loopback, platform_hosts
 
 AUTH_MODES = ("none", "oauth")
@@ -21,9 +22,16 @@ FALSE_WORDS = ("0", "false", "no", "off")
 MIN_OWNER_SECRET_LENGTH = 16
 GENERATE_HINT = "generate one with: python -c \"import secrets; print(secrets.token_urlsafe(32))\""
 SCRYPT_MAXMEM = 64 * 1024 * 1024  # the most memory one owner-secret check may use
+# The defaults of the auth settings, defined here once: `Settings` (symbiote.config) declares its
+# fields with them and `read_auth_settings` falls back to them.
+CHATGPT_TOOLS_DEFAULT = "auto"
+ACCESS_TOKEN_TTL_SECONDS = 3600
+REFRESH_TOKEN_TTL_SECONDS = 30 * 86400
+REGISTRATIONS_PER_MINUTE = 10  # per address
+REGISTRATIONS_PER_HOUR = 100  # in total
 
 
-class OwnerSecretError(ValueError):
+class OwnerSecretError(SymbioteError):
     """A malformed SYMBIOTE_OWNER_SECRET_HASH."""
 
 
@@ -112,11 +120,11 @@ def read_auth_settings(
     if mode and mode not in AUTH_MODES:
         problems.append(f"SYMBIOTE_AUTH={mode!r} must be one of {', '.join(AUTH_MODES)} (or unset for automatic)")
         mode = ""
-    chatgpt = env.get("SYMBIOTE_CHATGPT_TOOLS", "").strip().lower() or "auto"
+    chatgpt = env.get("SYMBIOTE_CHATGPT_TOOLS", "").strip().lower() or CHATGPT_TOOLS_DEFAULT
     chatgpt = {"1": "on", "true": "on", "yes": "on", "0": "off", "false": "off", "no": "off"}.get(chatgpt, chatgpt)
     if chatgpt not in CHATGPT_TOOLS:
         problems.append(f"SYMBIOTE_CHATGPT_TOOLS={chatgpt!r} must be one of {', '.join(CHATGPT_TOOLS)}")
-        chatgpt = "auto"
+        chatgpt = CHATGPT_TOOLS_DEFAULT
     auth_db = env.get("SYMBIOTE_AUTH_DB", "").strip()
     values: dict[str, Any] = {
         "auth_mode": mode,
@@ -126,13 +134,13 @@ def read_auth_settings(
         "public_url": env.get("SYMBIOTE_PUBLIC_URL", "").strip().rstrip("/"),
         "trust_forwarded_headers": flag("SYMBIOTE_TRUST_FORWARDED_HEADERS"),
         "behind_functions_host": bool(env.get("FUNCTIONS_WORKER_RUNTIME", "").strip()),
-        "access_token_ttl_seconds": integer("SYMBIOTE_ACCESS_TOKEN_TTL_SECONDS", 3600, 60, 86400),
-        "refresh_token_ttl_seconds": integer("SYMBIOTE_REFRESH_TOKEN_TTL_SECONDS", 30 * 86400, 3600, 365 * 86400),
+        "access_token_ttl_seconds": integer("SYMBIOTE_ACCESS_TOKEN_TTL_SECONDS", ACCESS_TOKEN_TTL_SECONDS, 60, 86400),
+        "refresh_token_ttl_seconds": integer("SYMBIOTE_REFRESH_TOKEN_TTL_SECONDS", REFRESH_TOKEN_TTL_SECONDS, 3600, 365 * 86400),
         "auth_db_path": Path(auth_db).expanduser() if auth_db else None,
         "chatgpt_tools": chatgpt,
         "open_registration": flag("SYMBIOTE_OPEN_REGISTRATION") is not False,
-        "registrations_per_minute": integer("SYMBIOTE_REGISTRATIONS_PER_MINUTE", 10, 1, 10_000),
-        "registrations_per_hour": integer("SYMBIOTE_REGISTRATIONS_PER_HOUR", 100, 1, 1_000_000),
+        "registrations_per_minute": integer("SYMBIOTE_REGISTRATIONS_PER_MINUTE", REGISTRATIONS_PER_MINUTE, 1, 10_000),
+        "registrations_per_hour": integer("SYMBIOTE_REGISTRATIONS_PER_HOUR", REGISTRATIONS_PER_HOUR, 1, 1_000_000),
         "client_metadata_documents": flag("SYMBIOTE_CLIENT_METADATA_DOCUMENTS") is not False,
         "metadata_loopback": bool(flag("SYMBIOTE_CIMD_ALLOW_LOOPBACK")),
     }

@@ -12,7 +12,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from symbiote.auth_settings import read_auth_settings
+from symbiote.auth_settings import (
+    ACCESS_TOKEN_TTL_SECONDS,
+    CHATGPT_TOOLS_DEFAULT,
+    REFRESH_TOKEN_TTL_SECONDS,
+    REGISTRATIONS_PER_HOUR,
+    REGISTRATIONS_PER_MINUTE,
+    read_auth_settings,
+)
+from symbiote.errors import SymbioteError
 from symbiote.telemetry.settings import read_telemetry_settings
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -34,9 +42,12 @@ def _resource_dir(name: str, *, user_data: bool = False) -> Path:
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 TRANSPORTS = ("http", "sse", "stdio")
 SHARE_KINDS = ("local", "azure")  # SYMBIOTE_SHARE; unset or "off" means no file share features
+# One memory's text, in bytes of UTF-8: the default of SYMBIOTE_MAX_CONTENT_BYTES, far more than any
+# real note. The one definition: the settings, the engine's policy and validation all read it.
+MAX_CONTENT_BYTES = 100_000
 
 
-class ConfigError(ValueError):
+class ConfigError(SymbioteError):
     """Configuration that cannot work; the message says what to change."""
 
 
@@ -79,13 +90,13 @@ class Settings:
     public_url: str = ""
     trust_forwarded_headers: bool | None = None  # None: trusted when behind a platform's proxy
     behind_functions_host: bool = False
-    access_token_ttl_seconds: int = 3600
-    refresh_token_ttl_seconds: int = 30 * 86400
+    access_token_ttl_seconds: int = ACCESS_TOKEN_TTL_SECONDS
+    refresh_token_ttl_seconds: int = REFRESH_TOKEN_TTL_SECONDS
     auth_db_path: Path | None = None
-    chatgpt_tools: str = "auto"  # on | off | auto (on wherever ChatGPT can reach the server)
+    chatgpt_tools: str = CHATGPT_TOOLS_DEFAULT  # on | off | auto (on wherever ChatGPT can reach the server)
     open_registration: bool = True  # RFC 7591 /register; off: metadata documents and registered clients only
-    registrations_per_minute: int = 10  # per address
-    registrations_per_hour: int = 100  # in total
+    registrations_per_minute: int = REGISTRATIONS_PER_MINUTE  # per address
+    registrations_per_hour: int = REGISTRATIONS_PER_HOUR  # in total
     client_metadata_documents: bool = True  # a client_id that is an HTTPS URL names its metadata
     metadata_loopback: bool = False  # SYMBIOTE_CIMD_ALLOW_LOOPBACK: tests only
 
@@ -96,7 +107,7 @@ class Settings:
     memory_confidence_min: float = 0.7
     memory_max_per_window: int = 3
     min_free_mb: int = 50  # writes are refused while less is free on the data disk (0: never)
-    max_content_bytes: int = 100_000  # one memory's text, UTF-8 (SYMBIOTE_MAX_CONTENT_BYTES)
+    max_content_bytes: int = MAX_CONTENT_BYTES  # one memory's text, UTF-8 (SYMBIOTE_MAX_CONTENT_BYTES)
     store_process: bool = True  # embedded Chroma in its own process (symbiote.storage.process); off: in-process
     history_tail_n: int = 16
     memory_top_k: int = 8
@@ -140,14 +151,14 @@ class Settings:
                 problems.append(f"{name}={value} is out of range ({low}..{high})")
             return value
 
-        port = integer("PORT", 8000, 1, 65535)
-        cache = integer("SYMBIOTE_EMBED_CACHE_SIZE", 2048, 0, 1_000_000)
-        log_level = env.get("LOG_LEVEL", "INFO").strip().upper() or "INFO"
+        port = integer("PORT", cls.port, 1, 65535)
+        cache = integer("SYMBIOTE_EMBED_CACHE_SIZE", cls.embed_cache_size, 0, 1_000_000)
+        log_level = env.get("LOG_LEVEL", "").strip().upper() or cls.log_level
         if log_level not in LOG_LEVELS:
             problems.append(f"LOG_LEVEL={log_level!r} must be one of {', '.join(LOG_LEVELS)}")
-            log_level = "INFO"
-        host = env.get("HOST", "127.0.0.1").strip() or "127.0.0.1"
-        chroma = env.get("CHROMADB_PATH", "./data").strip() or "./data"
+            log_level = cls.log_level
+        host = env.get("HOST", "").strip() or cls.host
+        chroma = env.get("CHROMADB_PATH", "").strip()
         model_dir = env.get("SYMBIOTE_MODEL_DIR", "").strip()
         personalities = env.get("SYMBIOTE_PERSONALITIES_DIR", "").strip()
         share = _share_settings(env, problems, integer)
@@ -162,8 +173,8 @@ class Settings:
         return cls(
             host=host,
             port=port,
-            chromadb_path=Path(chroma).expanduser(),
-            personality=env.get("VENOM_PERSONALITY", "").strip() or "default",
+            chromadb_path=Path(chroma).expanduser() if chroma else cls.chromadb_path,
+            personality=env.get("VENOM_PERSONALITY", "").strip() or cls.personality,
             log_level=log_level,
             allowed_hosts=_split(env.get("SYMBIOTE_ALLOWED_HOSTS", "")),
             allowed_origins=_split(env.get("SYMBIOTE_ALLOWED_ORIGINS", "")),
@@ -198,10 +209,10 @@ def _transport_settings(env: Mapping[str, str], problems: list[str], integer: An
             return default
         return value
 
-    transport = env.get("SYMBIOTE_TRANSPORT", "").strip().lower() or "http"
+    transport = env.get("SYMBIOTE_TRANSPORT", "").strip().lower() or Settings.transport
     if transport not in TRANSPORTS:
         problems.append(f"SYMBIOTE_TRANSPORT={transport!r} must be one of {', '.join(TRANSPORTS)}")
-        transport = "http"
+        transport = Settings.transport
     cors = _split(env.get("SYMBIOTE_CORS_ORIGINS", ""))
     for origin in cors:
         if origin == "*":
@@ -213,12 +224,14 @@ def _transport_settings(env: Mapping[str, str], problems: list[str], integer: An
             problems.append(f"SYMBIOTE_CORS_ORIGINS entry {origin!r} must be an origin like https://app.example.com")
     return {
         "transport": transport,
-        "sse_heartbeat_seconds": seconds("SYMBIOTE_SSE_HEARTBEAT_SECONDS", 30.0, 0.1, 300.0),
-        "sse_max_lifetime_seconds": seconds("SYMBIOTE_SSE_MAX_LIFETIME_SECONDS", 3600.0, 1.0, 7 * 86400.0),
+        "sse_heartbeat_seconds": seconds("SYMBIOTE_SSE_HEARTBEAT_SECONDS", Settings.sse_heartbeat_seconds, 0.1, 300.0),
+        "sse_max_lifetime_seconds": seconds("SYMBIOTE_SSE_MAX_LIFETIME_SECONDS", Settings.sse_max_lifetime_seconds, 1.0, 7 * 86400.0),
         "cors_origins": tuple(o.rstrip("/") for o in cors if o != "*"),
-        "max_body_bytes": integer("SYMBIOTE_MAX_BODY_BYTES", 4 * 1024 * 1024, 1024, 256 * 1024 * 1024),
-        "header_timeout_seconds": seconds("SYMBIOTE_HEADER_TIMEOUT_SECONDS", 5.0, 0.5, 300.0),
-        "max_connections": integer("SYMBIOTE_MAX_CONNECTIONS", 1000, 16, 1_000_000),
+        "max_body_bytes": integer("SYMBIOTE_MAX_BODY_BYTES", Settings.max_body_bytes, 1024, 256 * 1024 * 1024),
+        "header_timeout_seconds": seconds(
+            "SYMBIOTE_HEADER_TIMEOUT_SECONDS", Settings.header_timeout_seconds, 0.5, 300.0
+        ),
+        "max_connections": integer("SYMBIOTE_MAX_CONNECTIONS", Settings.max_connections, 16, 1_000_000),
     }
 
 
@@ -247,7 +260,7 @@ def _share_settings(env: Mapping[str, str], problems: list[str], integer: Any) -
             problems.append(f"SYMBIOTE_SHARE_RESOURCE_ID={resource_id!r} is not the resource id of a file share")
         if connection and not resource_id and not name:
             problems.append("SYMBIOTE_SHARE_CONNECTION_STRING needs SYMBIOTE_SHARE_NAME")
-    schedule = env.get("SYMBIOTE_SNAPSHOT_SCHEDULE", "").strip() or "0 0 3 * * *"
+    schedule = env.get("SYMBIOTE_SNAPSHOT_SCHEDULE", "").strip() or Settings.snapshot_schedule
     if len(schedule.split()) != 6:
         problems.append(
             f"SYMBIOTE_SNAPSHOT_SCHEDULE={schedule!r} must be an NCRONTAB expression with six fields "
@@ -262,9 +275,9 @@ def _share_settings(env: Mapping[str, str], problems: list[str], integer: Any) -
         "share_resource_id": resource_id,
         "share_connection_string": connection,
         "managed_identity_client_id": env.get("AZURE_CLIENT_ID", "").strip(),
-        "lease_ttl_seconds": integer("SYMBIOTE_LEASE_TTL_SECONDS", 60, 15, 3600),
+        "lease_ttl_seconds": integer("SYMBIOTE_LEASE_TTL_SECONDS", Settings.lease_ttl_seconds, 15, 3600),
         "snapshot_schedule": schedule,
-        "snapshot_keep": integer("SYMBIOTE_SNAPSHOT_KEEP", 7, 1, 200),
+        "snapshot_keep": integer("SYMBIOTE_SNAPSHOT_KEEP", Settings.snapshot_keep, 1, 200),
     }
 
 
@@ -274,9 +287,9 @@ CHROMA_AUTH_HEADERS = ("Authorization", "X-Chroma-Token")
 def _context_settings(integer: Any) -> dict[str, Any]:
     """Conversation history and build_context defaults (docs/history.md)."""
     return {
-        "history_tail_n": integer("HISTORY_TAIL_N", 16, 1, 200),
-        "memory_top_k": integer("MEMORY_TOP_K", 8, 1, 20),
-        "context_token_budget": integer("CONTEXT_TOKEN_BUDGET", 2000, 100, 200_000),
+        "history_tail_n": integer("HISTORY_TAIL_N", Settings.history_tail_n, 1, 200),
+        "memory_top_k": integer("MEMORY_TOP_K", Settings.memory_top_k, 1, 20),
+        "context_token_budget": integer("CONTEXT_TOKEN_BUDGET", Settings.context_token_budget, 100, 200_000),
     }
 
 
@@ -289,8 +302,8 @@ def _chroma_server_settings(env: Mapping[str, str], problems: list[str], integer
     raw_ssl = env.get("CHROMA_SSL", "").strip().lower()
     token = env.get("CHROMA_AUTH_TOKEN", "").strip()
     header = env.get("CHROMA_AUTH_HEADER", "").strip()
-    tenant = env.get("CHROMA_TENANT", "").strip() or "default_tenant"
-    database = env.get("CHROMA_DATABASE", "").strip() or "default_database"
+    tenant = env.get("CHROMA_TENANT", "").strip() or Settings.chroma_tenant
+    database = env.get("CHROMA_DATABASE", "").strip() or Settings.chroma_database
     ssl: bool | None = None
     if raw_ssl in ("1", "true", "yes", "on"):
         ssl = True
@@ -298,7 +311,7 @@ def _chroma_server_settings(env: Mapping[str, str], problems: list[str], integer
         ssl = False
     elif raw_ssl:
         problems.append(f"CHROMA_SSL={raw_ssl!r} must be 1/true/yes or 0/false/no")
-    port = integer("CHROMA_PORT", 8000, 1, 65535)
+    port = integer("CHROMA_PORT", Settings.chroma_port, 1, 65535)
     host = raw_host
     if raw_host:
         parts = urlsplit(raw_host if "://" in raw_host else f"//{raw_host}")
@@ -334,13 +347,13 @@ def _chroma_server_settings(env: Mapping[str, str], problems: list[str], integer
         known = {h.lower(): h for h in CHROMA_AUTH_HEADERS}
         if header.lower() not in known:
             problems.append(f"CHROMA_AUTH_HEADER={header!r} must be one of {', '.join(CHROMA_AUTH_HEADERS)}")
-        header = known.get(header.lower(), "Authorization")
+        header = known.get(header.lower(), Settings.chroma_auth_header)
     return {
         "chroma_host": host,
         "chroma_port": port,
         "chroma_ssl": bool(ssl),
         "chroma_auth_token": token,
-        "chroma_auth_header": header or "Authorization",
+        "chroma_auth_header": header or Settings.chroma_auth_header,
         "chroma_tenant": tenant,
         "chroma_database": database,
     }
@@ -349,7 +362,7 @@ def _chroma_server_settings(env: Mapping[str, str], problems: list[str], integer
 def _limit_settings(env: Mapping[str, str], problems: list[str], integer: Any) -> dict[str, Any]:
     """MAX_MEMORIES, RETENTION_DAYS (both unset: unlimited, forever), the history write policy, the disk reserve."""
     raw_min = env.get("MEMORY_CONFIDENCE_MIN", "").strip()
-    confidence_min = 0.7
+    confidence_min = Settings.memory_confidence_min
     if raw_min:
         try:
             confidence_min = float(raw_min)
@@ -364,10 +377,10 @@ def _limit_settings(env: Mapping[str, str], problems: list[str], integer: Any) -
         "max_memories": max_memories,
         "retention_days": retention,
         "memory_confidence_min": confidence_min,
-        "memory_max_per_window": integer("MEMORY_MAX_PER_WINDOW", 3, 1, 1000),
-        "min_free_mb": integer("SYMBIOTE_MIN_FREE_MB", 50, 0, 1_000_000),
-        "max_content_bytes": integer("SYMBIOTE_MAX_CONTENT_BYTES", 100_000, 1_000, 10_000_000),
-        "store_process": _on_off(env, "SYMBIOTE_STORE_PROCESS", True, problems),
+        "memory_max_per_window": integer("MEMORY_MAX_PER_WINDOW", Settings.memory_max_per_window, 1, 1000),
+        "min_free_mb": integer("SYMBIOTE_MIN_FREE_MB", Settings.min_free_mb, 0, 1_000_000),
+        "max_content_bytes": integer("SYMBIOTE_MAX_CONTENT_BYTES", Settings.max_content_bytes, 1_000, 10_000_000),
+        "store_process": _on_off(env, "SYMBIOTE_STORE_PROCESS", Settings.store_process, problems),
     }
 
 

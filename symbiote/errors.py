@@ -4,7 +4,19 @@ from __future__ import annotations
 
 
 class SymbioteError(Exception):
-    """Base class: anything the caller can act on. The message is safe to show a user."""
+    """Base class of every error the package defines, so a caller can catch "a Symbiote error" once.
+    Except for a `DriverError`, the message is written for a person and safe to show a user."""
+
+
+class DriverError(SymbioteError):
+    """A failure below the engine carried up as it was raised (e.g. by Chroma in the store process):
+    not yet in words for a person, so the store I/O classifies, logs and words it like any other."""
+
+
+def worded(exc: BaseException) -> bool:
+    """Whether `exc` is already an error a person can act on, to pass through untouched; anything
+    else (a driver's failure) is logged with its trace and reported in words by the caller."""
+    return isinstance(exc, SymbioteError) and not isinstance(exc, DriverError)
 
 
 class InvalidInputError(SymbioteError):

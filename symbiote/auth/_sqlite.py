@@ -15,6 +15,7 @@ import threading
 import time
 from pathlib import Path
 from typing import Callable, TypeVar
+from symbiote.errors import SymbioteError
 
 from symbiote.errors import DataFormatError
 from symbiote.storage.data_format import recorded_format
@@ -48,7 +49,7 @@ CREATE TABLE IF NOT EXISTS console_signouts (session_hash TEXT PRIMARY KEY, expi
 """
 
 
-class AuthStoreUnavailable(RuntimeError):
+class AuthStoreUnavailable(SymbioteError):
     """The auth database cannot be opened or written; the message says what to fix."""
 
 

@@ -35,6 +35,7 @@ import anyio
 import httpx
 
 from symbiote.auth.registration import metadata_problem
+from symbiote.errors import SymbioteError
 
 log = logging.getLogger("symbiote.auth")
 
@@ -46,7 +47,7 @@ MAX_CACHED = 256
 _MAX_AGE = re.compile(r"max-age\s*=\s*(\d+)")
 
 
-class ClientMetadataError(Exception):
+class ClientMetadataError(SymbioteError):
     """The document could not be fetched, or does not describe a client this server accepts."""
 
 

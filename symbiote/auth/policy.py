@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 # MIN_OWNER_SECRET_LENGTH is for the CLI's `owner-secret-hash`, which takes it from here.
 from symbiote.auth_settings import GENERATE_HINT, MIN_OWNER_SECRET_LENGTH  # noqa: F401
+from symbiote.errors import SymbioteError
 from symbiote.platform_hosts import exposed
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ def chatgpt_tools_enabled(settings: "Settings") -> bool:
     return public or resolve_mode(settings) == "oauth"
 
 
-class AuthRefused(Exception):
+class AuthRefused(SymbioteError):
     """The settings would serve memories unauthenticated on a public interface."""
 
 

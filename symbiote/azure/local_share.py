@@ -27,7 +27,7 @@ from symbiote.azure.share import (
     LeaseRecord,
     ShareUsage,
     Snapshot,
-    iso_utc,
+    iso_utc_seconds,
 )
 
 log = logging.getLogger(__name__)
@@ -62,7 +62,7 @@ class LocalDirectoryShare:
                 continue  # released between our two steps; try again
             if not current.stale(now):
                 raise LeaseHeldError(current)
-            log.warning("writer lease of %s is stale (last renewed %s); taking over", current.holder, iso_utc(current.renewed_at))
+            log.warning("writer lease of %s is stale (last renewed %s); taking over", current.holder, iso_utc_seconds(current.renewed_at))
             self._take_over(current)
         raise LeaseHeldError(current or record)
 

@@ -23,13 +23,15 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
+from symbiote.errors import SymbioteError
+
 WARN_PERCENT = 90.0
 STATE_DIR = ".symbiote"
 LOCK_NAME = "writer.lock"
 SNAPSHOT_DIR = ".snapshots"
 
 
-class FileShareError(Exception):
+class FileShareError(SymbioteError):
     """The share could not do what was asked; the message says why."""
 
 
@@ -45,7 +47,7 @@ class LeaseLostError(FileShareError):
     """Our lease is gone: released, broken by another instance, or replaced."""
 
 
-def iso_utc(epoch: float) -> str:
+def iso_utc_seconds(epoch: float) -> str:
     """A lease time as people and the health report read it: UTC, whole seconds, with a Z."""
     return datetime.fromtimestamp(epoch, tz=timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
@@ -89,9 +91,9 @@ class LeaseRecord:
     def public(self) -> dict[str, Any]:
         return {
             "holder": self.holder,
-            "acquired_at": iso_utc(self.acquired_at),
-            "renewed_at": iso_utc(self.renewed_at),
-            "expires_at": iso_utc(self.renewed_at + self.ttl),
+            "acquired_at": iso_utc_seconds(self.acquired_at),
+            "renewed_at": iso_utc_seconds(self.renewed_at),
+            "expires_at": iso_utc_seconds(self.renewed_at + self.ttl),
         }
 
 

@@ -83,11 +83,11 @@ class Filters:
 
     def where(self) -> MemoryFilter:
         after, before = self.bounds()
-        return MemoryFilter(
+        return validation.memory_filter(
+            tags=split_tags(self.tag),
+            type=self.type or None,
             after_us=instant_us(after) if after else None,
             before_us=instant_us(before) if before else None,
-            tags=tuple(validation.tags(split_tags(self.tag))),
-            type=validation.memory_type(self.type) if self.type else None,
         )
 
     def link(self, **changes: Any) -> str:

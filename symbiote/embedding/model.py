@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # numpy is imported when first needed: it is not on the way t
 
 
 from symbiote.embedding import MANIFEST_NAME, MODEL_DIMENSION, MODEL_NAME, ONNX_FILE  # noqa: F401 (re-exported)
+from symbiote.errors import SymbioteError
 from symbiote.workers import import_numpy, usable_cores
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,7 @@ _PARAGRAPH = re.compile(r"\n\s*\n")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
 
 
-class ModelMissingError(RuntimeError):
+class ModelMissingError(SymbioteError):
     """The exported model is not where configuration says it is."""
 
 

@@ -80,7 +80,7 @@ def register_chatgpt_tools(server: MCPServer, engine: MemoryEngine, origin: Orig
     )
     async def search(query: Annotated[str, Field(description="What to look for, in natural language.")]) -> SearchOutput:
         try:
-            found = await engine.search(query, SEARCH_LIMIT)
+            found = await engine.search(query, limit=SEARCH_LIMIT)
         except SymbioteError as exc:
             raise ToolError(str(exc)) from exc
         except Exception as exc:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import Annotated, Any, Awaitable, Callable, Literal, TypeVar
+from typing import Annotated, Any, Awaitable, Callable, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -29,6 +29,7 @@ from symbiote.memory.records import (
     StoreResult,
     UpdateResult,
 )
+from symbiote.memory.requests import SearchRequest, takes
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")
@@ -136,31 +137,9 @@ def _register_search(server: MCPServer, engine: MemoryEngine) -> None:
         annotations=ToolAnnotations(title="Search memory", readOnlyHint=True, openWorldHint=False),
     )
     @readable_errors
-    async def search_memory(
-        query: Annotated[str, Field(description="What to look for, in natural language.")],
-        limit: Annotated[int, Field(description="Maximum number of results, 1 to 20.")] = 5,
-        min_relevance: Annotated[
-            float | None, Field(description="Leave out results scoring under this (0-100). Default 30.")
-        ] = None,
-        after: Annotated[
-            str | None, Field(description="Only memories stored on or after this date/time or phrase start.")
-        ] = None,
-        before: Annotated[
-            str | None, Field(description="Only memories stored before this date/time (or the start of a phrase).")
-        ] = None,
-        when: Annotated[
-            str | None, Field(description="Only memories stored within this period, e.g. 'last week', 'yesterday'.")
-        ] = None,
-        tags: Annotated[list[str] | None, Field(description="Only memories with these tags (see tag_mode).")] = None,
-        tag_mode: Annotated[Literal["any", "all"], Field(description="'any' of the tags (default) or 'all' of them.")] = "any",
-        type: Annotated[str | None, Field(description="Only memories of this type, e.g. preference.")] = None,  # noqa: A002
-        min_confidence: Annotated[
-            float | None, Field(description="Only memories stored with at least this confidence (0-1).")
-        ] = None,
-    ) -> SearchResults:
-        return await engine.search(
-            query, limit, min_relevance, after, before, when, tags, tag_mode, type, min_confidence
-        )
+    @takes(SearchRequest)
+    async def search_memory(**request: Any) -> SearchResults:
+        return await engine.search(**request)
 
 
 def _register_reading(server: MCPServer, engine: MemoryEngine) -> None:

@@ -31,6 +31,7 @@ from symbiote.memory.records import (
     UpdateResult,
     public,
 )
+from symbiote.memory.requests import SearchRequest
 from symbiote.memory.searching import MemorySearch
 from symbiote.memory.statistics import Statistics
 from symbiote.memory.store_io import StoreIO
@@ -208,22 +209,10 @@ class MemoryEngine:
 
     # -- reads -----------------------------------------------------------------------------
 
-    async def search(
-        self,
-        query: Any,
-        limit: Any = 5,
-        min_relevance: Any = None,
-        after: Any = None,
-        before: Any = None,
-        when: Any = None,
-        tags: Any = None,
-        tag_mode: Any = "any",
-        type: Any = None,  # noqa: A002
-        min_confidence: Any = None,
-    ) -> SearchResults:
-        return await self._search.search(
-            query, limit, min_relevance, after, before, when, tags, tag_mode, type, min_confidence
-        )
+    async def search(self, query: Any, *args: Any, **options: Any) -> SearchResults:
+        """Memories for a query: the arguments are `SearchRequest`'s fields in its order (query,
+        limit, min_relevance, ...), defined there once; each is checked by the searcher."""
+        return await self._search.search(SearchRequest(query, *args, **options))
 
     async def rank(self, text: str, where: MemoryFilter | None = None) -> tuple[list[Candidate], QueryEvidence]:
         """All candidates for a query, best first, and the query-level evidence for scoring them."""

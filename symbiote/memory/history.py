@@ -22,7 +22,7 @@ from typing import Any, Callable, Literal
 from pydantic import BaseModel, Field
 
 from symbiote.embedding.embedder import AsyncEmbedder
-from symbiote.errors import InvalidInputError, StoreUnavailableError, SymbioteError
+from symbiote.errors import InvalidInputError, StoreUnavailableError, worded
 from symbiote.memory.clock import instant_us, iso_utc, now_us
 from symbiote.memory.keyed_lock import KeyedLock
 from symbiote.memory.lazy_store import LazyStore
@@ -208,9 +208,9 @@ class ConversationHistory:
     async def _call(fn: Callable[..., Any], *args: Any) -> Any:
         try:
             return await asyncio.to_thread(fn, *args)
-        except SymbioteError:
-            raise
         except Exception as exc:  # any driver failure: logged with its trace, reported in words
+            if worded(exc):
+                raise
             log.exception("conversation history operation failed")
             raise StoreUnavailableError(
                 f"The conversation history store failed ({exc}). If the store is a Chroma server, check that it "

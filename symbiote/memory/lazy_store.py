@@ -13,7 +13,7 @@ import logging
 from typing import Any, Awaitable, Callable, Generic, TypeVar
 
 from symbiote.embedding import MODEL_DIMENSION, MODEL_NAME
-from symbiote.errors import StoreUnavailableError, SymbioteError
+from symbiote.errors import StoreUnavailableError, worded
 from symbiote.storage.disk_errors import StoreDamagedError
 
 log = logging.getLogger(__name__)
@@ -55,11 +55,11 @@ class LazyStore(Generic[S]):
             self.error = str(exc)
             log.error("%s damaged: %s", self._name, exc)
             raise
-        except SymbioteError as exc:
-            self.error = str(exc)
-            log.error("%s unavailable: %s", self._name, exc)
-            raise
         except Exception as exc:  # whatever else the opener raises: logged with its trace, reported in words
+            if worded(exc):
+                self.error = str(exc)
+                log.error("%s unavailable: %s", self._name, exc)
+                raise
             self.error = f"The {self._name} could not be opened: {exc}"
             log.exception("%s unavailable", self._name)
             raise StoreUnavailableError(self.error) from exc

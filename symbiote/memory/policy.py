@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from symbiote.config import MAX_CONTENT_BYTES
 from symbiote.errors import InvalidInputError, SymbioteError
 from symbiote.memory.clock import now_us
 from symbiote.memory.store_io import StoreIO
@@ -37,7 +38,7 @@ class EnginePolicy:
     confidence_min: float = 0.7
     max_per_window: int = 3
     window_minutes: int = 60
-    max_content_bytes: int = 100_000  # SYMBIOTE_MAX_CONTENT_BYTES
+    max_content_bytes: int = MAX_CONTENT_BYTES  # SYMBIOTE_MAX_CONTENT_BYTES
 
 
 async def check_conversation(policy: EnginePolicy, io: StoreIO, store: MemoryStore, draft: StoredMemory) -> None:

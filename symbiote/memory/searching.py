@@ -10,11 +10,11 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from typing import Any
 
 from symbiote.embedding.embedder import AsyncEmbedder
 from symbiote.memory import validation
 from symbiote.memory.records import SearchHit, SearchResults, public
+from symbiote.memory.requests import SearchRequest
 from symbiote.memory.statistics import Timer
 from symbiote.memory.store_io import StoreIO
 from symbiote.retrieval import background
@@ -35,19 +35,6 @@ SUBJECT_STRENGTH = 1.0  # how surely a word naming a subject makes a request abo
 RANK_PREFETCH = 15  # `rank` reads the contents a search for 5 results reads
 
 
-def _where(
-    tags: Any, tag_mode: Any, type: Any, min_confidence: Any, after_us: int | None, before_us: int | None  # noqa: A002
-) -> MemoryFilter:
-    return MemoryFilter(
-        after_us=after_us,
-        before_us=before_us,
-        tags=tuple(validation.tags(tags)),
-        tag_mode=validation.tag_mode(tag_mode),
-        type=validation.memory_type(type) if type is not None else None,
-        min_confidence=validation.confidence(min_confidence) if min_confidence is not None else None,
-    )
-
-
 class MemorySearch:
     """Finds memories for a query; the topic questions and the background are embedded once, on first use."""
 
@@ -58,25 +45,15 @@ class MemorySearch:
         self._topics: TopicIndex | None = None
         self._background: Background | None = None
 
-    async def search(
-        self,
-        query: Any,
-        limit: Any = 5,
-        min_relevance: Any = None,
-        after: Any = None,
-        before: Any = None,
-        when: Any = None,
-        tags: Any = None,
-        tag_mode: Any = "any",
-        type: Any = None,  # noqa: A002
-        min_confidence: Any = None,
-    ) -> SearchResults:
+    async def search(self, request: SearchRequest) -> SearchResults:
         started = time.perf_counter()
-        text = validation.query(query)
-        count = validation.limit(limit, name="limit", high=20)
-        cutoff = validation.min_relevance(min_relevance, RELEVANCE_CUTOFF)
-        after_us, before_us = validation.time_window(after, before, when)
-        where = _where(tags, tag_mode, type, min_confidence, after_us, before_us)
+        text = validation.query(request.query)
+        count = validation.limit(request.limit, name="limit", high=20)
+        cutoff = validation.min_relevance(request.min_relevance, RELEVANCE_CUTOFF)
+        after_us, before_us = validation.time_window(request.after, request.before, request.when)
+        where = validation.memory_filter(
+            request.tags, request.tag_mode, request.type, request.min_confidence, after_us, before_us
+        )
         candidates, evidence, found = await self._rank(text, where, prefetch=count * 3)
         scored = list(zip(candidates, relevance(candidates, evidence)))
         scored.sort(key=lambda pair: pair[1][0], reverse=True)  # stable: equal scores keep the fused order

@@ -12,7 +12,7 @@ import asyncio
 import logging
 from typing import Any, Callable, Sequence, TypeVar
 
-from symbiote.errors import StoreUnavailableError, SymbioteError
+from symbiote.errors import StoreUnavailableError, worded
 from symbiote.memory.lazy_store import LazyStore
 from symbiote.storage.base import MemoryStore
 from symbiote.storage.disk_errors import is_transient, write_failure
@@ -64,9 +64,9 @@ class StoreIO:
         try:
             with stage(_op(fn)):
                 return await self.run(fn, *args, urgent=urgent)
-        except SymbioteError:
-            raise
         except Exception as exc:  # any driver failure: logged with its trace, reported in words
+            if worded(exc):
+                raise
             log.exception("memory read failed")
             raise StoreUnavailableError(f"Reading the memory store failed: {exc}") from exc
 
@@ -98,9 +98,9 @@ class StoreIO:
                         return await self.run(guarded, idle=idle)
                 finally:
                     self.writes += 1  # statistics must show this write (or whatever part of it landed)
-            except SymbioteError:
-                raise
             except Exception as exc:  # classified below: retried, or turned into an error a person can act on
+                if worded(exc):
+                    raise
                 if is_transient(exc) and attempt < WRITE_RETRIES:
                     delay = RETRY_BASE_SECONDS * 2**attempt
                     log.warning("memory store busy (%s); retrying in %.2f s", exc, delay)

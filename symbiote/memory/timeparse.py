@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 
+from symbiote.errors import SymbioteError
+
 MONTHS = {
     name: index
     for index, names in enumerate(
@@ -31,8 +33,8 @@ UNDERSTOOD = (
 )
 
 
-class TimePhraseError(ValueError):
-    pass
+class TimePhraseError(SymbioteError):
+    """A phrase that names no time; validation words it as an InvalidInputError for the caller."""
 
 
 # The last instant a date can name: "9999-12-31" ends here instead of overflowing into year 10000.
@@ -107,9 +109,7 @@ def parse(phrase: str, now: datetime | None = None) -> Interval:
     """
     try:
         return _parse(phrase, (now or datetime.now(timezone.utc)).astimezone(timezone.utc))
-    except (OverflowError, ValueError) as exc:
-        if isinstance(exc, TimePhraseError):
-            raise
+    except (OverflowError, ValueError):  # a TimePhraseError already says what was wrong: not caught here
         raise TimePhraseError(
             f"'{phrase[:100]}' is outside the dates that can be searched (years 1 to 9999)."
         ) from None

@@ -5,15 +5,16 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
+from symbiote.config import MAX_CONTENT_BYTES
 from symbiote.errors import InvalidInputError
 from symbiote.memory import timeparse
 from symbiote.memory.clock import instant_us
 from symbiote.memory.ids import created_us, is_memory_id
+from symbiote.storage.filters import MemoryFilter
 
 MAX_TAGS = 10
 MAX_TAG_LENGTH = 50
 MAX_CONVERSATION_ID = 200
-MAX_CONTENT_BYTES = 100_000  # the default of SYMBIOTE_MAX_CONTENT_BYTES: far more than any real note
 MAX_QUERY_CHARS = 2_000  # a question, not a document: longer ones cost search time and find nothing more
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -214,3 +215,26 @@ def batch(value: Any) -> list[dict[str, Any]]:
             raise InvalidInputError(f"item {position} has unknown fields {sorted(unknown)}. Nothing was stored.")
         items.append(item)
     return items
+
+
+_tags, _tag_mode = tags, tag_mode  # memory_filter's arguments carry these names
+
+
+def memory_filter(
+    tags: Any = None,
+    tag_mode: Any = "any",
+    type: Any = None,  # noqa: A002
+    min_confidence: Any = None,
+    after_us: int | None = None,
+    before_us: int | None = None,
+) -> MemoryFilter:
+    """The one builder of a MemoryFilter from what a caller gave (the search tool, the console), each
+    part checked here, so a filter means the same wherever it is set. None leaves a part open."""
+    return MemoryFilter(
+        after_us=after_us,
+        before_us=before_us,
+        tags=tuple(_tags(tags)),
+        tag_mode=_tag_mode(tag_mode),
+        type=memory_type(type) if type is not None else None,
+        min_confidence=confidence(min_confidence) if min_confidence is not None else None,
+    )

@@ -13,12 +13,13 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from symbiote.errors import DriverError, SymbioteError
 from symbiote.storage.disk_errors import exception_chain
 
 log = logging.getLogger(__name__)
 
 
-class RemoteStoreError(Exception):
+class RemoteStoreError(DriverError):
     """An error raised in the child that could not be sent as itself; the text keeps its whole chain."""
 
     def __init__(self, text: str, errno: int | None = None) -> None:
@@ -38,8 +39,6 @@ def _portable(exc: BaseException) -> BaseException:
     chain = exception_chain(exc)
     text = " <- ".join(f"{type(e).__name__}: {e}" for e in chain)
     errnos = [e.errno for e in chain if isinstance(e, OSError) and e.errno is not None]
-    from symbiote.errors import SymbioteError
-
     if isinstance(exc, SymbioteError):
         try:
             return pickle.loads(pickle.dumps(type(exc)(str(exc))))

@@ -31,7 +31,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Callable
 
-from symbiote.errors import StoreUnavailableError
+from symbiote.errors import StoreUnavailableError, SymbioteError
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ class _FairLock:
             self._cond.notify_all()
 
 
-class _ChildGone(Exception):
+class _ChildGone(SymbioteError):
     """The child process is not there to answer (it exited, was killed or crashed)."""
 
 

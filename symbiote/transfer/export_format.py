@@ -12,11 +12,11 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
-from symbiote.errors import InvalidInputError
+from symbiote.errors import InvalidInputError, SymbioteError
 from symbiote.memory import validation
+from symbiote.memory.clock import instant_us, iso_utc
 from symbiote.memory.ids import created_us as id_created_us
 from symbiote.storage.base import StoredMemory, content_hash
 
@@ -25,30 +25,22 @@ if TYPE_CHECKING:
 
 FORMAT_NAME = "symbiote-memories"
 FORMAT_VERSION = 1
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-_MICROSECOND = timedelta(microseconds=1)
 FUTURE_SLACK_US = 86_400 * 1_000_000  # clocks differ; a time further ahead than a day is a mistake or a trick
 
 
-class LineError(ValueError):
+class LineError(SymbioteError):
     """One line of an import file that cannot be taken; the message says why, for the report."""
 
 
-def iso_exact(micros: int) -> str:
-    return (_EPOCH + timedelta(microseconds=micros)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
 def parse_instant(text: Any, name: str) -> int:
-    """An ISO-8601 time (UTC when it names no zone) in microseconds since the epoch, exactly."""
+    """An ISO-8601 time (UTC when it names no zone) in microseconds since the epoch, exactly: the
+    engine's own parser (`clock.instant_us`), its failure worded for the import report."""
     if not isinstance(text, str) or not text.strip():
         raise LineError(f"{name} must be an ISO-8601 time like 2026-01-31T09:30:00.000000Z")
     try:
-        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+        return instant_us(text)
     except ValueError:
         raise LineError(f"{name}={text!r} is not an ISO-8601 time") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return (moment - _EPOCH) // _MICROSECOND
 
 
 def dumps(record: dict[str, Any]) -> str:
@@ -143,8 +135,8 @@ def memory_record(memory: StoredMemory, vectors: "np.ndarray | None" = None) -> 
             "bookmarked": memory.bookmarked,
             "conversation_id": memory.conversation_id,
         },
-        "created": iso_exact(memory.created_us),
-        "updated": iso_exact(memory.updated_us) if memory.updated_us else None,
+        "created": iso_utc(memory.created_us),
+        "updated": iso_utc(memory.updated_us) if memory.updated_us else None,
     }
     if vectors is not None:
         record["vectors"] = encode_vectors(vectors)

@@ -1,0 +1,61 @@
+"""What a search asks for, written once: the search tool publishes these fields as its input
+schema, the engine forwards them and the searcher reads them, so a new search option is added in
+one place. The values arrive as the caller sent them; `symbiote.memory.validation` checks each."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from dataclasses import dataclass
+from typing import Annotated, Any, Callable, Literal, TypeVar, get_type_hints
+
+from pydantic import Field
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """search_memory's arguments; each field's type and description is what the tool publishes."""
+
+    query: Annotated[str, Field(description="What to look for, in natural language.")]
+    limit: Annotated[int, Field(description="Maximum number of results, 1 to 20.")] = 5
+    min_relevance: Annotated[
+        float | None, Field(description="Leave out results scoring under this (0-100). Default 30.")
+    ] = None
+    after: Annotated[
+        str | None, Field(description="Only memories stored on or after this date/time or phrase start.")
+    ] = None
+    before: Annotated[
+        str | None, Field(description="Only memories stored before this date/time (or the start of a phrase).")
+    ] = None
+    when: Annotated[
+        str | None, Field(description="Only memories stored within this period, e.g. 'last week', 'yesterday'.")
+    ] = None
+    tags: Annotated[list[str] | None, Field(description="Only memories with these tags (see tag_mode).")] = None
+    tag_mode: Annotated[Literal["any", "all"], Field(description="'any' of the tags (default) or 'all' of them.")] = "any"
+    type: Annotated[str | None, Field(description="Only memories of this type, e.g. preference.")] = None  # noqa: A003
+    min_confidence: Annotated[
+        float | None, Field(description="Only memories stored with at least this confidence (0-1).")
+    ] = None
+
+
+def takes(request: type[Any]) -> Callable[[F], F]:
+    """Give `fn(**fields)` the signature of the dataclass `request` (its fields as keyword
+    parameters, with their annotations and defaults): what a tool's input schema is made from."""
+    hints = get_type_hints(request, include_extras=True)
+    parameters = [
+        inspect.Parameter(
+            field.name,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            annotation=hints[field.name],
+            default=inspect.Parameter.empty if field.default is dataclasses.MISSING else field.default,
+        )
+        for field in dataclasses.fields(request)
+    ]
+
+    def give(fn: F) -> F:
+        fn.__signature__ = inspect.signature(fn, eval_str=True).replace(parameters=parameters)  # type: ignore[attr-defined]
+        return fn
+
+    return give
