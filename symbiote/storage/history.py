@@ -23,6 +23,7 @@ from __future__ import annotations
 import random
 import secrets
 import time
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -80,6 +81,18 @@ class HistoryStore(Protocol):
 
     def conversations(self) -> list[tuple[str, int, str]]: ...
 
+    def writing(self) -> AbstractContextManager[None]:
+        """Held around one write, as `symbiote.storage.base.MemoryStore.writing`."""
+        ...
+
+    def idle_step(self) -> bool: ...
+
+    def close(self) -> None: ...
+
+
+HISTORY_WRITE_METHODS = frozenset({"add"})
+HISTORY_READ_METHODS = frozenset({"get_turns", "search", "count", "page_turns", "conversations", "idle_step"})
+
 
 class ChromaHistoryStore:
     """Conversation turns in the `venom_history` collection of any Chroma client."""
@@ -96,6 +109,17 @@ class ChromaHistoryStore:
                 f"({meta.get('embedding_dim')} dimensions), but this server uses {model_name} ({dimension}). "
                 "Point CHROMADB_PATH (or CHROMA_DATABASE) at the matching data."
             )
+
+    def writing(self) -> AbstractContextManager[None]:
+        """Nothing to hold here: the writer lease, where there is one, is the guard's (`symbiote.azure.guard`)."""
+        return nullcontext()
+
+    def idle_step(self) -> bool:
+        """No work between calls: the turns are read from Chroma when asked for."""
+        return False
+
+    def close(self) -> None:
+        """Nothing to let go of: the Chroma client is the memory store's, which closes it."""
 
     def _indexes(self, conversation: str) -> dict[int, str]:
         got = self._turns.get(where={"conversation_id": conversation}, include=["metadatas"])

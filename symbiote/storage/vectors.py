@@ -275,8 +275,15 @@ class MirroredCollection:
                 for rid in ids:
                     self._records.pop(rid, None)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._collection, name)
+    # The reads the store makes of a collection, as Chroma's own.
+    def get(self, **query: Any) -> Any:
+        return self._collection.get(**query)
+
+    def query(self, **query: Any) -> Any:
+        return self._collection.query(**query)
+
+    def count(self) -> int:
+        return int(self._collection.count())
 
 
 class VectorIndex:
