@@ -270,7 +270,8 @@ class AzureFileShare:
             self._file.set_file_metadata(renewed.to_metadata(), lease=lease.lease_id)
         except HttpResponseError as exc:
             if exc.status_code in (409, 412):
-                raise LeaseLostError(f"the writer lease is no longer ours ({exc.error_code or exc.status_code})") from None
+                code = vars(exc).get("error_code")  # set by azure-storage on the error, not declared by azure-core
+                raise LeaseLostError(f"the writer lease is no longer ours ({code or exc.status_code})") from None
             raise
         return renewed
 

@@ -123,7 +123,7 @@ def check_count(value: Any, name: str = "n", high: int = MAX_GET) -> int:
 
 
 def _public(turn: StoredTurn) -> Turn:
-    return Turn(**asdict(turn))  # type: ignore[arg-type]  # the role is checked here
+    return Turn(**asdict(turn))  # the role is checked here, by the model
 
 
 # -- the service (async) -----------------------------------------------------------------------

@@ -38,7 +38,8 @@ def _portable(exc: BaseException) -> BaseException:
 
     if isinstance(exc, SymbioteError):
         try:
-            return pickle.loads(pickle.dumps(type(exc)(str(exc))))
+            clone_of_symbiote_error: BaseException = pickle.loads(pickle.dumps(type(exc)(str(exc))))
+            return clone_of_symbiote_error
         except (pickle.PickleError, TypeError, AttributeError, ValueError):
             pass  # a SymbioteError with a richer constructor: sent as text below
     return RemoteStoreError(text, errnos[0] if errnos else None)
@@ -115,11 +116,11 @@ def child_main(fd: int) -> None:
             elif op == "ping":  # answered once Chroma is imported: the child is ready for work
                 reply = ("ok", None)
             elif op == "forget":
-                obj = objects.pop(request[1], None)
-                if obj in idle:
-                    idle.remove(obj)
-                if obj is not None:
-                    obj.close()
+                gone = objects.pop(request[1], None)
+                if gone in idle:
+                    idle.remove(gone)
+                if gone is not None:
+                    gone.close()
                 reply = ("ok", None)
             else:  # "call"
                 handle, method, args = request[1:]
