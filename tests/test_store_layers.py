@@ -135,3 +135,42 @@ def test_the_reset_check_refuses_every_call_but_close_once_the_directory_moved(t
     store.close()
     history.close()
     assert inner.calls == ["count", "close", "close"]
+
+
+async def test_history_writes_go_through_store_io_and_retry_a_busy_store() -> None:
+    """Conversation history calls its store the way the engine does (`StoreIO`): inside the store's
+    `writing()`, with a locked database retried rather than reported."""
+    import numpy as np
+
+    from symbiote.memory.history import ConversationHistory
+    from symbiote.storage.history import StoredTurn
+
+    class Embedder:
+        async def embed(self, texts: list[str], urgent: bool = False) -> list[Any]:
+            return [np.zeros(384, dtype=np.float32) for _ in texts]
+
+    class Busy:
+        def __init__(self) -> None:
+            self.attempts = 0
+            self.held: list[bool] = []
+            self.depth = 0
+
+        @contextlib.contextmanager
+        def writing(self) -> Iterator[None]:
+            self.depth += 1
+            try:
+                yield
+            finally:
+                self.depth -= 1
+
+        def add(self, conversation: str, role: str, text: str, ts: str, ts_us: int, vector: Any, index: Any) -> Any:
+            self.attempts += 1
+            self.held.append(self.depth == 1)
+            if self.attempts == 1:
+                raise RuntimeError("database is locked")
+            return StoredTurn(conversation, 0, role, text, ts), True
+
+    store = Busy()
+    history = ConversationHistory(Embedder(), lambda model, dimension: store)  # type: ignore[arg-type, return-value]
+    appended = await history.append("c1", "user", "hello")
+    assert appended.status == "appended" and store.attempts == 2 and store.held == [True, True]

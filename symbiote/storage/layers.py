@@ -41,9 +41,11 @@ class StoreLayer:
         raise NotImplementedError
 
     def _read(self, op: Callable[..., T], *args: Any) -> T:
+        """Every read passes here: a layer that checks or forwards reads overrides it."""
         return invoke(self._target(), op, args)
 
     def _write(self, op: Callable[..., T], *args: Any) -> T:
+        """Every write passes here: the writer lease's guard overrides it, so no write slips past."""
         return invoke(self._target(), op, args)
 
     def writing(self) -> AbstractContextManager[None]:
@@ -150,9 +152,11 @@ class HistoryLayer:
         raise NotImplementedError
 
     def _read(self, op: Callable[..., T], *args: Any) -> T:
+        """Every read passes here: a layer that checks or forwards reads overrides it."""
         return invoke(self._target(), op, args)
 
     def _write(self, op: Callable[..., T], *args: Any) -> T:
+        """Every write passes here: the writer lease's guard overrides it, so no write slips past."""
         return invoke(self._target(), op, args)
 
     def writing(self) -> AbstractContextManager[None]:
