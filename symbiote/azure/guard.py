@@ -1,8 +1,9 @@
 """Writes on a file share: behind the writer lease, and held back while a snapshot is taken.
 
 `WriteGate` lets writes through together and lets a snapshot close it, wait for the writes in
-flight and hold new ones until it is done. `GuardedStore` (and `GuardedHistory`) is a layer over a
-`MemoryStore` (the history store) whose writes need the writer lease and pass the gate; reads always work.
+flight and hold new ones until it is done. `GuardedStore` is a layer over a `MemoryStore`
+(`GuardedHistory` over the history store) whose every write needs the writer lease and passes the
+gate (`symbiote.storage.layers`: writes all go through `_write`); reads always work.
 """
 
 from __future__ import annotations

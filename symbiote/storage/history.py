@@ -64,8 +64,8 @@ def _turn(document: str | None, meta: dict[str, Any] | None) -> StoredTurn:
 
 
 class HistoryStore(Protocol):
-    """What the conversation history needs from storage. The one write is `add` (the name
-    `symbiote.azure.guard.GuardedStore` puts behind the writer lease); the rest only read."""
+    """What the conversation history needs from storage. The one write is `add` (HISTORY_WRITE_METHODS,
+    which `symbiote.azure.guard.GuardedHistory` puts behind the writer lease); the rest only read."""
 
     def add(
         self, conversation: str, role: str, text: str, ts: str, ts_us: int, vector: np.ndarray, index: int | None
