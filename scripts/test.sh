@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Sets up (first run only) and runs the whole test suite: real model, real Chroma, real HTTP.
+# Sets up (first run only), checks types (mypy) and runs the whole test suite: real model, real Chroma, real HTTP.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh dev
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+# Types first (seconds; [tool.mypy] in pyproject.toml): a new finding fails the run before the suite.
+.venv/bin/python -m mypy
 exec .venv/bin/python -m pytest "$@"

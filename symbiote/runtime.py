@@ -7,9 +7,9 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
-from symbiote.azure.guard import GuardedStore
+from symbiote.azure.guard import GuardedHistory, GuardedStore
 from symbiote.azure.services import ShareServices, open_share_services
 from symbiote.azure.share import FileShare
 from symbiote.storage.chroma_client import ChromaClients, ChromaServer
@@ -27,7 +27,9 @@ from symbiote.mcp.history_tools import HistoryServices, register_history_tools
 from symbiote.mcp.personality import Personality, load
 from symbiote.mcp.server import SymbioteMCP, build_server
 from symbiote.storage.base import MemoryStore
-from symbiote.storage.opening import embedded_store_exists, open_embedded_store, open_server_store, reset_guard
+from symbiote.storage.opening import (
+    ResetGuard, ResetHistoryGuard, embedded_store_exists, open_embedded_store, open_server_store,
+)
 from symbiote.storage.process import StoreProcess, for_path
 from symbiote.telemetry import export as telemetry
 
@@ -105,7 +107,7 @@ def history_services(
     def open_history(model: str, dimension: int) -> HistoryStore:
         def opener() -> HistoryStore:
             if host is not None:
-                return host.open("history", model, dimension)  # type: ignore[return-value]
+                return host.history(model, dimension)
             return open_history_store(clients.get(), model, dimension)
 
         return guard(opener) if guard is not None else opener()
@@ -137,11 +139,21 @@ def _exists(settings: Settings, host: StoreProcess | None) -> Callable[[], bool]
     return exists
 
 
-def _share_guard(settings: Settings, services: ShareServices | None) -> Callable[[Callable[[], Any]], Any] | None:
-    """On a file share a store's writes need the writer lease and wait for a snapshot in progress."""
+MemoryGuard = Callable[[Callable[[], MemoryStore]], MemoryStore]
+HistoryGuard = Callable[[Callable[[], HistoryStore]], HistoryStore]
+
+
+def _guards(settings: Settings, services: ShareServices | None) -> tuple[MemoryGuard, HistoryGuard]:
+    """How each store's opener is wrapped: the reset check always (a reset under us is noticed);
+    on a file share, writes need the writer lease and wait for a snapshot in progress."""
+    path = settings.chromadb_path
     if services is None:
-        return None
-    return lambda opener: GuardedStore(opener, services.lease, services.gate, settings.chromadb_path)
+        return (lambda opener: ResetGuard(opener(), path)), (lambda opener: ResetHistoryGuard(opener(), path))
+    lease, gate = services.lease, services.gate
+    return (
+        lambda opener: ResetGuard(GuardedStore(opener, lease, gate, path), path),
+        lambda opener: ResetHistoryGuard(GuardedHistory(opener, lease, gate, path), path),
+    )
 
 
 def build_runtime(settings: Settings, *, share: FileShare | None = None) -> Runtime:
@@ -156,17 +168,17 @@ def build_runtime(settings: Settings, *, share: FileShare | None = None) -> Runt
     # SYMBIOTE_STORE_PROCESS=off; a Chroma server is one already.
     host = store_host(settings)
     services = open_share_services(settings, share)
-    guard = reset_guard(settings.chromadb_path, _share_guard(settings, services))  # a reset under us is noticed
+    guard, history_guard = _guards(settings, services)
 
     def open_store(model: str, dimension: int) -> MemoryStore:
         def opener() -> MemoryStore:
             if host is not None:
-                return host.open("memories", model, dimension)  # type: ignore[return-value]
+                return host.memories(model, dimension)
             if chroma_server is not None:
                 return open_server_store(chroma_server, settings.chromadb_path, model, dimension)
             return open_embedded_store(settings.chromadb_path, model, dimension)
 
-        return guard(opener) if guard is not None else opener()
+        return guard(opener)
 
     embedder = AsyncEmbedder(lambda: load_embedder(settings.model_dir), cache_size=settings.embed_cache_size)
     engine = MemoryEngine(
@@ -181,7 +193,7 @@ def build_runtime(settings: Settings, *, share: FileShare | None = None) -> Runt
         share_usage=services.usage_report if services is not None else None,
     )
     history = history_services(
-        settings, embedder, engine, ChromaClients(chroma_server, settings.chromadb_path), guard=guard, host=host
+        settings, embedder, engine, ChromaClients(chroma_server, settings.chromadb_path), guard=history_guard, host=host
     )
     server = build_server(engine, personality, trace_content=settings.trace_content)
     register_history_tools(server, history)

@@ -717,18 +717,21 @@ def test_periodic_snapshots_without_the_functions_timer(tmp_path):
     assert services.share.current_lease() is None  # closing releases the lease
 
 
-def test_guarded_store_delegates_other_operations_and_guards_writes_the_engine_marks(tmp_path):
+def test_guarded_store_delegates_reads_and_guards_every_write(tmp_path):
     class Inner:
         def __init__(self) -> None:
             self.calls: list[str] = []
 
-        def coverage(self, text: str) -> float:
+        def coverage(self, text: str, memory_ids: list[str]) -> dict[str, float]:
             self.calls.append("coverage")
-            return 1.0
+            return {"mem_1": 1.0}
 
-        def update_tags(self, memory_id: str, tags: list[str]) -> bool:
-            self.calls.append("update_tags")
+        def delete(self, memory_id: str) -> bool:
+            self.calls.append("delete")
             return True
+
+        def close(self) -> None:  # reopened after this instance takes over as the writer
+            self.calls.append("close")
 
     inner = Inner()
     root = tmp_path / "share"
@@ -739,19 +742,22 @@ def test_guarded_store_delegates_other_operations_and_guards_writes_the_engine_m
     (root / "chroma" / "chroma.sqlite3").write_bytes(b"")
     gate = WriteGate()
     guarded = GuardedStore(lambda: inner, standby, gate, root / "chroma")
-    assert guarded.coverage("abc") == 1.0  # delegated, whatever it is called
+    assert guarded.coverage("abc", ["mem_1"]) == {"mem_1": 1.0}  # reads need no lease
     with pytest.raises(AttributeError):
-        guarded.no_such_operation
-    with pytest.raises(WriterLeaseError):  # the engine wraps each of its writes in writing()
+        guarded.no_such_operation  # the interface is written out: nothing else is forwarded
+    with pytest.raises(WriterLeaseError):  # a write needs the lease, inside writing() or not
+        guarded.delete("mem_1")
+    with pytest.raises(WriterLeaseError):
         with guarded.writing():
-            guarded.update_tags("mem_1", ["x"])
+            guarded.delete("mem_1")
+    assert inner.calls == ["coverage"]
     holder.stop()
     assert standby.attempt()
     with guarded.writing():
         assert gate.writes_in_flight == 1
-        with guarded.writing():  # re-entrant (add/delete inside an engine write)
-            assert guarded.update_tags("mem_1", ["x"]) is True
+        with guarded.writing():  # re-entrant (a store write inside an engine write)
+            assert guarded.delete("mem_1") is True
         assert gate.writes_in_flight == 1
     assert gate.writes_in_flight == 0
-    assert inner.calls == ["coverage", "update_tags"]
+    assert inner.calls == ["coverage", "close", "delete"]  # reopened once after the takeover, then written
     standby.stop()

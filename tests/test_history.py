@@ -101,13 +101,13 @@ async def test_history_writes_can_be_put_behind_the_share_write_gate(tmp_path: P
     from symbiote.config import Settings
     from symbiote.embedding.embedder import AsyncEmbedder
     from symbiote.runtime import history_services, load_embedder
-    from symbiote.azure.guard import GuardedStore, WriteGate
+    from symbiote.azure.guard import GuardedHistory, WriteGate
 
     settings = Settings(chromadb_path=tmp_path / "data", model_dir=model_dir)
     gate = WriteGate()
     embedder = AsyncEmbedder(lambda: load_embedder(model_dir))
     services = history_services(
-        settings, embedder, engine=None, guard=lambda opener: GuardedStore(opener, None, gate, settings.chromadb_path)
+        settings, embedder, engine=None, guard=lambda opener: GuardedHistory(opener, None, gate, settings.chromadb_path)
     )
     try:
         await services.history.append("gated", "user", "before the snapshot")

@@ -225,7 +225,7 @@ class AzureFileShare:
         try:
             self._file.create_file(size=0)
         except (ResourceExistsError, HttpResponseError) as exc:  # created and leased by another instance meanwhile
-            if getattr(exc, "status_code", None) not in (409, 412):
+            if exc.status_code not in (409, 412):
                 raise
 
     def acquire_lease(self, holder: str, ttl: float) -> LeaseRecord:
@@ -270,7 +270,8 @@ class AzureFileShare:
             self._file.set_file_metadata(renewed.to_metadata(), lease=lease.lease_id)
         except HttpResponseError as exc:
             if exc.status_code in (409, 412):
-                raise LeaseLostError(f"the writer lease is no longer ours ({exc.error_code or exc.status_code})") from None
+                code = vars(exc).get("error_code")  # set by azure-storage on the error, not declared by azure-core
+                raise LeaseLostError(f"the writer lease is no longer ours ({code or exc.status_code})") from None
             raise
         return renewed
 
@@ -291,7 +292,7 @@ class AzureFileShare:
             props = self._file.get_file_properties()
         except ResourceNotFoundError:
             return None
-        if getattr(props.lease, "state", None) != "leased":
+        if props.lease is None or props.lease.state != "leased":
             return None
         found = LeaseRecord.from_metadata(props.metadata or {})
         if found is None:  # leased but never described: judge it by the file's last change

@@ -1,8 +1,9 @@
 """Writes on a file share: behind the writer lease, and held back while a snapshot is taken.
 
 `WriteGate` lets writes through together and lets a snapshot close it, wait for the writes in
-flight and hold new ones until it is done. `GuardedStore` wraps a `MemoryStore` (or the history
-store) so that its writes need the writer lease and pass the gate; reads always work.
+flight and hold new ones until it is done. `GuardedStore` is a layer over a `MemoryStore`
+(`GuardedHistory` over the history store) whose every write needs the writer lease and passes the
+gate (`symbiote.storage.layers`: writes all go through `_write`); reads always work.
 """
 
 from __future__ import annotations
@@ -11,13 +12,19 @@ import contextlib
 import logging
 import threading
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from contextlib import AbstractContextManager
+from typing import Any, Callable, Generic, Iterator, TypeVar, Union
 
 from symbiote.azure.lease import WriterLease
 from symbiote.errors import StoreUnavailableError
 from symbiote.storage.base import MemoryStore
+from symbiote.storage.history import HistoryStore
+from symbiote.storage.layers import HistoryLayer, StoreLayer, invoke
 
 log = logging.getLogger(__name__)
+
+S = TypeVar("S", bound=Union[MemoryStore, HistoryStore])
+T = TypeVar("T")
 
 QUIESCE_TIMEOUT_S = 60.0  # how long a snapshot waits for in-flight writes
 WRITE_WAIT_S = 120.0  # how long a write waits for a snapshot to finish
@@ -69,32 +76,33 @@ class WriteGate:
         return self._writes
 
 
-class GuardedStore:
-    """A `MemoryStore` whose writes need the writer lease and pass through the write gate.
+class _Depth(threading.local):
+    """How deep this thread is in `writing()`: an inner write does not take the gate again."""
+
+    depth = 0
+
+
+class _Lease(Generic[S]):
+    """The writer lease and the write gate over a store opened by `opener`.
 
     An instance that was on standby when it opened the store reopens it after taking the lease,
     so it does not write on top of a stale view of what the previous writer saved. A standby
     instance never creates a store that does not exist yet (creating is writing).
     """
 
-    def __init__(
-        self,
-        opener: Callable[[], MemoryStore],
-        lease: WriterLease | None,
-        gate: WriteGate,
-        data_path: Path,
-    ) -> None:
+    def __init__(self, opener: Callable[[], S], lease: WriterLease | None, gate: WriteGate, data_path: Path) -> None:
         self._opener = opener
-        self._local = threading.local()
+        self._local = _Depth()
         self._lease = lease
         self._gate = gate
         self._data_path = data_path
         self._lock = threading.Lock()
-        self._store: MemoryStore | None = None
+        self._store: S | None = None
         self._generation: int | None = None
-        self._current()
+        self.current()
 
-    def _current(self) -> MemoryStore:
+    def current(self) -> S:
+        """The store to use now: reopened once after this instance took over as the writer."""
         lease = self._lease
         with self._lock:
             writer_generation = lease.generation if lease is not None and lease.held else None
@@ -105,26 +113,21 @@ class GuardedStore:
                     raise StoreUnavailableError(lease.refusal() + " (The memory store has not been created yet.)")
             if self._store is not None:
                 log.info("took over as writer: reopening the memory store to see the previous writer's changes")
-                _close(self._store)
+                self._store.close()
             self._store = self._opener()
             self._generation = writer_generation
             return self._store
 
-    def _writable(self) -> MemoryStore:
+    def writable(self) -> S:
         if self._lease is not None:
             self._lease.check_writable()
-        return self._current()
-
-    # The MemoryStore operations, whatever their signatures: everything is delegated to the store,
-    # and writes need the lease and pass the gate. `add` and `delete` are the writes by name; an
-    # engine that knows its own writes wraps each in `writing()` (see MemoryEngine._write), which
-    # covers any write operation the store grows later.
+        return self.current()
 
     @contextlib.contextmanager
     def writing(self) -> Iterator[None]:
-        """Hold the write gate and require the lease for the duration of one write."""
-        if getattr(self._local, "depth", 0):
-            self._writable()
+        """Hold the write gate and require the lease for the duration of one write (re-entrant)."""
+        if self._local.depth:
+            self.writable()
             self._local.depth += 1
             try:
                 yield
@@ -132,42 +135,56 @@ class GuardedStore:
                 self._local.depth -= 1
             return
         with self._gate.write():
-            self._writable()
+            self.writable()
             self._local.depth = 1
             try:
                 yield
             finally:
                 self._local.depth = 0
 
-    def add(self, *args: Any, **kwargs: Any) -> Any:
-        with self.writing():
-            return self._writable().add(*args, **kwargs)
-
-    def delete(self, *args: Any, **kwargs: Any) -> Any:
-        with self.writing():
-            return self._writable().delete(*args, **kwargs)
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        target = getattr(self._current(), name)
-        if not callable(target):
-            return target
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            return getattr(self._current(), name)(*args, **kwargs)
-
-        call.__name__ = name  # the method's name, for whoever reports the call (the `store <op>` spans)
-        return call
-
     def close(self) -> None:
         with self._lock:
             if self._store is not None:
-                _close(self._store)
+                self._store.close()
                 self._store = None
 
 
-def _close(store: MemoryStore) -> None:
-    close = getattr(store, "close", None)  # ChromaMemoryStore.close, or RemoteStore.close in the store process
-    if callable(close):
-        close()
+class GuardedStore(StoreLayer):
+    """A `MemoryStore` whose every write (`_write`: each method in WRITE_METHODS) needs the writer
+    lease and passes through the write gate; reads always work."""
+
+    def __init__(self, opener: Callable[[], MemoryStore], lease: WriterLease | None, gate: WriteGate, data_path: Path) -> None:
+        self._guard = _Lease(opener, lease, gate, data_path)
+
+    def _target(self) -> MemoryStore:
+        return self._guard.current()
+
+    def _write(self, op: Callable[..., T], *args: Any) -> T:
+        with self._guard.writing():
+            return invoke(self._guard.writable(), op, args)
+
+    def writing(self) -> AbstractContextManager[None]:
+        return self._guard.writing()
+
+    def close(self) -> None:
+        self._guard.close()
+
+
+class GuardedHistory(HistoryLayer):
+    """The conversation history's `GuardedStore`: its one write, `add`, needs the lease."""
+
+    def __init__(self, opener: Callable[[], HistoryStore], lease: WriterLease | None, gate: WriteGate, data_path: Path) -> None:
+        self._guard = _Lease(opener, lease, gate, data_path)
+
+    def _target(self) -> HistoryStore:
+        return self._guard.current()
+
+    def _write(self, op: Callable[..., T], *args: Any) -> T:
+        with self._guard.writing():
+            return invoke(self._guard.writable(), op, args)
+
+    def writing(self) -> AbstractContextManager[None]:
+        return self._guard.writing()
+
+    def close(self) -> None:
+        self._guard.close()

@@ -75,6 +75,7 @@ def open_share_services(settings: Settings, share: FileShare | None = None, *, c
     if share is None:
         return None
     gate = WriteGate()
+    job: SnapshotJob  # made below, once the lease it needs is; the lease calls back only after that
     # An instance scaled to zero when the timer was due takes the missed snapshot once it is the writer.
     on_acquired = (lambda: _in_background(job.catch_up, "catch-up snapshot")) if catch_up else None
     lease = WriterLease(share, ttl=settings.lease_ttl_seconds, on_acquired=on_acquired)

@@ -116,12 +116,12 @@ class ShareUsage:
 
     @property
     def warning(self) -> str | None:
-        percent = self.percent
-        if percent is None or percent < WARN_PERCENT:
+        percent, quota = self.percent, self.quota_bytes
+        if percent is None or quota is None or percent < WARN_PERCENT:
             return None
         return (
             f"The file share is {percent:g}% full ({self.used_bytes / 1_048_576:.1f} MiB of "
-            f"{self.quota_bytes / 1_048_576:.0f} MiB). Raise its quota or delete memories before writes start to fail."
+            f"{quota / 1_048_576:.0f} MiB). Raise its quota or delete memories before writes start to fail."
         )
 
     def report(self) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence
 from symbiote.embedding import MODEL_DIMENSION
 from symbiote.memory.clock import iso_utc
 from symbiote.memory.policy import EnginePolicy, check_quota
-from symbiote.storage.base import StoredMemory
+from symbiote.storage.base import MemoryStore, StoredMemory
 from symbiote.storage.filters import MemoryFilter
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ class MemoryBulk:
     """Bulk reads and writes over the engine's store, for the console, export and import."""
 
     def __init__(
-        self, embedder: "AsyncEmbedder", io: "StoreIO", stats: "Statistics", policy: Callable[[], EnginePolicy]
+        self, embedder: "AsyncEmbedder", io: "StoreIO[MemoryStore]", stats: "Statistics", policy: Callable[[], EnginePolicy]
     ) -> None:
         self._embedder = embedder
         self._io = io
@@ -185,6 +185,6 @@ class MemoryBulk:
         wanted = sorted({text for windows, ok in zip(passages, reuse) if not ok for text in windows}, key=len)
         made = dict(zip(wanted, await self._embedder.embed(wanted))) if wanted else {}
         return [
-            (memory, vectors if ok else np.stack([made[text] for text in windows]), windows)
+            (memory, vectors if vectors is not None and ok else np.stack([made[text] for text in windows]), windows)
             for (memory, vectors), windows, ok in zip(items, passages, reuse)
         ]

@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field
 from symbiote.errors import InvalidInputError
 from symbiote.memory.history import ConversationHistory, Turn
 from symbiote.memory import validation
+from symbiote.memory.records import Memory
 
 MIN_BUDGET = 64  # below this the section headers leave too little to be useful
 MAX_BUDGET = 200_000
@@ -103,9 +104,9 @@ def _date(timestamp: str) -> str:
     return timestamp[:10] if len(timestamp) >= 10 else timestamp
 
 
-def memory_line(hit: Any) -> str:
-    details = [_date(str(getattr(hit, "timestamp", "") or ""))]
-    tags = list(getattr(hit, "tags", None) or [])
+def memory_line(hit: Memory) -> str:
+    details = [_date(hit.timestamp or "")]
+    tags = list(hit.tags)
     if tags:
         details.append("tags: " + ", ".join(tags))
     details = [d for d in details if d]

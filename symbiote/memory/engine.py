@@ -175,32 +175,32 @@ class MemoryEngine:
 
     async def store(
         self,
-        content: Any,
-        tags: Any = None,
-        type: Any = None,  # noqa: A002 - the tool's argument name
-        confidence: Any = None,
-        conversation_id: Any = None,
-        bookmarked: Any = False,
+        content: object,
+        tags: object = None,
+        type: object = None,  # noqa: A002 - the tool's argument name
+        confidence: object = None,
+        conversation_id: object = None,
+        bookmarked: object = False,
     ) -> StoreResult:
         return await self._writer.store(content, tags, type, confidence, conversation_id, bookmarked)
 
-    async def store_many(self, items: Any) -> BatchStoreResult:
+    async def store_many(self, items: object) -> BatchStoreResult:
         """Store a batch: every item valid or none stored; one embedding pass, one write."""
         return await self._writer.store_many(items)
 
     async def update(
         self,
-        memory_id: Any,
-        content: Any = None,
-        tags: Any = None,
-        type: Any = None,  # noqa: A002
-        confidence: Any = None,
-        bookmarked: Any = None,
+        memory_id: object,
+        content: object = None,
+        tags: object = None,
+        type: object = None,  # noqa: A002
+        confidence: object = None,
+        bookmarked: object = None,
     ) -> UpdateResult:
         """Change a memory in place: same id and original timestamp; new text is re-embedded."""
         return await self._writer.update(memory_id, content, tags, type, confidence, bookmarked)
 
-    async def delete(self, memory_id: Any) -> DeleteResult:
+    async def delete(self, memory_id: object) -> DeleteResult:
         return await self._writer.delete(memory_id)
 
     async def apply_retention(self) -> RetentionResult:
@@ -218,7 +218,7 @@ class MemoryEngine:
         """All candidates for a query, best first, and the query-level evidence for scoring them."""
         return await self._search.rank(text, where)
 
-    async def get(self, memory_id: Any) -> Memory:
+    async def get(self, memory_id: object) -> Memory:
         mid = validation.memory_id(memory_id)
         store = await self._store_or_raise()
         found = await self._io.read(store.get, [mid])
@@ -226,14 +226,14 @@ class MemoryEngine:
             raise MemoryNotFoundError(mid)
         return public(found[mid])
 
-    async def get_many(self, memory_ids: Any) -> list[Memory | None]:
+    async def get_many(self, memory_ids: object) -> list[Memory | None]:
         """One lookup; results in the order asked, None where no memory has that id."""
         ids = validation.memory_ids(memory_ids)
         store = await self._store_or_raise()
         found = await self._io.read(store.get, list(dict.fromkeys(ids)))
         return [public(found[mid]) if mid in found else None for mid in ids]
 
-    async def list_memories(self, limit: Any = 10, before: Any = None) -> MemoryPage:
+    async def list_memories(self, limit: object = 10, before: object = None) -> MemoryPage:
         count = validation.limit(limit, name="limit", high=50)
         before_us = validation.before(before)
         store = await self._store_or_raise()

@@ -14,7 +14,6 @@ returned in `turn_index` order.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import asdict
 from typing import Any, Callable, Literal
@@ -22,10 +21,10 @@ from typing import Any, Callable, Literal
 from pydantic import BaseModel, Field
 
 from symbiote.embedding.embedder import AsyncEmbedder
-from symbiote.errors import InvalidInputError, StoreUnavailableError, worded
+from symbiote.errors import InvalidInputError
 from symbiote.memory.clock import instant_us, iso_utc, now_us
 from symbiote.memory.keyed_lock import KeyedLock
-from symbiote.memory.lazy_store import LazyStore
+from symbiote.memory.store_io import StoreIO
 from symbiote.memory import validation
 from symbiote.storage.diskspace import DiskSpace
 from symbiote.storage.history import HistoryStore, StoredTurn
@@ -124,7 +123,7 @@ def check_count(value: Any, name: str = "n", high: int = MAX_GET) -> int:
 
 
 def _public(turn: StoredTurn) -> Turn:
-    return Turn(**asdict(turn))  # type: ignore[arg-type]  # the role is checked here
+    return Turn(**asdict(turn))  # the role is checked here, by the model
 
 
 # -- the service (async) -----------------------------------------------------------------------
@@ -140,8 +139,8 @@ class ConversationHistory:
         space: DiskSpace | None = None,
     ) -> None:
         self._embedder = embedder
-        self._space = space
-        self._store: LazyStore[HistoryStore] = LazyStore(open_store, asyncio.to_thread, "conversation history")
+        # The memory store's way of calling a store: the same priorities, write retries and spans.
+        self._io: StoreIO[HistoryStore] = StoreIO(open_store, space, "conversation history")
         self._appending = KeyedLock()
 
     async def append(
@@ -152,12 +151,11 @@ class ConversationHistory:
         said = check_text(text)
         index = check_turn_index(turn_index)
         stamp, micros = parse_ts(ts)
-        store = await self._store.get()
+        store = await self._io.opened()
         vector = (await self._embedder.embed([said]))[0]
-        if self._space is not None:
-            await self._space.ensure(DiskSpace.estimate([said], 1))
+        await self._io.ensure_space([said])
         async with self._appending.hold(cid):  # this instance's appends to one conversation, one at a time
-            turn, written = await self._call(store.add, cid, who, said, stamp, micros, vector, index)
+            turn, written = await self._io.write(store.add, cid, who, said, stamp, micros, vector, index)
         if written:
             message = f"Turn {turn.turn_index} appended to conversation {cid!r}."
         else:
@@ -173,25 +171,25 @@ class ConversationHistory:
     async def get(self, conversation_id: Any, n: Any = 16) -> History:
         cid = validation.conversation_id(conversation_id)
         last = check_count(n)
-        store = await self._store.get()
-        stored, total = await self._call(store.get_turns, cid, last)
+        store = await self._io.opened()
+        stored, total = await self._io.read(store.get_turns, cid, last)
         turns = [_public(turn) for turn in stored]
         return History(conversation_id=cid, turns=turns, count=len(turns), total_turns=total)
 
     async def count_turns(self) -> int:
         """Turns in all conversations."""
-        store = await self._store.get()
-        return int(await self._call(store.count))
+        store = await self._io.opened()
+        return int(await self._io.read(store.count))
 
     async def page_turns(self, offset: int, limit: int) -> list[StoredTurn]:
         """Every turn, a page at a time in the order they were stored: for an export."""
-        store = await self._store.get()
-        return list(await self._call(store.page_turns, offset, limit))
+        store = await self._io.opened()
+        return list(await self._io.read(store.page_turns, offset, limit))
 
     async def conversations(self) -> list[tuple[str, int, str]]:
         """(conversation id, turns, time of the last turn), most recent first: for the owner's console."""
-        store = await self._store.get()
-        return list(await self._call(store.conversations))
+        store = await self._io.opened()
+        return list(await self._io.read(store.conversations))
 
     async def search(self, query: Any, conversation_id: Any = None, limit: Any = 5) -> list[HistoryHit]:
         """Turns similar to `query` (in one conversation, or in all): history search, only when asked for."""
@@ -199,20 +197,7 @@ class ConversationHistory:
             raise InvalidInputError("query is empty: say what to look for in the conversation history.")
         cid = validation.conversation_id(conversation_id) if conversation_id is not None else None
         k = check_count(limit, "limit", 50)
-        store = await self._store.get()
+        store = await self._io.opened()
         vector = (await self._embedder.embed([query.strip()], urgent=True))[0]
-        found = await self._call(store.search, vector, k, cid)
+        found = await self._io.read(store.search, vector, k, cid)
         return [HistoryHit(**asdict(turn), similarity=round(sim, 4)) for turn, sim in found]
-
-    @staticmethod
-    async def _call(fn: Callable[..., Any], *args: Any) -> Any:
-        try:
-            return await asyncio.to_thread(fn, *args)
-        except Exception as exc:  # any driver failure: logged with its trace, reported in words
-            if worded(exc):
-                raise
-            log.exception("conversation history operation failed")
-            raise StoreUnavailableError(
-                f"The conversation history store failed ({exc}). If the store is a Chroma server, check that it "
-                "is running; try again."
-            ) from exc

@@ -17,6 +17,7 @@ import time
 
 from symbiote.embedding.embedder import AsyncEmbedder
 from symbiote.memory.store_io import StoreIO
+from symbiote.storage.base import MemoryStore
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +31,7 @@ MAX_DEFER_SECONDS = 30.0  # ...or after this long behind a steady stream of writ
 class PassageIndexer:
     """One background task per engine, started by `kick()` and ending when the queue is empty."""
 
-    def __init__(self, embedder: AsyncEmbedder, io: StoreIO) -> None:
+    def __init__(self, embedder: AsyncEmbedder, io: StoreIO[MemoryStore]) -> None:
         self._embedder = embedder
         self._io = io
         self._task: asyncio.Task[None] | None = None

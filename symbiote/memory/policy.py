@@ -41,7 +41,7 @@ class EnginePolicy:
     max_content_bytes: int = MAX_CONTENT_BYTES  # SYMBIOTE_MAX_CONTENT_BYTES
 
 
-async def check_conversation(policy: EnginePolicy, io: StoreIO, store: MemoryStore, draft: StoredMemory) -> None:
+async def check_conversation(policy: EnginePolicy, io: StoreIO[MemoryStore], store: MemoryStore, draft: StoredMemory) -> None:
     """Memories drawn from a conversation (conversation_id given) must be confident and few."""
     if draft.conversation_id is None:
         return
@@ -62,7 +62,7 @@ async def check_conversation(policy: EnginePolicy, io: StoreIO, store: MemorySto
         )
 
 
-async def check_quota(policy: EnginePolicy, io: StoreIO, store: MemoryStore, adding: int) -> str | None:
+async def check_quota(policy: EnginePolicy, io: StoreIO[MemoryStore], store: MemoryStore, adding: int) -> str | None:
     """Refuse `adding` memories past MAX_MEMORIES; a warning to pass on from 90 % of it."""
     quota = policy.max_memories
     if quota is None or adding == 0:

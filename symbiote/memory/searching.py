@@ -23,7 +23,7 @@ from symbiote.retrieval.intent import intent
 from symbiote.retrieval.ranking import Candidate, MatchKind, QueryEvidence, relevance, shortlist, with_members
 from symbiote.retrieval.subjects import mentions, subjects_of
 from symbiote.retrieval.topics import TopicIndex
-from symbiote.storage.base import StoredMemory, content_hash
+from symbiote.storage.base import MemoryStore, StoredMemory, content_hash
 from symbiote.storage.filters import MemoryFilter
 from symbiote.telemetry.stages import stage
 
@@ -38,7 +38,7 @@ RANK_PREFETCH = 15  # `rank` reads the contents a search for 5 results reads
 class MemorySearch:
     """Finds memories for a query; the topic questions and the background are embedded once, on first use."""
 
-    def __init__(self, embedder: AsyncEmbedder, io: StoreIO, timer: Timer) -> None:
+    def __init__(self, embedder: AsyncEmbedder, io: StoreIO[MemoryStore], timer: Timer) -> None:
         self._embedder = embedder
         self._io = io
         self._timer = timer

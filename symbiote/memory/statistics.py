@@ -47,7 +47,7 @@ class Timer:
 class Statistics:
     """Keeps what memory_stats reports; the write path tells it what changed."""
 
-    def __init__(self, io: StoreIO, share_usage: ShareUsage | None = None) -> None:
+    def __init__(self, io: StoreIO[MemoryStore], share_usage: ShareUsage | None = None) -> None:
         self._io = io
         self._share_usage = share_usage  # the file share's usage, where the store lives on one
         self._summary: Summary | None = None  # built by one scan, then kept current by this instance's writes

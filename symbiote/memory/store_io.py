@@ -9,12 +9,14 @@ read-only disk becomes an error a person can act on (`symbiote.storage.disk_erro
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, Callable, Generic, Sequence, TypeVar, Union
 
 from symbiote.errors import StoreUnavailableError, worded
 from symbiote.memory.lazy_store import LazyStore
 from symbiote.storage.base import MemoryStore
+from symbiote.storage.history import HistoryStore
 from symbiote.storage.disk_errors import is_transient, write_failure
 from symbiote.storage.diskspace import DiskSpace
 from symbiote.telemetry.stages import stage
@@ -22,6 +24,7 @@ from symbiote.workers import PriorityExecutor
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+S = TypeVar("S", bound=Union[MemoryStore, HistoryStore])
 
 WRITE_RETRIES = 3  # transient lock contention: retried this many times, backing off exponentially
 RETRY_BASE_SECONDS = 0.05
@@ -32,22 +35,26 @@ def _op(fn: Callable[..., Any]) -> str:
     return f"store {getattr(fn, '__name__', 'call')}"
 
 
-class StoreIO:
-    """Opens the store on first use and runs every read and write on it."""
+class StoreIO(Generic[S]):
+    """Opens the store on first use and runs every read and write on it: the memory store's, and
+    the conversation history's (`name`), so both get the same priorities, retries and spans."""
 
-    def __init__(self, open_store: Callable[[str, int], MemoryStore], space: DiskSpace | None) -> None:
+    def __init__(
+        self, open_store: Callable[[str, int], S], space: DiskSpace | None, name: str = "memory store"
+    ) -> None:
         self._io = PriorityExecutor(4, "store", background_limit=1, grace=SEARCH_GRACE_SECONDS)
-        self.lazy: LazyStore[MemoryStore] = LazyStore(open_store, self.run, "memory store")
+        self.lazy: LazyStore[S] = LazyStore(open_store, self.run, name)
+        self.name = name
         self._space = space
         self.writes = 0  # bumped by every write, so statistics can tell a scan raced one
         self.on_open: list[Callable[[], None]] = []  # called once the store is first open (e.g. replay a queue)
 
     @property
-    def store(self) -> MemoryStore | None:
+    def store(self) -> S | None:
         """The store if it is open; None before (never opens it)."""
         return self.lazy.store
 
-    async def opened(self) -> MemoryStore:
+    async def opened(self) -> S:
         if self.lazy.store is not None:
             return self.lazy.store
         store = await self.lazy.get()
@@ -67,8 +74,8 @@ class StoreIO:
         except Exception as exc:  # any driver failure: logged with its trace, reported in words
             if worded(exc):
                 raise
-            log.exception("memory read failed")
-            raise StoreUnavailableError(f"Reading the memory store failed: {exc}") from exc
+            log.exception("%s read failed", self.name)
+            raise StoreUnavailableError(f"Reading the {self.name} failed: {exc}") from exc
 
     async def ensure_space(self, windows: Sequence[str]) -> None:
         """Refuse a write the disk has no room for before Chroma sees a full disk (symbiote.storage.diskspace).
@@ -82,13 +89,11 @@ class StoreIO:
         """Run a write: with the writer lease where there is one, retrying transient lock contention.
         `idle`: only when no other store call waits (work that follows an acknowledged write)."""
         # A store on a shared file system (symbiote.azure.guard.GuardedStore) needs every write
-        # to hold the writer lease and pass the snapshot gate; it offers `writing()` for that.
-        writing = getattr(self.store, "writing", None)
+        # to hold the writer lease and pass the snapshot gate: its `writing()` does.
+        store = self.store
 
         def guarded() -> T:
-            if writing is None:
-                return fn(*args)
-            with writing():
+            with store.writing() if store is not None else contextlib.nullcontext():
                 return fn(*args)
 
         for attempt in range(WRITE_RETRIES + 1):
@@ -103,10 +108,10 @@ class StoreIO:
                     raise
                 if is_transient(exc) and attempt < WRITE_RETRIES:
                     delay = RETRY_BASE_SECONDS * 2**attempt
-                    log.warning("memory store busy (%s); retrying in %.2f s", exc, delay)
+                    log.warning("%s busy (%s); retrying in %.2f s", self.name, exc, delay)
                     await asyncio.sleep(delay)
                     continue
-                log.exception("memory write failed")
+                log.exception("%s write failed", self.name)
                 if is_transient(exc):
                     raise StoreUnavailableError(
                         f"The memory store stayed busy after {WRITE_RETRIES} retries ({exc}); nothing was changed. "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, TypeVar
 
 from symbiote.storage.base import StoredMemory
 
@@ -33,15 +33,9 @@ class Summary:
         self._stamps[memory.created_us] += 1
 
     def remove(self, memory: StoredMemory) -> None:
-        for counter, keys in (
-            (self._types, [memory.type or "untyped"]),
-            (self._tags, list(memory.tags)),
-            (self._stamps, [memory.created_us]),
-        ):
-            for key in keys:
-                counter[key] -= 1
-                if counter[key] <= 0:
-                    del counter[key]
+        _drop(self._types, [memory.type or "untyped"])
+        _drop(self._tags, list(memory.tags))
+        _drop(self._stamps, [memory.created_us])
 
     def replace(self, old: StoredMemory, new: StoredMemory) -> None:
         self.remove(old)
@@ -59,3 +53,14 @@ class Summary:
             "oldest_timestamp": self._iso(min(stamps)) if stamps else None,
             "newest_timestamp": self._iso(max(stamps)) if stamps else None,
         }
+
+
+K = TypeVar("K")
+
+
+def _drop(counter: Counter[K], keys: Iterable[K]) -> None:
+    """One fewer of each key; a key counted down to nothing is gone (as if never counted)."""
+    for key in keys:
+        counter[key] -= 1
+        if counter[key] <= 0:
+            del counter[key]

@@ -83,13 +83,13 @@ def limit(value: Any, *, name: str, high: int) -> int:
 def memory_id(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise InvalidInputError("memory_id is empty: pass an id like 'mem_17321234567890120042'.")
-    value = value.strip()
-    if not is_memory_id(value):
+    text: str = value.strip()
+    if not is_memory_id(text):
         raise InvalidInputError(
-            f"{value!r} is not a memory id (they look like 'mem_' followed by 20 digits); "
+            f"{text!r} is not a memory id (they look like 'mem_' followed by 20 digits); "
             "use search_memory or list_memories to find ids."
         )
-    return value
+    return text
 
 
 def before(value: Any) -> int | None:
@@ -176,18 +176,20 @@ def conversation_id(value: Any) -> str:
     """The client's id for a conversation: printable, so it can be shown and used in record ids."""
     if not isinstance(value, str) or not value.strip():
         raise InvalidInputError("conversation_id is empty: pass the id your client uses for this conversation.")
-    value = value.strip()
-    if len(value) > MAX_CONVERSATION_ID or _CONTROL.search(value):
+    text: str = value.strip()
+    if len(text) > MAX_CONVERSATION_ID or _CONTROL.search(text):
         raise InvalidInputError(
-            f"conversation_id must be at most {MAX_CONVERSATION_ID} printable characters (got {len(value)})."
+            f"conversation_id must be at most {MAX_CONVERSATION_ID} printable characters (got {len(text)})."
         )
-    return value
+    return text
 
 
 def tag_mode(value: Any) -> Literal["any", "all"]:
-    if value not in ("any", "all"):
-        raise InvalidInputError("tag_mode must be 'any' (at least one tag) or 'all' (every tag).")
-    return value  # type: ignore[return-value]
+    if value == "any":
+        return "any"
+    if value == "all":
+        return "all"
+    raise InvalidInputError("tag_mode must be 'any' (at least one tag) or 'all' (every tag).")
 
 
 def memory_ids(value: Any) -> list[str]:

@@ -34,7 +34,7 @@ from symbiote.memory.records import (
 )
 from symbiote.memory.statistics import Statistics
 from symbiote.memory.store_io import StoreIO
-from symbiote.storage.base import StoredMemory, content_hash
+from symbiote.storage.base import MemoryStore, StoredMemory, content_hash
 from symbiote.storage.filters import MemoryFilter
 
 log = logging.getLogger(__name__)
@@ -150,7 +150,7 @@ class MemoryWriter:
     """Stores, updates and deletes memories, and tells the statistics what changed."""
 
     def __init__(
-        self, embedder: AsyncEmbedder, io: StoreIO, stats: Statistics, policy: Callable[[], EnginePolicy]
+        self, embedder: AsyncEmbedder, io: StoreIO[MemoryStore], stats: Statistics, policy: Callable[[], EnginePolicy]
     ) -> None:
         self._embedder = embedder
         self._io = io

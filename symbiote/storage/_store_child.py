@@ -11,20 +11,16 @@ import pickle
 import signal
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from symbiote.errors import DriverError, SymbioteError
-from symbiote.storage.disk_errors import exception_chain
+from symbiote.errors import SymbioteError
+from symbiote.storage.disk_errors import RemoteStoreError, exception_chain
+
+if TYPE_CHECKING:
+    from symbiote.storage.base import MemoryStore
+    from symbiote.storage.history import HistoryStore
 
 log = logging.getLogger(__name__)
-
-
-class RemoteStoreError(DriverError):
-    """An error raised in the child that could not be sent as itself; the text keeps its whole chain."""
-
-    def __init__(self, text: str, errno: int | None = None) -> None:
-        super().__init__(text)
-        self.errno = errno
 
 
 def _portable(exc: BaseException) -> BaseException:
@@ -41,13 +37,14 @@ def _portable(exc: BaseException) -> BaseException:
     errnos = [e.errno for e in chain if isinstance(e, OSError) and e.errno is not None]
     if isinstance(exc, SymbioteError):
         try:
-            return pickle.loads(pickle.dumps(type(exc)(str(exc))))
+            clone_of_symbiote_error: BaseException = pickle.loads(pickle.dumps(type(exc)(str(exc))))
+            return clone_of_symbiote_error
         except (pickle.PickleError, TypeError, AttributeError, ValueError):
             pass  # a SymbioteError with a richer constructor: sent as text below
     return RemoteStoreError(text, errnos[0] if errnos else None)
 
 
-def _open(kind: str, path: str, model: str, dimension: int) -> Any:
+def _open(kind: str, path: str, model: str, dimension: int) -> MemoryStore | HistoryStore:
     if kind == "memories":
         from symbiote.storage.opening import open_embedded_store
 
@@ -60,13 +57,7 @@ def _open(kind: str, path: str, model: str, dimension: int) -> Any:
     raise ValueError(f"unknown store kind {kind!r}")
 
 
-def _close_object(obj: Any) -> None:
-    close = getattr(obj, "close", None)  # ChromaMemoryStore.close; the history store shares its client
-    if callable(close):
-        close()
-
-
-def _idle_work(conn: Connection, idle: list[Any]) -> None:
+def _idle_work(conn: Connection, idle: list[MemoryStore | HistoryStore]) -> None:
     """Steps of the open objects' idle work until a request arrives or none is left for now (a
     request can give an object more). A step that fails ends that object's idle work for good
     (logged): its reads keep the way they had before it."""
@@ -103,8 +94,8 @@ def child_main(fd: int) -> None:
 
     import_chromadb()  # now, while the server is still importing its own modules
 
-    objects: dict[int, Any] = {}
-    idle: list[Any] = []  # objects with work for the moments no request waits (`idle_step`)
+    objects: dict[int, MemoryStore | HistoryStore] = {}
+    idle: list[MemoryStore | HistoryStore] = []  # objects whose work between requests is not done (`idle_step`)
     while True:
         _idle_work(conn, idle)
         try:
@@ -119,18 +110,16 @@ def child_main(fd: int) -> None:
                 handle, kind, path, model, dimension = request[1:]
                 obj = _open(kind, path, model, dimension)
                 objects[handle] = obj
-                if callable(getattr(obj, "idle_step", None)):
-                    idle.append(obj)
-                methods = sorted(n for n in dir(obj) if not n.startswith("_") and callable(getattr(obj, n)))
-                reply: tuple[str, Any] = ("ok", methods)
+                idle.append(obj)
+                reply: tuple[str, Any] = ("ok", None)
             elif op == "ping":  # answered once Chroma is imported: the child is ready for work
                 reply = ("ok", None)
             elif op == "forget":
-                obj = objects.pop(request[1], None)
-                if obj in idle:
-                    idle.remove(obj)
-                if obj is not None:
-                    _close_object(obj)
+                gone = objects.pop(request[1], None)
+                if gone in idle:
+                    idle.remove(gone)
+                if gone is not None:
+                    gone.close()
                 reply = ("ok", None)
             else:  # "call"
                 handle, method, args = request[1:]
@@ -144,4 +133,4 @@ def child_main(fd: int) -> None:
         except (EOFError, OSError):
             break
     for obj in objects.values():
-        _close_object(obj)
+        obj.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Protocol, Sequence, TypeVar
 
@@ -147,3 +148,26 @@ class MemoryStore(Protocol):
     def vectors(self, memory_ids: Sequence[str]) -> dict[str, "np.ndarray"]:
         """Each memory's stored vectors, its whole text's first: for an export that keeps them."""
         ...
+
+    def writing(self) -> AbstractContextManager[None]:
+        """Held around one write (re-entrant): where writes need the file share's writer lease and
+        must wait for a snapshot (`symbiote.azure.guard.GuardedStore`), this is where they do."""
+        ...
+
+    def idle_step(self) -> bool:
+        """A step of the work done while no call waits (reading vectors into memory); True while there is more."""
+        ...
+
+    def close(self) -> None:
+        """Let go of the store's client (before reopening it, or at shutdown)."""
+        ...
+
+
+# Every MemoryStore method is one or the other (tests/test_store_layers.py checks that each is
+# named once): a write goes through the writer lease in `symbiote.azure.guard`, a read never does.
+WRITE_METHODS = frozenset({"add", "add_many", "store_new", "add_passages", "replace", "delete", "delete_many"})
+READ_METHODS = frozenset({
+    "pending_passages", "get", "find_content", "find_contents", "counts", "nearest", "keyword", "keyword_words",
+    "coverage", "search", "count", "count_from", "page", "scan", "size_bytes", "browse", "vectors", "idle_step",
+})
+LIFECYCLE_METHODS = frozenset({"writing", "close"})

@@ -20,7 +20,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from symbiote.storage.bulk_reads import read_all
 from symbiote.storage.chroma_store import ChromaMemoryStore
@@ -29,6 +29,8 @@ from symbiote.errors import StoreUnavailableError
 
 if TYPE_CHECKING:
     from symbiote.config import Settings
+    from symbiote.storage.filters import MemoryFilter
+    from symbiote.storage.keywords import KeywordMatch
 
 log = logging.getLogger(__name__)
 
@@ -267,6 +269,19 @@ class ServerMemoryStore(ChromaMemoryStore):
         self._synced_at = time.monotonic()
         self._sync_lock = threading.Lock()
 
+    # Every read of the keyword index catches up with the server first.
+    def keyword(self, text: str, k: int, where: MemoryFilter | None = None) -> list[KeywordMatch]:
+        self.catch_up(force=False)
+        return super().keyword(text, k, where)
+
+    def keyword_words(self, words: Sequence[str], k: int, where: MemoryFilter | None = None) -> list[KeywordMatch]:
+        self.catch_up(force=False)
+        return super().keyword_words(words, k, where)
+
+    def coverage(self, text: str, memory_ids: Sequence[str]) -> dict[str, float]:
+        self.catch_up(force=False)
+        return super().coverage(text, memory_ids)
+
     def catch_up(self, force: bool = True) -> int:
         """Bring the keyword index in step with the server; returns how many entries changed."""
         if not self._sync_lock.acquire(blocking=force):
@@ -304,18 +319,3 @@ class ServerMemoryStore(ChromaMemoryStore):
         if gone or new:
             log.info("keyword index caught up with the Chroma server: %d added, %d removed", len(new), len(gone))
         return len(gone) + len(new)
-
-
-def _caught_up(name: str) -> Any:
-    def read(self: ServerMemoryStore, *args: Any, **kwargs: Any) -> Any:
-        self.catch_up(force=False)
-        return getattr(ChromaMemoryStore, name)(self, *args, **kwargs)
-
-    read.__name__ = read.__qualname__ = name
-    return read
-
-
-# Every read of the keyword index (those the base store has) catches up with the server first.
-for _name in ("keyword", "keyword_words", "coverage"):
-    if hasattr(ChromaMemoryStore, _name):
-        setattr(ServerMemoryStore, _name, _caught_up(_name))

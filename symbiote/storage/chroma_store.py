@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
+from contextlib import AbstractContextManager, nullcontext
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
@@ -84,15 +85,17 @@ class ChromaMemoryStore(BulkReads, DeferredPassages):
             return True
         return self._lexical.idle_step()
 
+    def writing(self) -> AbstractContextManager[None]:
+        """Nothing to hold: the writer lease, where there is one, is a layer's (`symbiote.azure.guard`)."""
+        return nullcontext()
+
     def close(self) -> None:
         """Close the Chroma client (e.g. before reopening the store to see another writer's changes)."""
         self._beside.shutdown(wait=True)
-        close = getattr(self._client, "close", None)
-        if callable(close):
-            try:
-                close()
-            except Exception:
-                log.debug("closing the Chroma client failed", exc_info=True)
+        try:
+            self._client.close()  # chromadb.api.client.Client, embedded or a server's
+        except Exception:  # noqa: BLE001 - the store is being let go of either way; the failure is logged
+            log.debug("closing the Chroma client failed", exc_info=True)
 
     def _sync_lexical(self) -> None:
         """Rebuild the keyword index from Chroma when it is missing or out of step."""

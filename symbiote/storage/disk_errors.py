@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import errno
 
-from symbiote.errors import StoreUnavailableError
+from symbiote.errors import DriverError, StoreUnavailableError
 
 
 class StorageFullError(StoreUnavailableError):
@@ -44,9 +44,20 @@ def _text(exc: BaseException) -> str:
     return " ".join(str(e).lower() for e in exception_chain(exc))
 
 
+class RemoteStoreError(DriverError):
+    """An error raised in the memory store process (`symbiote.storage._store_child`) that could
+    not be sent as itself; the text keeps its whole chain, `errno` the first errno in it."""
+
+    def __init__(self, text: str, errno: int | None = None) -> None:
+        super().__init__(text)
+        self.errno = errno
+
+
 def _errnos(exc: BaseException) -> set[int]:
     # OSError, and errors from the memory store process that carry the errno of their cause
-    return {code for e in exception_chain(exc) if isinstance(code := getattr(e, "errno", None), int)}
+    return {
+        e.errno for e in exception_chain(exc) if isinstance(e, (OSError, RemoteStoreError)) and e.errno is not None
+    }
 
 
 def write_failure(exc: BaseException) -> StoreUnavailableError:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import random
 import secrets
 import time
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -63,8 +64,8 @@ def _turn(document: str | None, meta: dict[str, Any] | None) -> StoredTurn:
 
 
 class HistoryStore(Protocol):
-    """What the conversation history needs from storage. The one write is `add` (the name
-    `symbiote.azure.guard.GuardedStore` puts behind the writer lease); the rest only read."""
+    """What the conversation history needs from storage. The one write is `add` (HISTORY_WRITE_METHODS,
+    which `symbiote.azure.guard.GuardedHistory` puts behind the writer lease); the rest only read."""
 
     def add(
         self, conversation: str, role: str, text: str, ts: str, ts_us: int, vector: np.ndarray, index: int | None
@@ -79,6 +80,18 @@ class HistoryStore(Protocol):
     def page_turns(self, offset: int, limit: int) -> list[StoredTurn]: ...
 
     def conversations(self) -> list[tuple[str, int, str]]: ...
+
+    def writing(self) -> AbstractContextManager[None]:
+        """Held around one write, as `symbiote.storage.base.MemoryStore.writing`."""
+        ...
+
+    def idle_step(self) -> bool: ...
+
+    def close(self) -> None: ...
+
+
+HISTORY_WRITE_METHODS = frozenset({"add"})
+HISTORY_READ_METHODS = frozenset({"get_turns", "search", "count", "page_turns", "conversations", "idle_step"})
 
 
 class ChromaHistoryStore:
@@ -96,6 +109,17 @@ class ChromaHistoryStore:
                 f"({meta.get('embedding_dim')} dimensions), but this server uses {model_name} ({dimension}). "
                 "Point CHROMADB_PATH (or CHROMA_DATABASE) at the matching data."
             )
+
+    def writing(self) -> AbstractContextManager[None]:
+        """Nothing to hold here: the writer lease, where there is one, is the guard's (`symbiote.azure.guard`)."""
+        return nullcontext()
+
+    def idle_step(self) -> bool:
+        """No work between calls: the turns are read from Chroma when asked for."""
+        return False
+
+    def close(self) -> None:
+        """Nothing to let go of: the Chroma client is the memory store's, which closes it."""
 
     def _indexes(self, conversation: str) -> dict[int, str]:
         got = self._turns.get(where={"conversation_id": conversation}, include=["metadatas"])

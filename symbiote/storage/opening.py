@@ -17,16 +17,18 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING
 
 from symbiote.errors import StoreUnavailableError
-from symbiote.storage.base import CHROMA_FILE, LEXICAL_FILE
+from symbiote.storage.base import CHROMA_FILE, LEXICAL_FILE, MemoryStore
 from symbiote.storage.data_format import record_format
 from symbiote.storage.disk_errors import StoreDamagedError, StorageReadOnlyError, is_damage
+from symbiote.storage.layers import HistoryLayer, StoreLayer
 
 if TYPE_CHECKING:
     from symbiote.storage.chroma_client import ChromaServer
     from symbiote.storage.chroma_store import ChromaMemoryStore
+    from symbiote.storage.history import HistoryStore
     from symbiote.storage.keywords import LexicalIndex
 
 
@@ -195,40 +197,51 @@ class StoreResetError(StoreUnavailableError):
     """The data directory this server opened was moved aside (`symbiote reset`) while it ran."""
 
 
-class ResetGuard:
-    """A store opened in a data directory, that refuses every call once that directory is not the one
-    it opened (reset moved it aside): the server must not serve, or write to, the data set aside."""
+class ResetCheck:
+    """Whether the data directory is still the one opened: reset moves it aside, and the server
+    must not serve, or write to, the data set aside."""
 
-    def __init__(self, store: Any, path: Path) -> None:
-        self._store = store
+    def __init__(self, path: Path) -> None:
         self._path = path
         self._opened = _identity(path)
 
-    def _check(self) -> None:
+    def check(self) -> None:
         if self._opened is not None and _identity(self._path) != self._opened:
             raise StoreResetError(
                 f"The memory store in {str(self._path)!r} was reset (moved aside) while this server was running. "
                 "Restart the server to use the new store; nothing was written to the old one."
             )
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        target = getattr(self._store, name)
-        if not callable(target) or name == "close":
-            return target
 
-        def call(*args: Any, **kwargs: Any) -> Any:
-            self._check()
-            return target(*args, **kwargs)
+class ResetGuard(StoreLayer):
+    """A memory store opened in a data directory that refuses every call (but closing) once that
+    directory is not the one it opened."""
 
-        call.__name__ = name  # the method's name, for whoever reports the call (the `store <op>` spans)
-        return call
+    def __init__(self, store: MemoryStore, path: Path) -> None:
+        self._store = store
+        self._reset = ResetCheck(path)
+
+    def _target(self) -> MemoryStore:
+        self._reset.check()
+        return self._store
+
+    def close(self) -> None:
+        self._store.close()
 
 
-def reset_guard(path: Path, guard: Callable[[Callable[[], Any]], Any] | None) -> Callable[[Callable[[], Any]], Any]:
-    """`guard` (how a store's opener is wrapped, e.g. the file share's), with the reset check around it."""
-    return lambda opener: ResetGuard(guard(opener) if guard is not None else opener(), path)
+class ResetHistoryGuard(HistoryLayer):
+    """The conversation history's `ResetGuard`."""
+
+    def __init__(self, store: HistoryStore, path: Path) -> None:
+        self._store = store
+        self._reset = ResetCheck(path)
+
+    def _target(self) -> HistoryStore:
+        self._reset.check()
+        return self._store
+
+    def close(self) -> None:
+        self._store.close()
 
 
 def open_server_store(server: "ChromaServer", index_dir: Path, model_name: str, dimension: int) -> "ChromaMemoryStore":

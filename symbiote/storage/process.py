@@ -29,14 +29,17 @@ import weakref
 from concurrent.futures import Future
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any, Callable
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any, Callable, TypeVar
 
 from symbiote.errors import StoreUnavailableError, SymbioteError
+from symbiote.storage.layers import HistoryLayer, StoreLayer
 
 log = logging.getLogger(__name__)
 
 CHILD_ENV = "SYMBIOTE_STORE_CHILD_PATH"  # the server's sys.path, so the child imports the same code
 CLOSE_TIMEOUT_SECONDS = 15.0
+T = TypeVar("T")
 
 
 class _FairLock:
@@ -76,13 +79,13 @@ class StoreProcess:
         self._opened: dict[int, tuple[str, str, int]] = {}  # handle -> how it was opened, to reopen
         self._next_handle = 1
         self._closed = False
-        self._preopened: dict[tuple[str, str, int], Future[RemoteStore]] = {}
+        self._preopened: dict[tuple[str, str, int], Future[int]] = {}
         self._start()
 
     def preopen(self, kind: str, model: str, dimension: int) -> None:
         """Open a store now, in a thread, so that it is open by the time the server asks for it:
         the child opens it right after importing Chroma instead of idling until the app is built."""
-        future: Future[RemoteStore] = Future()
+        future: Future[int] = Future()
         self._preopened[(kind, model, dimension)] = future
 
         def run() -> None:
@@ -158,8 +161,12 @@ class StoreProcess:
                     "Try again: everything acknowledged before is stored."
                 ) from gone
 
-    def open(self, kind: str, model: str, dimension: int) -> "RemoteStore":
+    def open(self, kind: str, model: str, dimension: int) -> "RemoteStore | RemoteHistory":
         """Open a store (`memories` or `history`) in the child and return its proxy."""
+        handle = self._open_handle(kind, model, dimension)
+        return RemoteStore(self, handle) if kind == "memories" else RemoteHistory(self, handle)
+
+    def _open_handle(self, kind: str, model: str, dimension: int) -> int:
         future = self._preopened.pop((kind, model, dimension), None)
         if future is not None:
             try:
@@ -168,14 +175,22 @@ class StoreProcess:
                 log.debug("the early open of the %s store failed; opening it again", kind, exc_info=True)
         return self._open_now(kind, model, dimension)
 
-    def _open_now(self, kind: str, model: str, dimension: int) -> "RemoteStore":
+    def memories(self, model: str, dimension: int) -> RemoteStore:
+        """The memory store, opened in the child."""
+        return RemoteStore(self, self._open_handle("memories", model, dimension))
+
+    def history(self, model: str, dimension: int) -> RemoteHistory:
+        """The conversation history's store, opened in the child."""
+        return RemoteHistory(self, self._open_handle("history", model, dimension))
+
+    def _open_now(self, kind: str, model: str, dimension: int) -> int:
         with self._lock:
             handle = self._next_handle
             self._next_handle += 1
-        methods = self._request(("open", handle, kind, str(self.path), model, dimension))
+        self._request(("open", handle, kind, str(self.path), model, dimension))
         with self._lock:
             self._opened[handle] = (kind, model, dimension)
-        return RemoteStore(self, handle, frozenset(methods))
+        return handle
 
     def ping(self) -> None:
         """Return once the child has imported Chroma (or started again): ready for its first call."""
@@ -222,28 +237,59 @@ class StoreProcess:
             self._discard()
 
 
-class RemoteStore:
-    """A store object living in the child: its public methods, called remotely."""
+class _Remote:
+    """A store object living in the child, by its handle."""
 
-    def __init__(self, host: StoreProcess, handle: int, methods: frozenset[str]) -> None:
+    def __init__(self, host: StoreProcess, handle: int) -> None:
         self._host = host
         self._handle = handle
-        self._methods = methods
 
-    def __getattr__(self, name: str) -> Callable[..., Any]:
-        if name.startswith("_") or name not in self._methods:
-            raise AttributeError(name)
-        host, handle = self._host, self._handle
-
-        def call(*args: Any) -> Any:
-            return host.call(handle, name, args)
-
-        call.__name__ = name
-        return call
+    def call(self, op: Callable[..., T], args: tuple[Any, ...]) -> T:
+        result: T = self._host.call(self._handle, op.__name__, args)
+        return result
 
     def close(self) -> None:
         """Close this store's Chroma client in the child (e.g. to reopen it after a new writer took over)."""
         self._host.forget(self._handle)
+
+
+class RemoteStore(StoreLayer):
+    """The memory store living in the child: every call is sent there. Writes hold nothing here
+    (a guard above this layer holds the writer lease); the child does its idle work between calls."""
+
+    def __init__(self, host: StoreProcess, handle: int) -> None:
+        self._remote = _Remote(host, handle)
+
+    def _read(self, op: Callable[..., T], *args: Any) -> T:
+        return self._remote.call(op, args)
+
+    def _write(self, op: Callable[..., T], *args: Any) -> T:
+        return self._remote.call(op, args)
+
+    def writing(self) -> AbstractContextManager[None]:
+        return nullcontext()
+
+    def close(self) -> None:
+        self._remote.close()
+
+
+class RemoteHistory(HistoryLayer):
+    """The conversation history's store living in the child, as `RemoteStore`."""
+
+    def __init__(self, host: StoreProcess, handle: int) -> None:
+        self._remote = _Remote(host, handle)
+
+    def _read(self, op: Callable[..., T], *args: Any) -> T:
+        return self._remote.call(op, args)
+
+    def _write(self, op: Callable[..., T], *args: Any) -> T:
+        return self._remote.call(op, args)
+
+    def writing(self) -> AbstractContextManager[None]:
+        return nullcontext()
+
+    def close(self) -> None:
+        self._remote.close()
 
 
 def _reap(proc: subprocess.Popen[bytes], conn: Connection) -> None:

@@ -128,7 +128,7 @@ class TermScores:
                     break
             else:
                 return False
-        key, rows = self._filling  # type: ignore[misc]
+        key, rows = self._filling
         found = self._scores(key, below=rows[-1][0] if rows else None, limit=self._fill_rows)
         rows.extend(found)
         if len(rows) > self._term_rows:

@@ -59,9 +59,9 @@ class VectorRows:
 
     def put(self, ids: Sequence[str], vectors: Any, metadatas: Sequence[dict[str, Any] | None] | None) -> None:
         """Add rows, or overwrite the rows with these ids (unit length: a dot product is the cosine)."""
-        block = np.asarray(vectors, dtype=np.float32).reshape(len(ids), self._dimension)
-        norms = np.linalg.norm(block, axis=1, keepdims=True)
-        block = block / np.where(norms > 0, norms, 1.0)
+        raw = np.asarray(vectors, dtype=np.float32).reshape(len(ids), self._dimension)
+        norms = np.linalg.norm(raw, axis=1, keepdims=True)
+        block = (raw / np.where(norms > 0, norms, 1.0)).astype(np.float32, copy=False)
         metas = metadatas or [None] * len(ids)
         with self._lock:
             if self.dropped:
@@ -275,8 +275,15 @@ class MirroredCollection:
                 for rid in ids:
                     self._records.pop(rid, None)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._collection, name)
+    # The reads the store makes of a collection, as Chroma's own.
+    def get(self, **query: Any) -> Any:
+        return self._collection.get(**query)
+
+    def query(self, **query: Any) -> Any:
+        return self._collection.query(**query)
+
+    def count(self) -> int:
+        return int(self._collection.count())
 
 
 class VectorIndex:

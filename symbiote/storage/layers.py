@@ -1,0 +1,189 @@
+"""The layers between the engine and Chroma, each a store itself: one delegating class per interface.
+
+A store is wrapped before the engine sees it: the reset check (`symbiote.storage.opening.ResetGuard`),
+the file share's writer lease (`symbiote.azure.guard.GuardedStore`), the store process's proxy
+(`symbiote.storage.process.RemoteStore`). Each is a subclass of `StoreLayer` (or `HistoryLayer`),
+where every method of the interface is written out once and sent through `_read` or `_write`; a
+layer changes what those do. So a method added to `MemoryStore` is added here, classed as a read
+or a write, and a write reaches the store only through a layer's `_write` (tests/test_store_layers.py).
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
+
+from symbiote.storage.base import MemoryStore, StoredMemory
+from symbiote.storage.history import HistoryStore, StoredTurn
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from symbiote.storage.base import Match, Shortlist
+    from symbiote.storage.filters import MemoryFilter
+    from symbiote.storage.keywords import KeywordMatch
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def invoke(store: object, op: Callable[..., T], args: tuple[Any, ...]) -> T:
+    """Call the method `op` (an interface's method, e.g. `MemoryStore.add`) on `store`."""
+    result: T = getattr(store, op.__name__)(*args)
+    return result
+
+
+class StoreLayer:
+    """A `MemoryStore` over another one: reads go through `_read`, writes through `_write`."""
+
+    def _target(self) -> MemoryStore:
+        """The store this layer passes calls to."""
+        raise NotImplementedError
+
+    def _read(self, op: Callable[..., T], *args: Any) -> T:
+        """Every read passes here: a layer that checks or forwards reads overrides it."""
+        return invoke(self._target(), op, args)
+
+    def _write(self, op: Callable[..., T], *args: Any) -> T:
+        """Every write passes here: the writer lease's guard overrides it, so no write slips past."""
+        return invoke(self._target(), op, args)
+
+    def writing(self) -> AbstractContextManager[None]:
+        return self._target().writing()
+
+    def close(self) -> None:
+        self._target().close()
+
+    def idle_step(self) -> bool:
+        return self._read(MemoryStore.idle_step)
+
+    # Writes.
+    def add(self, memory: StoredMemory, vectors: "np.ndarray", windows: Sequence[str]) -> None:
+        self._write(MemoryStore.add, memory, vectors, windows)
+
+    def add_many(self, items: Sequence[tuple[StoredMemory, "np.ndarray", Sequence[str]]]) -> None:
+        self._write(MemoryStore.add_many, items)
+
+    def store_new(
+        self, memory: StoredMemory, vectors: "np.ndarray", windows: Sequence[str], near: int
+    ) -> tuple[StoredMemory | None, list[tuple[str, float, str]]]:
+        return self._write(MemoryStore.store_new, memory, vectors, windows, near)
+
+    def add_passages(self, items: Sequence[tuple[str, "np.ndarray", Sequence[str]]]) -> int:
+        return self._write(MemoryStore.add_passages, items)
+
+    def replace(self, memory: StoredMemory, vectors: "np.ndarray | None", windows: Sequence[str]) -> None:
+        self._write(MemoryStore.replace, memory, vectors, windows)
+
+    def delete(self, memory_id: str) -> bool:
+        return self._write(MemoryStore.delete, memory_id)
+
+    def delete_many(self, memory_ids: Sequence[str]) -> list[str]:
+        return self._write(MemoryStore.delete_many, memory_ids)
+
+    # Reads.
+    def pending_passages(self, limit: int) -> list[tuple[str, list[str] | None, str]]:
+        return self._read(MemoryStore.pending_passages, limit)
+
+    def get(self, memory_ids: Sequence[str]) -> dict[str, StoredMemory]:
+        return self._read(MemoryStore.get, memory_ids)
+
+    def find_content(self, content_hash: str) -> StoredMemory | None:
+        return self._read(MemoryStore.find_content, content_hash)
+
+    def find_contents(self, hashes: Sequence[str]) -> dict[str, StoredMemory]:
+        return self._read(MemoryStore.find_contents, hashes)
+
+    def counts(self) -> dict[str, int]:
+        return self._read(MemoryStore.counts)
+
+    def nearest(
+        self, vector: "np.ndarray", k: int, where: "MemoryFilter | None" = None, passages: bool = True
+    ) -> list[Match]:
+        return self._read(MemoryStore.nearest, vector, k, where, passages)
+
+    def keyword(self, text: str, k: int, where: "MemoryFilter | None" = None) -> list["KeywordMatch"]:
+        return self._read(MemoryStore.keyword, text, k, where)
+
+    def keyword_words(
+        self, words: Sequence[str], k: int, where: "MemoryFilter | None" = None
+    ) -> list["KeywordMatch"]:
+        return self._read(MemoryStore.keyword_words, words, k, where)
+
+    def coverage(self, text: str, memory_ids: Sequence[str]) -> dict[str, float]:
+        return self._read(MemoryStore.coverage, text, memory_ids)
+
+    def search(
+        self, vector: "np.ndarray", text: str, k: int, topic_words: Sequence[str], topic_k: int,
+        where: "MemoryFilter | None", shortlist: "Shortlist[R]",
+    ) -> tuple[R, dict[str, float], dict[str, StoredMemory]]:
+        found: tuple[R, dict[str, float], dict[str, StoredMemory]] = self._read(
+            MemoryStore.search, vector, text, k, topic_words, topic_k, where, shortlist
+        )
+        return found
+
+    def count(self) -> int:
+        return self._read(MemoryStore.count)
+
+    def count_from(self, conversation_id: str, since_us: int) -> int:
+        return self._read(MemoryStore.count_from, conversation_id, since_us)
+
+    def page(self, limit: int, before_us: int | None) -> list[StoredMemory]:
+        return self._read(MemoryStore.page, limit, before_us)
+
+    def scan(self, where: "MemoryFilter | None" = None) -> list[StoredMemory]:
+        return self._read(MemoryStore.scan, where)
+
+    def size_bytes(self) -> int:
+        return self._read(MemoryStore.size_bytes)
+
+    def browse(self, where: "MemoryFilter | None", offset: int, limit: int) -> tuple[list[StoredMemory], int]:
+        return self._read(MemoryStore.browse, where, offset, limit)
+
+    def vectors(self, memory_ids: Sequence[str]) -> dict[str, "np.ndarray"]:
+        return self._read(MemoryStore.vectors, memory_ids)
+
+
+class HistoryLayer:
+    """A `HistoryStore` over another one, as `StoreLayer` is a `MemoryStore`'s."""
+
+    def _target(self) -> HistoryStore:
+        """The store this layer passes calls to."""
+        raise NotImplementedError
+
+    def _read(self, op: Callable[..., T], *args: Any) -> T:
+        """Every read passes here: a layer that checks or forwards reads overrides it."""
+        return invoke(self._target(), op, args)
+
+    def _write(self, op: Callable[..., T], *args: Any) -> T:
+        """Every write passes here: the writer lease's guard overrides it, so no write slips past."""
+        return invoke(self._target(), op, args)
+
+    def writing(self) -> AbstractContextManager[None]:
+        return self._target().writing()
+
+    def close(self) -> None:
+        self._target().close()
+
+    def idle_step(self) -> bool:
+        return self._read(HistoryStore.idle_step)
+
+    def add(
+        self, conversation: str, role: str, text: str, ts: str, ts_us: int, vector: "np.ndarray", index: int | None
+    ) -> tuple[StoredTurn, bool]:
+        return self._write(HistoryStore.add, conversation, role, text, ts, ts_us, vector, index)
+
+    def get_turns(self, conversation: str, n: int) -> tuple[list[StoredTurn], int]:
+        return self._read(HistoryStore.get_turns, conversation, n)
+
+    def search(self, vector: "np.ndarray", k: int, conversation: str | None) -> list[tuple[StoredTurn, float]]:
+        return self._read(HistoryStore.search, vector, k, conversation)
+
+    def count(self) -> int:
+        return self._read(HistoryStore.count)
+
+    def page_turns(self, offset: int, limit: int) -> list[StoredTurn]:
+        return self._read(HistoryStore.page_turns, offset, limit)
+
+    def conversations(self) -> list[tuple[str, int, str]]:
+        return self._read(HistoryStore.conversations)
