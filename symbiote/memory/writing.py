@@ -15,6 +15,7 @@ import time
 from dataclasses import replace
 from typing import Any, Callable
 
+from symbiote.config import MAX_CONTENT_BYTES
 from symbiote.embedding.embedder import AsyncEmbedder
 from symbiote.errors import InvalidInputError, MemoryNotFoundError
 from symbiote.memory import validation
@@ -45,7 +46,7 @@ NEAR_CANDIDATES = 3  # nearest memories checked for near-duplicates
 
 def draft(
     content: Any, tags: Any, type: Any, confidence: Any, conversation_id: Any, bookmarked: Any,  # noqa: A002
-    max_bytes: int = validation.MAX_CONTENT_BYTES,
+    max_bytes: int = MAX_CONTENT_BYTES,
 ) -> StoredMemory:
     """A validated memory without id or time yet."""
     text = validation.content(content, max_bytes)
