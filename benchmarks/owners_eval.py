@@ -30,18 +30,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import random
-import tempfile
+import sys
 import time
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from symbiote.config import Settings
-from symbiote.runtime import build_runtime
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from personal_set import new_engine  # noqa: E402  (an engine on a new store, removed afterwards)
 
 HERE = Path(__file__).resolve().parent
 HALVES = ("fit", "held")
@@ -92,22 +91,6 @@ def padding(turns: list[str], n: int) -> list[str]:
 def pad_count(size: str, memories: int) -> int:
     """How many padding texts go with an owner's memories at this size."""
     return int(size[1:]) if size.startswith("+") else max(0, int(size) - memories)
-
-
-@contextlib.contextmanager
-def new_engine() -> Iterator[Any]:
-    """An engine on a new store in a temporary directory, removed afterwards."""
-    with tempfile.TemporaryDirectory(prefix="symbiote-owners-") as tmp:
-        settings = Settings(
-            chromadb_path=Path(tmp) / "data",
-            model_dir=Settings.from_env().model_dir,  # SYMBIOTE_MODEL_DIR, as the server reads it
-            store_process=False,
-        )
-        engine = build_runtime(settings).engine
-        try:
-            yield engine
-        finally:
-            engine.close()
 
 
 class Run:
