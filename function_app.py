@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+
 import azure.functions as func
 
 from symbiote.azure.share import FileShare

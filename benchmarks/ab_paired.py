@@ -26,10 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from mcp import Client
-
 # this directory is on sys.path when run as a script
 from locomo_data import DATA_DIR, data_dir, load_conversation
+from mcp import Client
 from mcp_client import passages_indexed
 from percentiles import percentile
 from server_process import ServerProcess
@@ -42,8 +41,11 @@ def _p(values: list[float], q: float) -> float:
 def _server(tree: Path) -> ServerProcess:
     data = Path(tempfile.mkdtemp(prefix="ab-paired-"))
     return ServerProcess(
-        data / "chroma", log=data / "server.log", env={"PYTHONPATH": str(tree)},
-        command=[sys.executable, "-m", "symbiote"], cwd=tree,
+        data / "chroma",
+        log=data / "server.log",
+        env={"PYTHONPATH": str(tree)},
+        command=[sys.executable, "-m", "symbiote"],
+        cwd=tree,
     )
 
 
@@ -61,9 +63,10 @@ async def measure(trees: list[Path], rounds: int, path: Path) -> None:
     try:
         for server in servers:
             server.start(timeout=120, store=False)
-        async with Client(servers[0].mcp_url, read_timeout_seconds=120) as a, Client(
-            servers[1].mcp_url, read_timeout_seconds=120
-        ) as b:
+        async with (
+            Client(servers[0].mcp_url, read_timeout_seconds=120) as a,
+            Client(servers[1].mcp_url, read_timeout_seconds=120) as b,
+        ):
             clients = (a, b)
             stores: tuple[list[float], list[float]] = ([], [])
             for turn in conv.turns:
@@ -75,19 +78,25 @@ async def measure(trees: list[Path], rounds: int, path: Path) -> None:
             for rnd in range(rounds):
                 for i, q in enumerate(conv.questions):
                     query = q.question + (f" ({rnd})" if rnd else "")
-                    for side in ((0, 1) if (i + rnd) % 2 == 0 else (1, 0)):
-                        searches[side].append(await _timed(clients[side], "search_memory", {"query": query, "limit": 10}))
+                    for side in (0, 1) if (i + rnd) % 2 == 0 else (1, 0):
+                        searches[side].append(
+                            await _timed(clients[side], "search_memory", {"query": query, "limit": 10})
+                        )
     finally:
         for server in servers:
             server.stop()
     for side, tree in enumerate(trees):
         s, w = searches[side], stores[side]
-        print(f"{tree}: search p50 / p95 {_p(s, 50):.2f} / {_p(s, 95):.2f} ms (n={len(s)}); "
-              f"store {_p(w, 50):.2f} / {_p(w, 95):.2f} ms")
+        print(
+            f"{tree}: search p50 / p95 {_p(s, 50):.2f} / {_p(s, 95):.2f} ms (n={len(s)}); "
+            f"store {_p(w, 50):.2f} / {_p(w, 95):.2f} ms"
+        )
     paired = [new - old for old, new in zip(*searches)]
-    print(f"paired difference (second - first): median {statistics.median(paired):+.2f} ms; p50 ratio "
-          f"{_p(searches[1], 50) / _p(searches[0], 50):.3f}, p95 ratio "
-          f"{_p(searches[1], 95) / _p(searches[0], 95):.3f}; load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"paired difference (second - first): median {statistics.median(paired):+.2f} ms; p50 ratio "
+        f"{_p(searches[1], 50) / _p(searches[0], 50):.3f}, p95 ratio "
+        f"{_p(searches[1], 95) / _p(searches[0], 95):.3f}; load average {os.getloadavg()[0]:.1f}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -96,7 +105,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("new", type=Path)
     parser.add_argument("--rounds", type=int, default=3, help="times every question is asked of each (default 3)")
     parser.add_argument("--file", default="26.json", help="the LoCoMo conversation (default: 26.json)")
-    parser.add_argument("--data", type=Path, default=DATA_DIR, help="the LoCoMo directory (default: $SYMBIOTE_LOCOMO_DIR)")
+    parser.add_argument(
+        "--data", type=Path, default=DATA_DIR, help="the LoCoMo directory (default: $SYMBIOTE_LOCOMO_DIR)"
+    )
     args = parser.parse_args(argv)
     conversation = data_dir(args.data) / args.file
     asyncio.run(measure([args.old.resolve(), args.new.resolve()], args.rounds, conversation))

@@ -6,7 +6,6 @@ Used by assistant_set.py (through the real server).
 
 from __future__ import annotations
 
-
 MEMORIES = [
     "I'm working on a React app with TypeScript and authentication",  # 0 (the seed scenario)
     "User prefers dark roast coffee, black, no sugar.",

@@ -60,7 +60,9 @@ async def run(min_relevance: float | None, verbose: bool) -> None:
             seed = await ask(assistant_data.SEED)
     n = len(assistant_data.QUESTIONS)
     print(f"questions: {n}; recall@1 {hits1 / n:.2f}, recall@5 {hits5 / n:.2f}")
-    print(f"never-stored questions: {len(assistant_data.NEGATIVES)}; junk rate {len(junk) / len(assistant_data.NEGATIVES):.2f}")
+    print(
+        f"never-stored questions: {len(assistant_data.NEGATIVES)}; junk rate {len(junk) / len(assistant_data.NEGATIVES):.2f}"
+    )
     for question, content, score in junk:
         print(f"  junk: {question!r} -> {content!r} ({score})")
     rank = next((i + 1 for i, r in enumerate(seed) if r["content"] == SEED_MEMORY), None)

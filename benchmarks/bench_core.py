@@ -32,14 +32,31 @@ from server_process import ServerProcess
 
 PEOPLE = ["Sarah", "my brother", "the team lead", "Dr. Patel", "my landlord", "Marco", "the client", "Aiko"]
 TOPICS = [
-    "the React dashboard", "our Postgres migration", "the trip to Lisbon", "marathon training", "the tax return",
-    "the Rust CLI", "the kitchen renovation", "the quarterly roadmap", "learning Japanese", "the wedding playlist",
-    "home network setup", "the sourdough starter", "the grant proposal", "the mobile app release", "piano lessons",
+    "the React dashboard",
+    "our Postgres migration",
+    "the trip to Lisbon",
+    "marathon training",
+    "the tax return",
+    "the Rust CLI",
+    "the kitchen renovation",
+    "the quarterly roadmap",
+    "learning Japanese",
+    "the wedding playlist",
+    "home network setup",
+    "the sourdough starter",
+    "the grant proposal",
+    "the mobile app release",
+    "piano lessons",
 ]
 FACTS = [
-    "prefers {p} to handle {t} on Mondays", "decided to pause {t} until spring", "asked {p} for feedback on {t}",
-    "is worried about the budget for {t}", "finished the first draft of {t}", "wants {t} done before the holidays",
-    "learned that {p} has strong opinions about {t}", "moved {t} to a new tool after problems",
+    "prefers {p} to handle {t} on Mondays",
+    "decided to pause {t} until spring",
+    "asked {p} for feedback on {t}",
+    "is worried about the budget for {t}",
+    "finished the first draft of {t}",
+    "wants {t} done before the holidays",
+    "learned that {p} has strong opinions about {t}",
+    "moved {t} to a new tool after problems",
 ]
 
 
@@ -121,8 +138,13 @@ async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--samples", type=int, default=200)
-    parser.add_argument("--fill-batch", type=int, default=1, metavar="N",
-                        help="fill with store_memories of N memories (up to 100) instead of single stores")
+    parser.add_argument(
+        "--fill-batch",
+        type=int,
+        default=1,
+        metavar="N",
+        help="fill with store_memories of N memories (up to 100) instead of single stores",
+    )
     parser.add_argument("--data", type=Path, help="reuse this data directory (already filled stores are not refilled)")
     args = parser.parse_args()
     rng = random.Random(7)
@@ -139,9 +161,11 @@ async def main() -> None:
             if stored < size:
                 began = time.perf_counter()
                 await fill(server.mcp_url, stored, size, rng, batch=args.fill_batch)
-                print(f"filled to {size} memories in {time.perf_counter() - began:.0f} s; "
-                      f"their passages indexed {await settle(server.mcp_url):.1f} s later; "
-                      f"server RSS {rss_mb(server.proc.pid):.0f} MB (with its store process)")
+                print(
+                    f"filled to {size} memories in {time.perf_counter() - began:.0f} s; "
+                    f"their passages indexed {await settle(server.mcp_url):.1f} s later; "
+                    f"server RSS {rss_mb(server.proc.pid):.0f} MB (with its store process)"
+                )
                 stored = size
             await at_size(server.mcp_url, size, args.samples, rng)
         print(f"health after run: {server.health()['memories']} memories")

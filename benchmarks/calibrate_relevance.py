@@ -159,7 +159,12 @@ def report(asked: list[Asked], w: np.ndarray, label: str) -> None:
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cache", type=Path, help="reuse (or write) the collected candidates here")
-    parser.add_argument("--locomo", type=Path, default=locomo_data.DATA_DIR, help="LoCoMo conversations 26 and 30 (default: $SYMBIOTE_LOCOMO_DIR)")
+    parser.add_argument(
+        "--locomo",
+        type=Path,
+        default=locomo_data.DATA_DIR,
+        help="LoCoMo conversations 26 and 30 (default: $SYMBIOTE_LOCOMO_DIR)",
+    )
     args = parser.parse_args()
     if args.cache and args.cache.exists():
         asked = pickle.loads(args.cache.read_bytes())

@@ -35,8 +35,11 @@ from server_process import ServerProcess
 
 async def one_run(data: Path, linger: bool = False, cold_client: bool = False) -> tuple[float, float, float]:
     """(initialize answered, the search's answer arrived, the SDK client returned it), from process start."""
-    env = {"HF_HUB_OFFLINE": "1", "LOG_LEVEL": "WARNING",
-           "XDG_CACHE_HOME": str(data.parent.absolute() / "user-cache")}  # the first start really has no cache
+    env = {
+        "HF_HUB_OFFLINE": "1",
+        "LOG_LEVEL": "WARNING",
+        "XDG_CACHE_HOME": str(data.parent.absolute() / "user-cache"),
+    }  # the first start really has no cache
     server = ServerProcess(data, env=env, stderr=subprocess.DEVNULL)
     answered: list[float] = []
 
@@ -72,7 +75,9 @@ async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--data", type=Path)
-    parser.add_argument("--cold-client", action="store_true", help="build the client's HTTP stack after the server starts")
+    parser.add_argument(
+        "--cold-client", action="store_true", help="build the client's HTTP stack after the server starts"
+    )
     args = parser.parse_args()
     data = args.data or Path(tempfile.mkdtemp(prefix="symbiote-cold-")) / "data"
     (data / "handshake-cache.json").unlink(missing_ok=True)

@@ -23,16 +23,49 @@ import time
 from pathlib import Path
 
 import httpx
-
 from percentiles import percentile
 from server_process import MODEL_DIR, ServerProcess, symbiote_command
 
-SUBJECTS = ["Maya", "Jonas", "the Atlas project", "the billing service", "the garden", "the Berlin office",
-            "the car", "grandma Ruth", "the home server", "the marathon plan", "the kitchen", "Lee's visa"]
-VERBS = ["needs", "prefers", "was moved to", "depends on", "should avoid", "is scheduled for", "costs",
-         "was replaced by", "is waiting for", "came back from"]
-OBJECTS = ["PostgreSQL 16", "Tuesday mornings", "a new laptop", "oat milk", "the 14:30 train", "Rust",
-           "a quieter room", "weekly reviews", "blue paint", "a 2 TB disk", "the dentist", "Lisbon"]
+SUBJECTS = [
+    "Maya",
+    "Jonas",
+    "the Atlas project",
+    "the billing service",
+    "the garden",
+    "the Berlin office",
+    "the car",
+    "grandma Ruth",
+    "the home server",
+    "the marathon plan",
+    "the kitchen",
+    "Lee's visa",
+]
+VERBS = [
+    "needs",
+    "prefers",
+    "was moved to",
+    "depends on",
+    "should avoid",
+    "is scheduled for",
+    "costs",
+    "was replaced by",
+    "is waiting for",
+    "came back from",
+]
+OBJECTS = [
+    "PostgreSQL 16",
+    "Tuesday mornings",
+    "a new laptop",
+    "oat milk",
+    "the 14:30 train",
+    "Rust",
+    "a quieter room",
+    "weekly reviews",
+    "blue paint",
+    "a 2 TB disk",
+    "the dentist",
+    "Lisbon",
+]
 TAGS = ["work", "family", "health", "home", "travel", "atlas", "finance", "garden", "sport", "tools"]
 TYPES = ["fact", "preference", "project", "decision", "personal"]
 
@@ -42,15 +75,30 @@ def generate(path: Path, count: int) -> None:
     rnd = random.Random(16)
     start = 1_750_000_000_000_000
     with path.open("w", encoding="utf-8") as out:
-        out.write(json.dumps({"format": "symbiote-memories", "version": 1, "model": "all-MiniLM-L6-v2",
-                              "dimension": 384, "counts": {"memories": count}}) + "\n")
+        out.write(
+            json.dumps(
+                {
+                    "format": "symbiote-memories",
+                    "version": 1,
+                    "model": "all-MiniLM-L6-v2",
+                    "dimension": 384,
+                    "counts": {"memories": count},
+                }
+            )
+            + "\n"
+        )
         for i in range(count):
             created = start + i * 60_000_000
             text = f"{rnd.choice(SUBJECTS).capitalize()} {rnd.choice(VERBS)} {rnd.choice(OBJECTS)} (note {i})."
             if i % 7 == 0:
                 text += f" {rnd.choice(SUBJECTS).capitalize()} {rnd.choice(VERBS)} {rnd.choice(OBJECTS)}."
-            record = {"kind": "memory", "content": text, "tags": rnd.sample(TAGS, 2), "type": rnd.choice(TYPES),
-                      "created": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(created // 1_000_000)) + "Z"}
+            record = {
+                "kind": "memory",
+                "content": text,
+                "tags": rnd.sample(TAGS, 2),
+                "type": rnd.choice(TYPES),
+                "created": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(created // 1_000_000)) + "Z",
+            }
             out.write(json.dumps(record) + "\n")
 
 
@@ -110,15 +158,18 @@ def main() -> None:
         elapsed, summary = cli(work / "a", "import", str(source))
         print(f"symbiote import (embeds every text): {elapsed:.1f} s   {summary}   target < 120 s")
 
-        server = ServerProcess(work / "a", env={"SYMBIOTE_MODEL_DIR": str(MODEL_DIR), "HF_HUB_OFFLINE": "1"},
-                               log=work / "server.log")
+        server = ServerProcess(
+            work / "a", env={"SYMBIOTE_MODEL_DIR": str(MODEL_DIR), "HF_HUB_OFFLINE": "1"}, log=work / "server.log"
+        )
         server.start()
         try:
             print(f"console pages over HTTP, {args.requests} requests each (target < 200 ms):")
             pages(server, args.requests, args.memories)
             seconds = download(server, work / "download.jsonl")
             lines = sum(1 for _ in (work / "download.jsonl").open("rb")) - 1
-            print(f"console export download (streamed, server running): {seconds:.2f} s, {lines} memories   target < 10 s")
+            print(
+                f"console export download (streamed, server running): {seconds:.2f} s, {lines} memories   target < 10 s"
+            )
         finally:
             server.stop()
 

@@ -16,8 +16,8 @@ import json
 import re
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import httpx
 
@@ -101,8 +101,11 @@ def main() -> None:
         watcher.join()
     ordered = sorted(latencies)
     result["refused_lines"] = {
-        "lines": args.lines, "import_s": round(took, 1), "health_checks": len(ordered),
-        "health_median_ms": round(ordered[len(ordered) // 2] * 1000, 1), "health_max_ms": round(ordered[-1] * 1000, 1),
+        "lines": args.lines,
+        "import_s": round(took, 1),
+        "health_checks": len(ordered),
+        "health_median_ms": round(ordered[len(ordered) // 2] * 1000, 1),
+        "health_max_ms": round(ordered[-1] * 1000, 1),
         "refused": re.search(r'count-refused">(\d+)<', page).group(1),  # type: ignore[union-attr]
     }
 
@@ -124,7 +127,10 @@ def main() -> None:
         sampling = False
         sampler.join()
     result["long_line"] = {
-        "mib": args.line_mib, "import_s": round(took, 1), "rss_before_mib": round(before), "rss_peak_mib": round(max(peak)),
+        "mib": args.line_mib,
+        "import_s": round(took, 1),
+        "rss_before_mib": round(before),
+        "rss_peak_mib": round(max(peak)),
         "added": re.search(r'count-added">(\d+)<', page).group(1),  # type: ignore[union-attr]
         "refused": re.findall(r"<li>(line \d+: [^<]*)</li>", page),
     }

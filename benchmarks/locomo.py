@@ -52,7 +52,12 @@ class Tally:
 
 
 async def run_file(
-    conv: Conversation, port: int, limit_questions: int | None, totals: dict, latencies: list[float], min_relevance: float | None = None
+    conv: Conversation,
+    port: int,
+    limit_questions: int | None,
+    totals: dict,
+    latencies: list[float],
+    min_relevance: float | None = None,
 ) -> None:
     from mcp import Client
 
@@ -92,8 +97,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files", nargs="+", default=None, help="file names in the data dir (default: all *.json)")
     parser.add_argument("--limit-questions", type=int, default=None, help="ask at most N questions per file")
     parser.add_argument("--port", type=int, default=None, help="server port (default: a random free port)")
-    parser.add_argument("--min-relevance", type=float, default=None, help="pass min_relevance to search_memory (servers that support it)")
-    parser.add_argument("--data", type=Path, default=DATA_DIR, help="the LoCoMo directory (default: $SYMBIOTE_LOCOMO_DIR)")
+    parser.add_argument(
+        "--min-relevance",
+        type=float,
+        default=None,
+        help="pass min_relevance to search_memory (servers that support it)",
+    )
+    parser.add_argument(
+        "--data", type=Path, default=DATA_DIR, help="the LoCoMo directory (default: $SYMBIOTE_LOCOMO_DIR)"
+    )
     args = parser.parse_args(argv)
     args.data = data_dir(args.data)
 
@@ -105,7 +117,9 @@ def main(argv: list[str] | None = None) -> int:
     latencies: list[float] = []
     for path in files:
         conv = load_conversation(path)
-        asyncio.run(run_file(conv, args.port or free_port(), args.limit_questions, totals, latencies, args.min_relevance))
+        asyncio.run(
+            run_file(conv, args.port or free_port(), args.limit_questions, totals, latencies, args.min_relevance)
+        )
 
     print(f"\n{'':14}  R@1    R@5    R@10")
     print(f"{'overall':14}  {totals['all'].row()}")

@@ -45,8 +45,15 @@ from personal_set import new_engine  # noqa: E402  (an engine on a new store, re
 HERE = Path(__file__).resolve().parent
 HALVES = ("fit", "held")
 ROWS = (
-    ("direct", "shown"), ("direct", "first"), ("phrase", "shown"), ("phrase", "first"), ("task", "R@5"),
-    ("never_on", "any"), ("never_on", "answer"), ("never_off", "any"), ("never_off", "answer"),
+    ("direct", "shown"),
+    ("direct", "first"),
+    ("phrase", "shown"),
+    ("phrase", "first"),
+    ("task", "R@5"),
+    ("never_on", "any"),
+    ("never_on", "answer"),
+    ("never_off", "any"),
+    ("never_off", "answer"),
 )
 BATCH = 100  # store_many takes at most 100 items
 
@@ -69,8 +76,12 @@ class Owner:
 def load_owners(keys: set[str] | None, half: str) -> list[Owner]:
     data = json.loads((HERE / "owners_set.json").read_text())
     return [
-        Owner(o["owner"], o["half"], {m["id"]: m["text"] for m in o["memories"]},
-              tuple(Query(q["kind"], q["text"], tuple(q["wanted"])) for q in o["queries"]))
+        Owner(
+            o["owner"],
+            o["half"],
+            {m["id"]: m["text"] for m in o["memories"]},
+            tuple(Query(q["kind"], q["text"], tuple(q["wanted"])) for q in o["queries"]),
+        )
         for o in data["owners"]
         if (keys is None or o["owner"] in keys) and half in ("both", o["half"])
     ]
@@ -143,14 +154,26 @@ class Run:
             cell[0] += hit
             cell[1] += 1
         shown = [f"{k}:{r.relevance_score:.0f}{'' if r.match == 'answer' else '(c)'}" for k, r in zip(keys, results)]
-        self.records.append({"size": size, "owner": owner.key, "half": owner.half, "kind": query.kind,
-                             "text": query.text, "wanted": list(query.wanted), "results": shown, **outcome})
+        self.records.append(
+            {
+                "size": size,
+                "owner": owner.key,
+                "half": owner.half,
+                "kind": query.kind,
+                "text": query.text,
+                "wanted": list(query.wanted),
+                "results": shown,
+                **outcome,
+            }
+        )
         if verbose:
             never = query.kind.startswith("never")
             good = not any(outcome.values()) if never else all(outcome.values())
             flag = "ok  " if good else "JUNK" if never else "MISS"
-            print(f"  {flag} {size:>5} {owner.key} [{query.kind}] {query.text!r}: {', '.join(shown) or '-'}{top}"
-                  f"  (wanted {','.join(query.wanted) or '-'})")
+            print(
+                f"  {flag} {size:>5} {owner.key} [{query.kind}] {query.text!r}: {', '.join(shown) or '-'}{top}"
+                f"  (wanted {','.join(query.wanted) or '-'})"
+            )
 
     async def three(self, owners: list[Owner], verbose: bool) -> None:
         """Size 3: per query, its first wanted memory and two others of its owner (never_*: three)."""
@@ -211,8 +234,10 @@ def figures(run: Run, sizes: list[str], halves: list[str]) -> dict[str, Any]:
 
 def table(figs: dict[str, Any], sizes: list[str], halves: list[str], seconds: dict[str, float]) -> str:
     width = 7 * len(halves)
-    lines = [f"{'':<17}" + "".join(f"{'size ' + s:^{width}}" for s in sizes),
-             f"{'':<17}" + "".join(f"{h:>6} " for _ in sizes for h in halves)]
+    lines = [
+        f"{'':<17}" + "".join(f"{'size ' + s:^{width}}" for s in sizes),
+        f"{'':<17}" + "".join(f"{h:>6} " for _ in sizes for h in halves),
+    ]
     for kind, metric in ROWS:
         row = f"{kind + ' ' + metric:<17}"
         for size in sizes:
@@ -223,7 +248,8 @@ def table(figs: dict[str, Any], sizes: list[str], halves: list[str], seconds: di
     first = sizes[0]
     counts = ", ".join(
         f"{kind} " + "|".join(str(figs.get(first, {}).get(h, {}).get(f"{kind} {m}", {}).get("n", 0)) for h in halves)
-        for kind, m in ROWS if m in ("shown", "R@5", "any")
+        for kind, m in ROWS
+        if m in ("shown", "R@5", "any")
     )
     lines.append(f"queries per half ({'|'.join(halves)}): {counts}")
     lines.append("seconds: " + ", ".join(f"{s} {t:.0f}" for s, t in seconds.items()))
@@ -253,12 +279,25 @@ def main() -> None:
     run, seconds = asyncio.run(evaluate(owners, sizes, args.min_relevance, args.verbose))
     figs = figures(run, sizes, halves)
     cut = "engine default" if args.min_relevance is None else args.min_relevance
-    print(f"\n{len(owners)} owners ({', '.join(f'{sum(o.half == h for o in owners)} {h}' for h in halves)}), "
-          f"cut-off: {cut}")
+    print(
+        f"\n{len(owners)} owners ({', '.join(f'{sum(o.half == h for o in owners)} {h}' for h in halves)}), "
+        f"cut-off: {cut}"
+    )
     print(table(figs, sizes, halves, seconds))
     if args.json:
-        args.json.write_text(json.dumps({"sizes": sizes, "min_relevance": args.min_relevance, "seconds": seconds,
-                                         "figures": figs, "queries": run.records}, indent=1) + "\n")
+        args.json.write_text(
+            json.dumps(
+                {
+                    "sizes": sizes,
+                    "min_relevance": args.min_relevance,
+                    "seconds": seconds,
+                    "figures": figs,
+                    "queries": run.records,
+                },
+                indent=1,
+            )
+            + "\n"
+        )
 
 
 if __name__ == "__main__":

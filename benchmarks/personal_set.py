@@ -30,9 +30,10 @@ import random
 import sys
 import tempfile
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_core import synthetic_memory  # noqa: E402
@@ -118,8 +119,10 @@ def score(query: Query, results: list[Any], key_of: dict[str, str], tally: Tally
         tally.hit5 += bool(set(got[:5]) & query.wanted)
         tally.junk += bool(results) and not set(got) & query.wanted
     if verbose:
-        shown = ", ".join(f"{k}:{r.relevance_score:.0f}{'' if getattr(r, 'match', 'answer') == 'answer' else '(c)'}"
-                          for k, r in zip(got, results))
+        shown = ", ".join(
+            f"{k}:{r.relevance_score:.0f}{'' if getattr(r, 'match', 'answer') == 'answer' else '(c)'}"
+            for k, r in zip(got, results)
+        )
         if query.kind in NEGATIVE:
             ok = "JUNK" if (answers if query.kind in ANSWERS_ONLY else results) else "ok  "
         else:

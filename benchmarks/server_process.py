@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, Self
 
 import httpx
-
 from ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent

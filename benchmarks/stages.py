@@ -23,13 +23,12 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+# this directory is on sys.path when run as a script
+from locomo_data import DATA_DIR, data_dir, load_conversation
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-# this directory is on sys.path when run as a script
-from locomo_data import DATA_DIR, data_dir, load_conversation
 from percentiles import percentile
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -63,6 +62,7 @@ async def run_on_store(args: argparse.Namespace) -> None:
     import shutil
 
     from bench_core import synthetic_query
+
     from symbiote.config import Settings
     from symbiote.runtime import build_runtime
 
@@ -126,8 +126,11 @@ async def run(args: argparse.Namespace) -> None:
             stats = _by_stage(exporter, "memory_stats")
         finally:
             engine.close()
-    _print(f"{len(turns)} stores, one after the other (their passages indexed {drained:.1f} s after the last)",
-           stores, "store")
+    _print(
+        f"{len(turns)} stores, one after the other (their passages indexed {drained:.1f} s after the last)",
+        stores,
+        "store",
+    )
     _print(f"{len(conv.questions)} searches (limit 10) on {len(turns)} memories, passages indexed", searches, "search")
     _print("100 memory_stats calls", stats, "memory_stats")
 
@@ -135,7 +138,9 @@ async def run(args: argparse.Namespace) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--file", default="26.json", help="the LoCoMo conversation (default: 26.json)")
-    parser.add_argument("--data", type=Path, default=DATA_DIR, help="the LoCoMo directory (default: $SYMBIOTE_LOCOMO_DIR)")
+    parser.add_argument(
+        "--data", type=Path, default=DATA_DIR, help="the LoCoMo directory (default: $SYMBIOTE_LOCOMO_DIR)"
+    )
     parser.add_argument("--limit-turns", type=int, help="store only the first N turns")
     parser.add_argument("--store", type=Path, help="search a copy of this filled data directory instead")
     args = parser.parse_args()

@@ -24,12 +24,14 @@ import time
 
 PARTIAL_HEAD = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Waiting: "
 INITIALIZE = {
-    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
     "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "owner", "version": "1"}},
 }
 
 
-async def hold(port: int, sockets: int, seconds: float, opened: "multiprocessing.Value | None" = None) -> int:
+async def hold(port: int, sockets: int, seconds: float, opened: multiprocessing.Value | None = None) -> int:
     """Keep `sockets` half-open requests for `seconds`, reopening each one closed; connections made."""
     deadline = time.monotonic() + seconds
     made = 0
@@ -49,7 +51,7 @@ async def hold(port: int, sockets: int, seconds: float, opened: "multiprocessing
                     opened.value += 1
             try:
                 await asyncio.wait_for(reader.read(1), max(0.01, deadline - time.monotonic()))
-            except (asyncio.TimeoutError, OSError):
+            except (TimeoutError, OSError):
                 pass
             writer.close()
 
@@ -57,7 +59,7 @@ async def hold(port: int, sockets: int, seconds: float, opened: "multiprocessing
     return made
 
 
-def _worker(port: int, sockets: int, seconds: float, opened: "multiprocessing.Value") -> None:
+def _worker(port: int, sockets: int, seconds: float, opened: multiprocessing.Value) -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     asyncio.run(hold(port, sockets, seconds, opened))
@@ -81,8 +83,11 @@ async def owner(port: int, seconds: float, key: str | None, pid: int | None) -> 
                 health.append(time.perf_counter() - started)
                 if key:
                     started = time.perf_counter()
-                    answer = await http.post("/mcp", json=INITIALIZE, headers={
-                        "Authorization": f"Bearer {key}", "Accept": "application/json, text/event-stream"})
+                    answer = await http.post(
+                        "/mcp",
+                        json=INITIALIZE,
+                        headers={"Authorization": f"Bearer {key}", "Accept": "application/json, text/event-stream"},
+                    )
                     assert answer.status_code == 200, answer.status_code
                     mcp.append(time.perf_counter() - started)
             except (httpx.HTTPError, AssertionError):
@@ -94,12 +99,20 @@ async def owner(port: int, seconds: float, key: str | None, pid: int | None) -> 
         if not values:
             return {}
         ordered = sorted(values)
-        return {"n": len(values), "median_ms": round(statistics.median(ordered) * 1000, 1),
-                "p95_ms": round(ordered[int(len(ordered) * 0.95) - 1] * 1000, 1), "max_ms": round(ordered[-1] * 1000, 1)}
+        return {
+            "n": len(values),
+            "median_ms": round(statistics.median(ordered) * 1000, 1),
+            "p95_ms": round(ordered[int(len(ordered) * 0.95) - 1] * 1000, 1),
+            "max_ms": round(ordered[-1] * 1000, 1),
+        }
 
     known = [f for f in files if f is not None]
-    return {"health": ms(health), "mcp": ms(mcp), "owner_failures": failures,
-            "server_open_files_max": max(known) if known else None}
+    return {
+        "health": ms(health),
+        "mcp": ms(mcp),
+        "owner_failures": failures,
+        "server_open_files_max": max(known) if known else None,
+    }
 
 
 def main() -> None:
@@ -115,8 +128,10 @@ def main() -> None:
     opened = multiprocessing.Value("l", 0)
     per = args.sockets // args.workers
     settle = 0.0 if args.strangers_only else 10.0  # the strangers' sockets are open before the owner comes
-    workers = [multiprocessing.Process(target=_worker, args=(args.port, per, args.seconds + settle, opened))
-               for _ in range(args.workers)]
+    workers = [
+        multiprocessing.Process(target=_worker, args=(args.port, per, args.seconds + settle, opened))
+        for _ in range(args.workers)
+    ]
     for process in workers:
         process.start()
     time.sleep(settle)

@@ -26,13 +26,22 @@ INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 0,
     "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "claude-ai", "version": "0.1.0"}},
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "claude-ai", "version": "0.1.0"},
+    },
 }
 
 
 def one_run(data: Path, linger: bool = False) -> tuple[float, float, float]:
-    env = {**os.environ, "CHROMADB_PATH": str(data.absolute()), "HF_HUB_OFFLINE": "1", "LOG_LEVEL": "WARNING",
-           "XDG_CACHE_HOME": str(data.parent.absolute() / "user-cache")}  # the first start really has no cache
+    env = {
+        **os.environ,
+        "CHROMADB_PATH": str(data.absolute()),
+        "HF_HUB_OFFLINE": "1",
+        "LOG_LEVEL": "WARNING",
+        "XDG_CACHE_HOME": str(data.parent.absolute() / "user-cache"),
+    }  # the first start really has no cache
     cmd = [*symbiote_command(), "stdio"]
     started = time.perf_counter()
     proc = subprocess.Popen(
@@ -61,7 +70,14 @@ def one_run(data: Path, linger: bool = False) -> tuple[float, float, float]:
         send({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}})
         assert "result" in reply(1)
         listed = time.perf_counter() - started
-        send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "search_memory", "arguments": {"query": "what am I working on?"}}})
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "search_memory", "arguments": {"query": "what am I working on?"}},
+            }
+        )
         result = reply(2)
         assert "result" in result and not result["result"].get("isError"), result  # type: ignore[union-attr]
         searched = time.perf_counter() - started
@@ -86,13 +102,20 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         data = args.data or Path(tmp) / "data"
         first = one_run(data, linger=True)
-        print(f"first start (no stdio cache yet): initialize {first[0]:.3f} s, tools/list {first[1]:.3f} s, first search {first[2]:.3f} s")
+        print(
+            f"first start (no stdio cache yet): initialize {first[0]:.3f} s, tools/list {first[1]:.3f} s, first search {first[2]:.3f} s"
+        )
         runs = []
         for index in range(args.runs):
             runs.append(one_run(data))
-            print(f"run {index + 1}: initialize {runs[-1][0]:.3f} s, tools/list {runs[-1][1]:.3f} s, first search {runs[-1][2]:.3f} s", flush=True)
+            print(
+                f"run {index + 1}: initialize {runs[-1][0]:.3f} s, tools/list {runs[-1][1]:.3f} s, first search {runs[-1][2]:.3f} s",
+                flush=True,
+            )
         medians = [statistics.median(run[i] for run in runs) for i in range(3)]
-        print(f"median of {len(runs)}: initialize {medians[0]:.3f} s, tools/list {medians[1]:.3f} s, first search {medians[2]:.3f} s")
+        print(
+            f"median of {len(runs)}: initialize {medians[0]:.3f} s, tools/list {medians[1]:.3f} s, first search {medians[2]:.3f} s"
+        )
     sys.stdout.flush()
 
 

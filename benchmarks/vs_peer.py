@@ -34,9 +34,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 import psutil
 
@@ -119,12 +120,19 @@ def symbiote(checkout: Path | None = None) -> Contender:
         if checkout is None:
             return ServerProcess(data / "chroma", port=port, log=data / "server.log").launch()
         return ServerProcess(
-            data / "chroma", port=port, log=data / "server.log", env={"PYTHONPATH": str(checkout)},
-            command=[sys.executable, "-m", "symbiote"], cwd=checkout,
+            data / "chroma",
+            port=port,
+            log=data / "server.log",
+            env={"PYTHONPATH": str(checkout)},
+            command=[sys.executable, "-m", "symbiote"],
+            cwd=checkout,
         ).launch()
 
     return Contender(
-        "Symbiote" if checkout is None else f"Symbiote@{checkout.name}", launch, "store_memory", "search_memory",
+        "Symbiote" if checkout is None else f"Symbiote@{checkout.name}",
+        launch,
+        "store_memory",
+        "search_memory",
         stored_id=lambda r: structured(r)["memory_id"],
         found_ids=lambda r: [hit["memory_id"] for hit in structured(r)["results"]],
         settle=passages_indexed,
@@ -146,12 +154,23 @@ def peer(venv: Path) -> Contender:
             "HF_HUB_OFFLINE": "1",
             "TRANSFORMERS_OFFLINE": "1",
         }
-        command = [str(venv / "bin" / "memory"), "server", "--streamable-http", "--sse-port", str(port), "-s", "sqlite_vec"]
+        command = [
+            str(venv / "bin" / "memory"),
+            "server",
+            "--streamable-http",
+            "--sse-port",
+            str(port),
+            "-s",
+            "sqlite_vec",
+        ]
         with (data / "server.log").open("ab") as log:
             return subprocess.Popen(command, env=env, cwd=data, stdout=log, stderr=subprocess.STDOUT)
 
     return Contender(
-        "mcp-memory-service", launch, "memory_store", "memory_search",
+        "mcp-memory-service",
+        launch,
+        "memory_store",
+        "memory_search",
         # a near-duplicate is refused, naming the memory it resembles: that memory stands for this turn
         stored_id=lambda r: re.search(r"(?:hash: |similar to )([0-9a-f]+)", _text(r), re.I).group(1),  # type: ignore[union-attr]
         found_ids=lambda r: re.findall(r"Hash: ([0-9a-f]+)", _text(r)),
@@ -240,8 +259,10 @@ def _cell(key: str, values: tuple[float, ...]) -> str:
 
 
 def report(conv: Conversation, results: list[Figures]) -> None:
-    print(f"\n{conv.name}: {len(conv.turns)} turns stored, {len(conv.questions)} questions; load average "
-          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    print(
+        f"\n{conv.name}: {len(conv.turns)} turns stored, {len(conv.questions)} questions; load average "
+        f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}"
+    )
     names = [f.name for f in results]
     table = [_rows(f) for f in results]
     header = ["", *names] + (["ratio"] if len(results) == 2 else [])
@@ -262,25 +283,40 @@ def report(conv: Conversation, results: list[Figures]) -> None:
         checks = {
             "store p95 <= 1.0x the peer's": ours["store p50 / p95 (ms)"][1] <= theirs["store p50 / p95 (ms)"][1],
             "first store < 300 ms": ours["first store after start (ms)"][0] < 300,
-            "search p95 <= 0.5x the peer's": ours["search p50 / p95 (ms)"][1] <= 0.5 * theirs["search p50 / p95 (ms)"][1],
+            "search p95 <= 0.5x the peer's": ours["search p50 / p95 (ms)"][1]
+            <= 0.5 * theirs["search p50 / p95 (ms)"][1],
             "peak RSS <= 0.8x the peer's": ours["peak RSS (MB)"][0] <= 0.8 * theirs["peak RSS (MB)"][0],
         }
         print("targets: " + "; ".join(f"{name}: {'yes' if ok else 'NO'}" for name, ok in checks.items()))
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog=__doc__.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--file", default="26.json", help="the LoCoMo conversation (default: 26.json)")
-    parser.add_argument("--data", type=Path, default=DATA_DIR, help="the LoCoMo directory (default: $SYMBIOTE_LOCOMO_DIR)")
-    parser.add_argument("--peer", type=Path, default=Path("/tmp/peer-venv"), help="the peer's venv (default: /tmp/peer-venv)")
+    parser.add_argument(
+        "--data", type=Path, default=DATA_DIR, help="the LoCoMo directory (default: $SYMBIOTE_LOCOMO_DIR)"
+    )
+    parser.add_argument(
+        "--peer", type=Path, default=Path("/tmp/peer-venv"), help="the peer's venv (default: /tmp/peer-venv)"
+    )
     parser.add_argument("--only", choices=("symbiote", "peer"), help="measure one server only")
     parser.add_argument("--limit-turns", type=int, help="store only the first N turns (a quick check)")
     parser.add_argument("--logs", type=Path, help="keep both servers' logs in this directory")
-    parser.add_argument("--checkouts", type=Path, nargs="+",
-                        help="instead of the peer: Symbiote from these trees (PYTHONPATH), interleaved, e.g. before/after")
-    parser.add_argument("--no-settle", action="store_true",
-                        help="ask the questions right after the last store, while its passages are still indexed")
+    parser.add_argument(
+        "--checkouts",
+        type=Path,
+        nargs="+",
+        help="instead of the peer: Symbiote from these trees (PYTHONPATH), interleaved, e.g. before/after",
+    )
+    parser.add_argument(
+        "--no-settle",
+        action="store_true",
+        help="ask the questions right after the last store, while its passages are still indexed",
+    )
     parser.add_argument("--rounds", type=int, default=1, help="with --checkouts: rounds of all of them")
     args = parser.parse_args(argv)
 
@@ -298,8 +334,10 @@ def main(argv: list[str] | None = None) -> int:
         args.logs.mkdir(parents=True, exist_ok=True)
     results = []
     for contender in contenders:
-        print(f"{contender.name}: starting, storing {len(conv.turns)} turns, asking {len(conv.questions)} questions",
-              flush=True)
+        print(
+            f"{contender.name}: starting, storing {len(conv.turns)} turns, asking {len(conv.questions)} questions",
+            flush=True,
+        )
         results.append(asyncio.run(measure(contender, conv, args.logs, settled=not args.no_settle)))
         if args.checkouts:
             report(conv, results[-1:])

@@ -8,8 +8,9 @@ message as every other problem, without depending on the auth layer.
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 from symbiote.errors import SymbioteError
@@ -20,7 +21,7 @@ CHATGPT_TOOLS = ("on", "off", "auto")
 TRUE_WORDS = ("1", "true", "yes", "on")
 FALSE_WORDS = ("0", "false", "no", "off")
 MIN_OWNER_SECRET_LENGTH = 16
-GENERATE_HINT = "generate one with: python -c \"import secrets; print(secrets.token_urlsafe(32))\""
+GENERATE_HINT = 'generate one with: python -c "import secrets; print(secrets.token_urlsafe(32))"'
 SCRYPT_MAXMEM = 64 * 1024 * 1024  # the most memory one owner-secret check may use
 # The defaults of the auth settings, defined here once: `Settings` (symbiote.config) declares its
 # fields with them and `read_auth_settings` falls back to them.
@@ -50,9 +51,13 @@ def parse_secret_hash(text: str) -> tuple[int, int, int, bytes, bytes]:
     except ValueError:
         raise OwnerSecretError("expected scrypt$n$r$p$salt$hash (made by `symbiote owner-secret-hash`)") from None
     if n < 2**12 or n & (n - 1) or not 1 <= r <= 32 or not 1 <= p <= 16 or len(salt) < 8 or len(digest) != 32:
-        raise OwnerSecretError("the scrypt parameters are out of range; make a new hash with `symbiote owner-secret-hash`")
+        raise OwnerSecretError(
+            "the scrypt parameters are out of range; make a new hash with `symbiote owner-secret-hash`"
+        )
     if 128 * r * n * p > SCRYPT_MAXMEM // 2:
-        raise OwnerSecretError("the scrypt cost needs too much memory; make a new hash with `symbiote owner-secret-hash`")
+        raise OwnerSecretError(
+            "the scrypt cost needs too much memory; make a new hash with `symbiote owner-secret-hash`"
+        )
     return n, r, p, salt, digest
 
 
@@ -135,7 +140,9 @@ def read_auth_settings(
         "trust_forwarded_headers": flag("SYMBIOTE_TRUST_FORWARDED_HEADERS"),
         "behind_functions_host": bool(env.get("FUNCTIONS_WORKER_RUNTIME", "").strip()),
         "access_token_ttl_seconds": integer("SYMBIOTE_ACCESS_TOKEN_TTL_SECONDS", ACCESS_TOKEN_TTL_SECONDS, 60, 86400),
-        "refresh_token_ttl_seconds": integer("SYMBIOTE_REFRESH_TOKEN_TTL_SECONDS", REFRESH_TOKEN_TTL_SECONDS, 3600, 365 * 86400),
+        "refresh_token_ttl_seconds": integer(
+            "SYMBIOTE_REFRESH_TOKEN_TTL_SECONDS", REFRESH_TOKEN_TTL_SECONDS, 3600, 365 * 86400
+        ),
         "auth_db_path": Path(auth_db).expanduser() if auth_db else None,
         "chatgpt_tools": chatgpt,
         "open_registration": flag("SYMBIOTE_OPEN_REGISTRATION") is not False,

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from symbiote.auth_settings import (
     ACCESS_TOKEN_TTL_SECONDS,
@@ -39,6 +40,8 @@ def _resource_dir(name: str, *, user_data: bool = False) -> Path:
         base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
         return base / "symbiote" / name
     return INSTALLED_SHARE / name
+
+
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 TRANSPORTS = ("http", "sse", "stdio")
 SHARE_KINDS = ("local", "azure")  # SYMBIOTE_SHARE; unset or "off" means no file share features
@@ -133,7 +136,7 @@ class Settings:
     trace_content: bool = False  # SYMBIOTE_TRACE_CONTENT: tool arguments and results in span attributes
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         """Read and validate the environment; raise ConfigError naming every bad variable."""
         env = os.environ if environ is None else environ
         problems: list[str] = []
@@ -225,7 +228,9 @@ def _transport_settings(env: Mapping[str, str], problems: list[str], integer: An
     return {
         "transport": transport,
         "sse_heartbeat_seconds": seconds("SYMBIOTE_SSE_HEARTBEAT_SECONDS", Settings.sse_heartbeat_seconds, 0.1, 300.0),
-        "sse_max_lifetime_seconds": seconds("SYMBIOTE_SSE_MAX_LIFETIME_SECONDS", Settings.sse_max_lifetime_seconds, 1.0, 7 * 86400.0),
+        "sse_max_lifetime_seconds": seconds(
+            "SYMBIOTE_SSE_MAX_LIFETIME_SECONDS", Settings.sse_max_lifetime_seconds, 1.0, 7 * 86400.0
+        ),
         "cors_origins": tuple(o.rstrip("/") for o in cors if o != "*"),
         "max_body_bytes": integer("SYMBIOTE_MAX_BODY_BYTES", Settings.max_body_bytes, 1024, 256 * 1024 * 1024),
         "header_timeout_seconds": seconds(

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Mapping
+from collections.abc import Mapping
 
 # A DNS name (labels of letters, digits and hyphens) or an IPv4 address; nothing else passes.
 _HOSTNAME = re.compile(r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$")

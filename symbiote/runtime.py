@@ -5,30 +5,34 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from symbiote.azure.guard import GuardedHistory, GuardedStore
 from symbiote.azure.services import ShareServices, open_share_services
 from symbiote.azure.share import FileShare
-from symbiote.storage.chroma_client import ChromaClients, ChromaServer
 from symbiote.config import Settings
-from symbiote.errors import StoreUnavailableError
-from symbiote.memory.context import ContextBuilder, TokenCounter
-from symbiote.storage.diskspace import DiskSpace
-from symbiote.embedding.embedder import AsyncEmbedder
 from symbiote.embedding import model as embeddings
+from symbiote.embedding.embedder import AsyncEmbedder
 from symbiote.embedding.model import Embedder, WarmModel
-from symbiote.memory.engine import EnginePolicy, MemoryEngine
-from symbiote.memory.history import ConversationHistory
-from symbiote.storage.history import HistoryStore, open_history_store
+from symbiote.errors import StoreUnavailableError
 from symbiote.mcp.history_tools import HistoryServices, register_history_tools
 from symbiote.mcp.personality import Personality, load
 from symbiote.mcp.server import SymbioteMCP, build_server
+from symbiote.memory.context import ContextBuilder, TokenCounter
+from symbiote.memory.engine import EnginePolicy, MemoryEngine
+from symbiote.memory.history import ConversationHistory
 from symbiote.storage.base import MemoryStore
+from symbiote.storage.chroma_client import ChromaClients, ChromaServer
+from symbiote.storage.diskspace import DiskSpace
+from symbiote.storage.history import HistoryStore, open_history_store
 from symbiote.storage.opening import (
-    ResetGuard, ResetHistoryGuard, embedded_store_exists, open_embedded_store, open_server_store,
+    ResetGuard,
+    ResetHistoryGuard,
+    embedded_store_exists,
+    open_embedded_store,
+    open_server_store,
 )
 from symbiote.storage.process import StoreProcess, for_path
 from symbiote.telemetry import export as telemetry

@@ -25,8 +25,9 @@ import os
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 Job = tuple[Future[Any], Callable[..., Any], tuple[Any, ...]]

@@ -15,9 +15,10 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -47,7 +48,7 @@ class ChromaServerProcess:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> "ChromaServerProcess":
+    def start(self) -> ChromaServerProcess:
         self._log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
             [chroma_executable(), "run", "--path", str(self.path), "--host", "127.0.0.1", "--port", str(self.port)],

@@ -8,8 +8,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 # anyio's modules are imported here, while the stack is shallow: pytest rewrites them (anyio ships
 # a pytest plugin), and CPython 3.11.7's parser can fail with "AST constructor recursion depth
@@ -56,7 +56,7 @@ class ServerProcess:
     def mcp_url(self) -> str:
         return f"{self.base_url}/mcp"
 
-    def start(self, wait_ready: bool = True, wait_health: bool = True) -> "ServerProcess":
+    def start(self, wait_ready: bool = True, wait_health: bool = True) -> ServerProcess:
         """`wait_health=False` returns at once: the caller polls (the handshake tests)."""
         self._log = self.log_path.open("ab")
         self.proc = subprocess.Popen(

@@ -13,8 +13,8 @@ import os
 import secrets
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -30,6 +30,7 @@ from tests.test_auth_support import (
     oauth_env,
     query_of,
 )
+
 
 @pytest.fixture(scope="module")
 def oauth_server(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator[ServerProcess]:
@@ -53,10 +54,14 @@ def db_of(server: ServerProcess) -> Path:
 
 def run_cli(server: ServerProcess, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "CHROMADB_PATH": str(server.data_dir), "SYMBIOTE_MODEL_DIR": str(MODEL_DIR), **oauth_env()}
-    return subprocess.run([sys.executable, "-m", "symbiote", *args], env=env, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "symbiote", *args], env=env, capture_output=True, text=True, timeout=60
+    )
 
 
-def test_no_token_gets_401_and_the_challenge_leads_to_the_metadata(flow: OAuthFlow, oauth_server: ServerProcess) -> None:
+def test_no_token_gets_401_and_the_challenge_leads_to_the_metadata(
+    flow: OAuthFlow, oauth_server: ServerProcess
+) -> None:
     base = oauth_server.base_url
     response = flow.http.post("/mcp", json={}, headers={"accept": "application/json, text/event-stream"})
     assert response.status_code == 401
@@ -92,7 +97,10 @@ async def test_register_authorize_exchange_call_refresh_revoke(flow: OAuthFlow, 
     page = flow.http.get("/oauth/consent", params={"ticket": started.ticket})
     assert page.status_code == 200
     assert "Claude" in page.text and "http://127.0.0.1:9" in page.text and 'type="password"' in page.text
-    assert page.headers["x-frame-options"] == "DENY" and "frame-ancestors 'none'" in page.headers["content-security-policy"]
+    assert (
+        page.headers["x-frame-options"] == "DENY"
+        and "frame-ancestors 'none'" in page.headers["content-security-policy"]
+    )
 
     approved = flow.consent(started.ticket)
     assert approved.status_code == 302
@@ -149,17 +157,27 @@ def test_wrong_pkce_verifier_and_wrong_client_secret_get_no_token(flow: OAuthFlo
     client = flow.register()
     code, verifier = flow.authorize(client)
     wrong = flow.token(client, code, verifier[:-4] + "abcd")
-    assert wrong.status_code == 400 and wrong.json() == {"error": "invalid_grant", "error_description": "incorrect code_verifier"}
+    assert wrong.status_code == 400 and wrong.json() == {
+        "error": "invalid_grant",
+        "error_description": "incorrect code_verifier",
+    }
     missing = flow.http.post(
         "/token",
-        data={"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT_URI,
-              "client_id": client["client_id"], "client_secret": client["client_secret"]},
+        data={
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": REDIRECT_URI,
+            "client_id": client["client_id"],
+            "client_secret": client["client_secret"],
+        },
     )
     assert missing.status_code == 400
     bad_secret = flow.token({**client, "client_secret": "not-the-secret"}, code, verifier)
     assert bad_secret.status_code == 401 and bad_secret.json()["error"] == "invalid_client"
     other = flow.register("Someone else")
-    stolen = flow.token({**client, "client_id": other["client_id"], "client_secret": other["client_secret"]}, code, verifier)
+    stolen = flow.token(
+        {**client, "client_id": other["client_id"], "client_secret": other["client_secret"]}, code, verifier
+    )
     assert stolen.status_code == 400 and stolen.json()["error"] == "invalid_grant"
 
 
@@ -171,26 +189,36 @@ def test_plain_challenge_and_unregistered_redirect_uri_are_refused(flow: OAuthFl
     assert "location" not in wrong_redirect.headers and "not registered" in wrong_redirect.json()["error_description"]
     plain = flow.http.get("/authorize", params={**base, "redirect_uri": REDIRECT_URI, "code_challenge_method": "plain"})
     assert plain.status_code == 302 and query_of(plain.headers["location"])["error"] == "invalid_request"
-    no_pkce = flow.http.get("/authorize", params={k: v for k, v in {**base, "redirect_uri": REDIRECT_URI}.items() if k != "code_challenge"})
+    no_pkce = flow.http.get(
+        "/authorize", params={k: v for k, v in {**base, "redirect_uri": REDIRECT_URI}.items() if k != "code_challenge"}
+    )
     assert no_pkce.status_code == 302 and query_of(no_pkce.headers["location"])["error"] == "invalid_request"
     unknown = flow.http.get("/authorize", params={**base, "client_id": "nobody", "redirect_uri": REDIRECT_URI})
     assert unknown.status_code == 400
     other_resource = flow.http.get(
         "/authorize", params={**base, "redirect_uri": REDIRECT_URI, "resource": "https://elsewhere.example/mcp"}
     )
-    assert other_resource.status_code == 302 and query_of(other_resource.headers["location"])["error"] == "invalid_target"
+    assert (
+        other_resource.status_code == 302 and query_of(other_resource.headers["location"])["error"] == "invalid_target"
+    )
     for error in (plain, no_pkce, other_resource):  # RFC 9207: error responses name the issuer too, once
         sent = parse_qs(urlsplit(error.headers["location"]).query)
         assert sent["iss"] == [flow.base] and sent["state"] == ["s"], error.headers["location"]
     # Registration itself refuses redirect URIs a code must never travel to.
     for bad in ("http://evil.example/callback", "javascript:alert(1)"):
         refused = flow.http.post("/register", json={"client_name": "x", "redirect_uris": [bad]})
-        assert refused.status_code == 400 and refused.json()["error"] in ("invalid_redirect_uri", "invalid_client_metadata")
+        assert refused.status_code == 400 and refused.json()["error"] in (
+            "invalid_redirect_uri",
+            "invalid_client_metadata",
+        )
     # A native app's loopback redirect may change port (RFC 8252 §7.3), never host or path.
     loopback = flow.register(redirect_uris=["http://127.0.0.1/callback"])
     started = flow.start(loopback, redirect_uri="http://127.0.0.1:53682/callback")
     assert flow.consent(started.ticket).headers["location"].startswith("http://127.0.0.1:53682/callback?")
-    refused = flow.http.get("/authorize", params={**base, "client_id": loopback["client_id"], "redirect_uri": "http://127.0.0.1:53682/other"})
+    refused = flow.http.get(
+        "/authorize",
+        params={**base, "client_id": loopback["client_id"], "redirect_uri": "http://127.0.0.1:53682/other"},
+    )
     assert refused.status_code == 400
 
 
@@ -247,7 +275,8 @@ def test_foreign_host_is_refused(flow: OAuthFlow) -> None:
     # Even from the trusted proxy, a forwarded host name we do not answer to is refused. (Without
     # SYMBIOTE_TRUST_FORWARDED_HEADERS the headers are not read at all: tests/test_hardening.py.)
     forged = flow.http.get(
-        "/.well-known/oauth-authorization-server", headers={"X-Forwarded-Host": "evil.example", "X-Forwarded-Proto": "https"}
+        "/.well-known/oauth-authorization-server",
+        headers={"X-Forwarded-Host": "evil.example", "X-Forwarded-Proto": "https"},
     )
     assert forged.status_code == 421
 
@@ -326,7 +355,9 @@ def test_issuer_and_resource_follow_the_forwarded_host(tmp_path: Path, model_dir
         assert f'resource_metadata="https://{public}/.well-known/oauth-protected-resource/mcp"' in challenge
         resource = flow.http.get("/.well-known/oauth-protected-resource/mcp", headers=proxied).json()
         assert resource["resource"] == f"https://{public}/mcp"
-        forged = flow.http.get("/.well-known/oauth-authorization-server", headers={**proxied, "X-Forwarded-Host": "evil.example"})
+        forged = flow.http.get(
+            "/.well-known/oauth-authorization-server", headers={**proxied, "X-Forwarded-Host": "evil.example"}
+        )
         assert forged.status_code == 421
         _client, tokens = flow.login()  # issued for http://127.0.0.1:<port>/mcp
         assert flow.mcp_status(tokens["access_token"]) == 200

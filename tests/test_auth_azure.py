@@ -17,9 +17,9 @@ import azure.functions as func
 import httpx
 import pytest
 
-from symbiote.http.app import create_app
 from symbiote.auth.policy import resolve_mode
 from symbiote.config import Settings
+from symbiote.http.app import create_app
 from tests.conftest import MODEL_DIR
 from tests.test_auth_support import INITIALIZE, MCP_HEADERS, OWNER_SECRET, REDIRECT_URI, pkce, query_of
 
@@ -43,8 +43,12 @@ class FunctionTransport(httpx.AsyncBaseTransport):
             body=body,
         )
         context = types.SimpleNamespace(
-            invocation_id=str(uuid.uuid4()), function_name="http_app_func", function_directory=".",
-            thread_local_storage=None, trace_context=None, retry_context=None,
+            invocation_id=str(uuid.uuid4()),
+            function_name="http_app_func",
+            function_directory=".",
+            thread_local_storage=None,
+            trace_context=None,
+            retry_context=None,
         )
         response: func.HttpResponse = await self.function(req, context)
         return httpx.Response(response.status_code, headers=list(response.headers.items()), content=response.get_body())
@@ -85,7 +89,10 @@ async def test_the_function_requires_a_token_and_advertises_its_public_https_nam
         assert health.status_code == 200 and health.json()["status"] == "ok"
         refused = await http.post("/mcp", json=INITIALIZE, headers=MCP_HEADERS)
         assert refused.status_code == 401
-        assert f'resource_metadata="https://{PUBLIC}/.well-known/oauth-protected-resource/mcp"' in refused.headers["www-authenticate"]
+        assert (
+            f'resource_metadata="https://{PUBLIC}/.well-known/oauth-protected-resource/mcp"'
+            in refused.headers["www-authenticate"]
+        )
         meta = (await http.get("/.well-known/oauth-authorization-server")).json()
         assert meta["issuer"] == f"https://{PUBLIC}" and meta["authorization_endpoint"] == f"https://{PUBLIC}/authorize"
         assert (await http.get("/mcp")).status_code == 405
@@ -97,22 +104,36 @@ async def test_a_connector_signs_in_through_the_function(function: Any) -> None:
         verifier, challenge = pkce()
         authorize = await http.get(
             "/authorize",
-            params={"response_type": "code", "client_id": client["client_id"], "redirect_uri": REDIRECT_URI,
-                    "code_challenge": challenge, "code_challenge_method": "S256", "state": "st",
-                    "resource": f"https://{PUBLIC}/mcp"},
+            params={
+                "response_type": "code",
+                "client_id": client["client_id"],
+                "redirect_uri": REDIRECT_URI,
+                "code_challenge": challenge,
+                "code_challenge_method": "S256",
+                "state": "st",
+                "resource": f"https://{PUBLIC}/mcp",
+            },
         )
         assert authorize.status_code == 302
         consent_url = authorize.headers["location"]
         assert consent_url.startswith(f"https://{PUBLIC}/oauth/consent?ticket=")
         ticket = query_of(consent_url)["ticket"]
-        approved = await http.post("/oauth/consent", data={"ticket": ticket, "owner_secret": OWNER_SECRET, "decision": "approve"})
+        approved = await http.post(
+            "/oauth/consent", data={"ticket": ticket, "owner_secret": OWNER_SECRET, "decision": "approve"}
+        )
         assert approved.status_code == 302
         code = query_of(approved.headers["location"])
         assert code["iss"] == f"https://{PUBLIC}" and code["state"] == "st"
         tokens = await http.post(
             "/token",
-            data={"grant_type": "authorization_code", "code": code["code"], "redirect_uri": REDIRECT_URI,
-                  "client_id": client["client_id"], "client_secret": client["client_secret"], "code_verifier": verifier},
+            data={
+                "grant_type": "authorization_code",
+                "code": code["code"],
+                "redirect_uri": REDIRECT_URI,
+                "client_id": client["client_id"],
+                "client_secret": client["client_secret"],
+                "code_verifier": verifier,
+            },
         )
         assert tokens.status_code == 200, tokens.text
         bearer = {**MCP_HEADERS, "Authorization": f"Bearer {tokens.json()['access_token']}"}

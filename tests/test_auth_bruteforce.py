@@ -13,8 +13,8 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import httpx
 import pytest
@@ -79,8 +79,12 @@ async def test_a_thousand_wrong_secrets_and_random_tokens_get_nothing(oauth_serv
 
     # 1. One address, 1,000 guesses as fast as it can send them.
     guesses = [
-        {"method": "POST", "url": "/oauth/consent", "headers": {"X-Forwarded-For": "203.0.113.66"},
-         "data": {"ticket": ticket, "owner_secret": secrets.token_urlsafe(24), "decision": "approve"}}
+        {
+            "method": "POST",
+            "url": "/oauth/consent",
+            "headers": {"X-Forwarded-For": "203.0.113.66"},
+            "data": {"ticket": ticket, "owner_secret": secrets.token_urlsafe(24), "decision": "approve"},
+        }
         for _ in range(ATTEMPTS)
     ]
     started = time.perf_counter()
@@ -97,8 +101,12 @@ async def test_a_thousand_wrong_secrets_and_random_tokens_get_nothing(oauth_serv
 
     # 2. 1,000 random bearer tokens (and API-key-shaped ones) against /mcp.
     forged = [
-        {"method": "POST", "url": "/mcp", "json": INITIALIZE,
-         "headers": {**MCP_HEADERS, "Authorization": f"Bearer {prefix}{secrets.token_urlsafe(32)}"}}
+        {
+            "method": "POST",
+            "url": "/mcp",
+            "json": INITIALIZE,
+            "headers": {**MCP_HEADERS, "Authorization": f"Bearer {prefix}{secrets.token_urlsafe(32)}"},
+        }
         for prefix in ("sym_at_", "sym_key_", "")
         for _ in range(ATTEMPTS // 3 + 1)
     ][:ATTEMPTS]
@@ -110,8 +118,12 @@ async def test_a_thousand_wrong_secrets_and_random_tokens_get_nothing(oauth_serv
     # once, and none gets in.
     ticket = flow.start(attacker).ticket
     spread = [
-        {"method": "POST", "url": "/oauth/consent", "headers": {"X-Forwarded-For": f"10.{i // 250}.{i % 250}.7"},
-         "data": {"ticket": ticket, "owner_secret": secrets.token_urlsafe(24), "decision": "approve"}}
+        {
+            "method": "POST",
+            "url": "/oauth/consent",
+            "headers": {"X-Forwarded-For": f"10.{i // 250}.{i % 250}.7"},
+            "data": {"ticket": ticket, "owner_secret": secrets.token_urlsafe(24), "decision": "approve"},
+        }
         for i in range(SPREAD)
     ]
     statuses, latencies = await attack(oauth_server.base_url, spread, owner_tokens["access_token"], parallel=32)

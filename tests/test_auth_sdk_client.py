@@ -9,8 +9,8 @@ challenge, and RFC 9207 `iss` advertised and then required.
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Awaitable, Callable, Iterator
 
 import httpx
 import httpx2
@@ -121,7 +121,10 @@ async def test_the_sdk_oauth_client_completes_the_flow_refreshes_and_reconnects(
         assert not (await client.call_tool("memory_stats", {})).is_error
         assert storage.tokens.access_token != first.access_token and storage.tokens.refresh_token != first.refresh_token
     assert len(owner.visits) == 1
-    assert not stored.is_error and found.structured_content["results"][0]["memory_id"] == stored.structured_content["memory_id"]
+    assert (
+        not stored.is_error
+        and found.structured_content["results"][0]["memory_id"] == stored.structured_content["memory_id"]
+    )
     assert {"store_memory", "search_memory", "search", "fetch"} <= tools
     assert storage.client_info is not None and storage.client_info.client_secret
 
@@ -141,7 +144,9 @@ def causes(exc: BaseException) -> Iterator[BaseException]:
         yield from causes(exc.__cause__)
 
 
-async def test_the_sdk_client_takes_the_challenge_scope_and_holds_the_server_to_its_iss(oauth_server: ServerProcess) -> None:
+async def test_the_sdk_client_takes_the_challenge_scope_and_holds_the_server_to_its_iss(
+    oauth_server: ServerProcess,
+) -> None:
     challenges: list[httpx2.Response] = []
 
     async def keep_challenge(response: httpx2.Response) -> None:

@@ -71,13 +71,17 @@ class OAuthFlow:
     def close(self) -> None:
         self.http.close()
 
-    def register(self, name: str = "Test client", redirect_uris: list[str] | None = None, **extra: Any) -> dict[str, Any]:
+    def register(
+        self, name: str = "Test client", redirect_uris: list[str] | None = None, **extra: Any
+    ) -> dict[str, Any]:
         body = {"client_name": name, "redirect_uris": redirect_uris or [REDIRECT_URI], **extra}
         response = self.http.post("/register", json=body)
         assert response.status_code == 201, response.text
         return response.json()
 
-    def start(self, client: dict[str, Any], *, redirect_uri: str = REDIRECT_URI, resource: str | None = None) -> Started:
+    def start(
+        self, client: dict[str, Any], *, redirect_uri: str = REDIRECT_URI, resource: str | None = None
+    ) -> Started:
         verifier, challenge = pkce()
         state = secrets.token_urlsafe(16)
         params = {
@@ -95,7 +99,9 @@ class OAuthFlow:
         assert location.startswith(f"{self.base}/oauth/consent?ticket="), location
         return Started(query_of(location)["ticket"], verifier, state)
 
-    def consent(self, ticket: str, secret: str = OWNER_SECRET, decision: str = "approve", source: str | None = None) -> httpx.Response:
+    def consent(
+        self, ticket: str, secret: str = OWNER_SECRET, decision: str = "approve", source: str | None = None
+    ) -> httpx.Response:
         headers = {"X-Forwarded-For": source} if source else {}
         return self.http.post(
             "/oauth/consent", data={"ticket": ticket, "owner_secret": secret, "decision": decision}, headers=headers
@@ -112,7 +118,9 @@ class OAuthFlow:
         assert params["state"] == started.state
         return params["code"], started.verifier
 
-    def token(self, client: dict[str, Any], code: str, verifier: str, redirect_uri: str = REDIRECT_URI) -> httpx.Response:
+    def token(
+        self, client: dict[str, Any], code: str, verifier: str, redirect_uri: str = REDIRECT_URI
+    ) -> httpx.Response:
         return self.http.post(
             "/token",
             data={

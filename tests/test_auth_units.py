@@ -14,7 +14,6 @@ import pytest
 from pydantic import AnyUrl
 from starlette.types import Scope
 
-from symbiote.http.app import create_app
 from symbiote.auth.origin import OriginResolver, client_address
 from symbiote.auth.owner import OwnerSecret, SignInLimiter, hash_secret
 from symbiote.auth.policy import chatgpt_tools_enabled, resolve_mode
@@ -22,6 +21,7 @@ from symbiote.auth.provider import SymbioteClient, redirect_uri_problem
 from symbiote.auth.store import REFRESH_REUSE_GRACE, AuthStore
 from symbiote.auth_settings import OwnerSecretError, parse_secret_hash
 from symbiote.config import ConfigError, Settings
+from symbiote.http.app import create_app
 from symbiote.http.security import allowed_hosts
 
 SECRET = "a-perfectly-long-owner-secret"
@@ -48,7 +48,9 @@ def test_unauthenticated_public_configurations_are_refused_unless_forced() -> No
         Settings.from_env({"HOST": "0.0.0.0", "SYMBIOTE_AUTH": "none"})
     assert "SYMBIOTE_ALLOW_UNAUTHENTICATED" in str(refused.value)
     with pytest.raises(ConfigError):
-        Settings.from_env({"SYMBIOTE_AUTH": "none", "FUNCTIONS_WORKER_RUNTIME": "python", "WEBSITE_HOSTNAME": "x.azurewebsites.net"})
+        Settings.from_env(
+            {"SYMBIOTE_AUTH": "none", "FUNCTIONS_WORKER_RUNTIME": "python", "WEBSITE_HOSTNAME": "x.azurewebsites.net"}
+        )
     forced = Settings.from_env({"HOST": "0.0.0.0", "SYMBIOTE_AUTH": "none", "SYMBIOTE_ALLOW_UNAUTHENTICATED": "1"})
     assert resolve_mode(forced) == "none"
 
@@ -95,12 +97,16 @@ def test_good_auth_settings_are_read() -> None:
     assert SECRET not in repr(settings)
 
 
-def test_create_app_refuses_a_public_bind_chosen_after_reading_the_environment(settings: Settings, caplog: pytest.LogCaptureFixture) -> None:
+def test_create_app_refuses_a_public_bind_chosen_after_reading_the_environment(
+    settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
     """`symbiote serve --host 0.0.0.0` overrides HOST after Settings.from_env: the check runs again."""
     with pytest.raises(ConfigError, match="refusing to serve without authentication"):
         create_app(dataclasses.replace(settings, host="0.0.0.0", auth_mode="none"), warm_up=False)
     with caplog.at_level(logging.WARNING, logger="symbiote.auth"):
-        app = create_app(dataclasses.replace(settings, host="0.0.0.0", auth_mode="none", allow_unauthenticated=True), warm_up=False)
+        app = create_app(
+            dataclasses.replace(settings, host="0.0.0.0", auth_mode="none", allow_unauthenticated=True), warm_up=False
+        )
     assert app.state.auth_mode == "none" and "AUTHENTICATION IS OFF" in caplog.text
     assert create_app(dataclasses.replace(settings, host="0.0.0.0"), warm_up=False).state.auth_mode == "oauth"
 
@@ -109,7 +115,10 @@ def test_serve_on_a_public_interface_without_auth_exits_with_the_reason(tmp_path
     env = {**os.environ, "CHROMADB_PATH": str(tmp_path / "data"), "SYMBIOTE_AUTH": "none", "SYMBIOTE_PRELOAD": "0"}
     done = subprocess.run(
         [sys.executable, "-m", "symbiote", "serve", "--host", "0.0.0.0", "--port", "1"],
-        env=env, capture_output=True, text=True, timeout=60,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 2
     assert "refusing to serve without authentication" in done.stderr and "Traceback" not in done.stderr
@@ -143,8 +152,12 @@ def test_owner_secret_hash_round_trip_and_cli(tmp_path: Path) -> None:
         with pytest.raises(OwnerSecretError):
             parse_secret_hash(bad)
     done = subprocess.run(
-        [sys.executable, "-m", "symbiote", "owner-secret-hash"], input=SECRET + "\n", capture_output=True, text=True,
-        env={**os.environ, "CHROMADB_PATH": str(tmp_path)}, timeout=60,
+        [sys.executable, "-m", "symbiote", "owner-secret-hash"],
+        input=SECRET + "\n",
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CHROMADB_PATH": str(tmp_path)},
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr
     assert OwnerSecret(secret_hash=done.stdout.strip()).verify(SECRET)
@@ -304,7 +317,12 @@ def scope_of(host: str, scheme: str = "http", **headers: str) -> Scope:
 def test_origin_follows_forwarded_headers_only_when_trusted() -> None:
     settings = Settings.from_env({"SYMBIOTE_ALLOWED_HOSTS": "memory.example.com"})
     plain = OriginResolver(settings, allowed_hosts(settings))
-    proxied = scope_of("127.0.0.1:7071", x_forwarded_host="memory.example.com", x_forwarded_proto="https", x_forwarded_for="198.51.100.9, 203.0.113.5:4711")
+    proxied = scope_of(
+        "127.0.0.1:7071",
+        x_forwarded_host="memory.example.com",
+        x_forwarded_proto="https",
+        x_forwarded_for="198.51.100.9, 203.0.113.5:4711",
+    )
     assert plain(proxied) == "http://127.0.0.1:7071"
     assert plain(scope_of("memory.example.com:443", "https")) == "https://memory.example.com"
     assert plain(scope_of("evil.example")) is None
@@ -316,15 +334,23 @@ def test_origin_follows_forwarded_headers_only_when_trusted() -> None:
     assert client_address(proxied, True) == "203.0.113.5" and client_address(proxied, False) == "10.1.2.3"
     # Azure's platform names switch trust on by default.
     azure = Settings.from_env({"WEBSITE_HOSTNAME": "symbiote.azurewebsites.net"})
-    assert OriginResolver(azure, allowed_hosts(azure))(
-        scope_of("localhost", x_forwarded_host="symbiote.azurewebsites.net", x_forwarded_proto="https")
-    ) == "https://symbiote.azurewebsites.net"
+    assert (
+        OriginResolver(azure, allowed_hosts(azure))(
+            scope_of("localhost", x_forwarded_host="symbiote.azurewebsites.net", x_forwarded_proto="https")
+        )
+        == "https://symbiote.azurewebsites.net"
+    )
     # The platform's names are HTTPS-only at its ingress, even if no X-Forwarded-Proto arrives.
-    assert OriginResolver(azure, allowed_hosts(azure))(scope_of("symbiote.azurewebsites.net")) == "https://symbiote.azurewebsites.net"
+    assert (
+        OriginResolver(azure, allowed_hosts(azure))(scope_of("symbiote.azurewebsites.net"))
+        == "https://symbiote.azurewebsites.net"
+    )
 
 
 def test_public_url_wins_but_the_host_is_still_checked() -> None:
-    settings = Settings.from_env({"SYMBIOTE_PUBLIC_URL": "https://memory.example.com", "SYMBIOTE_ALLOWED_HOSTS": "memory.example.com"})
+    settings = Settings.from_env(
+        {"SYMBIOTE_PUBLIC_URL": "https://memory.example.com", "SYMBIOTE_ALLOWED_HOSTS": "memory.example.com"}
+    )
     resolver = OriginResolver(settings, allowed_hosts(settings))
     assert resolver(scope_of("127.0.0.1:8000")) == "https://memory.example.com"
     assert resolver(scope_of("evil.example")) is None
@@ -339,7 +365,9 @@ def test_redirect_uri_rules() -> None:
     assert redirect_uri_problem(AnyUrl("http://example.com/cb"))
     assert redirect_uri_problem(AnyUrl("javascript:alert(1)"))
     assert redirect_uri_problem(AnyUrl("https://example.com/cb#frag"))
-    client = SymbioteClient(client_id="c", redirect_uris=[AnyUrl("http://127.0.0.1/cb"), AnyUrl("https://app.example/cb")])
+    client = SymbioteClient(
+        client_id="c", redirect_uris=[AnyUrl("http://127.0.0.1/cb"), AnyUrl("https://app.example/cb")]
+    )
     assert str(client.validate_redirect_uri(AnyUrl("http://127.0.0.1:4567/cb"))) == "http://127.0.0.1:4567/cb"
     for refused in ("http://127.0.0.1:4567/other", "http://localhost:4567/cb", "https://app.example:444/cb"):
         with pytest.raises(Exception, match="not registered"):

@@ -7,8 +7,8 @@ import os
 import time
 from pathlib import Path
 
-from symbiote.fastboot import cache_files
 from symbiote.config import Settings
+from symbiote.fastboot import cache_files
 
 NAME = "handshake-cache.json"
 
@@ -24,10 +24,14 @@ def test_a_recording_is_found_from_another_data_directory(settings: Settings, ow
     assert cache_files.read(elsewhere, NAME, 1, "b" * 64) is None, "another fingerprint: not this one"
     assert cache_files.read(elsewhere, NAME, 2, "a" * 64) is None, "another format: not this one"
     cache_files.forget(settings, NAME, "a" * 64)
-    assert cache_files.read(settings, NAME, 1, "a" * 64) is None and cache_files.read(elsewhere, NAME, 1, "a" * 64) is None
+    assert (
+        cache_files.read(settings, NAME, 1, "a" * 64) is None and cache_files.read(elsewhere, NAME, 1, "a" * 64) is None
+    )
 
 
-def test_an_unwritable_data_directory_still_leaves_the_users_copy(tmp_path: Path, settings: Settings, own_user_cache: Path) -> None:
+def test_an_unwritable_data_directory_still_leaves_the_users_copy(
+    tmp_path: Path, settings: Settings, own_user_cache: Path
+) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory", encoding="utf-8")
     unwritable = dataclasses.replace(settings, chromadb_path=blocker / "data")
@@ -53,5 +57,10 @@ def test_the_user_cache_keeps_the_newest_recordings(settings: Settings, own_user
             os.utime(path, (past + index, past + index))
     kept = sorted((own_user_cache / "symbiote").glob("handshake-cache-*.json"))
     assert len(kept) == cache_files.USER_CACHE_KEEP
-    assert cache_files.read(dataclasses.replace(settings, chromadb_path=Path("/nonexistent")), NAME, 1, prints[-1]) is not None
-    assert cache_files.read(dataclasses.replace(settings, chromadb_path=Path("/nonexistent")), NAME, 1, prints[0]) is None
+    assert (
+        cache_files.read(dataclasses.replace(settings, chromadb_path=Path("/nonexistent")), NAME, 1, prints[-1])
+        is not None
+    )
+    assert (
+        cache_files.read(dataclasses.replace(settings, chromadb_path=Path("/nonexistent")), NAME, 1, prints[0]) is None
+    )

@@ -4,8 +4,9 @@ structured content and as the same JSON in the text, with links that resolve on 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -33,7 +34,8 @@ async def test_search_and_fetch_have_chatgpts_shapes(chatgpt_server: ServerProce
     async with Client(chatgpt_server.mcp_url) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
         stored = await client.call_tool(
-            "store_memory", {"content": "Our daughter Maya starts violin lessons on Tuesdays at 4pm", "tags": ["family"]}
+            "store_memory",
+            {"content": "Our daughter Maya starts violin lessons on Tuesdays at 4pm", "tags": ["family"]},
         )
         memory_id = stored.structured_content["memory_id"]
         found = await structured_and_text(client, "search", {"query": "when are Maya's music lessons?"})
@@ -53,7 +55,9 @@ async def test_search_and_fetch_have_chatgpts_shapes(chatgpt_server: ServerProce
     assert nothing == {"results": []}
 
     assert set(fetched) == {"id", "title", "text", "url", "metadata"}
-    assert fetched["id"] == memory_id and fetched["text"] == "Our daughter Maya starts violin lessons on Tuesdays at 4pm"
+    assert (
+        fetched["id"] == memory_id and fetched["text"] == "Our daughter Maya starts violin lessons on Tuesdays at 4pm"
+    )
     assert fetched["url"] == hit["url"]
     assert fetched["metadata"]["tags"] == ["family"] and fetched["metadata"]["timestamp"].endswith("Z")
 

@@ -9,9 +9,10 @@ import shutil
 import subprocess
 import threading
 import uuid
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import chromadb
 import httpx
@@ -20,14 +21,14 @@ import yaml
 from chromadb.config import Settings as ChromaSettings
 from mcp import Client
 
-from symbiote.memory.ids import created_us
-from symbiote.storage.chroma_client import ChromaServer, ServerMemoryStore, connect_server
 from symbiote.config import PROJECT_ROOT, ConfigError, Settings
 from symbiote.embedding.model import MODEL_DIMENSION, MODEL_NAME, OnnxEmbedder
 from symbiote.errors import StoreUnavailableError
-from symbiote.storage.keywords import LexicalIndex
+from symbiote.memory.ids import created_us
 from symbiote.runtime import build_runtime
 from symbiote.storage.base import LEXICAL_FILE, StoredMemory, content_hash
+from symbiote.storage.chroma_client import ChromaServer, ServerMemoryStore, connect_server
+from symbiote.storage.keywords import LexicalIndex
 from tests.chroma_server import ChromaServerProcess, chroma_server  # noqa: F401  (fixture)
 from tests.conftest import ServerProcess, free_port
 
@@ -108,12 +109,17 @@ def model(model_dir: Path) -> OnnxEmbedder:
 def add(store: Any, model: OnnxEmbedder, memory_id: str, content: str) -> None:
     windows = model.windows(content)
     micros = created_us(memory_id)
-    store.add(StoredMemory(memory_id, content, "2026-01-01T00:00:00Z", micros, (), content_hash(content)),
-              model.embed(windows), windows)
+    store.add(
+        StoredMemory(memory_id, content, "2026-01-01T00:00:00Z", micros, (), content_hash(content)),
+        model.embed(windows),
+        windows,
+    )
 
 
 def test_instances_see_each_others_writes_including_keywords(
-    chroma_server: ChromaServerProcess, model: OnnxEmbedder, tmp_path: Path  # noqa: F811
+    chroma_server: ChromaServerProcess,
+    model: OnnxEmbedder,
+    tmp_path: Path,  # noqa: F811
 ) -> None:
     server = ChromaServer("127.0.0.1", chroma_server.port, database=database())
 
@@ -147,18 +153,28 @@ def test_databases_keep_stores_apart(chroma_server: ChromaServerProcess, model: 
     stores = []
     for i, server in enumerate((first, second)):
         (tmp_path / str(i)).mkdir()
-        stores.append(ServerMemoryStore(connect_server(server), MODEL_NAME, MODEL_DIMENSION,
-                                        LexicalIndex(tmp_path / str(i) / LEXICAL_FILE)))
+        stores.append(
+            ServerMemoryStore(
+                connect_server(server), MODEL_NAME, MODEL_DIMENSION, LexicalIndex(tmp_path / str(i) / LEXICAL_FILE)
+            )
+        )
     add(stores[0], model, "mem_17000000000000000003", "only in the first database")
     assert stores[0].count() == 1 and stores[1].count() == 0
-    admin = chromadb.AdminClient(ChromaSettings(
-        chroma_api_impl="chromadb.api.fastapi.FastAPI", chroma_server_host="127.0.0.1",
-        chroma_server_http_port=chroma_server.port, anonymized_telemetry=False))
+    admin = chromadb.AdminClient(
+        ChromaSettings(
+            chroma_api_impl="chromadb.api.fastapi.FastAPI",
+            chroma_server_host="127.0.0.1",
+            chroma_server_http_port=chroma_server.port,
+            anonymized_telemetry=False,
+        )
+    )
     assert admin.get_database(first.database)["name"] == first.database  # created on first use
 
 
 async def test_two_instances_appending_to_one_conversation_at_once_never_overwrite(
-    chroma_server: ChromaServerProcess, tmp_path: Path, model_dir: Path  # noqa: F811
+    chroma_server: ChromaServerProcess,
+    tmp_path: Path,
+    model_dir: Path,  # noqa: F811
 ) -> None:
     """Two runtimes (own clients, locks and local directories) race on the same conversation."""
     shared = {"chroma_host": "127.0.0.1", "chroma_port": chroma_server.port, "chroma_database": database()}
@@ -168,7 +184,11 @@ async def test_two_instances_appending_to_one_conversation_at_once_never_overwri
         assert one.history is not None and two.history is not None
         mine, theirs = one.history.history, two.history.history
         results = await asyncio.gather(
-            *(h.append("race", "user", f"from {name} {i}") for i in range(6) for name, h in (("a", mine), ("b", theirs)))
+            *(
+                h.append("race", "user", f"from {name} {i}")
+                for i in range(6)
+                for name, h in (("a", mine), ("b", theirs))
+            )
         )
         assert sorted(r.turn_index for r in results) == list(range(12))
         assert [t.turn_index for t in (await theirs.get("race", 50)).turns] == list(range(12))
@@ -185,7 +205,9 @@ async def test_two_instances_appending_to_one_conversation_at_once_never_overwri
 
 async def test_unreachable_server_is_reported_then_used_once_it_is_up(tmp_path: Path, model_dir: Path) -> None:
     port = free_port()
-    settings = Settings(chromadb_path=tmp_path / "local", model_dir=model_dir, chroma_host="127.0.0.1", chroma_port=port)
+    settings = Settings(
+        chromadb_path=tmp_path / "local", model_dir=model_dir, chroma_host="127.0.0.1", chroma_port=port
+    )
     runtime = build_runtime(settings)
     late: ChromaServerProcess | None = None
     try:
@@ -224,7 +246,11 @@ class TokenProxy:
                     payload = b'{"error":"Unauthorized","message":"missing or wrong token"}'
                     status, headers = 401, {"Content-Type": "application/json"}
                 else:
-                    forward = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length", "connection")}
+                    forward = {
+                        k: v
+                        for k, v in self.headers.items()
+                        if k.lower() not in ("host", "content-length", "connection")
+                    }
                     reply = client.request(self.command, self.path, content=body, headers=forward)
                     payload, status = reply.content, reply.status_code
                     headers = {"Content-Type": reply.headers.get("Content-Type", "application/json")}
@@ -256,12 +282,19 @@ def proxy(chroma_server: ChromaServerProcess) -> Iterator[TokenProxy]:  # noqa: 
     running.close()
 
 
-async def test_auth_token_is_sent_and_a_wrong_one_is_reported(proxy: TokenProxy, tmp_path: Path, model_dir: Path) -> None:
+async def test_auth_token_is_sent_and_a_wrong_one_is_reported(
+    proxy: TokenProxy, tmp_path: Path, model_dir: Path
+) -> None:
     def settings(token: str, name: str) -> Settings:
-        return Settings.from_env({
-            "CHROMADB_PATH": str(tmp_path / name), "SYMBIOTE_MODEL_DIR": str(model_dir),
-            "CHROMA_HOST": f"http://127.0.0.1:{proxy.port}", "CHROMA_AUTH_TOKEN": token, "CHROMA_DATABASE": "proxied",
-        })
+        return Settings.from_env(
+            {
+                "CHROMADB_PATH": str(tmp_path / name),
+                "SYMBIOTE_MODEL_DIR": str(model_dir),
+                "CHROMA_HOST": f"http://127.0.0.1:{proxy.port}",
+                "CHROMA_AUTH_TOKEN": token,
+                "CHROMA_DATABASE": "proxied",
+            }
+        )
 
     good, bad = build_runtime(settings("let-me-in", "good")), build_runtime(settings("not-the-token", "bad"))
     try:
@@ -287,7 +320,9 @@ async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
 
 
 async def test_two_servers_share_memories_and_history_through_chroma(
-    chroma_server: ChromaServerProcess, tmp_path: Path, model_dir: Path  # noqa: F811
+    chroma_server: ChromaServerProcess,
+    tmp_path: Path,
+    model_dir: Path,  # noqa: F811
 ) -> None:
     env = {"CHROMA_HOST": "127.0.0.1", "CHROMA_PORT": str(chroma_server.port), "CHROMA_DATABASE": database()}
     first = ServerProcess(tmp_path / "one" / "data", env=env)
@@ -302,7 +337,9 @@ async def test_two_servers_share_memories_and_history_through_chroma(
         async with Client(second.mcp_url) as two:
             found = await call(two, "search_memory", query="favourite hiking trail")
             memory = await call(two, "get_memory", memory_id=stored["memory_id"])
-            appended = await call(two, "append_history", conversation_id="trip", role="assistant", text="The Levada do Rei?")
+            appended = await call(
+                two, "append_history", conversation_id="trip", role="assistant", text="The Levada do Rei?"
+            )
             history = await call(two, "get_history", conversation_id="trip")
         health = httpx.get(f"{second.base_url}/health", timeout=5).json()
     finally:
@@ -312,11 +349,17 @@ async def test_two_servers_share_memories_and_history_through_chroma(
     assert memory["content"] == "The user's favourite hiking trail is the Levada do Rei"
     assert appended["turn_index"] == 1
     assert [(t["role"], t["text"]) for t in history["turns"]] == [
-        ("user", "Plan a walk in Madeira"), ("assistant", "The Levada do Rei?")]
+        ("user", "Plan a walk in Madeira"),
+        ("assistant", "The Levada do Rei?"),
+    ]
     assert health["store"] == "ready" and health["memories"] == 1
     # The data is on the server (nothing in the instances' own directories but the keyword index).
-    direct = chromadb.HttpClient(host="127.0.0.1", port=chroma_server.port, database=env["CHROMA_DATABASE"],
-                                 settings=ChromaSettings(anonymized_telemetry=False))
+    direct = chromadb.HttpClient(
+        host="127.0.0.1",
+        port=chroma_server.port,
+        database=env["CHROMA_DATABASE"],
+        settings=ChromaSettings(anonymized_telemetry=False),
+    )
     assert direct.get_collection("venom_memories").get(ids=[stored["memory_id"]])["ids"] == [stored["memory_id"]]
     assert direct.get_collection("venom_history").count() == 2
     assert not (tmp_path / "one" / "data" / "chroma.sqlite3").exists()

@@ -7,8 +7,9 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any, AsyncIterator, Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -19,16 +20,38 @@ from tests.test_auth_support import OWNER_SECRET, bearer_client, oauth_env
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
-HOSTILE = "<script>window.__pwned = 1</script><img src=x onerror=\"window.__pwned = 2\"> likes <b>bold</b> tea"
+HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2"> likes <b>bold</b> tea'
 HOSTILE_TAG = "<img src=x onerror=window.__pwned=3>"
 SEED = [
-    {"content": "Prefers dark roast coffee, no sugar, and an oat-milk flat white on Fridays.", "tags": ["preferences", "coffee"], "type": "preference"},
-    {"content": "Project Atlas moves the billing service from Python to Rust; launch planned for March 14.", "tags": ["work", "atlas"], "type": "project"},
-    {"content": "Decided to use PostgreSQL 16 with logical replication for Atlas instead of MySQL.", "tags": ["work", "atlas", "database"], "type": "decision"},
-    {"content": "Daughter Maya starts piano lessons on Tuesdays at 17:30 with Mrs. Okafor.", "tags": ["family"], "type": "personal"},
+    {
+        "content": "Prefers dark roast coffee, no sugar, and an oat-milk flat white on Fridays.",
+        "tags": ["preferences", "coffee"],
+        "type": "preference",
+    },
+    {
+        "content": "Project Atlas moves the billing service from Python to Rust; launch planned for March 14.",
+        "tags": ["work", "atlas"],
+        "type": "project",
+    },
+    {
+        "content": "Decided to use PostgreSQL 16 with logical replication for Atlas instead of MySQL.",
+        "tags": ["work", "atlas", "database"],
+        "type": "decision",
+    },
+    {
+        "content": "Daughter Maya starts piano lessons on Tuesdays at 17:30 with Mrs. Okafor.",
+        "tags": ["family"],
+        "type": "personal",
+    },
     {"content": "Allergic to penicillin; carries an EpiPen when hiking.", "tags": ["health"], "type": "fact"},
     {"content": "Runs the Berlin half marathon every April; personal best 1:42:10.", "tags": ["sport"], "type": "fact"},
 ]
@@ -36,7 +59,9 @@ SEED = [
 
 def run_cli(server: ServerProcess, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "CHROMADB_PATH": str(server.data_dir), "SYMBIOTE_MODEL_DIR": str(MODEL_DIR), **oauth_env()}
-    return subprocess.run([sys.executable, "-m", "symbiote", *args], env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "symbiote", *args], env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +82,9 @@ def api_key(console_server: ServerProcess) -> str:
 async def seeded(console_server: ServerProcess, api_key: str) -> dict[str, str]:
     """The seed memories stored through MCP, by content."""
     async with bearer_client(console_server.mcp_url, api_key) as mcp:
-        result = await mcp.call_tool("store_memories", {"memories": [*SEED, {"content": HOSTILE, "tags": [HOSTILE_TAG]}]})
+        result = await mcp.call_tool(
+            "store_memories", {"memories": [*SEED, {"content": HOSTILE, "tags": [HOSTILE_TAG]}]}
+        )
     assert not result.is_error, result.content
     contents = [item["content"] for item in [*SEED, {"content": HOSTILE}]]
     return {text: r["memory_id"] for text, r in zip(contents, result.structured_content["results"])}
@@ -171,7 +198,9 @@ async def test_weaker_matches_are_shown_on_request_for_one_search(
     await page.context.close()
 
 
-async def test_stored_html_and_script_are_shown_as_text(browser: Any, console_server: ServerProcess, seeded: dict[str, str]) -> None:
+async def test_stored_html_and_script_are_shown_as_text(
+    browser: Any, console_server: ServerProcess, seeded: dict[str, str]
+) -> None:
     page = await signed_in_page(browser, console_server)
     hostile_id = seeded[HOSTILE]
     for path in ("/console/", f"/console/memories/{hostile_id}", "/console/?q=who+likes+bold+tea", "/console/stats"):
@@ -194,12 +223,31 @@ async def test_import_with_progress_and_export_download_in_the_browser(
     browser: Any, console_server: ServerProcess, seeded: dict[str, str], tmp_path: Path
 ) -> None:
     lines = [json.dumps({"format": "symbiote-memories", "version": 1, "model": "all-MiniLM-L6-v2", "dimension": 384})]
-    lines += [json.dumps({"kind": "memory", "content": f"Imported note {i}: the greenhouse needs watering on day {i}.",
-                          "tags": ["garden"], "created": f"2025-06-{i + 1:02d}T08:00:00Z"}) for i in range(20)]
+    lines += [
+        json.dumps(
+            {
+                "kind": "memory",
+                "content": f"Imported note {i}: the greenhouse needs watering on day {i}.",
+                "tags": ["garden"],
+                "created": f"2025-06-{i + 1:02d}T08:00:00Z",
+            }
+        )
+        for i in range(20)
+    ]
     lines.insert(5, "{this is not json")
-    lines += [json.dumps({"kind": "turn", "conversation_id": "garden-chat", "turn_index": i, "role": role, "text": text,
-                          "ts": f"2025-06-30T09:0{i}:00Z"})
-              for i, (role, text) in enumerate([("user", "When do I water the greenhouse?"), ("assistant", "Every morning.")])]
+    lines += [
+        json.dumps(
+            {
+                "kind": "turn",
+                "conversation_id": "garden-chat",
+                "turn_index": i,
+                "role": role,
+                "text": text,
+                "ts": f"2025-06-30T09:0{i}:00Z",
+            }
+        )
+        for i, (role, text) in enumerate([("user", "When do I water the greenhouse?"), ("assistant", "Every morning.")])
+    ]
     upload = tmp_path / "notes.jsonl"
     upload.write_text("\n".join(lines) + "\n")
     page = await signed_in_page(browser, console_server)
@@ -213,7 +261,8 @@ async def test_import_with_progress_and_export_download_in_the_browser(
     await page.goto(f"{console_server.base_url}/console/history")
     await page.click("text=garden-chat")
     assert [t.split("\n")[-1] for t in await page.locator(".turn").all_inner_texts()] == [
-        "When do I water the greenhouse?", "Every morning."
+        "When do I water the greenhouse?",
+        "Every morning.",
     ]
 
     # The same file again adds nothing.
@@ -233,7 +282,9 @@ async def test_import_with_progress_and_export_download_in_the_browser(
     await page.context.close()
 
 
-async def test_the_console_fits_a_phone_screen(browser: Any, console_server: ServerProcess, seeded: dict[str, str]) -> None:
+async def test_the_console_fits_a_phone_screen(
+    browser: Any, console_server: ServerProcess, seeded: dict[str, str]
+) -> None:
     page = await signed_in_page(browser, console_server, viewport={"width": 390, "height": 844}, is_mobile=True)
     one = seeded[SEED[0]["content"]]
     for path in ("/console/", "/console/stats", "/console/history", "/console/transfer", f"/console/memories/{one}"):
@@ -247,8 +298,13 @@ def test_a_bearer_token_does_not_open_the_console_and_writes_need_the_csrf_token
 ) -> None:
     base = console_server.base_url
     with httpx.Client(base_url=base, timeout=30) as http:
-        assert http.get("/console/", headers={"Authorization": f"Bearer {api_key}"}).headers["location"] == "/console/signin"
-        assert http.post("/console/delete", data={"ids": seeded[SEED[0]["content"]], "confirm": "yes"}).status_code == 401
+        assert (
+            http.get("/console/", headers={"Authorization": f"Bearer {api_key}"}).headers["location"]
+            == "/console/signin"
+        )
+        assert (
+            http.post("/console/delete", data={"ids": seeded[SEED[0]["content"]], "confirm": "yes"}).status_code == 401
+        )
         assert http.get("/console/", headers={"Host": "evil.example"}).status_code == 421
         signed = http.post("/console/signin", data={"secret": OWNER_SECRET})
         assert signed.status_code == 303
@@ -262,20 +318,28 @@ def test_a_bearer_token_does_not_open_the_console_and_writes_need_the_csrf_token
         token = page.split('name="csrf-token" content="')[1].split('"')[0]
         cross = http.post("/console/delete", data={**target, "csrf": token}, headers={"Origin": "http://evil.example"})
         assert cross.status_code == 403
-        cross_site = http.post("/console/delete", data={**target, "csrf": token}, headers={"Sec-Fetch-Site": "cross-site"})
+        cross_site = http.post(
+            "/console/delete", data={**target, "csrf": token}, headers={"Sec-Fetch-Site": "cross-site"}
+        )
         assert cross_site.status_code == 403
         assert http.get(f"/console/memories/{seeded[SEED[0]['content']]}").status_code == 200  # nothing was deleted
         assert http.post("/console/signout", data={"csrf": token}).status_code == 303
         assert http.get("/console/").headers["location"] == "/console/signin"
 
 
-async def test_behind_https_the_cookie_is_secure_and_wrong_secrets_are_throttled(tmp_path: Path, model_dir: Path) -> None:
+async def test_behind_https_the_cookie_is_secure_and_wrong_secrets_are_throttled(
+    tmp_path: Path, model_dir: Path
+) -> None:
     from symbiote.config import Settings
     from symbiote.http.app import create_app
 
     settings = Settings(
-        chromadb_path=tmp_path / "data", model_dir=model_dir, store_process=False, auth_mode="oauth",
-        owner_secret=OWNER_SECRET, public_url="https://memory.example.com",
+        chromadb_path=tmp_path / "data",
+        model_dir=model_dir,
+        store_process=False,
+        auth_mode="oauth",
+        owner_secret=OWNER_SECRET,
+        public_url="https://memory.example.com",
     )
     app = create_app(settings, warm_up=False)
     transport = httpx.ASGITransport(app=app)
@@ -287,12 +351,16 @@ async def test_behind_https_the_cookie_is_secure_and_wrong_secrets_are_throttled
         job = (await http.post("/console/import", headers=token)).json()["job"]
         part = await http.post(f"/console/import/{job}/part", content=b"x" * 100_000, headers=token)
         assert part.status_code == 200  # over the 16 KB for strangers: the session was checked first
-        huge = await http.post(f"/console/import/{job}/part", content=b"x" * (settings.max_body_bytes + 1), headers=token)
+        huge = await http.post(
+            f"/console/import/{job}/part", content=b"x" * (settings.max_body_bytes + 1), headers=token
+        )
         assert huge.status_code == 413  # SYMBIOTE_MAX_BODY_BYTES still holds
         http.cookies.clear()
         stranger = await http.post(f"/console/import/{job}/part", content=b"x" * 100_000, headers=token)
         assert stranger.status_code == 401  # refused before its body is read
-        statuses = [(await http.post("/console/signin", data={"secret": f"wrong guess {i}"})).status_code for i in range(6)]
+        statuses = [
+            (await http.post("/console/signin", data={"secret": f"wrong guess {i}"})).status_code for i in range(6)
+        ]
         assert statuses == [401] * 5 + [429]  # the consent page's limiter: 5 free guesses, then backoff
         assert (await http.post("/console/signin", data={"secret": OWNER_SECRET})).status_code == 429
     app.state.runtime.close()

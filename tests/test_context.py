@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from mcp import Client
 from tokenizers import Tokenizer
 
 from symbiote.config import Settings
-from symbiote.memory.context import HISTORY_HEADER, MEMORY_HEADER, ContextBuilder, TokenCounter, fit
 from symbiote.errors import InvalidInputError
+from symbiote.memory.context import HISTORY_HEADER, MEMORY_HEADER, ContextBuilder, TokenCounter, fit
 from symbiote.runtime import Runtime, build_runtime
 from tests.conftest import ServerProcess
+
 
 @pytest.fixture(scope="module")
 def counter(model_dir: Path) -> TokenCounter:
@@ -78,7 +80,9 @@ def test_cutting_keeps_newest_turns_and_best_memories_within_budget(counter: Tok
     turns = [f"User: turn {i} " + "words " * 12 for i in range(15, -1, -1)]  # newest first
     kept_memories, kept_turns, cut = fit(counter, memories, turns, budget)
     used = sum(counter.count(x) for x in kept_memories + kept_turns)
-    used += (counter.count(MEMORY_HEADER) if kept_memories else 0) + (counter.count(HISTORY_HEADER) if kept_turns else 0)
+    used += (counter.count(MEMORY_HEADER) if kept_memories else 0) + (
+        counter.count(HISTORY_HEADER) if kept_turns else 0
+    )
     assert used <= budget and cut
     # a prefix of each list: the newest turns and the best memories, the last possibly cut short
     for kept, source in ((kept_memories, memories), (kept_turns, turns)):
@@ -86,7 +90,10 @@ def test_cutting_keeps_newest_turns_and_best_memories_within_budget(counter: Tok
         assert all(source[i].startswith(k[:-2]) for i, k in enumerate(kept) if k.endswith("…"))
     assert kept_turns, "the newest turn always gets a share"
     if budget >= 100:
-        assert kept_memories and counter.count(HISTORY_HEADER) + sum(counter.count(t) for t in kept_turns) >= budget // 2 - 20
+        assert (
+            kept_memories
+            and counter.count(HISTORY_HEADER) + sum(counter.count(t) for t in kept_turns) >= budget // 2 - 20
+        )
 
 
 def test_memories_short_of_their_half_leave_the_rest_to_the_conversation(counter: TokenCounter) -> None:
@@ -101,13 +108,20 @@ def test_memories_short_of_their_half_leave_the_rest_to_the_conversation(counter
 # -- building it from a real store ----------------------------------------------------------------
 
 
-async def test_context_has_relevant_memories_then_the_recent_conversation(runtime: Runtime, builder: ContextBuilder) -> None:
+async def test_context_has_relevant_memories_then_the_recent_conversation(
+    runtime: Runtime, builder: ContextBuilder
+) -> None:
     tabs = await runtime.engine.store("The user prefers tabs over spaces in Python code", ["editor"])
     await runtime.engine.store("Caroline adopted a dog named Biscuit last spring")
     cid = new_id()
     assert runtime.history is not None
-    for i, (role, text) in enumerate([("user", "Let's set up the new repository"), ("assistant", "Sure. Which formatter?"),
-                                       ("user", "Something standard")]):
+    for _i, (role, text) in enumerate(
+        [
+            ("user", "Let's set up the new repository"),
+            ("assistant", "Sure. Which formatter?"),
+            ("user", "Something standard"),
+        ]
+    ):
         await runtime.history.history.append(cid, role, text)
     built = await builder.build(cid, "Do I prefer tabs or spaces in Python?")
     assert built.memory_ids[:1] == [tabs.memory_id] and built.memories_found >= 1
@@ -115,7 +129,8 @@ async def test_context_has_relevant_memories_then_the_recent_conversation(runtim
     assert built.context.startswith(MEMORY_HEADER + "\n- The user prefers tabs over spaces in Python code (")
     assert "tags: editor" in built.context
     assert built.context.endswith(
-        HISTORY_HEADER + "\nUser: Let's set up the new repository\nAssistant: Sure. Which formatter?\nUser: Something standard"
+        HISTORY_HEADER
+        + "\nUser: Let's set up the new repository\nAssistant: Sure. Which formatter?\nUser: Something standard"
     )
     assert "Biscuit" not in built.context  # irrelevant memories stay out
     assert built.token_count <= built.token_budget == 2000 and not built.truncated
@@ -126,7 +141,9 @@ async def test_a_small_budget_keeps_the_newest_turns(runtime: Runtime, builder: 
     cid = new_id()
     assert runtime.history is not None
     for i in range(10):
-        await runtime.history.history.append(cid, "user" if i % 2 == 0 else "assistant", f"Message {i} about the garden shed plans")
+        await runtime.history.history.append(
+            cid, "user" if i % 2 == 0 else "assistant", f"Message {i} about the garden shed plans"
+        )
     built = await builder.build(cid, "what colour should the shed be?", token_budget=64)
     assert built.truncated and built.token_count <= 64
     assert built.history_turns == list(range(10 - len(built.history_turns), 10)) and built.history_turns
@@ -141,8 +158,15 @@ async def test_unknown_conversation_gives_memories_only(runtime: Runtime, builde
 
 
 async def test_defaults_come_from_settings(runtime: Runtime, tmp_path: Path) -> None:
-    small = build_runtime(replace(runtime.settings, chromadb_path=tmp_path / "data", history_tail_n=4,
-                                  memory_top_k=1, context_token_budget=500))
+    small = build_runtime(
+        replace(
+            runtime.settings,
+            chromadb_path=tmp_path / "data",
+            history_tail_n=4,
+            memory_top_k=1,
+            context_token_budget=500,
+        )
+    )
     try:
         assert small.history is not None
         cid = new_id()
@@ -166,7 +190,9 @@ async def test_defaults_come_from_settings(runtime: Runtime, tmp_path: Path) -> 
         ({"conversation_id": "c", "message": "hi", "token_budget": "lots"}, "token_budget must be"),
     ],
 )
-async def test_bad_arguments_say_what_is_wrong(builder: ContextBuilder, arguments: dict[str, Any], message: str) -> None:
+async def test_bad_arguments_say_what_is_wrong(
+    builder: ContextBuilder, arguments: dict[str, Any], message: str
+) -> None:
     with pytest.raises(InvalidInputError, match=message):
         await builder.build(**arguments)
 
@@ -175,8 +201,12 @@ async def test_build_context_tool_over_http(server: ServerProcess) -> None:
     cid = new_id()
     async with Client(server.mcp_url) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-        stored = await client.call_tool("store_memory", {"content": "The user's road bike is a steel Bianchi from 1987"})
-        await client.call_tool("append_history", {"conversation_id": cid, "role": "user", "text": "I want to ride on Sunday"})
+        stored = await client.call_tool(
+            "store_memory", {"content": "The user's road bike is a steel Bianchi from 1987"}
+        )
+        await client.call_tool(
+            "append_history", {"conversation_id": cid, "role": "user", "text": "I want to ride on Sunday"}
+        )
         result = await client.call_tool("build_context", {"conversation_id": cid, "message": "Which bike do I own?"})
     assert not stored.is_error and not result.is_error, result.content
     built = result.structured_content

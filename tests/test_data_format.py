@@ -12,8 +12,9 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import pytest
 
@@ -42,7 +43,11 @@ async def opened(old_data: Path, settings: Settings) -> AsyncIterator[Runtime]:
 
 
 def _fingerprint(path: Path) -> dict[str, str]:
-    return {str(f.relative_to(path)): hashlib.sha256(f.read_bytes()).hexdigest() for f in sorted(path.rglob("*")) if f.is_file()}
+    return {
+        str(f.relative_to(path)): hashlib.sha256(f.read_bytes()).hexdigest()
+        for f in sorted(path.rglob("*"))
+        if f.is_file()
+    }
 
 
 def test_the_fixture_is_what_the_old_release_wrote() -> None:
@@ -95,7 +100,9 @@ def _newer(path: Path) -> None:
 
 
 @pytest.mark.parametrize("store_process", [False, True], ids=["in-process", "store-process"])
-async def test_a_newer_format_is_refused_and_never_rewritten(old_data: Path, settings: Settings, store_process: bool) -> None:
+async def test_a_newer_format_is_refused_and_never_rewritten(
+    old_data: Path, settings: Settings, store_process: bool
+) -> None:
     """In the server's process and in the store's own (the refusal crosses to the server as itself)."""
     _newer(old_data)
     before = _fingerprint(old_data)

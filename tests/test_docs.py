@@ -82,7 +82,9 @@ def test_one_set_of_targets() -> None:
 
 
 def _string_literals() -> set[str]:
-    return {m for p in PACKAGE.rglob("*.py") for m in re.findall(r'"(symbiote\.[\w.]+)"', p.read_text(encoding="utf-8"))}
+    return {
+        m for p in PACKAGE.rglob("*.py") for m in re.findall(r'"(symbiote\.[\w.]+)"', p.read_text(encoding="utf-8"))
+    }
 
 
 def _module_or_package(parts: list[str]) -> bool:
@@ -92,7 +94,12 @@ def _module_or_package(parts: list[str]) -> bool:
 
 def test_no_development_machine_paths() -> None:
     """The README, docs and scripts are for any machine: no `../shared/...`, no "this machine"."""
-    files = [ROOT / "README.md", *DOCS.glob("*.md"), *(ROOT / "scripts").iterdir(), *(ROOT / "benchmarks").rglob("*.py")]
+    files = [
+        ROOT / "README.md",
+        *DOCS.glob("*.md"),
+        *(ROOT / "scripts").iterdir(),
+        *(ROOT / "benchmarks").rglob("*.py"),
+    ]
     found = []
     for path in files:
         if not path.is_file():

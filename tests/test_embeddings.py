@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from symbiote.embedding.model import MODEL_DIMENSION, OnnxEmbedder
 from symbiote.embedding.export import bundled_weights_dir
+from symbiote.embedding.model import MODEL_DIMENSION, OnnxEmbedder
 
 TEXTS = [
     "I love building web apps with React",
@@ -29,9 +29,7 @@ def onnx(model_dir: Path) -> OnnxEmbedder:
 def test_matches_sentence_transformers(onnx: OnnxEmbedder) -> None:
     from sentence_transformers import SentenceTransformer
 
-    reference = SentenceTransformer(str(bundled_weights_dir()), device="cpu").encode(
-        TEXTS, normalize_embeddings=True
-    )
+    reference = SentenceTransformer(str(bundled_weights_dir()), device="cpu").encode(TEXTS, normalize_embeddings=True)
     ours = onnx.embed(TEXTS)
     assert ours.shape == (len(TEXTS), MODEL_DIMENSION)
     cosines = (ours * reference).sum(axis=1)

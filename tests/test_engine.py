@@ -5,16 +5,16 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import AsyncIterator
 
 import chromadb
-from chromadb.config import Settings as ChromaSettings
 import pytest
+from chromadb.config import Settings as ChromaSettings
 
 from symbiote.config import Settings
-from symbiote.memory.engine import MemoryEngine
 from symbiote.errors import InvalidInputError, MemoryNotFoundError, StoreUnavailableError
+from symbiote.memory.engine import MemoryEngine
 from symbiote.memory.ids import IdGenerator, is_memory_id
 from symbiote.runtime import build_runtime
 from symbiote.storage.chroma_store import MEMORY_COLLECTION
@@ -122,7 +122,9 @@ async def test_list_pages_newest_first(engine: MemoryEngine) -> None:
 
 
 async def test_long_content_is_stored_whole_and_found_by_its_last_paragraph(engine: MemoryEngine) -> None:
-    filler = " ".join(f"Meeting notes item {i}: we reviewed the budget spreadsheet and agreed on follow-ups." for i in range(60))
+    filler = " ".join(
+        f"Meeting notes item {i}: we reviewed the budget spreadsheet and agreed on follow-ups." for i in range(60)
+    )
     ending = "Finally, the user's childhood dog was a golden retriever named Biscuit."
     content = f"{filler}\n\n{ending}"
     stored = await engine.store(content)

@@ -14,16 +14,16 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
-from typing import AsyncIterator
 
 import pytest
 
 from symbiote.config import Settings
+from symbiote.errors import InvalidInputError, MemoryNotFoundError, StoreUnavailableError
 from symbiote.memory.clock import iso_utc
 from symbiote.memory.engine import EnginePolicy, MemoryEngine, QuotaExceededError
-from symbiote.errors import InvalidInputError, MemoryNotFoundError, StoreUnavailableError
 from symbiote.runtime import build_runtime
 from symbiote.storage.base import StoredMemory, content_hash
 from symbiote.storage.opening import reset_store
@@ -44,7 +44,9 @@ async def engine_with(settings: Settings, policy: EnginePolicy | None = None, **
 
 
 async def test_typed_memories_and_search_filters(engine: MemoryEngine) -> None:
-    await engine.store("Prefers tea over coffee in the morning", ["drinks", "morning"], type="preference", confidence=0.9)
+    await engine.store(
+        "Prefers tea over coffee in the morning", ["drinks", "morning"], type="preference", confidence=0.9
+    )
     await engine.store("Drinks espresso after lunch", ["drinks"], type="preference", confidence=0.5)
     await engine.store("The espresso machine is a Gaggia Classic", ["kitchen"], type="fact", confidence=1.0)
     base = {"query": "what does the user drink?", "min_relevance": 0, "limit": 10}
@@ -131,7 +133,15 @@ async def test_retention_removes_old_memories_except_bookmarked(
             micros = old_us + i
             text = f"old note {i}"
             store.add(
-                StoredMemory(f"mem_{micros:016d}0000", text, iso_utc(micros), micros, (), content_hash(text), bookmarked=bookmarked),
+                StoredMemory(
+                    f"mem_{micros:016d}0000",
+                    text,
+                    iso_utc(micros),
+                    micros,
+                    (),
+                    content_hash(text),
+                    bookmarked=bookmarked,
+                ),
                 vectors,
                 [text],
             )
@@ -186,10 +196,12 @@ async def test_stats_follow_every_kind_of_write_without_rescanning(settings: Set
     try:
         assert (await engine.stats()).total_memories == 0  # the one scan
         first = await engine.store("Likes hiking in the Alps", ["outdoors", "travel"], type="preference")
-        await engine.store_many([
-            {"content": "Flight to Lisbon on 3 May", "tags": ["travel"], "type": "fact"},
-            {"content": "Uses Neovim for editing", "tags": ["tools"]},
-        ])
+        await engine.store_many(
+            [
+                {"content": "Flight to Lisbon on 3 May", "tags": ["travel"], "type": "fact"},
+                {"content": "Uses Neovim for editing", "tags": ["tools"]},
+            ]
+        )
         await engine.update(first.memory_id, type="personal", tags=["outdoors"])
         listed = await engine.list_memories(limit=10)
         neovim = next(m for m in listed.memories if m.content.startswith("Uses Neovim"))
@@ -237,7 +249,9 @@ async def test_disk_full_fails_clearly_and_reads_keep_working(settings: Settings
                     handle.write(b"\0" * 65536)
             except OSError:
                 pass
-        with pytest.raises(StoreUnavailableError, match=r"Storage full, unable to save memory: 0\.0 MB free .* 1\.0 MB in reserve"):
+        with pytest.raises(
+            StoreUnavailableError, match=r"Storage full, unable to save memory: 0\.0 MB free .* 1\.0 MB in reserve"
+        ):
             await engine.store("After the disk filled up")
         with pytest.raises(StoreUnavailableError, match="Storage full"):
             await engine.store_many([{"content": "batch after the disk filled up"}])

@@ -24,8 +24,8 @@ from azure.functions.timer import TimerRequest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from symbiote.config import Settings
 from symbiote.azure.local_share import LocalDirectoryShare
+from symbiote.config import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLIC_HOST = "symbiote-app.kindsea-1234.eastus.azurecontainerapps.io"
@@ -50,8 +50,12 @@ class FunctionTransport(httpx2.AsyncBaseTransport):
             body=body,
         )
         context = types.SimpleNamespace(
-            invocation_id=str(uuid.uuid4()), function_name="http_app_func", function_directory=str(ROOT),
-            thread_local_storage=None, trace_context=None, retry_context=None,
+            invocation_id=str(uuid.uuid4()),
+            function_name="http_app_func",
+            function_directory=str(ROOT),
+            thread_local_storage=None,
+            trace_context=None,
+            retry_context=None,
         )
         response: func.HttpResponse = await self.function(req, context)
         return httpx2.Response(
@@ -85,7 +89,9 @@ def fa_module():
     module = importlib.util.module_from_spec(spec)
     source = (ROOT / "function_app.py").read_text()
     assert "\napp = build_function_app(Settings.from_env())\n" in source
-    code = compile(source.replace("\napp = build_function_app(Settings.from_env())\n", "\n"), str(ROOT / "function_app.py"), "exec")
+    code = compile(
+        source.replace("\napp = build_function_app(Settings.from_env())\n", "\n"), str(ROOT / "function_app.py"), "exec"
+    )
     exec(code, module.__dict__)
     return module
 
@@ -143,9 +149,17 @@ async def test_mcp_session_through_the_function(deployed):
         assert client.server_info.name == "symbiote"
         assert "search_memory" in (client.instructions or "")
         tools = {tool.name for tool in (await client.list_tools()).tools}
-        assert {"store_memory", "search_memory", "get_memory", "delete_memory", "list_memories", "memory_stats"} <= tools
+        assert {
+            "store_memory",
+            "search_memory",
+            "get_memory",
+            "delete_memory",
+            "list_memories",
+            "memory_stats",
+        } <= tools
         stored = await client.call_tool(
-            "store_memory", {"content": "We are building Symbiote on Azure Functions in Container Apps.", "tags": ["azure"]}
+            "store_memory",
+            {"content": "We are building Symbiote on Azure Functions in Container Apps.", "tags": ["azure"]},
         )
         assert not stored.is_error, stored
         memory_id = stored.structured_content["memory_id"]
@@ -264,7 +278,9 @@ def test_function_app_module_indexes_with_its_own_environment(tmp_path):
         "from symbiote.http.security import allowed_hosts\n"
         "print('symbiote.azurewebsites.net' in allowed_hosts(function_app.app.symbiote_asgi.state.runtime.settings))\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
     assert lines[-3:] == ['["http_app_func", "snapshot_share"]', "0 30 2 * * *", "True"]

@@ -14,17 +14,18 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import pytest
 import uvicorn
 from mcp import Client
 
+from symbiote.config import Settings
 from symbiote.fastboot import handshake
 from symbiote.fastboot.boot_app import BootApp
-from symbiote.config import Settings
 from symbiote.fastboot.handshake import HandshakeCache, Reply
 from symbiote.http.app import create_app
 from tests.conftest import ServerProcess, free_port
@@ -38,7 +39,12 @@ def initialize(request_id: int | str = 1, version: str = "2025-06-18", **params:
         "jsonrpc": "2.0",
         "id": request_id,
         "method": "initialize",
-        "params": {"protocolVersion": version, "capabilities": {"roots": {"listChanged": True}}, "clientInfo": CLIENT, **params},
+        "params": {
+            "protocolVersion": version,
+            "capabilities": {"roots": {"listChanged": True}},
+            "clientInfo": CLIENT,
+            **params,
+        },
     }
 
 
@@ -83,7 +89,7 @@ class Served:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/mcp"
 
-    async def __aenter__(self) -> "Served":
+    async def __aenter__(self) -> Served:
         self.task = asyncio.create_task(self.server.serve())
         while not self.server.started:
             await asyncio.sleep(0.01)
@@ -102,7 +108,9 @@ async def post(url: str, message: dict[str, Any], headers: dict[str, str] | None
 
 async def recorded_cache(settings: Settings) -> HandshakeCache:
     saved: list[HandshakeCache] = []
-    boot = BootApp(lambda: create_app(settings), record_as=handshake.fingerprint(settings), save=saved.append, record_delay=0)
+    boot = BootApp(
+        lambda: create_app(settings), record_as=handshake.fingerprint(settings), save=saved.append, record_delay=0
+    )
     async with Served(boot):
         deadline = time.monotonic() + 60
         while not saved and time.monotonic() < deadline:
@@ -153,7 +161,10 @@ async def test_anything_unusual_waits_for_the_sdk_and_gets_its_answer(settings: 
     unusual = [
         (initialize(), {"host": "evil.example.com"}),  # DNS rebinding: the SDK refuses it (421)
         (initialize(version="1999-01-01"), {}),  # a version we never recorded: the SDK negotiates
-        ({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}}, {}),  # invalid
+        (
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}},
+            {},
+        ),  # invalid
         (tools_list(), {"mcp-protocol-version": "2030-01-01"}),  # unsupported version header
     ]
     async with Served(boot) as served:
@@ -170,14 +181,19 @@ async def test_anything_unusual_waits_for_the_sdk_and_gets_its_answer(settings: 
 
 def plain_scope(headers: dict[str, str] | None = None, path: str = "/mcp") -> dict[str, Any]:
     merged = {"host": "127.0.0.1:8000", **HEADERS, **(headers or {})}
-    return {"type": "http", "method": "POST", "path": path, "headers": [(k.encode(), v.encode()) for k, v in merged.items()]}
+    return {
+        "type": "http",
+        "method": "POST",
+        "path": path,
+        "headers": [(k.encode(), v.encode()) for k, v in merged.items()],
+    }
 
 
 @pytest.fixture
 def toy_cache() -> HandshakeCache:
     probe = json.dumps(handshake.PROBE_ID)
-    body = '{"jsonrpc":"2.0","id":%s,"result":{"prompts":[]}}' % probe
-    init = '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-06-18"}}' % probe
+    body = '{"jsonrpc":"2.0","id":' + probe + ',"result":{"prompts":[]}}'
+    init = '{"jsonrpc":"2.0","id":' + probe + ',"result":{"protocolVersion":"2025-06-18"}}'
     json_type = (("content-type", "application/json"),)
     return HandshakeCache(
         "print",
@@ -200,7 +216,9 @@ def test_a_plain_request_of_each_era_is_replayed(toy_cache: HandshakeCache) -> N
 
 def test_replay_puts_the_callers_id_in_and_counts_the_bytes(toy_cache: HandshakeCache) -> None:
     for request_id in (41, "req-7", 0, "café"):
-        answer = toy_cache.answer(plain_scope({"mcp-protocol-version": "2025-06-18"}), json.dumps(prompts_list(request_id)).encode())
+        answer = toy_cache.answer(
+            plain_scope({"mcp-protocol-version": "2025-06-18"}), json.dumps(prompts_list(request_id)).encode()
+        )
         assert answer is not None
         status, headers, body = answer
         assert status == 200 and json.loads(body) == {"jsonrpc": "2.0", "id": request_id, "result": {"prompts": []}}
@@ -228,7 +246,10 @@ def test_replay_puts_the_callers_id_in_and_counts_the_bytes(toy_cache: Handshake
         ({}, initialize(extra="field")),
         ({}, {**initialize(), "extra": 1}),
         ({}, [initialize()]),  # a batch
-        ({"mcp-protocol-version": "2025-06-18"}, {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"cursor": "x"}}),
+        (
+            {"mcp-protocol-version": "2025-06-18"},
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"cursor": "x"}},
+        ),
         ({"mcp-protocol-version": "2025-06-18", "mcp-method": "ping"}, prompts_list()),
         ({"mcp-protocol-version": "2025-06-18"}, tools_list()),  # listed once the tools can answer: never cached
         ({"mcp-protocol-version": "2025-06-18"}, {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {}}),
@@ -247,12 +268,30 @@ def test_replay_puts_the_callers_id_in_and_counts_the_bytes(toy_cache: Handshake
         # the 2026-07-28 envelope: the SDK checks the Mcp-Method header and every _meta key
         ({"mcp-protocol-version": "2026-07-28"}, discover()),
         (MODERN, {**discover(), "params": {}}),
-        (MODERN, {**discover(), "params": {"_meta": {k: v for k, v in discover()["params"]["_meta"].items() if "Capabilities" not in k}}}),
-        (MODERN, {**discover(), "params": {"_meta": {**discover()["params"]["_meta"], "io.modelcontextprotocol/protocolVersion": "2025-11-25"}}}),
+        (
+            MODERN,
+            {
+                **discover(),
+                "params": {
+                    "_meta": {k: v for k, v in discover()["params"]["_meta"].items() if "Capabilities" not in k}
+                },
+            },
+        ),
+        (
+            MODERN,
+            {
+                **discover(),
+                "params": {
+                    "_meta": {**discover()["params"]["_meta"], "io.modelcontextprotocol/protocolVersion": "2025-11-25"}
+                },
+            },
+        ),
         (MODERN, {**discover(), "params": {**discover()["params"], "cursor": "x"}}),
     ],
 )
-def test_only_plain_handshake_requests_are_replayed(toy_cache: HandshakeCache, headers: dict[str, str], message: Any) -> None:
+def test_only_plain_handshake_requests_are_replayed(
+    toy_cache: HandshakeCache, headers: dict[str, str], message: Any
+) -> None:
     assert toy_cache.answer(plain_scope(headers), json.dumps(message).encode()) is None
 
 
@@ -282,7 +321,9 @@ def test_only_small_posts_to_mcp_are_read_early(settings: Settings, toy_cache: H
     assert not loaded.wants_body({**plain_scope(), "headers": [(b"content-length", b"2000")]})
 
 
-def test_the_cache_goes_stale_when_what_shapes_the_answers_changes(settings: Settings, toy_cache: HandshakeCache, own_user_cache: Path) -> None:
+def test_the_cache_goes_stale_when_what_shapes_the_answers_changes(
+    settings: Settings, toy_cache: HandshakeCache, own_user_cache: Path
+) -> None:
     toy_cache.fingerprint = handshake.fingerprint(settings)
     toy_cache.save(settings)
     assert handshake.cache_path(settings).is_file()
@@ -302,7 +343,9 @@ def test_only_open_loopback_http_servers_use_it(settings: Settings) -> None:
     assert handshake.usable(settings)
     assert not handshake.usable(dataclasses.replace(settings, transport="sse"))
     assert not handshake.usable(dataclasses.replace(settings, auth_mode="oauth"))
-    assert not handshake.usable(dataclasses.replace(settings, host="0.0.0.0", auth_mode="none", allow_unauthenticated=True))
+    assert not handshake.usable(
+        dataclasses.replace(settings, host="0.0.0.0", auth_mode="none", allow_unauthenticated=True)
+    )
 
 
 @pytest.mark.asyncio
@@ -310,7 +353,9 @@ async def test_shutting_down_while_building_releases_waiting_requests(settings: 
     gate = threading.Event()
     boot = BootApp(lambda: (gate.wait(60), create_app(settings))[1])
     async with Served(boot) as served:
-        waiting = asyncio.create_task(post(served.url, {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {}}))
+        waiting = asyncio.create_task(
+            post(served.url, {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {}})
+        )
         await asyncio.sleep(0.3)
         assert not waiting.done()
         boot.stop_waiting()  # what `symbiote serve` does on SIGTERM / Ctrl+C
@@ -351,7 +396,10 @@ def test_symbiote_serve_records_the_cache_once_and_replays_it(data_dir: Path) ->
         while not cache_file.is_file() and time.monotonic() < deadline:
             time.sleep(0.1)
         assert cache_file.is_file(), first.log()
-        reference = [httpx.post(first.mcp_url, json=message, headers={**HEADERS, **headers}, timeout=30).json() for message, headers in PROBES]
+        reference = [
+            httpx.post(first.mcp_url, json=message, headers={**HEADERS, **headers}, timeout=30).json()
+            for message, headers in PROBES
+        ]
     finally:
         assert first.stop() == 0
     recorded_at = cache_file.stat().st_mtime_ns
@@ -365,18 +413,25 @@ def test_symbiote_serve_records_the_cache_once_and_replays_it(data_dir: Path) ->
                 break
             except OSError:
                 time.sleep(0.01)
-        replayed = [httpx.post(second.mcp_url, json=message, headers={**HEADERS, **headers}, timeout=30).json() for message, headers in PROBES]
+        replayed = [
+            httpx.post(second.mcp_url, json=message, headers={**HEADERS, **headers}, timeout=30).json()
+            for message, headers in PROBES
+        ]
         assert replayed == reference
 
         async def use() -> Any:
             async with Client(second.mcp_url) as client:
-                stored = await client.call_tool("store_memory", {"content": "We deploy Symbiote on Azure Container Apps"})
+                stored = await client.call_tool(
+                    "store_memory", {"content": "We deploy Symbiote on Azure Container Apps"}
+                )
                 found = await client.call_tool("search_memory", {"query": "where do we deploy?"})
             return stored, found
 
         stored, found = asyncio.run(use())
         assert not stored.is_error and not found.is_error
-        assert stored.structured_content["memory_id"] in [hit["memory_id"] for hit in found.structured_content["results"]]
+        assert stored.structured_content["memory_id"] in [
+            hit["memory_id"] for hit in found.structured_content["results"]
+        ]
         time.sleep(0.5)
     finally:
         assert second.stop() == 0

@@ -15,8 +15,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -38,7 +39,9 @@ from tests.test_auth_support import (
 
 @pytest.fixture(scope="module")
 def direct(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator[ServerProcess]:
-    proc = ServerProcess(tmp_path_factory.mktemp("direct") / "data", env=oauth_env(SYMBIOTE_REGISTRATIONS_PER_MINUTE="50")).start()
+    proc = ServerProcess(
+        tmp_path_factory.mktemp("direct") / "data", env=oauth_env(SYMBIOTE_REGISTRATIONS_PER_MINUTE="50")
+    ).start()
     yield proc
     proc.stop()
 
@@ -46,7 +49,9 @@ def direct(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterato
 @pytest.fixture(scope="module")
 def proxied(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator[ServerProcess]:
     env = oauth_env(
-        SYMBIOTE_TRUST_FORWARDED_HEADERS="1", SYMBIOTE_REGISTRATIONS_PER_MINUTE="10", SYMBIOTE_REGISTRATIONS_PER_HOUR="100"
+        SYMBIOTE_TRUST_FORWARDED_HEADERS="1",
+        SYMBIOTE_REGISTRATIONS_PER_MINUTE="10",
+        SYMBIOTE_REGISTRATIONS_PER_HOUR="100",
     )
     proc = ServerProcess(tmp_path_factory.mktemp("proxied") / "data", env=env).start()
     yield proc
@@ -55,7 +60,9 @@ def proxied(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterat
 
 def cli(server: ServerProcess, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "CHROMADB_PATH": str(server.data_dir), "SYMBIOTE_MODEL_DIR": str(MODEL_DIR), **oauth_env()}
-    return subprocess.run([sys.executable, "-m", "symbiote", *args], env=env, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "symbiote", *args], env=env, capture_output=True, text=True, timeout=60
+    )
 
 
 def api_key(server: ServerProcess, name: str) -> str:
@@ -115,8 +122,10 @@ def test_registration_fields_have_size_limits(direct: ServerProcess) -> None:
     with httpx.Client(base_url=direct.base_url, timeout=30) as http:
         http.post("/register", json={"client_name": "first", "redirect_uris": [REDIRECT_URI]})
         size_before = db.stat().st_size
-        for body in ({"client_name": "x" * (4 * 1024 * 1024), "redirect_uris": [REDIRECT_URI]},
-                     {"client_name": "x", "redirect_uris": [f"http://127.0.0.1:9/{i}" for i in range(50_000)]}):
+        for body in (
+            {"client_name": "x" * (4 * 1024 * 1024), "redirect_uris": [REDIRECT_URI]},
+            {"client_name": "x", "redirect_uris": [f"http://127.0.0.1:9/{i}" for i in range(50_000)]},
+        ):
             too_big = http.post("/register", json=body)
             assert too_big.status_code == 413 and "bytes" in too_big.json()["error_description"]
         for body, field in (
@@ -124,7 +133,10 @@ def test_registration_fields_have_size_limits(direct: ServerProcess) -> None:
             ({"client_name": "x", "redirect_uris": [f"http://127.0.0.1:9/{i}" for i in range(11)]}, "redirect_uris"),
             ({"client_name": "x", "redirect_uris": [REDIRECT_URI + "x" * 1000]}, "redirect_uris"),
             ({"client_name": "x", "redirect_uris": [REDIRECT_URI], "contacts": ["a@b.c"] * 11}, "contacts"),
-            ({"client_name": "x", "redirect_uris": [REDIRECT_URI], "logo_uri": "https://e.example/" + "x" * 1000}, "logo_uri"),
+            (
+                {"client_name": "x", "redirect_uris": [REDIRECT_URI], "logo_uri": "https://e.example/" + "x" * 1000},
+                "logo_uri",
+            ),
             ({"client_name": ["not", "text"], "redirect_uris": [REDIRECT_URI]}, "client_name"),
         ):
             refused = http.post("/register", json=body)
@@ -139,7 +151,10 @@ def test_loopback_lookalike_redirect_uris_are_refused(direct: ServerProcess) -> 
         for uri in ("http://127.0.0.1.nip.io/callback", "http://127.example.com/cb", "http://localhost.example.com/cb"):
             refused = http.post("/register", json={"client_name": "x", "redirect_uris": [uri]})
             assert refused.status_code == 400 and "https" in refused.json()["error_description"], refused.text
-        assert http.post("/register", json={"client_name": "x", "redirect_uris": ["http://127.0.0.2:5/cb"]}).status_code == 201
+        assert (
+            http.post("/register", json={"client_name": "x", "redirect_uris": ["http://127.0.0.2:5/cb"]}).status_code
+            == 201
+        )
 
 
 # -- 5. revocation for every client type; 10. access tokens end with their grant -----------------
@@ -158,14 +173,23 @@ def test_every_client_type_can_revoke_its_tokens(direct: ServerProcess) -> None:
     tokens = flow.token(public, code, verifier).json()
     revoked = flow.http.post("/revoke", data={"token": tokens["access_token"], "client_id": public["client_id"]})
     assert revoked.status_code == 200, revoked.text
-    assert flow.mcp_status(tokens["access_token"]) == 401 and flow.refresh(public, tokens["refresh_token"]).status_code == 400
+    assert (
+        flow.mcp_status(tokens["access_token"]) == 401
+        and flow.refresh(public, tokens["refresh_token"]).status_code == 400
+    )
 
     confidential = flow.register("Basic app", token_endpoint_auth_method="client_secret_basic")
     code, verifier = flow.authorize(confidential)
     exchanged = flow.http.post(
-        "/token", headers=basic(confidential),
-        data={"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT_URI,
-              "client_id": confidential["client_id"], "code_verifier": verifier},
+        "/token",
+        headers=basic(confidential),
+        data={
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": REDIRECT_URI,
+            "client_id": confidential["client_id"],
+            "code_verifier": verifier,
+        },
     )
     assert exchanged.status_code == 200, exchanged.text
     tokens = exchanged.json()
@@ -174,19 +198,30 @@ def test_every_client_type_can_revoke_its_tokens(direct: ServerProcess) -> None:
     assert refused.status_code == 401 and refused.json()["error"] == "invalid_client"
     assert "basic" in refused.headers["www-authenticate"].lower()
     assert flow.mcp_status(tokens["access_token"]) == 200
-    revoked = flow.http.post("/revoke", data={"token": tokens["refresh_token"], "token_type_hint": "refresh_token"},
-                             headers=basic(confidential))
+    revoked = flow.http.post(
+        "/revoke",
+        data={"token": tokens["refresh_token"], "token_type_hint": "refresh_token"},
+        headers=basic(confidential),
+    )
     assert revoked.status_code == 200, revoked.text
     assert flow.mcp_status(tokens["access_token"]) == 401
 
     posting, tokens = flow.login("Post app")
-    missing = flow.http.post("/revoke", data={"client_id": posting["client_id"], "client_secret": posting["client_secret"]})
+    missing = flow.http.post(
+        "/revoke", data={"client_id": posting["client_id"], "client_secret": posting["client_secret"]}
+    )
     assert missing.status_code == 400 and missing.json()["error"] == "invalid_request"
     unknown = flow.revoke(posting, "sym_at_" + "x" * 43)
     assert unknown.status_code == 200  # RFC 7009 §2.2: an unknown token is no error
     # A token issued to another client is not revoked, and the answer does not say so.
-    assert flow.revoke(public, tokens["access_token"]).status_code == 200 and flow.mcp_status(tokens["access_token"]) == 200
-    assert flow.revoke(posting, tokens["access_token"]).status_code == 200 and flow.mcp_status(tokens["access_token"]) == 401
+    assert (
+        flow.revoke(public, tokens["access_token"]).status_code == 200
+        and flow.mcp_status(tokens["access_token"]) == 200
+    )
+    assert (
+        flow.revoke(posting, tokens["access_token"]).status_code == 200
+        and flow.mcp_status(tokens["access_token"]) == 401
+    )
     flow.close()
 
 
@@ -224,7 +259,7 @@ async def _post_many(port: int, path: str, size: int, count: int) -> dict[str, i
                 sent += min(len(chunk), size - sent)
                 await asyncio.wait([answer, asyncio.ensure_future(writer.drain())], return_when=asyncio.FIRST_COMPLETED)
             status = (await asyncio.wait_for(answer, 30)).split()[1].decode()
-        except (OSError, IndexError, asyncio.TimeoutError):
+        except (TimeoutError, OSError, IndexError):
             status = "cut off"
         finally:
             answer.cancel()
@@ -291,7 +326,9 @@ async def test_data_files_are_private(direct: ServerProcess) -> None:
     key = api_key(direct, "modes")
     async with bearer_client(direct.mcp_url, key) as client:
         assert not (await client.call_tool("store_memory", {"content": "files only the owner can read"})).is_error
-        assert not (await client.call_tool("append_history", {"conversation_id": "c1", "role": "user", "text": "hi"})).is_error
+        assert not (
+            await client.call_tool("append_history", {"conversation_id": "c1", "role": "user", "text": "hi"})
+        ).is_error
     loose = []
     for directory, _subdirectories, files in os.walk(direct.data_dir):
         if os.stat(directory).st_mode & 0o077:

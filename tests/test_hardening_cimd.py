@@ -16,8 +16,9 @@ import json
 import ssl
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -37,7 +38,7 @@ def self_signed(directory: Path) -> tuple[Path, Path]:
     """A certificate for 127.0.0.1 that is its own authority, and its key."""
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     cert = (
         x509.CertificateBuilder()
         .subject_name(name)
@@ -96,15 +97,30 @@ class Documents:
     def url(self, path: str) -> str:
         return f"{self.base}{path}"
 
-    def publish(self, path: str, document: Any, *, kind: str = "application/json", status: int = 200,
-                headers: dict[str, str] | None = None) -> str:
+    def publish(
+        self,
+        path: str,
+        document: Any,
+        *,
+        kind: str = "application/json",
+        status: int = 200,
+        headers: dict[str, str] | None = None,
+    ) -> str:
         body = document if isinstance(document, bytes) else json.dumps(document).encode()
         self.pages[path] = (status, kind, body, headers or {})
         return self.url(path)
 
     def client(self, path: str, **extra: Any) -> str:
-        return self.publish(path, {"client_id": self.url(path), "client_name": "Doc Client",
-                                   "redirect_uris": [CALLBACK, REDIRECT_URI], "token_endpoint_auth_method": "none", **extra})
+        return self.publish(
+            path,
+            {
+                "client_id": self.url(path),
+                "client_name": "Doc Client",
+                "redirect_uris": [CALLBACK, REDIRECT_URI],
+                "token_endpoint_auth_method": "none",
+                **extra,
+            },
+        )
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +133,9 @@ def documents(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Documents]:
 
 
 @pytest.fixture(scope="module")
-def cimd_server(tmp_path_factory: pytest.TempPathFactory, model_dir: Path, documents: Documents) -> Iterator[ServerProcess]:
+def cimd_server(
+    tmp_path_factory: pytest.TempPathFactory, model_dir: Path, documents: Documents
+) -> Iterator[ServerProcess]:
     env = oauth_env(
         SYMBIOTE_OPEN_REGISTRATION="off",
         SYMBIOTE_CIMD_ALLOW_LOOPBACK="1",
@@ -130,8 +148,15 @@ def cimd_server(tmp_path_factory: pytest.TempPathFactory, model_dir: Path, docum
 
 def authorize(flow: OAuthFlow, client_id: str, redirect_uri: str = REDIRECT_URI) -> tuple[httpx.Response, str, str]:
     verifier, challenge = pkce()
-    params = {"response_type": "code", "client_id": client_id, "redirect_uri": redirect_uri, "code_challenge": challenge,
-              "code_challenge_method": "S256", "state": "st", "resource": f"{flow.base}/mcp"}
+    params = {
+        "response_type": "code",
+        "client_id": client_id,
+        "redirect_uri": redirect_uri,
+        "code_challenge": challenge,
+        "code_challenge_method": "S256",
+        "state": "st",
+        "resource": f"{flow.base}/mcp",
+    }
     return flow.http.get("/authorize", params=params), verifier, challenge
 
 
@@ -140,7 +165,10 @@ def test_metadata_documents_are_advertised_and_registration_can_be_off(cimd_serv
         meta = http.get("/.well-known/oauth-authorization-server").json()
         assert meta["client_id_metadata_document_supported"] is True
         assert "registration_endpoint" not in meta and "none" in meta["token_endpoint_auth_methods_supported"]
-        assert http.post("/register", json={"client_name": "x", "redirect_uris": [REDIRECT_URI]}).status_code in (404, 405)
+        assert http.post("/register", json={"client_name": "x", "redirect_uris": [REDIRECT_URI]}).status_code in (
+            404,
+            405,
+        )
 
 
 async def test_a_client_signs_in_with_its_metadata_document(cimd_server: ServerProcess, documents: Documents) -> None:
@@ -173,21 +201,35 @@ async def test_a_client_signs_in_with_its_metadata_document(cimd_server: ServerP
 @pytest.mark.parametrize(
     ("path", "make", "reason"),
     [
-        ("/moved.json", lambda d, p: d.publish(p, b"", status=302, headers={"Location": d.url("/oauth/client.json")}), "HTTP 302"),
+        (
+            "/moved.json",
+            lambda d, p: d.publish(p, b"", status=302, headers={"Location": d.url("/oauth/client.json")}),
+            "HTTP 302",
+        ),
         ("/big.json", lambda d, p: d.client(p, padding="p" * 12_000), "larger than 10240 bytes"),
-        ("/other-id.json", lambda d, p: d.publish(p, {"client_id": d.url("/else.json"), "redirect_uris": [REDIRECT_URI]}),
-         "its client_id is not the URL"),
-        ("/plain.txt", lambda d, p: d.publish(p, {"client_id": d.url(p), "redirect_uris": [REDIRECT_URI]}, kind="text/plain"),
-         "not application/json"),
-        ("/secret.json", lambda d, p: d.client(p, token_endpoint_auth_method="client_secret_basic"),
-         "'client_secret_basic' is not supported"),
+        (
+            "/other-id.json",
+            lambda d, p: d.publish(p, {"client_id": d.url("/else.json"), "redirect_uris": [REDIRECT_URI]}),
+            "its client_id is not the URL",
+        ),
+        (
+            "/plain.txt",
+            lambda d, p: d.publish(p, {"client_id": d.url(p), "redirect_uris": [REDIRECT_URI]}, kind="text/plain"),
+            "not application/json",
+        ),
+        (
+            "/secret.json",
+            lambda d, p: d.client(p, token_endpoint_auth_method="client_secret_basic"),
+            "'client_secret_basic' is not supported",
+        ),
         ("/http-redirect.json", lambda d, p: d.client(p, redirect_uris=["http://evil.example/cb"]), "must use https"),
         ("/slow.json", lambda d, p: d.client(p), "no answer within"),
         ("/missing.json", lambda d, p: d.url(p), "HTTP 404"),
     ],
 )
-def test_documents_that_fail_a_check_are_refused(cimd_server: ServerProcess, documents: Documents, path: str, make: Any,
-                                                 reason: str) -> None:
+def test_documents_that_fail_a_check_are_refused(
+    cimd_server: ServerProcess, documents: Documents, path: str, make: Any, reason: str
+) -> None:
     client_id = make(documents, path)
     flow = OAuthFlow(cimd_server.base_url)
     started = time.monotonic()
@@ -205,13 +247,26 @@ def test_private_addresses_are_refused_without_a_connection() -> None:
     import asyncio
 
     documents = ClientMetadataDocuments()  # no test setting: loopback is as private as the rest
-    for url in ("https://127.0.0.1:9/client.json", "https://[::1]/c.json", "https://10.0.0.8/c.json",
-                "https://169.254.169.254/latest/meta-data", "https://192.168.1.1/c.json", "https://localhost/c.json",
-                "https://100.64.0.1/c.json", "https://[fd00::1]/c.json", "https://[::ffff:10.0.0.1]/c.json"):
+    for url in (
+        "https://127.0.0.1:9/client.json",
+        "https://[::1]/c.json",
+        "https://10.0.0.8/c.json",
+        "https://169.254.169.254/latest/meta-data",
+        "https://192.168.1.1/c.json",
+        "https://localhost/c.json",
+        "https://100.64.0.1/c.json",
+        "https://[fd00::1]/c.json",
+        "https://[::ffff:10.0.0.1]/c.json",
+    ):
         with pytest.raises(ClientMetadataError, match="not public"):
             asyncio.run(documents.document(url))
-    for url, valid in (("https://claude.ai/oauth/mcp-oauth-client-metadata", True), ("https://app.example/", False),
-                       ("http://app.example/c.json", False), ("https://u:p@app.example/c.json", False),
-                       ("https://app.example/a/../c.json", False), ("https://app.example/c.json#x", False),
-                       ("fd7a6f2e-uuid-of-a-registered-client", False)):
+    for url, valid in (
+        ("https://claude.ai/oauth/mcp-oauth-client-metadata", True),
+        ("https://app.example/", False),
+        ("http://app.example/c.json", False),
+        ("https://u:p@app.example/c.json", False),
+        ("https://app.example/a/../c.json", False),
+        ("https://app.example/c.json#x", False),
+        ("fd7a6f2e-uuid-of-a-registered-client", False),
+    ):
         assert is_metadata_url(url) is valid, url

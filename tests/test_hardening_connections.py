@@ -14,8 +14,8 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import httpx
 import pytest
@@ -53,7 +53,7 @@ async def stall(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
 async def closed_within(reader: asyncio.StreamReader, seconds: float) -> bool:
     try:
         return await asyncio.wait_for(reader.read(1), seconds) == b""
-    except asyncio.TimeoutError:
+    except TimeoutError:
         return False
     except ConnectionError:
         return True
@@ -94,9 +94,21 @@ async def test_the_owner_is_answered_while_strangers_hold_hundreds_of_sockets(gu
     requests, reopening each one the server closes; the owner asks meanwhile."""
     key = api_key(guarded, "owner")
     strangers = subprocess.Popen(
-        [sys.executable, str(PROJECT_ROOT / "benchmarks" / "stalled_connections.py"), "--port", str(guarded.port),
-         "--sockets", str(STRANGERS), "--workers", "1", "--seconds", "8", "--strangers-only"],
-        stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            str(PROJECT_ROOT / "benchmarks" / "stalled_connections.py"),
+            "--port",
+            str(guarded.port),
+            "--sockets",
+            str(STRANGERS),
+            "--workers",
+            "1",
+            "--seconds",
+            "8",
+            "--strangers-only",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         await asyncio.sleep(3)
@@ -105,7 +117,9 @@ async def test_the_owner_is_answered_while_strangers_hold_hundreds_of_sockets(gu
             async with httpx.AsyncClient(base_url=guarded.base_url, timeout=10) as owner:
                 started = time.perf_counter()
                 health = await owner.get("/health")
-                mcp = await owner.post("/mcp", json=INITIALIZE, headers={**MCP_HEADERS, "Authorization": f"Bearer {key}"})
+                mcp = await owner.post(
+                    "/mcp", json=INITIALIZE, headers={**MCP_HEADERS, "Authorization": f"Bearer {key}"}
+                )
                 latencies.append(time.perf_counter() - started)
             assert health.status_code == 200 and mcp.status_code == 200, (health.text, mcp.text)
             await asyncio.sleep(0.2)
@@ -114,4 +128,6 @@ async def test_the_owner_is_answered_while_strangers_hold_hundreds_of_sockets(gu
         report = json.loads(strangers.communicate(timeout=60)[0])
     assert report["stranger_connections_made"] > STRANGERS  # the server closed and they reopened all along
     assert max(latencies) < 2.0, latencies
-    print(f"\n{report['stranger_connections_made']} stranger connections; owner /health + /mcp: max {max(latencies) * 1000:.0f} ms")
+    print(
+        f"\n{report['stranger_connections_made']} stranger connections; owner /health + /mcp: max {max(latencies) * 1000:.0f} ms"
+    )

@@ -16,8 +16,8 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 from urllib.parse import urlencode
 
 import httpx
@@ -35,7 +35,9 @@ BURST = 300
 @pytest.fixture(scope="module")
 def proxied(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator[ServerProcess]:
     """Behind a proxy of ours: X-Forwarded-For tells addresses apart."""
-    proc = ServerProcess(tmp_path_factory.mktemp("console-proxied") / "data", env=oauth_env(SYMBIOTE_TRUST_FORWARDED_HEADERS="1"))
+    proc = ServerProcess(
+        tmp_path_factory.mktemp("console-proxied") / "data", env=oauth_env(SYMBIOTE_TRUST_FORWARDED_HEADERS="1")
+    )
     proc.start()
     yield proc
     proc.stop()
@@ -67,7 +69,9 @@ async def burst(port: int, forms: list[tuple[str, str]]) -> list[int]:
 
 
 def sign_in(base: str, source: str, secret: str = OWNER_SECRET) -> httpx.Response:
-    return httpx.post(f"{base}/console/signin", data={"secret": secret}, headers={"X-Forwarded-For": source}, timeout=60)
+    return httpx.post(
+        f"{base}/console/signin", data={"secret": secret}, headers={"X-Forwarded-For": source}, timeout=60
+    )
 
 
 async def test_simultaneous_guesses_from_one_address_are_checked_one_at_a_time(proxied: ServerProcess) -> None:
@@ -132,7 +136,9 @@ def old_style_cookie(secret_hash: str) -> str:
 
 def cli(server: ServerProcess, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "CHROMADB_PATH": str(server.data_dir), "SYMBIOTE_MODEL_DIR": str(MODEL_DIR), **oauth_env()}
-    return subprocess.run([sys.executable, "-m", "symbiote", *args], env=env, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "symbiote", *args], env=env, capture_output=True, text=True, timeout=60
+    )
 
 
 def session_cookie(base: str) -> str:
@@ -158,7 +164,9 @@ def test_the_secret_hash_forges_no_session_and_sign_outs_survive_a_restart(tmp_p
         assert opens(server.base_url, kept) and opens(server.base_url, ended)
         page = httpx.get(f"{server.base_url}/console/", cookies={"symbiote_console": ended}, timeout=60).text
         token = page.split('name="csrf-token" content="')[1].split('"')[0]
-        out = httpx.post(f"{server.base_url}/console/signout", data={"csrf": token}, cookies={"symbiote_console": ended}, timeout=60)
+        out = httpx.post(
+            f"{server.base_url}/console/signout", data={"csrf": token}, cookies={"symbiote_console": ended}, timeout=60
+        )
         assert out.status_code == 303
         server.stop()
         server.start()

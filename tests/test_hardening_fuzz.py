@@ -20,8 +20,9 @@ import string
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -38,17 +39,36 @@ KNOWN = 20
 
 @pytest.fixture(scope="module")
 def target(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator[tuple[ServerProcess, str]]:
-    proc = ServerProcess(tmp_path_factory.mktemp("fuzz") / "data", env=oauth_env(SYMBIOTE_TRUST_FORWARDED_HEADERS="1")).start()
+    proc = ServerProcess(
+        tmp_path_factory.mktemp("fuzz") / "data", env=oauth_env(SYMBIOTE_TRUST_FORWARDED_HEADERS="1")
+    ).start()
     env = {**os.environ, "CHROMADB_PATH": str(proc.data_dir), "SYMBIOTE_MODEL_DIR": str(MODEL_DIR), **oauth_env()}
-    created = subprocess.run([sys.executable, "-m", "symbiote", "keys", "create", "fuzz"], env=env,
-                             capture_output=True, text=True, timeout=60)
+    created = subprocess.run(
+        [sys.executable, "-m", "symbiote", "keys", "create", "fuzz"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     key = next(word for word in created.stdout.split() if word.startswith("sym_key_"))
     yield proc, key
     proc.stop()
 
 
-TIMES = ["0001-01-01", "9999-12-31", "9999", "5000 years ago", "99999999999 days ago", "last 10000 months",
-         "0001-01-01T00:00+01:00", "9999-12-31T23:59:59-01:00", "yesterday", "in March 2026", "2026-02-30", "monday"]
+TIMES = [
+    "0001-01-01",
+    "9999-12-31",
+    "9999",
+    "5000 years ago",
+    "99999999999 days ago",
+    "last 10000 months",
+    "0001-01-01T00:00+01:00",
+    "9999-12-31T23:59:59-01:00",
+    "yesterday",
+    "in March 2026",
+    "2026-02-30",
+    "monday",
+]
 
 
 class Inputs:
@@ -76,8 +96,18 @@ class Inputs:
         if kind in (4, 5):
             return self.text()
         if kind == 6:
-            return r.choice(["mem_00000000000000000000", "mem_" + "9" * 20, "", "   ", *TIMES,
-                             "9999-12-31T23:59:59Z", "last 99999999 years", "x" * r.choice([201, 2001, 5000])])
+            return r.choice(
+                [
+                    "mem_00000000000000000000",
+                    "mem_" + "9" * 20,
+                    "",
+                    "   ",
+                    *TIMES,
+                    "9999-12-31T23:59:59Z",
+                    "last 99999999 years",
+                    "x" * r.choice([201, 2001, 5000]),
+                ]
+            )
         if kind in (7, 8):
             return [self.value(depth + 1) for _ in range(r.randint(0, 12))]
         return {self.text(12): self.value(depth + 1) for _ in range(r.randint(0, 6))}
@@ -152,10 +182,23 @@ def rpc_envelopes(inputs: Inputs, tools: dict[str, dict[str, Any]]) -> list[Call
         return {"method": "POST", "url": "/mcp", "content": body}
 
     def envelope() -> dict[str, Any]:
-        message = {"jsonrpc": r.choice(["2.0", "1.0", 2, None]), "id": inputs.value(),
-                   "method": r.choice(["tools/call", "tools/list", "initialize", "ping", "resources/read",
-                                       "prompts/get", "notifications/cancelled", inputs.text(20)]),
-                   "params": inputs.value()}
+        message = {
+            "jsonrpc": r.choice(["2.0", "1.0", 2, None]),
+            "id": inputs.value(),
+            "method": r.choice(
+                [
+                    "tools/call",
+                    "tools/list",
+                    "initialize",
+                    "ping",
+                    "resources/read",
+                    "prompts/get",
+                    "notifications/cancelled",
+                    inputs.text(20),
+                ]
+            ),
+            "params": inputs.value(),
+        }
         for field in list(message):
             if r.random() < 0.15:
                 del message[field]
@@ -165,8 +208,12 @@ def rpc_envelopes(inputs: Inputs, tools: dict[str, dict[str, Any]]) -> list[Call
     def tool_call() -> dict[str, Any]:
         name = r.choice(list(tools)) if r.random() < 0.95 else inputs.text(15)
         schema = tools.get(name, {"properties": {}})
-        body = {"jsonrpc": "2.0", "id": r.randint(1, 10**6), "method": "tools/call",
-                "params": {"name": name, "arguments": inputs.arguments(schema)}}
+        body = {
+            "jsonrpc": "2.0",
+            "id": r.randint(1, 10**6),
+            "method": "tools/call",
+            "params": {"name": name, "arguments": inputs.arguments(schema)},
+        }
         return {"method": "POST", "url": "/mcp", "json": body}
 
     return [broken_bytes, envelope, tool_call, tool_call, tool_call]
@@ -174,14 +221,43 @@ def rpc_envelopes(inputs: Inputs, tools: dict[str, dict[str, Any]]) -> list[Call
 
 def oauth_requests(inputs: Inputs) -> list[Callable[[], dict[str, Any]]]:
     r = inputs.rng
-    fields = ["grant_type", "code", "code_verifier", "redirect_uri", "client_id", "client_secret", "refresh_token",
-              "token", "token_type_hint", "resource", "scope", "ticket", "owner_secret", "decision", "state",
-              "response_type", "code_challenge", "code_challenge_method"]
+    fields = [
+        "grant_type",
+        "code",
+        "code_verifier",
+        "redirect_uri",
+        "client_id",
+        "client_secret",
+        "refresh_token",
+        "token",
+        "token_type_hint",
+        "resource",
+        "scope",
+        "ticket",
+        "owner_secret",
+        "decision",
+        "state",
+        "response_type",
+        "code_challenge",
+        "code_challenge_method",
+    ]
 
     def form() -> dict[str, str]:
         chosen = r.sample(fields, r.randint(0, len(fields)))
-        return {name: r.choice([inputs.text(60), "authorization_code", "refresh_token", "approve", "S256",
-                                "https://" + inputs.text(20), "http://127.0.0.1:9/callback"]) for name in chosen}
+        return {
+            name: r.choice(
+                [
+                    inputs.text(60),
+                    "authorization_code",
+                    "refresh_token",
+                    "approve",
+                    "S256",
+                    "https://" + inputs.text(20),
+                    "http://127.0.0.1:9/callback",
+                ]
+            )
+            for name in chosen
+        }
 
     def headers() -> dict[str, bytes]:
         chosen = {"X-Forwarded-For": r.choice(["203.0.113.9", "::1", "garbage", "1.2.3.4, 5.6.7.8:99", "[fe80::1]:5"])}
@@ -194,16 +270,27 @@ def oauth_requests(inputs: Inputs) -> list[Callable[[], dict[str, Any]]]:
         return {"method": "POST", "url": r.choice(["/token", "/revoke"]), "data": form(), "headers": headers()}
 
     def register() -> dict[str, Any]:
-        body = inputs.value() if r.random() < 0.3 else {
-            "client_name": inputs.value(), "redirect_uris": inputs.value() if r.random() < 0.5 else ["https://" + inputs.text(30)],
-            "token_endpoint_auth_method": r.choice(["none", "client_secret_basic", "private_key_jwt", inputs.text(10)]),
-            "grant_types": inputs.value(), inputs.text(8): inputs.value()}
+        body = (
+            inputs.value()
+            if r.random() < 0.3
+            else {
+                "client_name": inputs.value(),
+                "redirect_uris": inputs.value() if r.random() < 0.5 else ["https://" + inputs.text(30)],
+                "token_endpoint_auth_method": r.choice(
+                    ["none", "client_secret_basic", "private_key_jwt", inputs.text(10)]
+                ),
+                "grant_types": inputs.value(),
+                inputs.text(8): inputs.value(),
+            }
+        )
         return {"method": "POST", "url": "/register", "json": body, "headers": headers()}
 
     def authorize() -> dict[str, Any]:
         params = form()
         if r.random() < 0.3:
-            params["client_id"] = r.choice(["https://127.0.0.1/c.json", "https://169.254.169.254/x", "https://" + inputs.text(20) + "/c"])
+            params["client_id"] = r.choice(
+                ["https://127.0.0.1/c.json", "https://169.254.169.254/x", "https://" + inputs.text(20) + "/c"]
+            )
         return {"method": r.choice(["GET", "POST"]), "url": "/authorize", "params": params, "headers": headers()}
 
     def consent() -> dict[str, Any]:
@@ -250,8 +337,17 @@ async def test_ten_thousand_hostile_inputs(target: tuple[ServerProcess, str]) ->
         known = []
         for i in range(KNOWN):
             text = f"Known memory {i}: the spare key is in blue box number {i * 7}"
-            stored = (await http.post("/mcp", json={"jsonrpc": "2.0", "id": i, "method": "tools/call",
-                                                     "params": {"name": "store_memory", "arguments": {"content": text}}})).json()
+            stored = (
+                await http.post(
+                    "/mcp",
+                    json={
+                        "jsonrpc": "2.0",
+                        "id": i,
+                        "method": "tools/call",
+                        "params": {"name": "store_memory", "arguments": {"content": text}},
+                    },
+                )
+            ).json()
             known.append((json.loads(stored["result"]["content"][0]["text"])["memory_id"], text))
         listed = (await http.post("/mcp", json={"jsonrpc": "2.0", "id": 0, "method": "tools/list"})).json()
         tools = {tool["name"]: tool["inputSchema"] for tool in listed["result"]["tools"]}
@@ -262,9 +358,11 @@ async def test_ten_thousand_hostile_inputs(target: tuple[ServerProcess, str]) ->
 
         inputs = Inputs(seed=20)
         console = ConsoleInputs(inputs, csrf, TIMES)
-        makers = [(f"rpc:{m.__name__}", m) for m in rpc_envelopes(inputs, tools)] + [
-            (f"oauth:{m.__name__}", m) for m in oauth_requests(inputs)] + [
-            (f"console:{m.__name__}", m) for m in console.requests()]
+        makers = (
+            [(f"rpc:{m.__name__}", m) for m in rpc_envelopes(inputs, tools)]
+            + [(f"oauth:{m.__name__}", m) for m in oauth_requests(inputs)]
+            + [(f"console:{m.__name__}", m) for m in console.requests()]
+        )
         plan = [inputs.rng.choice(makers) for _ in range(TOTAL)]
         table: Counter[tuple[str, str]] = Counter()
         failures: list[str] = []
@@ -290,7 +388,9 @@ async def test_ten_thousand_hostile_inputs(target: tuple[ServerProcess, str]) ->
                 if 'data-state="running"' not in status and 'data-state="waiting"' not in status:
                     break
                 await asyncio.sleep(0.2)
-            table[("console:import finished", answer_kind(status) or status.split('data-state="')[1].split('"')[0])] += 1
+            table[
+                ("console:import finished", answer_kind(status) or status.split('data-state="')[1].split('"')[0])
+            ] += 1
             if "The import failed" in status or 'data-state="running"' in status:
                 failures.append(f"import {job}: {status[:300]}")
         after = rss_mib(server.proc.pid)
@@ -303,6 +403,15 @@ async def test_ten_thousand_hostile_inputs(target: tuple[ServerProcess, str]) ->
         assert server.proc.poll() is None and (await http.get("/health")).json()["status"] == "ok"
         assert after - baseline < 150, (baseline, after)
         for memory_id, text in known:
-            fetched = (await http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                                                      "params": {"name": "get_memory", "arguments": {"memory_id": memory_id}}})).json()
+            fetched = (
+                await http.post(
+                    "/mcp",
+                    json={
+                        "jsonrpc": "2.0",
+                        "id": 1,
+                        "method": "tools/call",
+                        "params": {"name": "get_memory", "arguments": {"memory_id": memory_id}},
+                    },
+                )
+            ).json()
             assert json.loads(fetched["result"]["content"][0]["text"])["content"] == text

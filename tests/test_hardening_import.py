@@ -13,8 +13,9 @@ import re
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -65,7 +66,9 @@ class Console:
 
 
 def memory_line(i: int, **extra: Any) -> str:
-    return json.dumps({"kind": "memory", "content": f"Import hardening note {i}: the shed key is under pot {i}.", **extra})
+    return json.dumps(
+        {"kind": "memory", "content": f"Import hardening note {i}: the shed key is under pot {i}.", **extra}
+    )
 
 
 def test_a_bad_line_never_stops_an_import(importing: ServerProcess) -> None:
@@ -74,12 +77,16 @@ def test_a_bad_line_never_stops_an_import(importing: ServerProcess) -> None:
     lines = [HEADER, *good[:260], "[" * 100_000 + "]" * 100_000, *good[260:270]]
     lines.append('{"kind":"memory","content":"a very long number","metadata":{"confidence":' + "9" * 5000 + "}}")
     lines += good[270:280]
-    lines.append(json.dumps({"format": "symbiote-memories", "version": 1, "counts": {"memories": {"x": 1}}, "dimension": "x"}))
+    lines.append(
+        json.dumps({"format": "symbiote-memories", "version": 1, "counts": {"memories": {"x": 1}}, "dimension": "x"})
+    )
     lines += good[280:]
     report = Console(importing.base_url).run(("\n".join(lines) + "\n").encode())
     assert report["state"] == "done" and report["added"] == 300, report
     assert report["refused"] == 3
-    assert "nested too deeply" in report["page"] and "too many digits" in report["page"] and "first line" in report["page"]
+    assert (
+        "nested too deeply" in report["page"] and "too many digits" in report["page"] and "first line" in report["page"]
+    )
 
 
 def test_refused_lines_never_hold_the_event_loop(importing: ServerProcess) -> None:
@@ -152,8 +159,15 @@ async def test_other_text_under_a_stored_id_is_a_conflict_replaced_only_when_ask
     async with Client(importing.mcp_url) as mcp:
         stored = await mcp.call_tool("store_memory", {"content": "The boat is moored at pier 7.", "tags": ["boat"]})
     memory_id = stored.structured_content["memory_id"]
-    changed = json.dumps({"kind": "memory", "id": memory_id, "content": "The boat was sold in May.", "tags": ["boat"],
-                          "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))})
+    changed = json.dumps(
+        {
+            "kind": "memory",
+            "id": memory_id,
+            "content": "The boat was sold in May.",
+            "tags": ["boat"],
+            "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600)),
+        }
+    )
     console = Console(importing.base_url)
     report = console.run(f"{changed}\n".encode())
     assert report["conflicts"] == 1 and report["updated"] == 0, report

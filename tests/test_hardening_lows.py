@@ -10,8 +10,8 @@ import asyncio
 import json
 import sqlite3
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import httpx
 import pytest
@@ -34,8 +34,12 @@ def proxied(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterat
 
 def authorize_params(client_id: str, redirect_uri: str = REDIRECT_URI) -> dict[str, str]:
     return {
-        "response_type": "code", "client_id": client_id, "redirect_uri": redirect_uri, "code_challenge": pkce()[1],
-        "code_challenge_method": "S256", "state": "s",
+        "response_type": "code",
+        "client_id": client_id,
+        "redirect_uri": redirect_uri,
+        "code_challenge": pkce()[1],
+        "code_challenge_method": "S256",
+        "state": "s",
     }
 
 
@@ -47,9 +51,17 @@ async def flood(base: str, client_id: str) -> dict[str, int]:
 
         async def worker() -> None:
             for address in queue:
-                answer = await http.get("/authorize", params=authorize_params(client_id), headers={"X-Forwarded-For": address})
+                answer = await http.get(
+                    "/authorize", params=authorize_params(client_id), headers={"X-Forwarded-For": address}
+                )
                 location = answer.headers.get("location", "")
-                kind = "carried" if "ticket=o." in location else "stored" if "ticket=" in location else str(answer.status_code)
+                kind = (
+                    "carried"
+                    if "ticket=o." in location
+                    else "stored"
+                    if "ticket=" in location
+                    else str(answer.status_code)
+                )
                 outcomes[kind] = outcomes.get(kind, 0) + 1
 
         await asyncio.gather(*(worker() for _ in range(16)))
@@ -82,8 +94,10 @@ def test_console_search_terms_stay_out_of_the_access_log(proxied: ServerProcess)
     """Item 9: what the owner searched for is memory text too."""
     with httpx.Client(base_url=proxied.base_url, timeout=60) as http:
         assert http.post("/console/signin", data={"secret": OWNER_SECRET}).status_code == 303
-        for path, params in (("/console/", {"q": "zebracrossing secretword", "tag": "tagword417", "page": "2"}),
-                             ("/console/history", {"conversation": "convsecret42", "q": "histquery77"})):
+        for path, params in (
+            ("/console/", {"q": "zebracrossing secretword", "tag": "tagword417", "page": "2"}),
+            ("/console/history", {"conversation": "convsecret42", "q": "histquery77"}),
+        ):
             assert http.get(path, params=params).status_code == 200
     time.sleep(0.5)
     log = proxied.log()
@@ -92,8 +106,10 @@ def test_console_search_terms_stay_out_of_the_access_log(proxied: ServerProcess)
     assert "q=[redacted]&tag=[redacted]&page=2" in log and "conversation=[redacted]" in log
 
 
-@pytest.mark.parametrize("address", ["[::127.0.0.1]", "[64:ff9b::7f00:1]", "[64:ff9b:1::a00:1]", "192.0.0.192",
-                                     "[2002:7f00:1::1]", "198.18.0.1"])
+@pytest.mark.parametrize(
+    "address",
+    ["[::127.0.0.1]", "[64:ff9b::7f00:1]", "[64:ff9b:1::a00:1]", "192.0.0.192", "[2002:7f00:1::1]", "198.18.0.1"],
+)
 def test_metadata_documents_on_nat64_and_reserved_addresses_are_refused(proxied: ServerProcess, address: str) -> None:
     """Item 10: each of these reaches (or may reach) a private address; none is fetched."""
     client_id = f"https://{address}/client.json"
@@ -111,11 +127,21 @@ def test_a_redirect_uri_with_a_user_name_is_refused(proxied: ServerProcess) -> N
         refused = http.post("/register", json={"client_name": "Claude", "redirect_uris": [phishing]})
         assert refused.status_code == 400 and refused.json()["error"] == "invalid_redirect_uri", refused.text
         # A client an older version registered with such a URI gets no consent page, and no redirect there.
-        info = {"client_id": "old-client", "client_name": "Claude", "redirect_uris": [phishing], "scope": "memory",
-                "token_endpoint_auth_method": "none", "grant_types": ["authorization_code"], "response_types": ["code"]}
+        info = {
+            "client_id": "old-client",
+            "client_name": "Claude",
+            "redirect_uris": [phishing],
+            "scope": "memory",
+            "token_endpoint_auth_method": "none",
+            "grant_types": ["authorization_code"],
+            "response_types": ["code"],
+        }
         with sqlite3.connect(proxied.data_dir / AUTH_DB_NAME) as db:
-            db.execute("INSERT INTO clients (client_id, secret_hash, info, created_at, approved_at) VALUES (?, NULL, ?, ?, ?)",
-                       ("old-client", json.dumps(info), time.time(), time.time()))
-        answer = http.get("/authorize", params=authorize_params("old-client", phishing),
-                          headers={"X-Forwarded-For": "198.51.100.77"})
+            db.execute(
+                "INSERT INTO clients (client_id, secret_hash, info, created_at, approved_at) VALUES (?, NULL, ?, ?, ?)",
+                ("old-client", json.dumps(info), time.time(), time.time()),
+            )
+        answer = http.get(
+            "/authorize", params=authorize_params("old-client", phishing), headers={"X-Forwarded-For": "198.51.100.77"}
+        )
     assert answer.status_code == 400 and "evil.example" not in answer.headers.get("location", ""), answer.text

@@ -18,7 +18,6 @@ from tests.conftest import ServerProcess
 from tests.test_auth_support import MCP_HEADERS, bearer_client, oauth_env
 from tests.test_hardening import api_key, cli
 
-
 # -- 6. content, queries and embedding work; 7. dates out of range (no authentication) -----------
 
 
@@ -35,11 +34,15 @@ async def test_content_and_queries_are_bounded_and_dates_never_crash(server: Ser
     assert too_long and "100,000 bytes" in message and "SYMBIOTE_MAX_CONTENT_BYTES" in message, message
     multibyte, message = await call(server, "store_memory", {"content": "é" * 60_000})  # 120,000 bytes
     assert multibyte and "120,000 bytes" in message, message
-    batch, message = await call(server, "store_memories", {"memories": [{"content": "fine"}, {"content": "y" * 100_001}]})
+    batch, message = await call(
+        server, "store_memories", {"memories": [{"content": "fine"}, {"content": "y" * 100_001}]}
+    )
     assert batch and "item 2" in message and "Nothing was stored" in message, message
     query, message = await call(server, "search_memory", {"query": " ".join(f"w{i}" for i in range(200_000))})
     assert query and "2,000" in message, message
-    error, found = await call(server, "search_memory", {"query": "anything", "after": "0001-01-01", "before": "9999-12-31"})
+    error, found = await call(
+        server, "search_memory", {"query": "anything", "after": "0001-01-01", "before": "9999-12-31"}
+    )
     assert not error, found
     for phrase in ("5000 years ago", "99999999999 days ago", "0001-01-01T00:00+01:00"):
         error, message = await call(server, "search_memory", {"query": "anything", "when": phrase})
@@ -59,7 +62,12 @@ async def test_embedding_stops_when_the_client_goes_away(server: ServerProcess) 
         {"content": f"Abandoned batch item {i} " + " ".join(words[(i * 31 + j * 7) % len(words)] for j in range(150))}
         for i in range(100)
     ]  # 100 texts of one window each: seconds of embedding inside the request
-    rpc = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "store_memories", "arguments": {"memories": items}}}
+    rpc = {
+        "jsonrpc": "2.0",
+        "id": 9,
+        "method": "tools/call",
+        "params": {"name": "store_memories", "arguments": {"memories": items}},
+    }
     await call(server, "search_memory", {"query": "warm up the model"})  # what follows is the batch's work only
     async with httpx.AsyncClient(timeout=httpx.Timeout(30, read=1.0)) as http:
         with pytest.raises(httpx.ReadTimeout):

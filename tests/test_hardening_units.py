@@ -7,11 +7,12 @@ surface as "Internal error".
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from symbiote.auth.rates import RateBudget
 from symbiote.auth.store import AuthStore
@@ -26,10 +27,21 @@ from symbiote.platform_hosts import exposed, is_loopback
 @pytest.mark.parametrize(
     ("host", "loopback"),
     [
-        ("127.0.0.1", True), ("127.8.9.10", True), ("localhost", True), ("::1", True), ("[::1]", True),
-        ("::ffff:127.0.0.1", True), ("LOCALHOST", True),
-        ("127.0.0.1.nip.io", False), ("127.example.com", False), ("localhost.example.com", False),
-        ("10.0.0.1", False), ("0.0.0.0", False), ("", False), ("[::2]", False), ("127.0.0.1:8000", False),
+        ("127.0.0.1", True),
+        ("127.8.9.10", True),
+        ("localhost", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("::ffff:127.0.0.1", True),
+        ("LOCALHOST", True),
+        ("127.0.0.1.nip.io", False),
+        ("127.example.com", False),
+        ("localhost.example.com", False),
+        ("10.0.0.1", False),
+        ("0.0.0.0", False),
+        ("", False),
+        ("[::2]", False),
+        ("127.0.0.1:8000", False),
     ],
 )
 def test_loopback_is_decided_by_parsing_the_address(host: str, loopback: bool) -> None:
@@ -43,7 +55,7 @@ def test_a_public_name_that_starts_with_127_is_exposed() -> None:
 
 # -- the time parser -----------------------------------------------------------------------------
 
-NOW = datetime(2026, 6, 15, 12, tzinfo=timezone.utc)
+NOW = datetime(2026, 6, 15, 12, tzinfo=UTC)
 
 
 def test_the_extremes_of_the_calendar_are_searchable_or_clearly_refused() -> None:
@@ -52,16 +64,47 @@ def test_the_extremes_of_the_calendar_are_searchable_or_clearly_refused() -> Non
     assert last.start_us > first.start_us
     assert validation.time_window("0001-01-01", "9999-12-31", None) == (first.start_us, last.start_us)
     assert timeparse.parse("9999").end == timeparse.END_OF_TIME
-    for out_of_range in ("0001-01-01T00:00+01:00", "9999-12-31T23:59-01:00", "99999999999 days ago",
-                         "5000 years ago", "past 999999999 weeks", "1000000000000 months ago"):
+    for out_of_range in (
+        "0001-01-01T00:00+01:00",
+        "9999-12-31T23:59-01:00",
+        "99999999999 days ago",
+        "5000 years ago",
+        "past 999999999 weeks",
+        "1000000000000 months ago",
+    ):
         with pytest.raises(timeparse.TimePhraseError, match="outside the dates"):
             timeparse.parse(out_of_range, NOW)
     assert validation.before("0001-01-01T00:00:00+05:00") < 0  # a paging cursor that early is still a cursor
 
 
 PHRASE_PARTS = st.sampled_from(
-    ["", "in ", "last ", "the past ", "since ", "ago", " days", " weeks", " months", " years", "-", ":", "T", "Z",
-     "+14:00", "-12:00", "march ", "monday", "today", "yesterday", "this ", "week", "month", "year", " "]
+    [
+        "",
+        "in ",
+        "last ",
+        "the past ",
+        "since ",
+        "ago",
+        " days",
+        " weeks",
+        " months",
+        " years",
+        "-",
+        ":",
+        "T",
+        "Z",
+        "+14:00",
+        "-12:00",
+        "march ",
+        "monday",
+        "today",
+        "yesterday",
+        "this ",
+        "week",
+        "month",
+        "year",
+        " ",
+    ]
 )
 NUMBERS = st.integers(min_value=-(10**30), max_value=10**30).map(str) | st.integers(0, 9999).map(lambda n: f"{n:04d}")
 PHRASES = st.lists(PHRASE_PARTS | NUMBERS, max_size=8).map("".join) | st.text(max_size=60)
@@ -128,5 +171,9 @@ def test_registrations_never_approved_expire_within_the_hour(tmp_path: Path) -> 
 def test_the_limits_have_their_documented_defaults() -> None:
     settings = Settings.from_env({})
     assert settings.max_content_bytes == validation.MAX_CONTENT_BYTES == 100_000
-    assert (settings.open_registration, settings.registrations_per_minute, settings.registrations_per_hour) == (True, 10, 100)
+    assert (settings.open_registration, settings.registrations_per_minute, settings.registrations_per_hour) == (
+        True,
+        10,
+        100,
+    )
     assert settings.client_metadata_documents and not settings.metadata_loopback

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from mcp import Client
@@ -16,13 +17,16 @@ from symbiote.runtime import Runtime, build_runtime
 from tests.chroma_server import Backend, chroma_server  # noqa: F401  (fixture)
 from tests.conftest import ServerProcess
 
+
 @pytest.fixture(scope="module", params=["embedded", "server"])
 def runtime(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, model_dir: Path
 ) -> Iterator[Runtime]:
     """One runtime per backend for the module; tests keep apart by using conversation ids of their own."""
     server = request.getfixturevalue("chroma_server") if request.param == "server" else None
-    built = build_runtime(Backend(request.param, tmp_path_factory.mktemp(f"history-{request.param}"), server).settings())
+    built = build_runtime(
+        Backend(request.param, tmp_path_factory.mktemp(f"history-{request.param}"), server).settings()
+    )
     yield built
     built.engine.close()
 
@@ -39,14 +43,22 @@ def new_id() -> str:
 
 async def test_turns_are_numbered_and_the_last_n_come_back_in_order(history: ConversationHistory) -> None:
     cid = new_id()
-    said = [("user", "Hi there"), ("assistant", "Hello! What are we working on?"), ("user", "The Lisbon trip"),
-            ("assistant", "Flights first, then the hotel."), ("user", "Book the hotel near the river")]
+    said = [
+        ("user", "Hi there"),
+        ("assistant", "Hello! What are we working on?"),
+        ("user", "The Lisbon trip"),
+        ("assistant", "Flights first, then the hotel."),
+        ("user", "Book the hotel near the river"),
+    ]
     results = [await history.append(cid, role, text) for role, text in said]
     assert [r.turn_index for r in results] == [0, 1, 2, 3, 4]
     assert all(r.status == "appended" for r in results)
     last = await history.get(cid, 3)
-    assert [(t.turn_index, t.role, t.text) for t in last.turns] == [(2, "user", "The Lisbon trip"),
-        (3, "assistant", "Flights first, then the hotel."), (4, "user", "Book the hotel near the river")]
+    assert [(t.turn_index, t.role, t.text) for t in last.turns] == [
+        (2, "user", "The Lisbon trip"),
+        (3, "assistant", "Flights first, then the hotel."),
+        (4, "user", "Book the hotel near the river"),
+    ]
     assert last.count == 3 and last.total_turns == 5
     everything = await history.get(cid)  # default n=16
     assert [t.text for t in everything.turns] == [text for _, text in said]
@@ -98,10 +110,10 @@ async def test_concurrent_appends_get_distinct_indexes(history: ConversationHist
 
 async def test_history_writes_can_be_put_behind_the_share_write_gate(tmp_path: Path, model_dir: Path) -> None:
     """`history_services(guard=...)` with the file share's GuardedStore: a snapshot holds appends back."""
+    from symbiote.azure.guard import GuardedHistory, WriteGate
     from symbiote.config import Settings
     from symbiote.embedding.embedder import AsyncEmbedder
     from symbiote.runtime import history_services, load_embedder
-    from symbiote.azure.guard import GuardedHistory, WriteGate
 
     settings = Settings(chromadb_path=tmp_path / "data", model_dir=model_dir)
     gate = WriteGate()
@@ -115,7 +127,9 @@ async def test_history_writes_can_be_put_behind_the_share_write_gate(tmp_path: P
             pending = asyncio.ensure_future(services.history.append("gated", "user", "during the snapshot"))
             await asyncio.sleep(0.5)
             assert not pending.done()  # waits for the snapshot to finish
-            assert [t.text for t in (await services.history.get("gated")).turns] == ["before the snapshot"]  # reads go on
+            assert [t.text for t in (await services.history.get("gated")).turns] == [
+                "before the snapshot"
+            ]  # reads go on
         assert (await pending).turn_index == 1
     finally:
         embedder.close()
@@ -132,7 +146,9 @@ async def test_history_writes_can_be_put_behind_the_share_write_gate(tmp_path: P
         ({"conversation_id": "c", "role": "user", "text": "x", "ts": "yesterday-ish"}, "ISO-8601"),
     ],
 )
-async def test_bad_appends_say_what_is_wrong(history: ConversationHistory, arguments: dict[str, Any], message: str) -> None:
+async def test_bad_appends_say_what_is_wrong(
+    history: ConversationHistory, arguments: dict[str, Any], message: str
+) -> None:
     with pytest.raises(InvalidInputError, match=message):
         await history.append(**arguments)
 
@@ -180,7 +196,10 @@ async def test_history_tools_over_http(server: ServerProcess) -> None:
     assert tools["get_history"].annotations.read_only_hint is True
     assert tools["append_history"].annotations.read_only_hint is False
     assert (first["turn_index"], second["turn_index"], first["status"]) == (0, 1, "appended")
-    assert [(t["role"], t["text"]) for t in got["turns"]] == [("user", "We are planning a trip"), ("assistant", "Where to?")]
+    assert [(t["role"], t["text"]) for t in got["turns"]] == [
+        ("user", "We are planning a trip"),
+        ("assistant", "Where to?"),
+    ]
     assert unknown["turns"] == [] and unknown["count"] == 0
     assert bad.is_error and "role" in bad.content[0].text and "Traceback" not in bad.content[0].text  # type: ignore[union-attr]
     assert all(hit["content"] != "We are planning a trip" for hit in memories["results"])

@@ -77,7 +77,14 @@ async def test_tools_have_descriptions_schemas_and_annotations(server: ServerPro
         prompts = (await client.list_prompts()).prompts
         resources = (await client.list_resources()).resources
         assert client.instructions and "search_memory" in client.instructions
-    assert set(tools) >= {"store_memory", "search_memory", "get_memory", "delete_memory", "list_memories", "memory_stats"}
+    assert set(tools) >= {
+        "store_memory",
+        "search_memory",
+        "get_memory",
+        "delete_memory",
+        "list_memories",
+        "memory_stats",
+    }
     for tool in tools.values():
         assert tool.description and tool.output_schema and tool.annotations and tool.annotations.title
         assert "$ref" not in json.dumps(tool.output_schema), tool.name  # plain: what a client checks fastest
@@ -142,7 +149,9 @@ async def test_ten_clients_at_once_lose_nothing(fresh_server: ServerProcess) -> 
         ids = []
         async with Client(fresh_server.mcp_url) as client:
             for i in range(3):
-                stored = await call(client, "store_memory", content=f"Client {n} fact {i}: likes the number {n * 10 + i}")
+                stored = await call(
+                    client, "store_memory", content=f"Client {n} fact {i}: likes the number {n * 10 + i}"
+                )
                 ids.append(stored["memory_id"])
                 await call(client, "search_memory", query=f"client {n} favourite number")
         return ids
@@ -227,8 +236,16 @@ def test_a_plain_output_schema_accepts_and_refuses_what_the_model_does() -> None
     original = TypeAdapter(SearchResults).json_schema()
     plain = plain_schema(original)
     assert "$ref" not in json.dumps(plain) and "anyOf" not in json.dumps(plain)
-    hit = {"memory_id": "mem_1", "content": "x", "timestamp": "2026-11-26T10:00:00Z", "type": None,
-           "confidence": 0.5, "relevance_score": 70.0, "matched_by": "both", "match": "answer"}
+    hit = {
+        "memory_id": "mem_1",
+        "content": "x",
+        "timestamp": "2026-11-26T10:00:00Z",
+        "type": None,
+        "confidence": 0.5,
+        "relevance_score": 70.0,
+        "matched_by": "both",
+        "match": "answer",
+    }
     good = {"query": "q", "results": [hit], "count": 1, "message": "1 relevant memory."}
     bad = [
         {**good, "results": [{**hit, "relevance_score": 101}]},
@@ -245,7 +262,7 @@ def test_a_plain_output_schema_accepts_and_refuses_what_the_model_does() -> None
 
     class Node(BaseModel):  # a recursive model keeps its reference, and the definition it needs
         name: str | None
-        children: list["Node"] = []
+        children: list[Node] = []
 
     tree = plain_schema(TypeAdapter(Node).json_schema())
     jsonschema.validate({"name": None, "children": [{"name": "leaf"}]}, tree)

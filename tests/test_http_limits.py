@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import AsyncIterator, Iterator
 
 import httpx
 import pytest
@@ -87,7 +87,12 @@ async def test_oversized_bodies_get_413_on_mcp_and_messages(limited: ServerProce
 async def test_oversized_bodies_get_413_on_the_auth_endpoints(limited_oauth: ServerProcess) -> None:
     form = {"Content-Type": "application/x-www-form-urlencoded"}
     async with httpx.AsyncClient(base_url=limited_oauth.base_url, timeout=10) as http:
-        for path, headers in (("/token", form), ("/register", MCP_HEADERS), ("/revoke", form), ("/oauth/consent", form)):
+        for path, headers in (
+            ("/token", form),
+            ("/register", MCP_HEADERS),
+            ("/revoke", form),
+            ("/oauth/consent", form),
+        ):
             response = await http.post(path, content=b"a=" + b"x" * (LIMIT * 3), headers=headers)
             assert response.status_code == 413, (path, response.status_code, response.text)
         # Under the cap the endpoints answer as they always did.
@@ -102,9 +107,20 @@ async def test_cors_allows_only_the_configured_origin(limited: ServerProcess) ->
         allowed = await http.options("/mcp", headers=preflight)
         assert allowed.status_code == 200
         assert allowed.headers["access-control-allow-origin"] == APP
-        assert set(allowed.headers["access-control-allow-methods"].replace(" ", "").split(",")) >= {"GET", "POST", "OPTIONS"}
+        assert set(allowed.headers["access-control-allow-methods"].replace(" ", "").split(",")) >= {
+            "GET",
+            "POST",
+            "OPTIONS",
+        }
         allowed_headers = allowed.headers["access-control-allow-headers"].lower()
-        for header in ("mcp-session-id", "mcp-protocol-version", "mcp-method", "mcp-name", "authorization", "content-type"):
+        for header in (
+            "mcp-session-id",
+            "mcp-protocol-version",
+            "mcp-method",
+            "mcp-name",
+            "authorization",
+            "content-type",
+        ):
             assert header in allowed_headers
         assert "access-control-allow-credentials" not in allowed.headers
         ping = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'

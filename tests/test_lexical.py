@@ -41,8 +41,12 @@ def test_an_index_from_before_is_aligned_at_open_and_finds_the_same_memories(tmp
     assert index.search("Lisbon", 5, after_us=3_500)[0].memory_id == "mem_4"
     assert index.search("Lisbon", 5, before_us=3_500) == []
     coverage = index.coverage("Biscuit thunderstorms", ["mem_1", "mem_3", "mem_4", "mem_missing"])
-    assert coverage["mem_3"] == 1.0 and 0 < coverage["mem_1"] < 1.0 and coverage["mem_4"] == 0.0 == coverage["mem_missing"]
-    rows = index._conn.execute("SELECT count(*) FROM docs JOIN fts ON fts.rowid = docs.rowid AND fts.memory_id = docs.memory_id")
+    assert (
+        coverage["mem_3"] == 1.0 and 0 < coverage["mem_1"] < 1.0 and coverage["mem_4"] == 0.0 == coverage["mem_missing"]
+    )
+    rows = index._conn.execute(
+        "SELECT count(*) FROM docs JOIN fts ON fts.rowid = docs.rowid AND fts.memory_id = docs.memory_id"
+    )
     assert rows.fetchone()[0] == len(MEMORIES)
 
 
@@ -56,7 +60,9 @@ def test_writes_and_deletes_keep_the_rowids_shared(tmp_path: Path) -> None:
         tx.add("mem_5", 5_000, "Marco fixed the Postgres replica")
     assert [m.memory_id for m in index.search_words(["postgres"], 5, body_only=True)] == ["mem_5"]  # not mem_2, deleted
     reopened = LexicalIndex(tmp_path / "keywords.sqlite3")
-    assert reopened._aligned() and {m.memory_id for m in reopened.search_words(["dog", "biscuit"], 5, body_only=True)} == {"mem_1", "mem_3"}
+    assert reopened._aligned() and {
+        m.memory_id for m in reopened.search_words(["dog", "biscuit"], 5, body_only=True)
+    } == {"mem_1", "mem_3"}
 
 
 def test_a_search_keeps_its_rarest_words_up_to_the_row_budget(tmp_path: Path) -> None:
@@ -131,7 +137,11 @@ def test_keyword_scores_are_the_same_held_or_asked_and_follow_every_write(tmp_pa
     with index.transaction() as tx:
         for i in range(1_200):  # coffee and garden in 200 memories each (past the rare, under the common)
             body = ["We drank coffee in the garden", "Coffee beans for the office", "The garden needs rain"][i % 12 % 3]
-            tx.add(f"mem_{i:04d}", i, (body if i % 12 < 3 else "Some other note") + (" before the Lisbon trip" if i % 250 == 0 else ""))
+            tx.add(
+                f"mem_{i:04d}",
+                i,
+                (body if i % 12 < 3 else "Some other note") + (" before the Lisbon trip" if i % 250 == 0 else ""),
+            )
     scorings: list[str] = []
     index._conn.set_trace_callback(lambda sql: scorings.append(sql) if "bm25" in sql else None)
 
@@ -155,7 +165,9 @@ def test_keyword_scores_are_the_same_held_or_asked_and_follow_every_write(tmp_pa
         tx.delete("mem_1188")
     after = searches()
     assert scorings and after != asked
-    assert "mem_new" in {mid for mid, _ in after[0]} and "mem_1188" not in {mid for matches in after for mid, _ in matches}
+    assert "mem_new" in {mid for mid, _ in after[0]} and "mem_1188" not in {
+        mid for matches in after for mid, _ in matches
+    }
     while index.idle_step():
         pass
     scorings.clear()

@@ -35,8 +35,14 @@ async def raw_post(url: str, body: dict[str, Any], headers: dict[str, str]) -> t
     """One HTTP/1.1 POST with the header values exactly as given."""
     parts = urlsplit(url)
     payload = json.dumps(body).encode()
-    lines = [f"POST {parts.path} HTTP/1.1", f"Host: {parts.netloc}", "Content-Type: application/json",
-             f"Content-Length: {len(payload)}", "Connection: close", *(f"{k}:{v}" for k, v in headers.items())]
+    lines = [
+        f"POST {parts.path} HTTP/1.1",
+        f"Host: {parts.netloc}",
+        "Content-Type: application/json",
+        f"Content-Length: {len(payload)}",
+        "Connection: close",
+        *(f"{k}:{v}" for k, v in headers.items()),
+    ]
     reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
     writer.write("\r\n".join(lines).encode() + b"\r\n\r\n" + payload)
     response = await reader.read()

@@ -28,8 +28,17 @@ def test_the_content_cap_is_one_constant() -> None:
     assert inspect.signature(validation.content).parameters["max_bytes"].default == config.MAX_CONTENT_BYTES
 
 
-@pytest.mark.parametrize("text", ["2026-01-31T09:30:00.000001Z", "1969-12-31T23:59:59.999999Z", "0001-01-01T00:00:00Z",
-                                  "9999-12-31T23:59:59.999999+00:00", "2026-11-21", "2026-11-21T10:00:00+02:00"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2026-01-31T09:30:00.000001Z",
+        "1969-12-31T23:59:59.999999Z",
+        "0001-01-01T00:00:00Z",
+        "9999-12-31T23:59:59.999999+00:00",
+        "2026-11-21",
+        "2026-11-21T10:00:00+02:00",
+    ],
+)
 def test_one_instant_parser_exact_to_the_microsecond(text: str) -> None:
     micros = clock.instant_us(text)
     assert export_format.parse_instant(text, "created") == micros

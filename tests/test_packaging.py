@@ -37,10 +37,26 @@ def test_installed_wheel_finds_its_personalities_and_names_its_model_dir(wheel: 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
-    site = Path(subprocess.check_output([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True).strip())
+    site = Path(
+        subprocess.check_output(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True
+        ).strip()
+    )
     # The wheel alone (no dependencies) into the new venv; --ignore-installed leaves this environment's own copy alone.
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--ignore-installed", "--prefix", str(venv), str(wheel)], check=True
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--ignore-installed",
+            "--prefix",
+            str(venv),
+            str(wheel),
+        ],
+        check=True,
     )
     (site / "zz_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")  # the dependencies, from here
     probe = (
@@ -53,7 +69,11 @@ def test_installed_wheel_finds_its_personalities_and_names_its_model_dir(wheel: 
         "print(s.model_dir)\n"
     )
     out = subprocess.run(
-        [str(python), "-c", probe], check=True, capture_output=True, text=True, cwd=tmp_path,
+        [str(python), "-c", probe],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
     ).stdout.splitlines()
     assert out[0].startswith(str(venv))  # the installed copy, not the checkout

@@ -23,7 +23,7 @@ def test_default_and_variant2_are_different_real_prompts() -> None:
     assert default.text != second.text
     for prompt in (default.text, second.text):
         assert "search_memory" in prompt and "store_memory" in prompt
-        assert "\"we\"" in prompt
+        assert '"we"' in prompt
         assert "symbiote" in prompt.lower()
     assert set(available(DIRECTORY)) >= {"default", "variant2"}
 

@@ -8,7 +8,7 @@ of query are in benchmarks/personal_set.py.
 
 from __future__ import annotations
 
-from typing import AsyncIterator
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -111,9 +111,21 @@ async def test_a_new_owners_plain_questions_find_their_facts_in_a_small_store_an
 
 
 def test_questions_and_requests_are_told_apart() -> None:
-    questions = ["what's my dog called?", "When did Melanie paint a sunrise?", "do I have a cat", "how do I take my coffee?"]
-    requests = ["Help me write a script", "what should I cook tonight?", "can you fix this test", "login screen",
-                "any ideas for the weekend?", "can't sleep again", "how do I unclog a drain"]
+    questions = [
+        "what's my dog called?",
+        "When did Melanie paint a sunrise?",
+        "do I have a cat",
+        "how do I take my coffee?",
+    ]
+    requests = [
+        "Help me write a script",
+        "what should I cook tonight?",
+        "can you fix this test",
+        "login screen",
+        "any ideas for the weekend?",
+        "can't sleep again",
+        "how do I unclog a drain",
+    ]
     assert [intent(q) for q in questions] == ["question"] * len(questions)
     assert [intent(r) for r in requests] == ["request"] * len(requests)
 

@@ -6,22 +6,22 @@ are in benchmarks/locomo.py and benchmarks/assistant_set.py).
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import AsyncIterator
 
 import numpy as np
 import pytest
 
-from symbiote.memory import timeparse
 from symbiote.config import Settings
+from symbiote.errors import InvalidInputError
+from symbiote.memory import timeparse
 from symbiote.memory.clock import iso_utc
 from symbiote.memory.engine import MemoryEngine
-from symbiote.errors import InvalidInputError
-from symbiote.storage.keywords import KeywordMatch
 from symbiote.retrieval.ranking import fuse
 from symbiote.runtime import Runtime, build_runtime
 from symbiote.storage.base import LEXICAL_FILE, Match, StoredMemory, content_hash
+from symbiote.storage.keywords import KeywordMatch
 
 MEMORIES = [
     "I'm working on a React app with TypeScript and authentication",
@@ -89,7 +89,9 @@ async def test_names_are_found_by_keyword(engine: MemoryEngine) -> None:
 async def test_natural_questions_find_their_memory(engine: MemoryEngine) -> None:
     assert (await contents(engine, "what's my dog called?"))[0] == "User's dog is a border collie named Biscuit."
     assert "User is allergic to penicillin." in await contents(engine, "am I allergic to any medication?")
-    assert (await contents(engine, "which database did we pick for billing?"))[0].startswith("Decided to use PostgreSQL")
+    assert (await contents(engine, "which database did we pick for billing?"))[0].startswith(
+        "Decided to use PostgreSQL"
+    )
 
 
 async def test_relevance_is_bounded_ordered_and_adjustable(engine: MemoryEngine) -> None:
@@ -138,7 +140,7 @@ async def test_search_never_returns_the_same_content_twice(runtime: Runtime) -> 
 async def test_time_filters(runtime: Runtime) -> None:
     engine = runtime.engine
     store = await engine._store_or_raise()
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     dated = {
         "Lunch with Marco about the grant proposal": now - timedelta(days=1),
         "Dinner with Marco to celebrate the grant": now - timedelta(days=40),
@@ -147,7 +149,11 @@ async def test_time_filters(runtime: Runtime) -> None:
     for text, moment in dated.items():
         micros = int(moment.timestamp() * 1_000_000)
         vectors = await engine._embedder.embed([text])
-        store.add(StoredMemory(f"mem_{micros:016d}0000", text, iso_utc(micros), micros, (), content_hash(text)), vectors, [text])
+        store.add(
+            StoredMemory(f"mem_{micros:016d}0000", text, iso_utc(micros), micros, (), content_hash(text)),
+            vectors,
+            [text],
+        )
     everything = await contents(engine, "Marco grant", limit=10, min_relevance=0)
     assert set(everything) == set(dated)
     assert await contents(engine, "Marco grant", when="yesterday", min_relevance=0) == [
@@ -164,20 +170,20 @@ async def test_time_filters(runtime: Runtime) -> None:
 
 
 def test_time_phrases() -> None:
-    now = datetime(2026, 11, 21, 15, 0, tzinfo=timezone.utc)  # a Saturday
+    now = datetime(2026, 11, 21, 15, 0, tzinfo=UTC)  # a Saturday
     day = timedelta(days=1)
-    assert timeparse.parse("yesterday", now).start == datetime(2026, 11, 20, tzinfo=timezone.utc)
+    assert timeparse.parse("yesterday", now).start == datetime(2026, 11, 20, tzinfo=UTC)
     last_week = timeparse.parse("last week", now)
-    assert (last_week.start, last_week.end) == (datetime(2026, 11, 9, tzinfo=timezone.utc), datetime(2026, 11, 16, tzinfo=timezone.utc))
+    assert (last_week.start, last_week.end) == (datetime(2026, 11, 9, tzinfo=UTC), datetime(2026, 11, 16, tzinfo=UTC))
     march = timeparse.parse("in March", now)
     assert (march.start.year, march.start.month, march.end.month) == (2026, 3, 4)
     december = timeparse.parse("December", now)  # the most recent December is last year's
     assert december.start.year == 2025
-    assert timeparse.parse("3 days ago", now).start == datetime(2026, 11, 18, tzinfo=timezone.utc)
+    assert timeparse.parse("3 days ago", now).start == datetime(2026, 11, 18, tzinfo=UTC)
     assert timeparse.parse("past 2 weeks", now).start == now - 14 * day
-    assert timeparse.parse("last Friday", now).start == datetime(2026, 11, 20, tzinfo=timezone.utc)
-    assert timeparse.parse("2026-03-05", now).end == datetime(2026, 3, 6, tzinfo=timezone.utc)
-    assert timeparse.parse("2025", now).start == datetime(2025, 1, 1, tzinfo=timezone.utc)
+    assert timeparse.parse("last Friday", now).start == datetime(2026, 11, 20, tzinfo=UTC)
+    assert timeparse.parse("2026-03-05", now).end == datetime(2026, 3, 6, tzinfo=UTC)
+    assert timeparse.parse("2025", now).start == datetime(2025, 1, 1, tzinfo=UTC)
     with pytest.raises(timeparse.TimePhraseError):
         timeparse.parse("the day after the party", now)
 
@@ -243,13 +249,19 @@ async def test_a_failed_chroma_write_leaves_no_keyword_entry(runtime: Runtime) -
     micros = 1_750_000_000_000_000
     broken = np.zeros((1, 3), dtype=np.float32)  # wrong dimension: Chroma refuses it
     with pytest.raises(Exception, match="(?i)dimension"):
-        store.add(StoredMemory(f"mem_{micros:016d}0000", text, iso_utc(micros), micros, (), content_hash(text)), broken, [text])
+        store.add(
+            StoredMemory(f"mem_{micros:016d}0000", text, iso_utc(micros), micros, (), content_hash(text)),
+            broken,
+            [text],
+        )
     assert store.keyword("write will fail", 5) == []
     assert store.count() == 1
 
 
 async def test_long_memory_found_by_its_last_paragraph_among_others(engine: MemoryEngine) -> None:
-    body = "\n\n".join(f"Section {i}: quarterly planning notes about hiring, budget and office moves." for i in range(40))
+    body = "\n\n".join(
+        f"Section {i}: quarterly planning notes about hiring, budget and office moves." for i in range(40)
+    )
     ending = "Last paragraph: the spare house key is hidden under the blue flowerpot."
     stored = await engine.store(f"{body}\n\n{ending}")
     await engine.passages_indexed()  # a long memory's paragraphs are indexed right after the store

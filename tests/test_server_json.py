@@ -33,7 +33,10 @@ def test_the_schema_is_the_registry_s_as_its_source_names_it() -> None:
 def test_server_json_is_valid_for_the_registry() -> None:
     schema = json.loads((REGISTRY / "server.schema.json").read_text())
     found = entry()
-    problems = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in Draft7Validator(schema, format_checker=FormatChecker()).iter_errors(found)]
+    problems = [
+        f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+        for e in Draft7Validator(schema, format_checker=FormatChecker()).iter_errors(found)
+    ]
     assert not problems, problems
     assert found["$schema"] == schema["$id"]
     assert found["name"] == "io.github.OWNER/symbiote"  # README: OWNER is the publisher's GitHub name
@@ -52,5 +55,9 @@ async def test_the_remote_it_describes_is_this_server(server: ServerProcess) -> 
     async with Client(url) as client:
         info = client.server_info
         tools = {tool.name for tool in (await client.list_tools()).tools}
-    assert info is not None and (info.title, info.description, info.version) == (found["title"], found["description"], found["version"])
+    assert info is not None and (info.title, info.description, info.version) == (
+        found["title"],
+        found["description"],
+        found["version"],
+    )
     assert {"store_memory", "search_memory"} <= tools

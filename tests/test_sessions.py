@@ -10,8 +10,8 @@ import asyncio
 import json
 import re
 import time
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import AsyncIterator, Iterator
 
 import httpx
 import pytest
@@ -101,7 +101,11 @@ async def test_endpoint_event_202_and_the_answer_on_the_stream(http: httpx.Async
             "jsonrpc": "2.0",
             "id": 1,
             "method": "initialize",
-            "params": {"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
+            "params": {
+                "protocolVersion": "2024-11-05",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "1"},
+            },
         }
         accepted = await http.post(first["data"], json=init)
         assert accepted.status_code == 202
@@ -110,7 +114,9 @@ async def test_endpoint_event_202_and_the_answer_on_the_stream(http: httpx.Async
         assert json.loads(answer["data"])["id"] == 1 and "serverInfo" in json.loads(answer["data"])["result"]
         await http.post(first["data"], json={"jsonrpc": "2.0", "method": "notifications/initialized"})
         # The SDK's query form reaches the same session.
-        ping = await http.post("/messages/", params={"session_id": match.group(1)}, json={"jsonrpc": "2.0", "id": 2, "method": "ping"})
+        ping = await http.post(
+            "/messages/", params={"session_id": match.group(1)}, json={"jsonrpc": "2.0", "id": 2, "method": "ping"}
+        )
         assert ping.status_code == 202
         assert json.loads((await stream.event())["data"]) == {"jsonrpc": "2.0", "id": 2, "result": {}}
         # Malformed JSON-RPC: 400, and the session keeps working.
@@ -121,7 +127,9 @@ async def test_endpoint_event_202_and_the_answer_on_the_stream(http: httpx.Async
         endpoint = first["data"]
     # Closed: the same endpoint is now unknown.
     deadline = time.monotonic() + 10
-    while (status := (await http.post(endpoint, json={"jsonrpc": "2.0", "id": 4, "method": "ping"})).status_code) != 404:
+    while (
+        status := (await http.post(endpoint, json={"jsonrpc": "2.0", "id": 4, "method": "ping"})).status_code
+    ) != 404:
         assert time.monotonic() < deadline, status
         await asyncio.sleep(0.1)
 

@@ -17,15 +17,14 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
-from symbiote.fastboot import handshake
-
-from symbiote.fastboot import stdio_handshake
 from symbiote.config import Settings
+from symbiote.fastboot import handshake, stdio_handshake
 from symbiote.fastboot.stdio_handshake import FORWARD, StdioHandshakeCache
 from tests.conftest import MODEL_DIR
 
@@ -92,7 +91,11 @@ class StdioProcess:
 
     def start(self) -> StdioProcess:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "symbiote", "stdio"], env=self.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            [sys.executable, "-m", "symbiote", "stdio"],
+            env=self.env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
         threading.Thread(target=self._read, daemon=True).start()
         return self
@@ -139,12 +142,16 @@ def recorded(tmp_path: Path) -> Iterator[Path]:
     """A data directory prepared as setup prepares it: `symbiote record-handshake`."""
     data = tmp_path / "data"
     env = StdioProcess(data).env
-    done = subprocess.run([sys.executable, "-m", "symbiote", "record-handshake"], env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "symbiote", "record-handshake"], env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0 and "stdio handshake answers" in done.stdout, done.stderr
     yield data
 
 
-def test_the_opening_is_answered_before_the_sdk_loads_and_equals_the_sdks_answers(tmp_path: Path, recorded: Path) -> None:
+def test_the_opening_is_answered_before_the_sdk_loads_and_equals_the_sdks_answers(
+    tmp_path: Path, recorded: Path
+) -> None:
     gate = tmp_path / "gate"
     early = StdioProcess(recorded, gate).start()
     try:
@@ -218,7 +225,11 @@ def test_a_cache_that_disagrees_with_the_sdk_is_dropped(tmp_path: Path, recorded
 def spawn(server: StdioProcess) -> subprocess.Popen[bytes]:
     """The child with plain pipes, for tests that read (or close) its stdout themselves."""
     return subprocess.Popen(
-        [sys.executable, "-m", "symbiote", "stdio"], env=server.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        [sys.executable, "-m", "symbiote", "stdio"],
+        env=server.env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
     )
 
 
@@ -228,7 +239,9 @@ def test_every_answer_reaches_a_client_that_reads_late(recorded: Path) -> None:
     proc = spawn(StdioProcess(recorded))
     assert proc.stdin is not None and proc.stdout is not None
     lines = [initialize(), INITIALIZED, request(1, "tools/call", {"name": "memory_stats", "arguments": {}})]
-    lines += [request(10 + i, "tools/list", {}) for i in range(3)] + [request(20 + i, "prompts/get", {"name": "venom_identity"}) for i in range(3)]
+    lines += [request(10 + i, "tools/list", {}) for i in range(3)] + [
+        request(20 + i, "prompts/get", {"name": "venom_identity"}) for i in range(3)
+    ]
     proc.stdin.write(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
     proc.stdin.flush()
     time.sleep(6)  # every request is done by now; the answers wait in the pipes
@@ -251,7 +264,10 @@ def test_a_client_that_closes_our_stdout_ends_the_server(recorded: Path) -> None
     proc.stdout.close()
     with contextlib.suppress(BrokenPipeError):
         for index in range(10):
-            proc.stdin.write(json.dumps(request(100 + index, "tools/call", {"name": "memory_stats", "arguments": {}})).encode() + b"\n")
+            proc.stdin.write(
+                json.dumps(request(100 + index, "tools/call", {"name": "memory_stats", "arguments": {}})).encode()
+                + b"\n"
+            )
             proc.stdin.flush()
             time.sleep(0.5)
     assert proc.wait(timeout=30) == 1, "stopped on the broken pipe, as the SDK alone does"
@@ -260,13 +276,17 @@ def test_a_client_that_closes_our_stdout_ends_the_server(recorded: Path) -> None
 def test_ctrl_c_ends_the_session_cleanly(recorded: Path) -> None:
     """Ctrl+C in a terminal running `symbiote stdio` ends the session as a closed stdin does."""
     server = StdioProcess(recorded).start()
-    assert server.ask([initialize(), INITIALIZED, request(1, "tools/call", {"name": "memory_stats", "arguments": {}})])[1]["result"]
+    assert server.ask([initialize(), INITIALIZED, request(1, "tools/call", {"name": "memory_stats", "arguments": {}})])[
+        1
+    ]["result"]
     assert server.proc is not None
     server.proc.send_signal(signal.SIGINT)
     assert server.proc.wait(timeout=20) == 0
 
 
-def test_a_new_data_directory_is_answered_from_the_user_cache(tmp_path: Path, recorded: Path, own_user_cache: Path) -> None:
+def test_a_new_data_directory_is_answered_from_the_user_cache(
+    tmp_path: Path, recorded: Path, own_user_cache: Path
+) -> None:
     assert list(own_user_cache.glob("symbiote/handshake-stdio-*.json")), "setup's recording is kept per user too"
     gate = tmp_path / "gate"
     elsewhere = tmp_path / "claude-desktop-data"  # a CHROMADB_PATH setup never saw
@@ -306,7 +326,9 @@ def test_the_fingerprint_ignores_where_the_data_lives(settings: Settings) -> Non
 
     elsewhere = dataclasses.replace(settings, chromadb_path=Path("/somewhere/else"))
     assert handshake.fingerprint(settings) == handshake.fingerprint(elsewhere)
-    assert handshake.fingerprint(settings) != handshake.fingerprint(dataclasses.replace(settings, personality="variant2"))
+    assert handshake.fingerprint(settings) != handshake.fingerprint(
+        dataclasses.replace(settings, personality="variant2")
+    )
     assert handshake.fingerprint(settings) != handshake.fingerprint(stdio_handshake.stdio_settings(settings))
 
 
@@ -314,7 +336,9 @@ def test_the_fingerprint_ignores_where_the_data_lives(settings: Settings) -> Non
 TOY = StdioHandshakeCache(
     "toy",
     {
-        "initialize|2025-06-18": json.dumps({"jsonrpc": "2.0", "id": handshake.PROBE_ID, "result": {"protocolVersion": "2025-06-18"}}),
+        "initialize|2025-06-18": json.dumps(
+            {"jsonrpc": "2.0", "id": handshake.PROBE_ID, "result": {"protocolVersion": "2025-06-18"}}
+        ),
         "prompts/list|2025-06-18": json.dumps({"jsonrpc": "2.0", "id": handshake.PROBE_ID, "result": {"prompts": []}}),
     },
 )

@@ -7,24 +7,25 @@ real model; nothing is mocked.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import pytest
 
-from symbiote.storage.chroma_client import ChromaClients, ChromaServer
 from symbiote.config import Settings
 from symbiote.embedding.model import MODEL_DIMENSION, MODEL_NAME, OnnxEmbedder
 from symbiote.errors import InvalidInputError, MemoryNotFoundError, StoreUnavailableError
 from symbiote.memory.history import parse_ts
-from symbiote.memory.ids import created_us as id_micros
-from symbiote.storage.history import ChromaHistoryStore
 from symbiote.memory.ids import IdGenerator
+from symbiote.memory.ids import created_us as id_micros
 from symbiote.runtime import build_runtime
 from symbiote.storage.base import StoredMemory, content_hash
+from symbiote.storage.chroma_client import ChromaClients, ChromaServer
+from symbiote.storage.history import ChromaHistoryStore
 from symbiote.storage.opening import open_embedded_store, open_server_store
 from tests.chroma_server import Backend, backend, chroma_server  # noqa: F401  (fixtures)
 
@@ -32,7 +33,7 @@ IDS = IdGenerator()
 
 
 def iso_utc(micros: int) -> str:
-    return datetime.fromtimestamp(micros / 1e6, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+    return datetime.fromtimestamp(micros / 1e6, tz=UTC).isoformat().replace("+00:00", "Z")
 
 
 @pytest.fixture(scope="module")
@@ -167,7 +168,9 @@ def test_history_store_appends_numbers_and_reads_in_order(opened: Opened) -> Non
     turns = history_store(opened.settings)
     stamp, micros = parse_ts(None)
     for i, text in enumerate(["hello", "hi! how can we help?", "tell me about Lisbon"]):
-        turn, written = turns.add("c1", "user" if i % 2 == 0 else "assistant", text, stamp, micros, opened.vector(text), None)
+        turn, written = turns.add(
+            "c1", "user" if i % 2 == 0 else "assistant", text, stamp, micros, opened.vector(text), None
+        )
         assert written and turn.turn_index == i
     last, total = turns.get_turns("c1", 2)
     assert total == 3 and [t.text for t in last] == ["hi! how can we help?", "tell me about Lisbon"]

@@ -4,8 +4,9 @@ is a read or a write, and no write reaches a store without the file share's writ
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -77,7 +78,9 @@ def test_every_method_is_classed_once_and_written_out_in_the_layer() -> None:
     ("layer", "writes", "reads"),
     [(StoreLayer, WRITE_METHODS, READ_METHODS), (HistoryLayer, HISTORY_WRITE_METHODS, HISTORY_READ_METHODS)],
 )
-def test_the_layer_sends_writes_through_write_and_reads_through_read(layer: type, writes: frozenset[str], reads: frozenset[str]) -> None:
+def test_the_layer_sends_writes_through_write_and_reads_through_read(
+    layer: type, writes: frozenset[str], reads: frozenset[str]
+) -> None:
     routed: list[tuple[str, str]] = []
 
     class Routing(layer):  # type: ignore[misc, valid-type]

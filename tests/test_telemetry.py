@@ -15,8 +15,8 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 from mcp import Client, StdioServerParameters
@@ -76,8 +76,11 @@ async def test_spans_and_metrics_over_otlp_http(tmp_path: Path, model_dir: Path)
         server.start()
         try:
             texts = await session(server, uuid.uuid4().hex[:8])
-            assert received.wait_for(lambda r: r.named("tools/call search_memory") and any(
-                p.metric == "symbiote.memory.count" for p in r.points))
+            assert received.wait_for(
+                lambda r: (
+                    r.named("tools/call search_memory") and any(p.metric == "symbiote.memory.count" for p in r.points)
+                )
+            )
         finally:
             assert server.stop() == 0  # a clean exit flushes what is left
     log = server.log()
@@ -124,8 +127,12 @@ async def test_spans_over_otlp_grpc(tmp_path: Path, model_dir: Path) -> None:
         server = ServerProcess(tmp_path / "data", env=export_env(receiver.endpoint, "grpc")).start()
         try:
             await session(server, uuid.uuid4().hex[:8])
-            assert received.wait_for(lambda r: bool(r.named("tools/call search_memory")) and any(
-                p.metric == "mcp.server.operation.duration" for p in r.points))
+            assert received.wait_for(
+                lambda r: (
+                    bool(r.named("tools/call search_memory"))
+                    and any(p.metric == "mcp.server.operation.duration" for p in r.points)
+                )
+            )
         finally:
             server.stop()
     assert received.requests.keys() == {"grpc"}
@@ -235,11 +242,17 @@ def test_settings_check_the_telemetry_variables() -> None:
     from symbiote.config import ConfigError, Settings
 
     assert Settings.from_env({}).log_format == "text"
-    assert Settings.from_env({"CONTAINER_APP_NAME": "s", "CONTAINER_APP_ENV_DNS_SUFFIX": "x.azurecontainerapps.io"}).log_format == "json"
+    assert (
+        Settings.from_env(
+            {"CONTAINER_APP_NAME": "s", "CONTAINER_APP_ENV_DNS_SUFFIX": "x.azurecontainerapps.io"}
+        ).log_format
+        == "json"
+    )
     assert Settings.from_env({"WEBSITE_HOSTNAME": "s.azurewebsites.net", "LOG_FORMAT": "text"}).log_format == "text"
     assert Settings.from_env({"SYMBIOTE_TRACE_CONTENT": "on"}).trace_content
     with pytest.raises(ConfigError) as bad:
-        Settings.from_env({"LOG_FORMAT": "xml", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json", "SYMBIOTE_TRACE_CONTENT": "maybe"})
+        Settings.from_env(
+            {"LOG_FORMAT": "xml", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json", "SYMBIOTE_TRACE_CONTENT": "maybe"}
+        )
     assert "LOG_FORMAT" in str(bad.value) and "OTEL_EXPORTER_OTLP_PROTOCOL" in str(bad.value)
     assert "SYMBIOTE_TRACE_CONTENT" in str(bad.value)
-

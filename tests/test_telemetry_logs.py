@@ -14,8 +14,8 @@ import json
 import logging
 import re
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import httpx2
 import pytest
@@ -101,7 +101,7 @@ async def test_a_debug_session_logs_no_secret_and_no_memory_text(debug_server: t
 
 def test_redact_masks_shapes_not_values() -> None:
     line = (
-        'GET /authorize?client_id=c1&code=abc123&state=s HTTP/1.1 Authorization: Bearer sym_at_0123456789abcdef '
+        "GET /authorize?client_id=c1&code=abc123&state=s HTTP/1.1 Authorization: Bearer sym_at_0123456789abcdef "
         '{"content": "we like tea", "tags": ["x"], "query": "tea?"} arguments={\'text\': \'milk\'} '
         "CallToolRequestParams(name='store_memory', content='sugar') refresh sym_rt_ABCDEFGHIJKL"
     )

@@ -10,10 +10,11 @@ import gzip
 import json
 import threading
 import time
+from collections.abc import Callable
 from concurrent import futures
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2, metrics_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
@@ -91,7 +92,7 @@ class Received:
                             value = point.count if kind == "histogram" else value_of_number(point)
                             self.points.append(Point(metric.name, kind, attributes(point.attributes), value))
 
-    def wait_for(self, check: Callable[["Received"], bool], timeout: float = 30.0) -> bool:
+    def wait_for(self, check: Callable[[Received], bool], timeout: float = 30.0) -> bool:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             with self._lock:
@@ -143,7 +144,7 @@ class HttpReceiver:
         self.endpoint = f"http://127.0.0.1:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
-    def __enter__(self) -> "HttpReceiver":
+    def __enter__(self) -> HttpReceiver:
         self._thread.start()
         return self
 
@@ -175,7 +176,7 @@ class GrpcReceiver:
         port = self._server.add_insecure_port("127.0.0.1:0")
         self.endpoint = f"http://127.0.0.1:{port}"
 
-    def __enter__(self) -> "GrpcReceiver":
+    def __enter__(self) -> GrpcReceiver:
         self._server.start()
         return self
 
@@ -229,9 +230,11 @@ class AppInsightsReceiver:
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     def of_kind(self, base_type: str) -> list[dict[str, Any]]:
-        return [item["data"]["baseData"] for item in list(self.items) if item.get("data", {}).get("baseType") == base_type]
+        return [
+            item["data"]["baseData"] for item in list(self.items) if item.get("data", {}).get("baseType") == base_type
+        ]
 
-    def __enter__(self) -> "AppInsightsReceiver":
+    def __enter__(self) -> AppInsightsReceiver:
         self._thread.start()
         return self
 

@@ -10,12 +10,11 @@ import json
 import os
 import subprocess
 import sys
-from datetime import datetime, timedelta, timezone
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import AsyncIterator
 
 import numpy as np
-import pytest
 import pytest_asyncio
 
 from symbiote.config import Settings
@@ -29,7 +28,12 @@ from tests.conftest import MODEL_DIR
 KNOWLEDGE_GRAPH = "\n".join(
     json.dumps(line)
     for line in [
-        {"type": "entity", "name": "John_Smith", "entityType": "person", "observations": ["Speaks fluent Spanish", "Graduated in 2019"]},
+        {
+            "type": "entity",
+            "name": "John_Smith",
+            "entityType": "person",
+            "observations": ["Speaks fluent Spanish", "Graduated in 2019"],
+        },
         {"type": "entity", "name": "Anthropic", "entityType": "organization", "observations": []},
         {"type": "relation", "from": "John_Smith", "to": "Anthropic", "relationType": "works_at"},
     ]
@@ -53,7 +57,9 @@ async def export_text(runtime: Runtime, *, history: bool = False, vectors: bool 
     return "".join([chunk async for chunk in export_lines(runtime.engine.bulk, turns, with_vectors=vectors)])
 
 
-async def import_text(runtime: Runtime, text: str, dry_run: bool = False, replace_conflicts: bool = False) -> ImportReport:
+async def import_text(
+    runtime: Runtime, text: str, dry_run: bool = False, replace_conflicts: bool = False
+) -> ImportReport:
     history = runtime.history.history if runtime.history else None
     importer = Importer(runtime.engine.bulk, history, dry_run=dry_run, replace_conflicts=replace_conflicts)
     return await importer.run(io.BytesIO(text.encode("utf-8")))
@@ -77,7 +83,9 @@ def memory_lines(text: str) -> list[str]:
     return [line for line in text.splitlines() if json.loads(line).get("kind") == "memory"]
 
 
-async def test_round_trip_gives_the_same_lines_and_a_second_import_adds_nothing(runtimes: tuple[Runtime, Runtime]) -> None:
+async def test_round_trip_gives_the_same_lines_and_a_second_import_adds_nothing(
+    runtimes: tuple[Runtime, Runtime],
+) -> None:
     source, target = runtimes
     await fill(source)
     first = await export_text(source)
@@ -120,7 +128,9 @@ async def test_vectors_from_the_same_model_are_kept_not_recomputed(runtimes: tup
     assert third.reembedded and third.unchanged == 4
 
 
-async def test_malformed_lines_are_refused_by_number_and_nothing_stored_is_lost(runtimes: tuple[Runtime, Runtime]) -> None:
+async def test_malformed_lines_are_refused_by_number_and_nothing_stored_is_lost(
+    runtimes: tuple[Runtime, Runtime],
+) -> None:
     source, target = runtimes
     await fill(source)
     kept = await target.engine.store("Already here before the import", tags=["mine"])
@@ -162,7 +172,7 @@ async def test_other_text_is_a_conflict_a_newer_copy_updates_and_a_dry_run_chang
     await import_text(target, text)
     coffee = ids["Prefers dark roast coffee. Never with sugar."]
     line = next(json.loads(line) for line in memory_lines(text) if json.loads(line)["id"] == coffee)
-    soon = datetime.now(timezone.utc) + timedelta(minutes=5)  # later than the stored copy, not in the future past a day
+    soon = datetime.now(UTC) + timedelta(minutes=5)  # later than the stored copy, not in the future past a day
     retagged = {**line, "tags": ["coffee", "mornings"], "updated": soon.isoformat()}
     dry = await import_text(target, json.dumps(retagged), dry_run=True)
     assert dry.dry_run and dry.updated == 1 and (await target.engine.get(coffee)).tags == ["coffee", "preferences"]
@@ -171,7 +181,11 @@ async def test_other_text_is_a_conflict_a_newer_copy_updates_and_a_dry_run_chang
     older = {**retagged, "tags": ["an", "old", "draft"], "updated": None}
     assert (await import_text(target, json.dumps(older))).kept == 1
     # Other text under the same id is never taken silently, however new the file says it is.
-    rewritten = {**line, "content": "Prefers light roast coffee now.", "updated": (soon + timedelta(minutes=1)).isoformat()}
+    rewritten = {
+        **line,
+        "content": "Prefers light roast coffee now.",
+        "updated": (soon + timedelta(minutes=1)).isoformat(),
+    }
     conflict = await import_text(target, json.dumps(rewritten))
     assert conflict.conflicts == 1 and conflict.conflicting == [(1, coffee)] and conflict.updated == 0
     assert "1 conflicts" in conflict.summary()
@@ -185,7 +199,7 @@ async def test_other_text_is_a_conflict_a_newer_copy_updates_and_a_dry_run_chang
 
 async def test_the_reference_memory_servers_knowledge_graph(runtimes: tuple[Runtime, Runtime]) -> None:
     _, target = runtimes
-    report = await import_text(target, KNOWLEDGE_GRAPH + "\n{\"type\": \"entity\", \"name\": \"\"}\n")
+    report = await import_text(target, KNOWLEDGE_GRAPH + '\n{"type": "entity", "name": ""}\n')
     assert report.source == "knowledge-graph"
     assert report.added == 4 and [line for line, _ in report.refused] == [4]
     page = await target.engine.bulk.browse(None, 0, 10)
@@ -212,7 +226,8 @@ async def test_history_goes_out_and_comes_back(runtimes: tuple[Runtime, Runtime]
     report = await import_text(target, text)
     assert report.added == 1 and report.turns_added == 3
     assert [t.text for t in (await target.history.history.get("chat-1")).turns] == [
-        "What should I cook tonight?", "How about a mushroom risotto?"
+        "What should I cook tonight?",
+        "How about a mushroom risotto?",
     ]
     assert await turn_reader(target.history.history).conversations() != []
     again = await import_text(target, text)
@@ -231,7 +246,9 @@ async def test_a_full_quota_stops_between_batches_with_nothing_half_written(runt
 
 def run(data: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "CHROMADB_PATH": str(data), "SYMBIOTE_MODEL_DIR": str(MODEL_DIR), "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([sys.executable, "-m", "symbiote", *args], env=env, capture_output=True, text=True, timeout=180, input=stdin)
+    return subprocess.run(
+        [sys.executable, "-m", "symbiote", *args], env=env, capture_output=True, text=True, timeout=180, input=stdin
+    )
 
 
 def test_the_export_and_import_commands(tmp_path: Path, model_dir: Path) -> None:
@@ -239,7 +256,9 @@ def test_the_export_and_import_commands(tmp_path: Path, model_dir: Path) -> None
     graph.write_text(KNOWLEDGE_GRAPH + "\nnot json\n")
     imported = run(tmp_path / "a", "import", str(graph))
     assert imported.returncode == 0, imported.stderr
-    assert "4 added, 0 unchanged, 0 updated, 1 refused." in imported.stdout and "line 4: not valid JSON" in imported.stdout
+    assert (
+        "4 added, 0 unchanged, 0 updated, 1 refused." in imported.stdout and "line 4: not valid JSON" in imported.stdout
+    )
     out = tmp_path / "out" / "export.jsonl"
     exported = run(tmp_path / "a", "export", "--out", str(out), "--with-vectors", "--with-history")
     assert exported.returncode == 0, exported.stderr

@@ -11,8 +11,9 @@ import json
 import os
 import sys
 import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -78,11 +79,15 @@ async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
 async def test_store_search_get_list_stats(connect: Callable[[], Client]) -> None:
     async with connect() as client:
         marker = uuid.uuid4().hex[:8]
-        stored = await call(client, "store_memory", content=f"Project {marker} ships its web app with React", tags=["work", marker])
+        stored = await call(
+            client, "store_memory", content=f"Project {marker} ships its web app with React", tags=["work", marker]
+        )
         # The random marker moves the query's vector: a question close in meaning keeps this
         # memory far above the 30 cut-off whatever the marker (87-96 over 60 markers; the terse
         # "Project <marker> frontend framework" scored 33-90 and once, in CI, fell under 30).
-        found = await call(client, "search_memory", query=f"Which frontend framework does project {marker} use for its web app?")
+        found = await call(
+            client, "search_memory", query=f"Which frontend framework does project {marker} use for its web app?"
+        )
         got = await call(client, "get_memory", memory_id=stored["memory_id"])
         page = await call(client, "list_memories", limit=20)
         stats = await call(client, "memory_stats")
@@ -110,7 +115,14 @@ async def test_tools_prompt_and_resources(connect: Callable[[], Client]) -> None
         tools = {tool.name for tool in (await client.list_tools()).tools}
         prompt = await client.get_prompt("venom_identity")
         stats = await client.read_resource("memory://stats")
-        assert tools >= {"store_memory", "search_memory", "get_memory", "delete_memory", "list_memories", "memory_stats"}
+        assert tools >= {
+            "store_memory",
+            "search_memory",
+            "get_memory",
+            "delete_memory",
+            "list_memories",
+            "memory_stats",
+        }
         assert "search_memory" in prompt.messages[0].content.text  # type: ignore[union-attr]
         assert isinstance(json.loads(stats.contents[0].text), dict)  # type: ignore[union-attr]
         assert client.instructions and "search_memory" in client.instructions
@@ -127,7 +139,9 @@ async def test_delete_then_gone(connect: Callable[[], Client]) -> None:
 async def test_sse_transport_serves_only_the_legacy_pair(sse_server: ServerProcess) -> None:
     async with httpx.AsyncClient(base_url=sse_server.base_url) as http:
         ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
-        assert (await http.post("/mcp", json=ping, headers={"Accept": "application/json, text/event-stream"})).status_code == 404
+        assert (
+            await http.post("/mcp", json=ping, headers={"Accept": "application/json, text/event-stream"})
+        ).status_code == 404
         health = (await http.get("/health")).json()
     assert health["transport"] == "sse" and health["status"] == "ok"
     assert "transport: sse" in sse_server.log()
@@ -144,5 +158,7 @@ async def test_bad_transport_is_a_config_error(tmp_path: Path) -> None:
     import subprocess
 
     env = {**os.environ, "CHROMADB_PATH": str(tmp_path), "SYMBIOTE_TRANSPORT": "carrier-pigeon"}
-    run = subprocess.run([sys.executable, "-m", "symbiote", "serve"], env=env, capture_output=True, text=True, timeout=60)
+    run = subprocess.run(
+        [sys.executable, "-m", "symbiote", "serve"], env=env, capture_output=True, text=True, timeout=60
+    )
     assert run.returncode == 2 and "SYMBIOTE_TRANSPORT='carrier-pigeon'" in run.stderr

@@ -6,9 +6,9 @@ after the rows are read from Chroma; and what the rows answer must be what Chrom
 
 from __future__ import annotations
 
-from dataclasses import replace
-from datetime import datetime, timezone
 import time
+from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -43,11 +43,13 @@ def model(model_dir: Path) -> OnnxEmbedder:
 def _memory(content: str, created: int | None = None, tags: tuple[str, ...] = ()) -> StoredMemory:
     memory_id = IDS.new()
     micros = created if created is not None else id_micros(memory_id)
-    stamp = datetime.fromtimestamp(micros / 1e6, tz=timezone.utc).isoformat()
+    stamp = datetime.fromtimestamp(micros / 1e6, tz=UTC).isoformat()
     return StoredMemory(memory_id, content, stamp, micros, tags, content_hash(content))
 
 
-def _add(store: ChromaMemoryStore, model: OnnxEmbedder, content: str, whole_only: bool = False, **kw: object) -> StoredMemory:
+def _add(
+    store: ChromaMemoryStore, model: OnnxEmbedder, content: str, whole_only: bool = False, **kw: object
+) -> StoredMemory:
     memory = _memory(content, **kw)  # type: ignore[arg-type]
     windows = model.windows(content)
     store.add(memory, model.embed(windows[:1] if whole_only else windows), windows)
@@ -88,7 +90,7 @@ def test_every_kind_of_write_reaches_the_rows(tmp_path: Path, model: OnnxEmbedde
     react = _add(store, model, TEXTS[0])
     porto = _add(store, model, TEXTS[1], whole_only=True)  # its sentences queued, indexed after
     assert _top(store, model, "what does my sister do for a living?")[:1] == [porto.memory_id]
-    (mid, windows, _text), = store.pending_passages(10)
+    ((mid, windows, _text),) = store.pending_passages(10)
     assert store.add_passages([(mid, model.embed(windows[1:]), windows)]) == 1
     assert store.nearest(model.embed(["my sister is an architect"])[0], 1)[0].similarity > 0.9  # its own sentence
 
@@ -114,7 +116,9 @@ def test_what_is_read_again_after_a_write_is_what_the_write_left(tmp_path: Path,
     assert store.get([cat.memory_id])[cat.memory_id].tags == ("pets",)  # read, and now held
     assert store.find_content(cat.content_hash).memory_id == cat.memory_id
 
-    renamed = replace(cat, content="The user's cat is called Tofu", content_hash=content_hash("The user's cat is called Tofu"))
+    renamed = replace(
+        cat, content="The user's cat is called Tofu", content_hash=content_hash("The user's cat is called Tofu")
+    )
     store.replace(renamed, model.embed([renamed.content]), [renamed.content])
     assert store.get([cat.memory_id])[cat.memory_id].content == renamed.content
     assert store.find_content(cat.content_hash) is None
@@ -220,7 +224,9 @@ def test_records_held_from_a_write_or_a_read_are_what_chroma_returns(tmp_path: P
     assert held == from_chroma == again.get(ids) == {m.memory_id: m for m in memories}
 
 
-def test_the_store_process_holds_the_words_a_search_asked_for_between_requests(tmp_path: Path, model: OnnxEmbedder) -> None:
+def test_the_store_process_holds_the_words_a_search_asked_for_between_requests(
+    tmp_path: Path, model: OnnxEmbedder
+) -> None:
     """The child's idle moments keep coming back: after a search, it holds the scores of the
     words that search asked for (more than one idle step of rows), and answers the same."""
     plain = open_embedded_store(tmp_path, MODEL_NAME, MODEL_DIMENSION)

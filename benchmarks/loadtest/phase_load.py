@@ -191,8 +191,7 @@ async def _window(
     server_cores = None if cpu0 is None or cpu1 is None else (cpu1 - cpu0) / tally.seconds
     if server_cores is not None:
         print(
-            f"  server CPU: {server_cores:.2f} cores; "
-            f"load generator CPU: {(self1 - self0) / tally.seconds:.2f} cores"
+            f"  server CPU: {server_cores:.2f} cores; load generator CPU: {(self1 - self0) / tally.seconds:.2f} cores"
         )
     print(f"  server RSS peak: {mb(sampler.peaks.get(sampler.window))}")
     entry: dict[str, Any] = {

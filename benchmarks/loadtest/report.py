@@ -22,8 +22,10 @@ def _load_rows(load: dict[str, Any], n_http: int, n_sse: int) -> list[Row]:
         )
     )
     by_kind = Counter(
-        {kind: sum(n for op, n in (mixed.get("failed_by_op") or {}).items() if op.endswith("/" + kind))
-         for kind in ("http", "sse")}
+        {
+            kind: sum(n for op, n in (mixed.get("failed_by_op") or {}).items() if op.endswith("/" + kind))
+            for kind in ("http", "sse")
+        }
     )
     broken = load.get("sessions_broken_by_kind") or {}
     rows.append(

@@ -138,4 +138,3 @@ def checkout(rev: str | None, workdir: Path) -> tuple[Path | None, str]:
     )
     subprocess.run(["tar", "-x", "-C", str(source)], input=archive.stdout, check=True)
     return source, f"git {rev} ({_git('rev-parse', '--short', rev)})"
-

@@ -168,7 +168,9 @@ class OAuthRecords(AuthDatabase):
                 return None
             if row[3] is not None:
                 if row[4]:
-                    conn.execute("UPDATE grants SET revoked_at = ? WHERE grant_id = ? AND revoked_at IS NULL", (now, row[4]))
+                    conn.execute(
+                        "UPDATE grants SET revoked_at = ? WHERE grant_id = ? AND revoked_at IS NULL", (now, row[4])
+                    )
                 return None
             return row[0], json.loads(row[1]), row[2]
 
@@ -193,7 +195,9 @@ class OAuthRecords(AuthDatabase):
                 (grant_id, client_id, " ".join(scopes), resource, now),
             )
             conn.execute("UPDATE codes SET grant_id = ? WHERE code_hash = ?", (grant_id, key))
-            conn.execute("UPDATE clients SET approved_at = COALESCE(approved_at, ?) WHERE client_id = ?", (now, client_id))
+            conn.execute(
+                "UPDATE clients SET approved_at = COALESCE(approved_at, ?) WHERE client_id = ?", (now, client_id)
+            )
             return self._issue(conn, now, grant_id, scopes, access_ttl, refresh_ttl)
 
         return self._write(work)

@@ -13,11 +13,11 @@ import secrets
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, TypeVar
-from symbiote.errors import SymbioteError
+from typing import TypeVar
 
-from symbiote.errors import DataFormatError
+from symbiote.errors import DataFormatError, SymbioteError
 from symbiote.storage.data_format import recorded_format
 
 T = TypeVar("T")

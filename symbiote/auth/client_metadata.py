@@ -28,7 +28,8 @@ import socket
 import ssl
 import time
 from collections import OrderedDict
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
@@ -76,10 +77,24 @@ def is_metadata_url(client_id: str) -> bool:
 REFUSED_NETWORKS = tuple(
     ipaddress.ip_network(network)
     for network in (
-        "0.0.0.0/8", "100.64.0.0/10", "192.0.0.0/24", "192.0.2.0/24", "198.18.0.0/15", "198.51.100.0/24",
-        "203.0.113.0/24", "240.0.0.0/4",
-        "::/96", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64", "2001::/23", "2001:db8::/32", "2002::/16",
-        "fc00::/7", "fe80::/10", "fec0::/10",
+        "0.0.0.0/8",
+        "100.64.0.0/10",
+        "192.0.0.0/24",
+        "192.0.2.0/24",
+        "198.18.0.0/15",
+        "198.51.100.0/24",
+        "203.0.113.0/24",
+        "240.0.0.0/4",
+        "::/96",
+        "64:ff9b::/96",
+        "64:ff9b:1::/48",
+        "100::/64",
+        "2001::/23",
+        "2001:db8::/32",
+        "2002::/16",
+        "fc00::/7",
+        "fe80::/10",
+        "fec0::/10",
     )
 )
 
@@ -208,7 +223,9 @@ class ClientMetadataDocuments:
             pinned += f"?{parts.query}"
         async with httpx.AsyncClient(verify=self._tls, trust_env=False, follow_redirects=False) as http:
             request = http.build_request(
-                "GET", pinned, headers={"Host": parts.netloc, "Accept": "application/json"},
+                "GET",
+                pinned,
+                headers={"Host": parts.netloc, "Accept": "application/json"},
                 extensions={"sni_hostname": host},
             )
             response = await http.send(request, stream=True)

@@ -53,7 +53,11 @@ button{{padding:.6em 1.2em;font-size:1em;border-radius:6px;border:0;margin-right
 
 
 def _page(title: str, body: str, status: int = 200, headers: dict[str, str] | None = None) -> HTMLResponse:
-    return HTMLResponse(PAGE.format(title=html.escape(title), body=body), status_code=status, headers={**SECURITY_HEADERS, **(headers or {})})
+    return HTMLResponse(
+        PAGE.format(title=html.escape(title), body=body),
+        status_code=status,
+        headers={**SECURITY_HEADERS, **(headers or {})},
+    )
 
 
 def _expired() -> HTMLResponse:
@@ -127,8 +131,15 @@ class ConsentEndpoint:
         info = found[0] if found else {}
         return str(info.get("client_name") or "An unnamed app")
 
-    async def _form(self, ticket: str, client_id: str, params: dict[str, Any], error: str = "", status: int = 200,
-                    headers: dict[str, str] | None = None) -> HTMLResponse:
+    async def _form(
+        self,
+        ticket: str,
+        client_id: str,
+        params: dict[str, Any],
+        error: str = "",
+        status: int = 200,
+        headers: dict[str, str] | None = None,
+    ) -> HTMLResponse:
         name = await self._client_name(client_id, params)
         if not self.owner.configured:
             return _page(
@@ -178,8 +189,11 @@ Client id <code>{html.escape(client_id)}</code>{_publisher(client_id)}</p>
                 return _expired()
             log.info("sign-in denied by the owner for client %s", client_id)
             target = construct_redirect_uri(
-                params["redirect_uri"], error="access_denied", error_description="The owner denied access.",
-                state=params["state"], iss=issuer,
+                params["redirect_uri"],
+                error="access_denied",
+                error_description="The owner denied access.",
+                state=params["state"],
+                iss=issuer,
             )
             return RedirectResponse(target, status_code=302, headers=SECURITY_HEADERS)
         if decision != "approve":
@@ -195,7 +209,10 @@ Client id <code>{html.escape(client_id)}</code>{_publisher(client_id)}</p>
         taken = await self._take(ticket)
         if taken is None:
             return _expired()
-        code_data = {key: params[key] for key in ("scopes", "code_challenge", "redirect_uri", "redirect_uri_provided_explicitly", "resource")}
+        code_data = {
+            key: params[key]
+            for key in ("scopes", "code_challenge", "redirect_uri", "redirect_uri_provided_explicitly", "resource")
+        }
         code, _expires = await anyio.to_thread.run_sync(self.store.add_code, client_id, code_data)
         log.info("the owner approved client %s", client_id)
         target = construct_redirect_uri(params["redirect_uri"], code=code, state=params["state"], iss=issuer)

@@ -27,8 +27,9 @@ from __future__ import annotations
 import contextvars
 import logging
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 from mcp.server.auth.handlers.metadata import MetadataHandler
@@ -46,9 +47,9 @@ from mcp.server.auth.routes import (
     _cors,
     build_metadata,
     build_resource_metadata_url,
+    cors_middleware,
     create_auth_routes,
     create_protected_resource_routes,
-    cors_middleware,
 )
 from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOptions
 from pydantic import AnyHttpUrl, ConfigDict, TypeAdapter
@@ -154,16 +155,27 @@ class AuthGateway:
         issuer = _URL.validate_python(origin)
         resource = _URL.validate_python(f"{origin}/mcp")
         provider = SymbioteOAuthProvider(
-            self.store, origin, access_ttl=self.options.access_ttl, refresh_ttl=self.options.refresh_ttl,
-            documents=self.documents, overflow=self.overflow,
+            self.store,
+            origin,
+            access_ttl=self.options.access_ttl,
+            refresh_ttl=self.options.refresh_ttl,
+            documents=self.documents,
+            overflow=self.overflow,
         )
         routes = self._server_routes(provider, issuer)
         resource_routes = create_protected_resource_routes(
-            resource_url=resource, authorization_servers=[issuer], scopes_supported=[SCOPE], resource_name="Symbiote memory"
+            resource_url=resource,
+            authorization_servers=[issuer],
+            scopes_supported=[SCOPE],
+            resource_name="Symbiote memory",
         )
         routes += resource_routes
         # Clients that look for the metadata at the root (an older discovery order) find it too.
-        routes += [Route("/.well-known/oauth-protected-resource", endpoint=r.app, methods=["GET", "OPTIONS"]) for r in resource_routes if isinstance(r, Route)]
+        routes += [
+            Route("/.well-known/oauth-protected-resource", endpoint=r.app, methods=["GET", "OPTIONS"])
+            for r in resource_routes
+            if isinstance(r, Route)
+        ]
         routes.append(Route("/oauth/consent", endpoint=self.consent.__call__, methods=["GET", "POST"]))
         metadata_url = build_resource_metadata_url(resource)
         routes += protect_routes(self.endpoints, lambda app: RequireToken(self.after_auth(app), str(metadata_url)))
@@ -257,9 +269,9 @@ class AuthGateway:
             log.error("%s", exc)
             if started:
                 raise
-            await JSONResponse(
-                {"error": "temporarily_unavailable", "error_description": str(exc)}, status_code=503
-            )(scope, receive, send)
+            await JSONResponse({"error": "temporarily_unavailable", "error_description": str(exc)}, status_code=503)(
+                scope, receive, send
+            )
         finally:
             current_origin.reset(token)
             current_address.reset(address)
@@ -270,7 +282,9 @@ def protect_routes(routes: list[BaseRoute], guard: Callable[[ASGIApp], ASGIApp])
     guarded: list[BaseRoute] = []
     for route in routes:
         if isinstance(route, Route):
-            guarded.append(Route(route.path, endpoint=guard(route.app), methods=list(route.methods or []) or None, name=route.name))
+            guarded.append(
+                Route(route.path, endpoint=guard(route.app), methods=list(route.methods or []) or None, name=route.name)
+            )
         elif isinstance(route, Mount):
             guarded.append(Mount(route.path, app=guard(route.app), name=route.name))
         else:  # pragma: no cover - nothing else is mounted behind the gateway

@@ -19,7 +19,8 @@ import logging
 import os
 import time
 from collections import OrderedDict
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from symbiote.auth._oauth_records import PENDING_TTL
 
@@ -64,7 +65,9 @@ class OverflowTickets:
         self._issued += 1
         if time.monotonic() - self._warned >= WARN_EVERY:
             self._warned = time.monotonic()
-            log.warning("sign-ins waiting for the owner are at their cap: %d carried in their tickets so far", self._issued)
+            log.warning(
+                "sign-ins waiting for the owner are at their cap: %d carried in their tickets so far", self._issued
+            )
         return f"{PREFIX}{body}.{self._sign(body)}"
 
     def read(self, ticket: str) -> tuple[str, dict[str, Any]] | None:

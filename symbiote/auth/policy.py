@@ -26,14 +26,14 @@ if TYPE_CHECKING:
 log = logging.getLogger("symbiote.auth")
 
 
-def resolve_mode(settings: "Settings") -> str:
+def resolve_mode(settings: Settings) -> str:
     """`none` or `oauth` for these settings (SYMBIOTE_AUTH, or automatic from where it listens)."""
     if settings.auth_mode:
         return settings.auth_mode
     return "oauth" if exposed(settings.host, settings.platform_hosts, settings.behind_functions_host) else "none"
 
 
-def chatgpt_tools_enabled(settings: "Settings") -> bool:
+def chatgpt_tools_enabled(settings: Settings) -> bool:
     """ChatGPT's search/fetch: on wherever ChatGPT can reach the server (a public name or OAuth)."""
     if settings.chatgpt_tools != "auto":
         return settings.chatgpt_tools == "on"
@@ -45,7 +45,7 @@ class AuthRefused(SymbioteError):
     """The settings would serve memories unauthenticated on a public interface."""
 
 
-def enforce(settings: "Settings") -> str:
+def enforce(settings: Settings) -> str:
     """The effective mode; refuse an unauthenticated public server (after `serve --host` overrides), warn."""
     mode = resolve_mode(settings)
     public = exposed(settings.host, settings.platform_hosts, settings.behind_functions_host)

@@ -135,7 +135,13 @@ class SymbioteOAuthProvider:
             if problem:
                 raise ClientMetadataError(problem)
             return SymbioteClient.model_validate(
-                {**document, "client_id": url, "token_endpoint_auth_method": "none", "client_secret": None, "scope": SCOPE}
+                {
+                    **document,
+                    "client_id": url,
+                    "token_endpoint_auth_method": "none",
+                    "client_secret": None,
+                    "scope": SCOPE,
+                }
             )
         except (ClientMetadataError, ValidationError, ValueError) as exc:
             log.warning("client %s refused: %s", url, exc)
@@ -177,7 +183,9 @@ class SymbioteOAuthProvider:
             raise AuthorizeError("temporarily_unavailable", "Too many sign-ins are waiting for the owner; try later.")
         return f"{self.origin}/oauth/consent?ticket={ticket}"
 
-    async def load_authorization_code(self, client: OAuthClientInformationFull, authorization_code: str) -> AuthorizationCode | None:
+    async def load_authorization_code(
+        self, client: OAuthClientInformationFull, authorization_code: str
+    ) -> AuthorizationCode | None:
         found = await self._run(self.store.load_code, authorization_code)
         if found is None:
             return None
@@ -194,7 +202,9 @@ class SymbioteOAuthProvider:
             subject="owner",
         )
 
-    async def exchange_authorization_code(self, client: OAuthClientInformationFull, authorization_code: AuthorizationCode) -> OAuthToken:
+    async def exchange_authorization_code(
+        self, client: OAuthClientInformationFull, authorization_code: AuthorizationCode
+    ) -> OAuthToken:
         issued = await self._run(
             lambda: self.store.exchange_code(
                 authorization_code.code,
@@ -229,7 +239,9 @@ class SymbioteOAuthProvider:
             subject="owner",
         )
 
-    async def exchange_refresh_token(self, client: OAuthClientInformationFull, refresh_token: RefreshToken, scopes: list[str]) -> OAuthToken:
+    async def exchange_refresh_token(
+        self, client: OAuthClientInformationFull, refresh_token: RefreshToken, scopes: list[str]
+    ) -> OAuthToken:
         issued = await self._run(
             lambda: self.store.rotate_refresh(refresh_token.token, scopes, self.access_ttl, self.refresh_ttl)
         )

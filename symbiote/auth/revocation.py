@@ -39,7 +39,10 @@ class Revocation:
         token = form.get("token")
         if not isinstance(token, str) or not token:
             return JSONResponse(
-                {"error": "invalid_request", "error_description": "the token to revoke is missing (form field `token`)"},
+                {
+                    "error": "invalid_request",
+                    "error_description": "the token to revoke is missing (form field `token`)",
+                },
                 400,
                 NO_STORE,
             )

@@ -13,9 +13,10 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
-from typing import Any, Callable, Protocol
+from datetime import UTC, datetime
+from typing import Any, Protocol
 from urllib.parse import quote
 
 from symbiote.azure.local_share import LocalDirectoryShare
@@ -47,7 +48,7 @@ class ShareResource:
     share: str
 
     @classmethod
-    def parse(cls, resource_id: str) -> "ShareResource":
+    def parse(cls, resource_id: str) -> ShareResource:
         parts = resource_id.strip("/").split("/")
         keys = {parts[i].lower(): parts[i + 1] for i in range(0, len(parts) - 1, 2)}
         try:
@@ -70,7 +71,7 @@ def _snapshot_time(value: str) -> datetime:
         head, fraction = text.split(".", 1)
         text = f"{head}.{fraction[:6]}"
     parsed = datetime.fromisoformat(text)
-    return parsed.replace(tzinfo=timezone.utc) if parsed.tzinfo is None else parsed
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed
 
 
 class ShareControl(Protocol):
@@ -146,21 +147,29 @@ class ArmControl:
         kwargs = {"transport": transport} if transport is not None else {}
         self._client = PipelineClient(base_url=self._endpoint, policies=config_policies, **kwargs)
 
-    def _call(self, method: str, path: str, params: dict[str, str], *, headers: dict[str, str] | None = None,
-              body: Any = None) -> Any:
+    def _call(
+        self, method: str, path: str, params: dict[str, str], *, headers: dict[str, str] | None = None, body: Any = None
+    ) -> Any:
         from azure.core.exceptions import HttpResponseError
         from azure.core.rest import HttpRequest
 
-        query = "&".join(f"{quote(k, safe='$')}={quote(v, safe='')}" for k, v in {**params, "api-version": self._api}.items())
+        query = "&".join(
+            f"{quote(k, safe='$')}={quote(v, safe='')}" for k, v in {**params, "api-version": self._api}.items()
+        )
         request = HttpRequest(method, f"{self._endpoint}{path}?{query}", headers=headers or {}, json=body)
         response = self._client.send_request(request)
         if response.status_code >= 400:
-            raise HttpResponseError(response=response, message=f"{method} {path}: {response.status_code} {response.text()[:300]}")
+            raise HttpResponseError(
+                response=response, message=f"{method} {path}: {response.status_code} {response.text()[:300]}"
+            )
         return response.json() if response.content else None
 
     def create_snapshot(self) -> Snapshot:
         made = self._call(
-            "PUT", self._resource.arm_path, {"$expand": "snapshots"}, body={"properties": {"metadata": {"createdby": "symbiote"}}}
+            "PUT",
+            self._resource.arm_path,
+            {"$expand": "snapshots"},
+            body={"properties": {"metadata": {"createdby": "symbiote"}}},
         )
         stamp = (made or {}).get("properties", {}).get("snapshotTime")
         if not stamp:

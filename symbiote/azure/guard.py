@@ -11,9 +11,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from pathlib import Path
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
-from typing import Any, Callable, Generic, Iterator, TypeVar, Union
+from pathlib import Path
+from typing import Any, Generic, TypeVar
 
 from symbiote.azure.lease import WriterLease
 from symbiote.errors import StoreUnavailableError
@@ -23,7 +24,7 @@ from symbiote.storage.layers import HistoryLayer, StoreLayer, invoke
 
 log = logging.getLogger(__name__)
 
-S = TypeVar("S", bound=Union[MemoryStore, HistoryStore])
+S = TypeVar("S", bound=MemoryStore | HistoryStore)
 T = TypeVar("T")
 
 QUIESCE_TIMEOUT_S = 60.0  # how long a snapshot waits for in-flight writes
@@ -153,7 +154,9 @@ class GuardedStore(StoreLayer):
     """A `MemoryStore` whose every write (`_write`: each method in WRITE_METHODS) needs the writer
     lease and passes through the write gate; reads always work."""
 
-    def __init__(self, opener: Callable[[], MemoryStore], lease: WriterLease | None, gate: WriteGate, data_path: Path) -> None:
+    def __init__(
+        self, opener: Callable[[], MemoryStore], lease: WriterLease | None, gate: WriteGate, data_path: Path
+    ) -> None:
         self._guard = _Lease(opener, lease, gate, data_path)
 
     def _target(self) -> MemoryStore:
@@ -173,7 +176,9 @@ class GuardedStore(StoreLayer):
 class GuardedHistory(HistoryLayer):
     """The conversation history's `GuardedStore`: its one write, `add`, needs the lease."""
 
-    def __init__(self, opener: Callable[[], HistoryStore], lease: WriterLease | None, gate: WriteGate, data_path: Path) -> None:
+    def __init__(
+        self, opener: Callable[[], HistoryStore], lease: WriterLease | None, gate: WriteGate, data_path: Path
+    ) -> None:
         self._guard = _Lease(opener, lease, gate, data_path)
 
     def _target(self) -> HistoryStore:

@@ -8,7 +8,8 @@ import socket
 import threading
 import time
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from symbiote.azure.share import FileShare, LeaseHeldError, LeaseLostError, LeaseRecord
 from symbiote.errors import StoreUnavailableError
@@ -61,7 +62,7 @@ class WriterLease:
     def interval(self) -> float:
         return max(self.ttl / 3.0, 0.05)
 
-    def start(self) -> "WriterLease":
+    def start(self) -> WriterLease:
         """Try once now (so health is right from the start), then keep trying in the background."""
         self.attempt()
         if self._thread is None:

@@ -12,10 +12,10 @@ import os
 import shutil
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Callable
 
 from symbiote.azure.share import (
     LOCK_NAME,
@@ -62,7 +62,11 @@ class LocalDirectoryShare:
                 continue  # released between our two steps; try again
             if not current.stale(now):
                 raise LeaseHeldError(current)
-            log.warning("writer lease of %s is stale (last renewed %s); taking over", current.holder, iso_utc_seconds(current.renewed_at))
+            log.warning(
+                "writer lease of %s is stale (last renewed %s); taking over",
+                current.holder,
+                iso_utc_seconds(current.renewed_at),
+            )
             self._take_over(current)
         raise LeaseHeldError(current or record)
 
@@ -141,7 +145,7 @@ class LocalDirectoryShare:
 
     def create_snapshot(self) -> Snapshot:
         self._snapshots.mkdir(parents=True, exist_ok=True)
-        created = datetime.now(timezone.utc)
+        created = datetime.now(UTC)
         name = created.strftime("%Y-%m-%dT%H-%M-%S.%fZ")
         while (self._snapshots / name).exists():
             name += "x"
@@ -169,7 +173,7 @@ class LocalDirectoryShare:
                     created = datetime.strptime(entry.name.rstrip("x"), "%Y-%m-%dT%H-%M-%S.%fZ")
                 except ValueError:
                     continue
-                found.append(Snapshot(entry.name, created.replace(tzinfo=timezone.utc)))
+                found.append(Snapshot(entry.name, created.replace(tzinfo=UTC)))
         return sorted(found, key=lambda s: (s.created_at, s.snapshot_id))
 
     def delete_snapshot(self, snapshot: Snapshot) -> None:

@@ -9,9 +9,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Callable
+from typing import Any
 
 from symbiote.azure.azure_files import open_share
 from symbiote.azure.guard import WriteGate
@@ -69,7 +70,9 @@ class ShareServices:
         self.lease.stop(release=True)
 
 
-def open_share_services(settings: Settings, share: FileShare | None = None, *, catch_up: bool = True) -> ShareServices | None:
+def open_share_services(
+    settings: Settings, share: FileShare | None = None, *, catch_up: bool = True
+) -> ShareServices | None:
     """Open the share, take (or wait for) the writer lease; None when no share is configured."""
     share = share if share is not None else open_share(settings)
     if share is None:

@@ -20,7 +20,7 @@ Files SDK).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from symbiote.errors import SymbioteError
@@ -38,7 +38,7 @@ class FileShareError(SymbioteError):
 class LeaseHeldError(FileShareError):
     """Another instance holds a live writer lease."""
 
-    def __init__(self, lease: "LeaseRecord") -> None:
+    def __init__(self, lease: LeaseRecord) -> None:
         super().__init__(f"the writer lease is held by {lease.holder}")
         self.lease = lease
 
@@ -49,7 +49,7 @@ class LeaseLostError(FileShareError):
 
 def iso_utc_seconds(epoch: float) -> str:
     """A lease time as people and the health report read it: UTC, whole seconds, with a Z."""
-    return datetime.fromtimestamp(epoch, tz=timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return datetime.fromtimestamp(epoch, tz=UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ class LeaseRecord:
         }
 
     @classmethod
-    def from_metadata(cls, meta: dict[str, Any]) -> "LeaseRecord | None":
+    def from_metadata(cls, meta: dict[str, Any]) -> LeaseRecord | None:
         meta = {str(k).lower(): v for k, v in (meta or {}).items()}
         try:
             return cls(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from symbiote.azure.guard import QUIESCE_TIMEOUT_S, WriteGate
@@ -47,7 +47,10 @@ class SnapshotJob:
             pruned = prune_snapshots(self.share, self.keep)
             log.info(
                 "%s snapshot %s taken (writes paused %.0f ms); pruned %d older",
-                reason, snapshot.snapshot_id, quiesced_ms, len(pruned),
+                reason,
+                snapshot.snapshot_id,
+                quiesced_ms,
+                len(pruned),
             )
             return {
                 "status": "ok",
@@ -67,6 +70,6 @@ class SnapshotJob:
     def catch_up(self, max_age: timedelta = CATCH_UP_AGE) -> dict[str, Any] | None:
         """Take a snapshot now if the newest is older than `max_age` (or there is none)."""
         newest = self.newest()
-        if newest is not None and datetime.now(timezone.utc) - newest.created_at < max_age:
+        if newest is not None and datetime.now(UTC) - newest.created_at < max_age:
             return None
         return self.run(reason="catch-up")

@@ -32,7 +32,9 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser(
         "record-handshake", help="record the answers to initialize, tools/list... for the next start (setup runs it)"
     ).set_defaults(run=record_handshake)
-    commands.add_parser("stdio", help="serve over stdin/stdout (Claude Desktop); = serve --transport stdio").set_defaults(run=stdio)
+    commands.add_parser(
+        "stdio", help="serve over stdin/stdout (Claude Desktop); = serve --transport stdio"
+    ).set_defaults(run=stdio)
     export_cmd = commands.add_parser("export-model", help="export the bundled model to ONNX (needs torch)")
     export_cmd.add_argument("--target", help="directory to write (default: SYMBIOTE_MODEL_DIR)")
     export_cmd.set_defaults(run=export)

@@ -24,7 +24,7 @@ def _when(stamp: float | None) -> str:
 
     if stamp is None:
         return "-"
-    return datetime.datetime.fromtimestamp(stamp, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return datetime.datetime.fromtimestamp(stamp, datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def keys(args: argparse.Namespace) -> int:
@@ -38,7 +38,10 @@ def keys(args: argparse.Namespace) -> int:
         if args.action == "create":
             name = " ".join(args.name.split())
             if not name or len(name) > 100:
-                print("symbiote: give the key a name of 1 to 100 characters, e.g. `symbiote keys create vscode`", file=sys.stderr)
+                print(
+                    "symbiote: give the key a name of 1 to 100 characters, e.g. `symbiote keys create vscode`",
+                    file=sys.stderr,
+                )
                 return 2
             key, secret = store.create_api_key(name)
             print(f"Created API key {key.key_id} ({key.name}). Copy it now: it is not shown again.\n")
@@ -58,11 +61,15 @@ def keys(args: argparse.Namespace) -> int:
             print(f"{'ID':<14} {'NAME':<24} {'KEY':<16} {'CREATED':<22} {'LAST USED':<22} STATUS")
             for key in found:
                 status = f"revoked {_when(key.revoked_at)}" if key.revoked_at else "active"
-                print(f"{key.key_id:<14} {key.name[:24]:<24} {key.hint:<16} {_when(key.created_at):<22} {_when(key.last_used_at):<22} {status}")
+                print(
+                    f"{key.key_id:<14} {key.name[:24]:<24} {key.hint:<16} {_when(key.created_at):<22} {_when(key.last_used_at):<22} {status}"
+                )
             return 0
         revoked = store.revoke_api_key(args.key)
         if not revoked:
-            print(f"symbiote: no active API key with id or name {args.key!r} (see `symbiote keys list`)", file=sys.stderr)
+            print(
+                f"symbiote: no active API key with id or name {args.key!r} (see `symbiote keys list`)", file=sys.stderr
+            )
             return 1
         for key in revoked:
             print(f"Revoked API key {key.key_id} ({key.name}); it stops working immediately.")
@@ -129,7 +136,10 @@ def owner_secret_hash(_args: argparse.Namespace) -> int:
     secret = getpass.getpass("Owner secret: ") if sys.stdin.isatty() else sys.stdin.readline()
     secret = secret.strip()
     if len(secret) < MIN_OWNER_SECRET_LENGTH:
-        print(f"symbiote: the owner secret needs at least {MIN_OWNER_SECRET_LENGTH} characters; {GENERATE_HINT}", file=sys.stderr)
+        print(
+            f"symbiote: the owner secret needs at least {MIN_OWNER_SECRET_LENGTH} characters; {GENERATE_HINT}",
+            file=sys.stderr,
+        )
         return 2
     print(hash_secret(secret))
     return 0

@@ -6,7 +6,8 @@ import argparse
 import logging
 import os
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from symbiote.cli.environment import settings_from_env
 from symbiote.config import ConfigError, Settings
@@ -49,7 +50,9 @@ def serve(args: argparse.Namespace) -> int:
     os.umask(PRIVATE_UMASK)  # before anything (the store's process included) creates a file
     settings = settings_from_env()
     overrides = {
-        k: v for k, v in (("host", args.host), ("port", args.port), ("transport", getattr(args, "transport", None))) if v is not None
+        k: v
+        for k, v in (("host", args.host), ("port", args.port), ("transport", getattr(args, "transport", None)))
+        if v is not None
     }
     settings = dataclasses.replace(settings, **overrides)
     if settings.transport == "stdio":
@@ -170,8 +173,7 @@ def _prestart(settings: Settings) -> None:
 def _serve_stdio(settings: Settings) -> int:
     """Claim stdin/stdout and answer the handshake from the cache first (`symbiote.fastboot.stdio_relay`),
     then build the server and hand it the rest of the session."""
-    from symbiote.fastboot import handshake
-    from symbiote.fastboot import stdio_handshake
+    from symbiote.fastboot import handshake, stdio_handshake
     from symbiote.fastboot.stdio_relay import StdioRelay
 
     print_ = handshake.fingerprint(settings)

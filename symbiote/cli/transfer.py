@@ -51,7 +51,9 @@ def import_memories(args: argparse.Namespace) -> int:
     runtime = build_runtime(settings_from_env())
     history = runtime.history.history if runtime.history is not None else None
     try:
-        report = asyncio.run(import_from(runtime.engine.bulk, path, history, dry_run=args.dry_run, replace=args.replace))
+        report = asyncio.run(
+            import_from(runtime.engine.bulk, path, history, dry_run=args.dry_run, replace=args.replace)
+        )
     except SymbioteError as exc:
         print(f"symbiote: {exc}", file=sys.stderr)
         return 1
@@ -61,7 +63,7 @@ def import_memories(args: argparse.Namespace) -> int:
     return 1 if report.stopped else 0
 
 
-def add_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """`export` and `import` on the `symbiote` command line."""
     export_cmd = commands.add_parser(
         "export", help="write every memory to a JSON Lines file (stop the server first; see docs/export-format.md)"
@@ -69,7 +71,9 @@ def add_commands(commands: "argparse._SubParsersAction[argparse.ArgumentParser]"
     export_cmd.add_argument("--out", help="file to write (default: symbiote-export-<time>.jsonl; - for stdout)")
     export_cmd.add_argument("--with-history", action="store_true", help="include the conversation history")
     export_cmd.add_argument(
-        "--with-vectors", action="store_true", help="include the stored vectors (an import by the same model skips embedding)"
+        "--with-vectors",
+        action="store_true",
+        help="include the stored vectors (an import by the same model skips embedding)",
     )
     export_cmd.set_defaults(run=export_memories)
     import_cmd = commands.add_parser(

@@ -8,8 +8,9 @@ session opened with the owner secret. Pages are rendered on the server; htmx (ve
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Callable
+from typing import IO, TYPE_CHECKING
 
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
@@ -46,12 +47,12 @@ class _Wrapped:
 
 
 def console_access(
-    settings: "Settings",
+    settings: Settings,
     mode: str,
     resolver: OriginResolver,
     security: TransportSecuritySettings,
     checks: OwnerChecks | None = None,
-    store: "AuthStore | None" = None,
+    store: AuthStore | None = None,
 ) -> Access:
     """The console's access rules for a server with these settings and auth mode (`none`/`oauth`).
 
@@ -71,8 +72,8 @@ def console_access(
 
 
 def create_console(
-    engine: "MemoryEngine",
-    history: "ConversationHistory | None",
+    engine: MemoryEngine,
+    history: ConversationHistory | None,
     access: Access,
     *,
     data_dir: Path,
@@ -84,7 +85,9 @@ def create_console(
     kept in `data_dir` (the private data directory)."""
     bulk = engine.bulk
 
-    async def run_import(stream: IO[bytes], dry_run: bool, replace: bool, progress: Callable[[int], None]) -> ImportReport:
+    async def run_import(
+        stream: IO[bytes], dry_run: bool, replace: bool, progress: Callable[[int], None]
+    ) -> ImportReport:
         return await Importer(bulk, history, dry_run=dry_run, replace_conflicts=replace, progress=progress).run(stream)
 
     routes = [

@@ -26,8 +26,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from symbiote.auth.origin import OriginResolver
 from symbiote.auth.owner import OwnerChecks
 from symbiote.auth.store import AuthStoreUnavailable
-from symbiote.platform_hosts import is_loopback
 from symbiote.console.session import COOKIE, Session, Sessions
+from symbiote.platform_hosts import is_loopback
 
 log = logging.getLogger(__name__)
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
@@ -113,7 +113,9 @@ class ConsoleGate:
                     headers.setdefault("cache-control", "no-store")
                 if visit.new_cookie is not None:
                     max_age = self.access.sessions.lifetime
-                    headers.append("set-cookie", cookie_header(visit.new_cookie, path=root, secure=visit.secure, max_age=max_age))
+                    headers.append(
+                        "set-cookie", cookie_header(visit.new_cookie, path=root, secure=visit.secure, max_age=max_age)
+                    )
                 elif visit.clear_cookie:
                     headers.append("set-cookie", cookie_header("", path=root, secure=visit.secure, max_age=0))
             await send(message)

@@ -17,9 +17,10 @@ import os
 import secrets
 import shutil
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Awaitable, Callable
+from typing import IO
 
 from symbiote.errors import SymbioteError
 from symbiote.transfer.importing import ImportReport
@@ -31,7 +32,9 @@ JOB_SECONDS = 3600.0
 MAX_JOBS = 20
 UPLOADS = "import-uploads"  # in the data directory
 
-RunImport = Callable[[IO[bytes], bool, bool, Callable[[int], None]], Awaitable[ImportReport]]  # stream, dry run, replace, progress
+RunImport = Callable[
+    [IO[bytes], bool, bool, Callable[[int], None]], Awaitable[ImportReport]
+]  # stream, dry run, replace, progress
 
 
 class JobError(SymbioteError):
@@ -99,8 +102,10 @@ class ImportJobs:
         if job.state != "uploading":
             raise JobError("This import has already started.")
         if job.received + len(data) > self._max_bytes:
-            raise JobError(f"Files over {self._max_bytes // (1024 * 1024)} MiB cannot be imported from the console; "
-                           "use `symbiote import FILE` on the server.")
+            raise JobError(
+                f"Files over {self._max_bytes // (1024 * 1024)} MiB cannot be imported from the console; "
+                "use `symbiote import FILE` on the server."
+            )
         await asyncio.to_thread(_append, job.path, data)
         job.received += len(data)
 

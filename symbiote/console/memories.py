@@ -59,7 +59,7 @@ class Filters:
     weaker: bool = False  # this one search shows matches under the default cut-off too
 
     @classmethod
-    def of(cls, request: Request) -> "Filters":
+    def of(cls, request: Request) -> Filters:
         params = request.query_params
         number = params.get("page", "1")
         return cls(
@@ -92,7 +92,12 @@ class Filters:
 
     def link(self, **changes: Any) -> str:
         values = {
-            "q": self.q, "tag": self.tag, "type": self.type, "from": self.start, "to": self.end, "page": self.page,
+            "q": self.q,
+            "tag": self.tag,
+            "type": self.type,
+            "from": self.start,
+            "to": self.end,
+            "page": self.page,
             "weaker": "1" if self.weaker else "",
         }
         values.update(changes)
@@ -105,14 +110,21 @@ async def memories_page(request: Request) -> Response:
     state = request.app.state
     filters = Filters.of(request)
     context: dict[str, Any] = {
-        "filters": filters, "matched": MATCHED, "deleted": request.query_params.get("deleted"), "cutoff": RELEVANCE_CUTOFF,
+        "filters": filters,
+        "matched": MATCHED,
+        "deleted": request.query_params.get("deleted"),
+        "cutoff": RELEVANCE_CUTOFF,
     }
     try:
         if filters.q:
             after, before = filters.bounds()
             found = await state.console_engine.search(
-                filters.q, limit=SEARCH_LIMIT, after=after, before=before,
-                tags=split_tags(filters.tag) or None, type=filters.type or None,
+                filters.q,
+                limit=SEARCH_LIMIT,
+                after=after,
+                before=before,
+                tags=split_tags(filters.tag) or None,
+                type=filters.type or None,
                 min_relevance=WEAKER_CUTOFF if filters.weaker else None,
             )
             context.update(hits=found.results, message=found.message, memories=None, total=found.count, pages=1)

@@ -31,8 +31,14 @@ async def history_page(request: Request) -> Response:
     conversation = request.query_params.get("conversation", "").strip()[:200]
     query = request.query_params.get("q", "").strip()[:1000]
     context: dict[str, Any] = {
-        "conversation": conversation, "query": query, "turns": None, "total": 0, "hits": None,
-        "conversations": [], "message": "", "available": history is not None,
+        "conversation": conversation,
+        "query": query,
+        "turns": None,
+        "total": 0,
+        "hits": None,
+        "conversations": [],
+        "message": "",
+        "available": history is not None,
     }
     if history is None:
         return page(request, "history.html", **context)

@@ -20,9 +20,10 @@ import os
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Protocol
 
 COOKIE = "symbiote_console"
 SESSION_SECONDS = 12 * 3600

@@ -4,7 +4,7 @@ that receives the file in parts, then imports it while the page shows its progre
 from __future__ import annotations
 
 import time
-from typing import AsyncIterator
+from collections.abc import AsyncIterator
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response, StreamingResponse
@@ -108,5 +108,7 @@ async def import_start(request: Request) -> Response:
 async def import_status(request: Request) -> Response:
     job = _job(request)
     if job is None:
-        return HTMLResponse("<p>This import is no longer known (imports are forgotten after an hour).</p>", status_code=404)
+        return HTMLResponse(
+            "<p>This import is no longer known (imports are forgotten after an hour).</p>", status_code=404
+        )
     return page(request, "import_status.html", job=job)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from symbiote.embedding.model import Embedder, WarmModel
 from symbiote.telemetry.stages import stage

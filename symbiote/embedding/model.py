@@ -13,8 +13,9 @@ import dataclasses
 import json
 import logging
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol, Sequence, TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:  # numpy is imported when first needed: it is not on the way to `initialize`
     import numpy as np

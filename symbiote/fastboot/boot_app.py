@@ -16,7 +16,8 @@ import contextlib
 import json
 import logging
 import threading
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from symbiote.fastboot.handshake import ASGIApp, HandshakeCache, record
 
@@ -62,7 +63,12 @@ class BootApp:
         """The real app, once built and started."""
         return self._app
 
-    async def __call__(self, scope: dict[str, Any], receive: Callable[[], Awaitable[Message]], send: Callable[[Message], Awaitable[None]]) -> None:
+    async def __call__(
+        self,
+        scope: dict[str, Any],
+        receive: Callable[[], Awaitable[Message]],
+        send: Callable[[Message], Awaitable[None]],
+    ) -> None:
         if scope["type"] == "lifespan":
             await self._lifespan(scope, receive, send)
             return
@@ -90,7 +96,12 @@ class BootApp:
             with contextlib.suppress(RuntimeError):  # the loop has closed: nothing waits any more
                 self._loop.call_soon_threadsafe(self._ready.set)
 
-    async def _lifespan(self, scope: dict[str, Any], receive: Callable[[], Awaitable[Message]], send: Callable[[Message], Awaitable[None]]) -> None:
+    async def _lifespan(
+        self,
+        scope: dict[str, Any],
+        receive: Callable[[], Awaitable[Message]],
+        send: Callable[[Message], Awaitable[None]],
+    ) -> None:
         await receive()  # lifespan.startup
         loop = self._loop = asyncio.get_running_loop()
         self._ready = asyncio.Event()
@@ -160,7 +171,9 @@ class BootApp:
         try:
             cache = await record(app, print_)
             if await asyncio.to_thread(save, cache) is None:
-                log.info("handshake cache not written: neither the data directory nor the user's cache directory is writable")
+                log.info(
+                    "handshake cache not written: neither the data directory nor the user's cache directory is writable"
+                )
                 return
             log.info("handshake cache recorded (%d answers) for the next start", len(cache.replies))
         except Exception:  # noqa: BLE001 - a cache we could not record only costs the next start time

@@ -25,13 +25,13 @@ import hashlib
 import importlib.util
 import json
 import logging
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Mapping
+from typing import Any
 
 from symbiote import __version__
-
-from symbiote.fastboot import cache_files
 from symbiote.config import Settings
+from symbiote.fastboot import cache_files
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,10 @@ META_KEYS = frozenset({META_PREFIX + "protocolVersion", META_PREFIX + "clientInf
 # Packages whose version shapes the answers (schemas, field names, wire format).
 SHAPING_PACKAGES = ("mcp", "mcp_types", "pydantic", "pydantic_core", "starlette")
 
-ASGIApp = Callable[[dict[str, Any], Callable[[], Awaitable[dict[str, Any]]], Callable[[dict[str, Any]], Awaitable[None]]], Awaitable[None]]
+ASGIApp = Callable[
+    [dict[str, Any], Callable[[], Awaitable[dict[str, Any]]], Callable[[dict[str, Any]], Awaitable[None]]],
+    Awaitable[None],
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,7 +132,9 @@ def _key(method: str, header_version: str, offered_version: str = "") -> str:
 class HandshakeCache:
     """Recorded answers to the handshake, keyed by method and protocol version."""
 
-    def __init__(self, print_: str, replies: Mapping[str, Reply], modern: tuple[str, ...] = (), max_body: int = MAX_BODY) -> None:
+    def __init__(
+        self, print_: str, replies: Mapping[str, Reply], modern: tuple[str, ...] = (), max_body: int = MAX_BODY
+    ) -> None:
         """`modern`: the protocol versions that use the per-request envelope (2026-07-28), as the
         SDK that recorded the cache knew them; `max_body`: the largest body read early."""
         self.fingerprint = print_
@@ -146,7 +151,10 @@ class HandshakeCache:
         if raw is None:
             return None
         try:
-            replies = {key: Reply(int(r["status"]), tuple((str(k), str(v)) for k, v in r["headers"]), str(r["body"])) for key, r in raw["replies"].items()}
+            replies = {
+                key: Reply(int(r["status"]), tuple((str(k), str(v)) for k, v in r["headers"]), str(r["body"]))
+                for key, r in raw["replies"].items()
+            }
             modern = tuple(str(version) for version in raw["modern"])
         except (ValueError, KeyError, TypeError, AttributeError):
             return None
@@ -155,12 +163,19 @@ class HandshakeCache:
     def save(self, settings: Settings) -> Path | None:
         """Write atomically to the data directory and the user's cache; where it went first
         (None: nowhere writable, which only means no cache)."""
-        return cache_files.write(settings, CACHE_FILE, {
-            "format": FORMAT,
-            "fingerprint": self.fingerprint,
-            "modern": sorted(self.modern),
-            "replies": {key: {"status": r.status, "headers": list(r.headers), "body": r.body} for key, r in self.replies.items()},
-        })
+        return cache_files.write(
+            settings,
+            CACHE_FILE,
+            {
+                "format": FORMAT,
+                "fingerprint": self.fingerprint,
+                "modern": sorted(self.modern),
+                "replies": {
+                    key: {"status": r.status, "headers": list(r.headers), "body": r.body}
+                    for key, r in self.replies.items()
+                },
+            },
+        )
 
     def answer(self, scope: Mapping[str, Any], body: bytes) -> tuple[int, list[tuple[bytes, bytes]], bytes] | None:
         """The recorded answer to this request, or None when it is not a plain handshake request."""
@@ -225,7 +240,11 @@ def _match(scope: Mapping[str, Any], body: bytes, modern: frozenset[str]) -> tup
     if not isinstance(params, dict):
         return None
     if header_version in modern:  # the per-request envelope: the SDK checks header, method and _meta
-        if headers.get("mcp-method") != method or set(params) != {"_meta"} or not _modern_meta(params["_meta"], header_version):
+        if (
+            headers.get("mcp-method") != method
+            or set(params) != {"_meta"}
+            or not _modern_meta(params["_meta"], header_version)
+        ):
             return None
         return _key(method, header_version), request_id
     if "mcp-method" in headers or "_meta" in params:
@@ -235,7 +254,11 @@ def _match(scope: Mapping[str, Any], body: bytes, modern: frozenset[str]) -> tup
         if set(params) != {"protocolVersion", "capabilities", "clientInfo"}:
             return None
         offered = params["protocolVersion"]
-        if not isinstance(offered, str) or not _plain_capabilities(params["capabilities"]) or not _plain_client(params["clientInfo"]):
+        if (
+            not isinstance(offered, str)
+            or not _plain_capabilities(params["capabilities"])
+            or not _plain_client(params["clientInfo"])
+        ):
             return None
     elif params:
         return None
@@ -313,7 +336,11 @@ def _probes() -> list[tuple[str, dict[str, str], dict[str, Any]]]:
         for method in ("ping", "prompts/list", "resources/list", "resources/templates/list"):
             probes.append((_key(method, version), headers, {"method": method, "params": {}}))
     for version in MODERN_PROTOCOL_VERSIONS:
-        meta = {META_PREFIX + "protocolVersion": version, META_PREFIX + "clientInfo": client, META_PREFIX + "clientCapabilities": {}}
+        meta = {
+            META_PREFIX + "protocolVersion": version,
+            META_PREFIX + "clientInfo": client,
+            META_PREFIX + "clientCapabilities": {},
+        }
         for method in ("server/discover", "ping", "prompts/list", "resources/list", "resources/templates/list"):
             headers = {"mcp-protocol-version": version, "mcp-method": method}
             probes.append((_key(method, version), headers, {"method": method, "params": {"_meta": meta}}))
@@ -329,7 +356,12 @@ async def record(app: ASGIApp, print_: str) -> HandshakeCache:
         if not message["method"].startswith("notifications/"):
             message = {**message, "id": PROBE_ID}
         body = json.dumps({"jsonrpc": "2.0", **message}).encode()
-        headers = {"host": "127.0.0.1", "content-type": "application/json", "accept": "application/json, text/event-stream", **extra_headers}
+        headers = {
+            "host": "127.0.0.1",
+            "content-type": "application/json",
+            "accept": "application/json, text/event-stream",
+            **extra_headers,
+        }
         status, response_headers, response_body = await _call(app, headers, body)
         text = response_body.decode()
         if status >= 400 or (text and "result" not in json.loads(text)):
@@ -353,7 +385,9 @@ async def _call(app: ASGIApp, headers: dict[str, str], body: bytes) -> tuple[int
         "raw_path": b"/mcp",
         "root_path": "",
         "query_string": b"",
-        "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in {**headers, "content-length": str(len(body))}.items()],
+        "headers": [
+            (k.encode("latin-1"), v.encode("latin-1")) for k, v in {**headers, "content-length": str(len(body))}.items()
+        ],
         "client": ("127.0.0.1", 0),
         "server": ("127.0.0.1", 0),
         "state": {},
@@ -376,7 +410,9 @@ async def _call(app: ASGIApp, headers: dict[str, str], body: bytes) -> tuple[int
         nonlocal status
         if message["type"] == "http.response.start":
             status = int(message["status"])
-            response_headers.extend((k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in message.get("headers", ()))
+            response_headers.extend(
+                (k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in message.get("headers", ())
+            )
         elif message["type"] == "http.response.body":
             chunks.append(message.get("body", b""))
             if not message.get("more_body", False):

@@ -21,13 +21,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
-from typing import Any, AsyncIterator, Mapping
+from typing import Any
 
 from symbiote import __version__
-
-from symbiote.fastboot import cache_files
 from symbiote.config import Settings
+from symbiote.fastboot import cache_files
 from symbiote.fastboot.handshake import PROBE_ID, _plain_capabilities, _plain_client, _strict_json, fingerprint
 
 log = logging.getLogger(__name__)
@@ -82,7 +82,9 @@ class StdioHandshakeCache:
     def save(self, settings: Settings) -> Path | None:
         """Write atomically to the data directory and the user's cache; where it went first
         (None: nowhere writable, which only means no cache)."""
-        return cache_files.write(settings, CACHE_FILE, {"format": FORMAT, "fingerprint": self.fingerprint, "replies": self.replies})
+        return cache_files.write(
+            settings, CACHE_FILE, {"format": FORMAT, "fingerprint": self.fingerprint, "replies": self.replies}
+        )
 
     def forget(self, settings: Settings) -> None:
         """Never use this recording again (the SDK answered differently)."""
@@ -115,7 +117,11 @@ class OpeningSession:
         if not line.endswith(b"\n") or b"\r" in line:
             return FORWARD
         message = _strict_json(line[:-1])
-        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or set(message) - {"jsonrpc", "id", "method", "params"}:
+        if (
+            not isinstance(message, dict)
+            or message.get("jsonrpc") != "2.0"
+            or set(message) - {"jsonrpc", "id", "method", "params"}
+        ):
             return FORWARD
         method = message.get("method")
         params = message.get("params", {})
@@ -132,7 +138,11 @@ class OpeningSession:
             if method != "initialize" or set(params) != {"protocolVersion", "capabilities", "clientInfo"}:
                 return FORWARD
             offered = params["protocolVersion"]
-            if not isinstance(offered, str) or not _plain_capabilities(params["capabilities"]) or not _plain_client(params["clientInfo"]):
+            if (
+                not isinstance(offered, str)
+                or not _plain_capabilities(params["capabilities"])
+                or not _plain_client(params["clientInfo"])
+            ):
                 return FORWARD
             reply = self._render(f"initialize|{offered}", request_id)
             if reply is None:
@@ -193,7 +203,14 @@ async def record(server: Any, print_: str) -> StdioHandshakeCache:
     replies: dict[str, str] = {}
     for offered in HANDSHAKE_PROTOCOL_VERSIONS:
         questions: list[tuple[str, dict[str, Any]]] = [
-            (f"initialize|{offered}", {"id": PROBE_ID, "method": "initialize", "params": {"protocolVersion": offered, "capabilities": {}, "clientInfo": client}}),
+            (
+                f"initialize|{offered}",
+                {
+                    "id": PROBE_ID,
+                    "method": "initialize",
+                    "params": {"protocolVersion": offered, "capabilities": {}, "clientInfo": client},
+                },
+            ),
             ("", {"method": INITIALIZED}),
             *((f"{method}|{offered}", {"id": PROBE_ID, "method": method, "params": {}}) for method in AFTER_INITIALIZE),
         ]

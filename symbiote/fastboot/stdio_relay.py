@@ -24,7 +24,8 @@ import json
 import logging
 import os
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from symbiote.fastboot.stdio_handshake import FORWARD, StdioHandshakeCache
 
@@ -165,7 +166,9 @@ class StdioRelay:
         if sent is None:
             return False
         if json.loads(sent) != message:
-            log.warning("the cached answer to initialize differed from the SDK's; the cache is dropped; the next start records it again")
+            log.warning(
+                "the cached answer to initialize differed from the SDK's; the cache is dropped; the next start records it again"
+            )
             if self._on_mismatch is not None:
                 self._on_mismatch()
         return True

@@ -26,7 +26,8 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from typing import Any, AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 from mcp.server.transport_security import TransportSecuritySettings
@@ -41,16 +42,16 @@ from symbiote.auth.origin import OriginResolver, current_origin
 from symbiote.auth.owner import OwnerChecks, OwnerSecret, SignInLimiter
 from symbiote.auth.policy import AuthRefused, chatgpt_tools_enabled, enforce
 from symbiote.auth.store import AuthStore, AuthStoreUnavailable, default_auth_db
-from symbiote.console.app import console_access, create_console
-from symbiote.mcp.chatgpt_tools import memory_link_endpoint, register_chatgpt_tools
-from symbiote.config import ConfigError, Settings
-from symbiote.http.health import health_endpoint
 from symbiote.azure.share import FileShare
-from symbiote.runtime import Runtime, build_runtime
+from symbiote.config import ConfigError, Settings
+from symbiote.console.app import console_access, create_console
 from symbiote.http.headers import TrimmedHeaders
+from symbiote.http.health import health_endpoint
 from symbiote.http.limits import body_limits, cors_middleware
 from symbiote.http.security import ForwardedClient, allowed_hosts, transport_security
 from symbiote.http.sse import LegacySseTransport, SessionTable
+from symbiote.mcp.chatgpt_tools import memory_link_endpoint, register_chatgpt_tools
+from symbiote.runtime import Runtime, build_runtime
 
 log = logging.getLogger(__name__)
 
@@ -164,7 +165,9 @@ def _endpoints(
     return [
         *endpoints,
         *sse.routes(),
-        Route("/memories/{memory_id}", endpoint=memory_link_endpoint(runtime.engine, current_origin.get), methods=["GET"]),
+        Route(
+            "/memories/{memory_id}", endpoint=memory_link_endpoint(runtime.engine, current_origin.get), methods=["GET"]
+        ),
     ]
 
 

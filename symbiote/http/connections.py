@@ -139,8 +139,13 @@ class ConnectionGuard:
             log.warning(
                 "%d connections open (SYMBIOTE_MAX_CONNECTIONS %d): %d closed so far for newer ones, %d refused "
                 "at the open-file limit, %d closed without a request head in time",
-                len(self._open), self.max_connections, self.evicted, self.refused, self.timed_out,
+                len(self._open),
+                self.max_connections,
+                self.evicted,
+                self.refused,
+                self.timed_out,
             )
+
 
 def _close(connection: Any) -> None:
     """Close at once: what is left unsent after this long is for a peer that is not reading."""

@@ -17,7 +17,7 @@ cookies and other browser credentials are never allowed, and a wildcard is refus
 from __future__ import annotations
 
 from collections import deque
-from typing import Callable
+from collections.abc import Callable
 
 import anyio
 from starlette.datastructures import Headers
@@ -30,7 +30,13 @@ CORS_METHODS = ("GET", "POST", "OPTIONS")
 # Mcp-Method and Mcp-Name: a 2026-07-28 client sends them on every request (Symbiote's tools declare
 # no Mcp-Param-* headers).
 CORS_HEADERS = (
-    "mcp-session-id", "mcp-protocol-version", "mcp-method", "mcp-name", "authorization", "content-type", "last-event-id"
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "mcp-method",
+    "mcp-name",
+    "authorization",
+    "content-type",
+    "last-event-id",
 )
 CORS_EXPOSED = ("mcp-session-id", "mcp-protocol-version", "www-authenticate")
 NO_BODY_METHODS = ("GET", "HEAD", "OPTIONS")
@@ -38,7 +44,9 @@ DRAIN_BYTES = 32 * 1024 * 1024
 DRAIN_SECONDS = 5.0
 UNAUTHENTICATED_MAX_BYTES = 16 * 1024
 FULL_CAP = "SYMBIOTE_MAX_BODY_BYTES"
-UNAUTHENTICATED_CAP = "requests without a valid bearer token; the token endpoint, registration and consent need far less"
+UNAUTHENTICATED_CAP = (
+    "requests without a valid bearer token; the token endpoint, registration and consent need far less"
+)
 
 
 def too_large(limit: int, why: str = FULL_CAP) -> JSONResponse:

@@ -80,7 +80,11 @@ class SessionTable:
         self._sessions[session.id] = session
         self.opened_total += 1
         log.info(
-            "session %s opened (%s, client %s); %d active", _short(session.id), session.transport, session.peer, len(self)
+            "session %s opened (%s, client %s); %d active",
+            _short(session.id),
+            session.transport,
+            session.peer,
+            len(self),
         )
 
     def close(self, session: Session, reason: str) -> None:
@@ -89,7 +93,10 @@ class SessionTable:
         del self._sessions[session.id]
         log.info(
             "session %s closed (%s) after %.1f s; %d active",
-            _short(session.id), reason, time.monotonic() - session.opened, len(self),
+            _short(session.id),
+            reason,
+            time.monotonic() - session.opened,
+            len(self),
         )
 
 
@@ -221,7 +228,9 @@ class LegacySseTransport:
             return
         session_id = scope.get("path_params", {}).get("session_id") or request.query_params.get("session_id")
         if not session_id:
-            await _error(400, "session_id is required: post to the endpoint the /sse stream announced")(scope, receive, send)
+            await _error(400, "session_id is required: post to the endpoint the /sse stream announced")(
+                scope, receive, send
+            )
             return
         session = self.sessions.get(session_id.replace("-", "").lower())
         user = scope.get("user")

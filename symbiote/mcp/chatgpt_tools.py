@@ -11,7 +11,8 @@ the HTTP app knows it from the auth gateway, and the MCP tools do not depend on 
 from __future__ import annotations
 
 import logging
-from typing import Annotated, Any, Callable
+from collections.abc import Callable
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -20,8 +21,8 @@ from pydantic import BaseModel, Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from symbiote.memory.engine import MemoryEngine
 from symbiote.errors import MemoryNotFoundError, SymbioteError
+from symbiote.memory.engine import MemoryEngine
 
 log = logging.getLogger(__name__)
 SEARCH_LIMIT = 10
@@ -78,7 +79,9 @@ def register_chatgpt_tools(server: MCPServer, engine: MemoryEngine, origin: Orig
         ),
         annotations=ToolAnnotations(title="Search memories", readOnlyHint=True, openWorldHint=False),
     )
-    async def search(query: Annotated[str, Field(description="What to look for, in natural language.")]) -> SearchOutput:
+    async def search(
+        query: Annotated[str, Field(description="What to look for, in natural language.")],
+    ) -> SearchOutput:
         try:
             found = await engine.search(query, limit=SEARCH_LIMIT)
         except SymbioteError as exc:
@@ -102,7 +105,9 @@ def register_chatgpt_tools(server: MCPServer, engine: MemoryEngine, origin: Orig
         ),
         annotations=ToolAnnotations(title="Fetch memory", readOnlyHint=True, openWorldHint=False),
     )
-    async def fetch(id: Annotated[str, Field(description="A memory id from search, like 'mem_17321234567890120042'.")]) -> FetchOutput:  # noqa: A002
+    async def fetch(
+        id: Annotated[str, Field(description="A memory id from search, like 'mem_17321234567890120042'.")],
+    ) -> FetchOutput:  # noqa: A002
         try:
             memory = await engine.get(id)
         except SymbioteError as exc:

@@ -9,10 +9,9 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
+from symbiote.mcp.tools import readable_errors
 from symbiote.memory.context import BuiltContext, ContextBuilder
 from symbiote.memory.history import AppendResult, ConversationHistory, History
-from symbiote.mcp.tools import readable_errors
-
 
 
 @dataclass
@@ -39,7 +38,9 @@ def register_history_tools(server: MCPServer, services: HistoryServices) -> None
     )
     @readable_errors
     async def append_history(
-        conversation_id: Annotated[str, Field(description="Your client's id for the conversation (any text, <= 200 chars).")],
+        conversation_id: Annotated[
+            str, Field(description="Your client's id for the conversation (any text, <= 200 chars).")
+        ],
         role: Annotated[Literal["user", "assistant", "system"], Field(description="Who said it.")],
         text: Annotated[str, Field(description="What was said in this turn.")],
         turn_index: Annotated[

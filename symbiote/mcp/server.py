@@ -8,7 +8,8 @@ which every client receives at initialize.
 from __future__ import annotations
 
 import json
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -18,10 +19,10 @@ from mcp_types import Tool as MCPTool
 from pydantic import ValidationError
 
 from symbiote import __version__
-from symbiote.memory.engine import MemoryEngine
 from symbiote.errors import SymbioteError
 from symbiote.mcp.personality import Personality
 from symbiote.mcp.tools import register_tools
+from symbiote.memory.engine import MemoryEngine
 from symbiote.telemetry.gauges import StoreGauges
 from symbiote.telemetry.mcp_spans import McpTelemetry, instrument
 
@@ -89,7 +90,9 @@ class SymbioteMCP(MCPServer):
     async def run_stdio_streams(self, read_stream: Any, write_stream: Any) -> None:
         """`run_stdio_async` over streams the caller opened (`symbiote.fastboot.stdio_relay` hands the SDK
         pipes instead of the process's stdin and stdout, to answer the handshake while it loads)."""
-        await self._lowlevel_server.run(read_stream, write_stream, self._lowlevel_server.create_initialization_options())
+        await self._lowlevel_server.run(
+            read_stream, write_stream, self._lowlevel_server.create_initialization_options()
+        )
 
 
 def plain_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -108,8 +111,10 @@ def plain_schema(schema: dict[str, Any]) -> dict[str, Any]:
             return plain({**defs[name], **{k: v for k, v in node.items() if k != "$ref"}}, inside | {name})
         out = {k: plain(v, inside) for k, v in node.items() if k != "$defs"}
         options = out.get("anyOf")
-        if isinstance(options, list) and options and all(
-            isinstance(o, dict) and set(o) == {"type"} and isinstance(o["type"], str) for o in options
+        if (
+            isinstance(options, list)
+            and options
+            and all(isinstance(o, dict) and set(o) == {"type"} and isinstance(o["type"], str) for o in options)
         ):
             del out["anyOf"]
             out["type"] = [o["type"] for o in options]

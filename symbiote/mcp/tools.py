@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import Annotated, Any, Awaitable, Callable, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from symbiote.memory.engine import MemoryEngine
 from symbiote.errors import SymbioteError
+from symbiote.memory.engine import MemoryEngine
 from symbiote.memory.records import (
     BatchStoreResult,
     DeleteResult,
@@ -74,17 +75,20 @@ def _register_storing(server: MCPServer, engine: MemoryEngine) -> None:
             "Never store passwords or other secrets. Storing identical text again returns the existing "
             "memory (status 'duplicate'); near_duplicates lists memories that say nearly the same."
         ),
-        annotations=ToolAnnotations(title="Store memory", readOnlyHint=False, destructiveHint=False, idempotentHint=False),
+        annotations=ToolAnnotations(
+            title="Store memory", readOnlyHint=False, destructiveHint=False, idempotentHint=False
+        ),
     )
     @readable_errors
     async def store_memory(
         content: Annotated[str, Field(description="The text to remember. Any length; long text is kept whole.")],
         tags: Annotated[
             list[str] | None,
-            Field(description="Up to 10 short labels (each at most 50 characters), e.g. [\"project-x\", \"preference\"]."),
+            Field(description='Up to 10 short labels (each at most 50 characters), e.g. ["project-x", "preference"].'),
         ] = None,
         type: Annotated[  # noqa: A002
-            str | None, Field(description="Kind of memory: preference, fact, project, decision, personal, or another word.")
+            str | None,
+            Field(description="Kind of memory: preference, fact, project, decision, personal, or another word."),
         ] = None,
         confidence: Annotated[float | None, Field(description="How sure you are it is true and lasting, 0-1.")] = None,
         conversation_id: Annotated[
@@ -105,13 +109,15 @@ def _register_storing(server: MCPServer, engine: MemoryEngine) -> None:
             "conversation. All or nothing: if any item is invalid, none is stored and the error names the item. "
             "Identical content already stored is not copied (status 'duplicate')."
         ),
-        annotations=ToolAnnotations(title="Store memories", readOnlyHint=False, destructiveHint=False, idempotentHint=False),
+        annotations=ToolAnnotations(
+            title="Store memories", readOnlyHint=False, destructiveHint=False, idempotentHint=False
+        ),
     )
     @readable_errors
     async def store_memories(
         memories: Annotated[
             list[dict[str, Any]],
-            Field(description="Items like {\"content\": \"...\", \"tags\": [...], \"type\": \"fact\", \"confidence\": 0.9}."),
+            Field(description='Items like {"content": "...", "tags": [...], "type": "fact", "confidence": 0.9}.'),
         ],
     ) -> BatchStoreResult:
         return await engine.store_many(memories)
@@ -183,7 +189,9 @@ def _register_editing(server: MCPServer, engine: MemoryEngine) -> None:
             "content is re-indexed; tags, type, confidence and bookmarked can change on their own. Prefer this "
             "to storing a second, conflicting memory."
         ),
-        annotations=ToolAnnotations(title="Update memory", readOnlyHint=False, destructiveHint=False, idempotentHint=True),
+        annotations=ToolAnnotations(
+            title="Update memory", readOnlyHint=False, destructiveHint=False, idempotentHint=True
+        ),
     )
     @readable_errors
     async def update_memory(
@@ -202,7 +210,9 @@ def _register_editing(server: MCPServer, engine: MemoryEngine) -> None:
             "Permanently delete one memory by id. Only when the user asks to forget something or a stored "
             "fact is wrong; find the id with search_memory first. This cannot be undone."
         ),
-        annotations=ToolAnnotations(title="Delete memory", readOnlyHint=False, destructiveHint=True, idempotentHint=True),
+        annotations=ToolAnnotations(
+            title="Delete memory", readOnlyHint=False, destructiveHint=True, idempotentHint=True
+        ),
     )
     @readable_errors
     async def delete_memory(

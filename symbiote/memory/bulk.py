@@ -9,8 +9,9 @@ the choice of what to write differs.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 from symbiote.embedding import MODEL_DIMENSION
 from symbiote.memory.clock import iso_utc
@@ -52,7 +53,7 @@ class MemoryBulk:
     """Bulk reads and writes over the engine's store, for the console, export and import."""
 
     def __init__(
-        self, embedder: "AsyncEmbedder", io: "StoreIO[MemoryStore]", stats: "Statistics", policy: Callable[[], EnginePolicy]
+        self, embedder: AsyncEmbedder, io: StoreIO[MemoryStore], stats: Statistics, policy: Callable[[], EnginePolicy]
     ) -> None:
         self._embedder = embedder
         self._io = io
@@ -80,7 +81,7 @@ class MemoryBulk:
         store = await io.opened()
         return await io.read(store.get, list(memory_ids), urgent=False)
 
-    async def vectors(self, memory_ids: Sequence[str]) -> dict[str, "np.ndarray"]:
+    async def vectors(self, memory_ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Each memory's stored vectors (its whole text first, then its passages)."""
         io = self._io
         store = await io.opened()
@@ -102,7 +103,7 @@ class MemoryBulk:
 
     async def import_memories(
         self,
-        items: Sequence[tuple[StoredMemory, "np.ndarray | None"]],
+        items: Sequence[tuple[StoredMemory, np.ndarray | None]],
         dry_run: bool = False,
         replace_conflicts: bool = False,
     ) -> list[tuple[Outcome, str]]:
@@ -170,8 +171,8 @@ class MemoryBulk:
         return outcomes
 
     async def _embedded(
-        self, items: Sequence[tuple[StoredMemory, "np.ndarray | None"]]
-    ) -> list[tuple[StoredMemory, "np.ndarray", list[str]]]:
+        self, items: Sequence[tuple[StoredMemory, np.ndarray | None]]
+    ) -> list[tuple[StoredMemory, np.ndarray, list[str]]]:
         """Each memory with its vectors and passages: the given vectors when there is one per
         passage, else the model's, made in one pass for all of them. The texts go to the model
         shortest first, so each slice is padded to a similar length rather than to its longest."""

@@ -19,14 +19,15 @@ from __future__ import annotations
 import asyncio
 import math
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from symbiote.errors import InvalidInputError
-from symbiote.memory.history import ConversationHistory, Turn
 from symbiote.memory import validation
+from symbiote.memory.history import ConversationHistory, Turn
 from symbiote.memory.records import Memory
 
 MIN_BUDGET = 64  # below this the section headers leave too little to be useful
@@ -199,8 +200,7 @@ class ContextBuilder:
         tokens = await asyncio.to_thread(self._counter.count, text)
         note = (
             f"{len(included_memories)} of {len(hits)} relevant memories and {len(included_turns)} of "
-            f"{len(turns)} recent turns, {tokens} of {budget} tokens"
-            + (" (cut to fit)." if truncated else ".")
+            f"{len(turns)} recent turns, {tokens} of {budget} tokens" + (" (cut to fit)." if truncated else ".")
         )
         return BuiltContext(
             conversation_id=cid,

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from symbiote.embedding.embedder import AsyncEmbedder
 from symbiote.errors import MemoryNotFoundError, SymbioteError

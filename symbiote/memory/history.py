@@ -15,17 +15,18 @@ returned in `turn_index` order.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import asdict
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from symbiote.embedding.embedder import AsyncEmbedder
 from symbiote.errors import InvalidInputError
+from symbiote.memory import validation
 from symbiote.memory.clock import instant_us, iso_utc, now_us
 from symbiote.memory.keyed_lock import KeyedLock
 from symbiote.memory.store_io import StoreIO
-from symbiote.memory import validation
 from symbiote.storage.diskspace import DiskSpace
 from symbiote.storage.history import HistoryStore, StoredTurn
 

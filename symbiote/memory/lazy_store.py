@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Awaitable, Callable, Generic, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any, Generic, TypeVar
 
 from symbiote.embedding import MODEL_DIMENSION, MODEL_NAME
 from symbiote.errors import StoreUnavailableError, worded

@@ -41,7 +41,9 @@ class EnginePolicy:
     max_content_bytes: int = MAX_CONTENT_BYTES  # SYMBIOTE_MAX_CONTENT_BYTES
 
 
-async def check_conversation(policy: EnginePolicy, io: StoreIO[MemoryStore], store: MemoryStore, draft: StoredMemory) -> None:
+async def check_conversation(
+    policy: EnginePolicy, io: StoreIO[MemoryStore], store: MemoryStore, draft: StoredMemory
+) -> None:
     """Memories drawn from a conversation (conversation_id given) must be confident and few."""
     if draft.conversation_id is None:
         return

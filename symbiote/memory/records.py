@@ -17,7 +17,9 @@ class Memory(BaseModel):
     content: str = Field(description="The full text as stored.")
     timestamp: str = Field(description="When it was stored, ISO-8601 UTC.")
     tags: list[str] = Field(default_factory=list, description="Labels given when it was stored.")
-    type: str | None = Field(default=None, description="Kind of memory: preference, fact, project, decision, personal...")
+    type: str | None = Field(
+        default=None, description="Kind of memory: preference, fact, project, decision, personal..."
+    )
     confidence: float | None = Field(default=None, description="How sure the writer was, 0-1 (when given).")
     bookmarked: bool = Field(default=False, description="Bookmarked memories are never removed by retention.")
     updated_at: str | None = Field(default=None, description="When it was last changed, ISO-8601 UTC.")

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, Callable, Literal, TypeVar, get_type_hints
+from typing import Annotated, Any, Literal, TypeVar, get_type_hints
 
 from pydantic import Field
 
@@ -33,7 +34,9 @@ class SearchRequest:
         str | None, Field(description="Only memories stored within this period, e.g. 'last week', 'yesterday'.")
     ] = None
     tags: Annotated[list[str] | None, Field(description="Only memories with these tags (see tag_mode).")] = None
-    tag_mode: Annotated[Literal["any", "all"], Field(description="'any' of the tags (default) or 'all' of them.")] = "any"
+    tag_mode: Annotated[Literal["any", "all"], Field(description="'any' of the tags (default) or 'all' of them.")] = (
+        "any"
+    )
     type: Annotated[str | None, Field(description="Only memories of this type, e.g. preference.")] = None  # noqa: A003
     min_confidence: Annotated[
         float | None, Field(description="Only memories stored with at least this confidence (0-1).")

@@ -102,7 +102,9 @@ class MemorySearch:
             return [], QueryEvidence(), {}
         if subject:
             pool = [c.memory_id for c in candidates[:SUBJECT_POOL]]
-            candidates = with_members(candidates, {m for m in pool if m in found and mentions(found[m].content, subject.words)})
+            candidates = with_members(
+                candidates, {m for m in pool if m in found and mentions(found[m].content, subject.words)}
+            )
         candidates = _annotated(candidates, found, named.particular if named else ())
         evidence = QueryEvidence(
             closeness=cohort.closeness(vectors[0]),
@@ -123,7 +125,9 @@ class MemorySearch:
         return self._topics
 
 
-def _annotated(candidates: list[Candidate], found: dict[str, StoredMemory], particular: tuple[str, ...]) -> list[Candidate]:
+def _annotated(
+    candidates: list[Candidate], found: dict[str, StoredMemory], particular: tuple[str, ...]
+) -> list[Candidate]:
     """The topic members marked with whether they hold the particular thing the query names ("what's
     my cat's name?"): a memory without a cat is no member of the pets a question asks about."""
     if not particular:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from symbiote.embedding import MODEL_DIMENSION, MODEL_NAME
 from symbiote.memory.clock import iso_utc

@@ -11,20 +11,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Any, Callable, Generic, Sequence, TypeVar, Union
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, TypeVar
 
 from symbiote.errors import StoreUnavailableError, worded
 from symbiote.memory.lazy_store import LazyStore
 from symbiote.storage.base import MemoryStore
-from symbiote.storage.history import HistoryStore
 from symbiote.storage.disk_errors import is_transient, write_failure
 from symbiote.storage.diskspace import DiskSpace
+from symbiote.storage.history import HistoryStore
 from symbiote.telemetry.stages import stage
 from symbiote.workers import PriorityExecutor
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-S = TypeVar("S", bound=Union[MemoryStore, HistoryStore])
+S = TypeVar("S", bound=MemoryStore | HistoryStore)
 
 WRITE_RETRIES = 3  # transient lock contention: retried this many times, backing off exponentially
 RETRY_BASE_SECONDS = 0.05

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 
 from symbiote.errors import SymbioteError
 
@@ -17,15 +17,26 @@ MONTHS = {
     name: index
     for index, names in enumerate(
         [
-            ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
-            ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"),
-            ("november", "nov"), ("december", "dec"),
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
         ],
         start=1,
     )
     for name in names
 }
-WEEKDAYS = {name: i for i, name in enumerate(["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])}
+WEEKDAYS = {
+    name: i for i, name in enumerate(["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])
+}
 UNDERSTOOD = (
     "ISO dates or times (2026-03-05, 2026-03-05T14:00Z, 2026-03, 2026), today, yesterday, this/last week, "
     "this/last month, this/last year, N days/weeks/months/years ago, past/last N days/weeks/months, "
@@ -38,7 +49,7 @@ class TimePhraseError(SymbioteError):
 
 
 # The last instant a date can name: "9999-12-31" ends here instead of overflowing into year 10000.
-END_OF_TIME = datetime.max.replace(tzinfo=timezone.utc)
+END_OF_TIME = datetime.max.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -56,7 +67,7 @@ class Interval:
 
 
 def _day(d: date) -> datetime:
-    return datetime(d.year, d.month, d.day, tzinfo=timezone.utc)
+    return datetime(d.year, d.month, d.day, tzinfo=UTC)
 
 
 def _month_start(year: int, month: int) -> datetime:
@@ -64,11 +75,11 @@ def _month_start(year: int, month: int) -> datetime:
     year += years
     if year > END_OF_TIME.year:
         return END_OF_TIME
-    return datetime(year, month0 + 1, 1, tzinfo=timezone.utc)
+    return datetime(year, month0 + 1, 1, tzinfo=UTC)
 
 
 def _year_start(year: int) -> datetime:
-    return END_OF_TIME if year > END_OF_TIME.year else datetime(year, 1, 1, tzinfo=timezone.utc)
+    return END_OF_TIME if year > END_OF_TIME.year else datetime(year, 1, 1, tzinfo=UTC)
 
 
 def _plus(moment: datetime, delta: timedelta) -> datetime:
@@ -95,8 +106,8 @@ def _iso(text: str) -> Interval | None:
     except ValueError:
         return None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    moment = moment.astimezone(timezone.utc)  # "0001-01-01T00:00+01:00" is in year 0: refused below
+        moment = moment.replace(tzinfo=UTC)
+    moment = moment.astimezone(UTC)  # "0001-01-01T00:00+01:00" is in year 0: refused below
     if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
         return Interval(moment, _plus(moment, timedelta(days=1)))
     return Interval(moment, moment)
@@ -108,7 +119,7 @@ def parse(phrase: str, now: datetime | None = None) -> Interval:
     Raises TimePhraseError for anything else, including dates outside years 1 to 9999.
     """
     try:
-        return _parse(phrase, (now or datetime.now(timezone.utc)).astimezone(timezone.utc))
+        return _parse(phrase, (now or datetime.now(UTC)).astimezone(UTC))
     except (OverflowError, ValueError):  # a TimePhraseError already says what was wrong: not caught here
         raise TimePhraseError(
             f"'{phrase[:100]}' is outside the dates that can be searched (years 1 to 9999)."

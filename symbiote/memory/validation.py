@@ -53,7 +53,7 @@ def tags(value: Any) -> list[str]:
     if value is None:
         return []
     if isinstance(value, str) or not isinstance(value, (list, tuple)):
-        raise InvalidInputError("tags must be a list of strings, e.g. [\"work\", \"preferences\"].")
+        raise InvalidInputError('tags must be a list of strings, e.g. ["work", "preferences"].')
     cleaned: list[str] = []
     seen: set[str] = set()
     for position, tag in enumerate(value, start=1):

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any
 
 from symbiote.config import MAX_CONTENT_BYTES
 from symbiote.embedding.embedder import AsyncEmbedder
@@ -45,7 +46,12 @@ NEAR_CANDIDATES = 3  # nearest memories checked for near-duplicates
 
 
 def draft(
-    content: Any, tags: Any, type: Any, confidence: Any, conversation_id: Any, bookmarked: Any,  # noqa: A002
+    content: Any,
+    tags: Any,
+    type: Any,
+    confidence: Any,
+    conversation_id: Any,
+    bookmarked: Any,  # noqa: A002
     max_bytes: int = MAX_CONTENT_BYTES,
 ) -> StoredMemory:
     """A validated memory without id or time yet."""
@@ -98,7 +104,10 @@ def _batch_results(
             old = existing[item.content_hash]
             results.append(
                 StoreResult(
-                    memory_id=old.memory_id, timestamp=old.timestamp, tags=list(old.tags), status="duplicate",
+                    memory_id=old.memory_id,
+                    timestamp=old.timestamp,
+                    tags=list(old.tags),
+                    status="duplicate",
                     message="Already remembered; no copy made.",
                 )
             )
@@ -107,7 +116,9 @@ def _batch_results(
             first = fresh[item.content_hash] is item
             results.append(
                 StoreResult(
-                    memory_id=memory.memory_id, timestamp=memory.timestamp, tags=list(memory.tags),
+                    memory_id=memory.memory_id,
+                    timestamp=memory.timestamp,
+                    tags=list(memory.tags),
                     status="stored" if first else "duplicate",
                     message="Memory stored." if first else "Repeated within the batch; stored once.",
                 )
@@ -126,7 +137,12 @@ def _duplicate(existing: StoredMemory) -> StoreResult:
 
 
 def _changes(
-    old: StoredMemory, content: Any, tags: Any, type: Any, confidence: Any, bookmarked: Any,  # noqa: A002
+    old: StoredMemory,
+    content: Any,
+    tags: Any,
+    type: Any,
+    confidence: Any,
+    bookmarked: Any,  # noqa: A002
     max_bytes: int,
 ) -> dict[str, Any]:
     """update_memory's validated changes to `old`; text equal to the stored text is no change."""
@@ -236,7 +252,9 @@ class MemoryWriter:
         await io.ensure_space([text for group in windows for text in group])
         vectors = await self._embedder.embed([group[0] for group in windows])  # passages follow (see store)
         stamped = {digest: self._stamp(d) for digest, d in fresh.items()}
-        batch = [(memory, vectors[i : i + 1], group) for i, (memory, group) in enumerate(zip(stamped.values(), windows))]
+        batch = [
+            (memory, vectors[i : i + 1], group) for i, (memory, group) in enumerate(zip(stamped.values(), windows))
+        ]
         await io.write(store.add_many, batch)
         for memory, _vectors, _windows in batch:
             self._stats.added(memory)
@@ -316,7 +334,11 @@ class MemoryWriter:
             self._stats.removed(heads[mid])
         log.info(
             "retention (%d days): removed %d memories, skipped %d bookmarked: removed=%s skipped=%s",
-            days, len(removed), len(keep), removed, [m.memory_id for m in keep],
+            days,
+            len(removed),
+            len(keep),
+            removed,
+            [m.memory_id for m in keep],
         )
         return RetentionResult(
             removed=len(removed),

@@ -24,13 +24,14 @@ than help.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, NamedTuple, Sequence
+from typing import Literal, NamedTuple
 
 from symbiote.retrieval.background import Closeness
 from symbiote.retrieval.intent import Intent
-from symbiote.storage.keywords import KeywordMatch
 from symbiote.storage.base import Match
+from symbiote.storage.keywords import KeywordMatch
 
 KEYWORD_WEIGHT = 0.4
 TOPIC_BOOST = 0.25
@@ -125,7 +126,13 @@ def fuse(
         fused = cosine + KEYWORD_WEIGHT * lexical + TOPIC_BOOST * topic
         semantic = memory_id in cosines and cosine >= SEMANTIC_FLOOR
         how: MatchedBy = (
-            "both" if semantic and lexical else "keyword" if lexical else "semantic" if semantic or not topic else "topic"
+            "both"
+            if semantic and lexical
+            else "keyword"
+            if lexical
+            else "semantic"
+            if semantic or not topic
+            else "topic"
         )
         rows.append(Candidate(memory_id, cosine, lexical, topic, fused, how))
     # Equal scores (to 3 decimals): the newer memory first; ids sort by creation time.
@@ -134,8 +141,12 @@ def fuse(
 
 
 def shortlist(
-    dense: Sequence[Match], keyword: Sequence[KeywordMatch], members: Sequence[KeywordMatch],
-    covered: int, prefetch: int, pool: int = 0,
+    dense: Sequence[Match],
+    keyword: Sequence[KeywordMatch],
+    members: Sequence[KeywordMatch],
+    covered: int,
+    prefetch: int,
+    pool: int = 0,
 ) -> tuple[list[Candidate], list[str], list[str]]:
     """What a search reads about its candidates once they are fused: the ranking, the leading
     `covered` whose share of the query's words counts, and those whose records are read: the first

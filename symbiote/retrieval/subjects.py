@@ -77,7 +77,7 @@ MONEY = _words(
 )
 HOME = _words(
     """home house flat apartment room rooms bedroom kitchen garden gardening balcony furniture decor
-    cleaning tidy declutter clutter laundry landlord rent repair plumber boiler heating 
+    cleaning tidy declutter clutter laundry landlord rent repair plumber boiler heating
     neighbour neighbours neighbor neighbors plants"""
 )
 PEOPLE = _words(
@@ -87,11 +87,11 @@ PEOPLE = _words(
 )
 PETS = _words("""dog dogs puppy cat cats kitten pet pets vet leash walkies rabbit hamster parrot horse""")
 OCCASIONS = _words(
-    """birthday birthdays anniversary wedding weddings party parties celebration celebrate gift gifts 
+    """birthday birthdays anniversary wedding weddings party parties celebration celebrate gift gifts
     presents surprise christmas invitation invite speech toast"""
 )
 MEDIA = _words(
-    """book books novel novels reading author authors film films movie movies cinema series 
+    """book books novel novels reading author authors film films movie movies cinema series
     netflix documentary music song songs album albums band bands concert gig gigs playlist spotify
     podcast podcasts game games videogame"""
 )
@@ -106,7 +106,7 @@ LEARNING = _words(
     practice practise flashcards tutor certification degree homework"""
 )
 SCHEDULE = _words(
-    """schedule calendar week weekly today tomorrow morning mornings evening evenings meeting meetings 
+    """schedule calendar week weekly today tomorrow morning mornings evening evenings meeting meetings
     appointment appointments standup deadline deadlines routine agenda availability busy monday tuesday
     wednesday thursday friday saturday sunday reminder reminders remind"""
 )

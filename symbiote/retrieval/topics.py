@@ -25,33 +25,77 @@ TOPIC_GATE = 0.5  # cosine to a topic's questions from which a query counts as b
 
 TOPICS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "projects": (
-        ("what am I building?", "what project is the user busy with?", "what is the user developing at the moment?",
-         "what projects am I busy with?", "what are my projects?"),
+        (
+            "what am I building?",
+            "what project is the user busy with?",
+            "what is the user developing at the moment?",
+            "what projects am I busy with?",
+            "what are my projects?",
+        ),
         ("working", "build", "project", "app", "develop", "prototype", "startup", "website", "side"),
     ),
     "job": (
-        ("what does the user do for a living?", "tell me about the user's employer", "what do I do for work?",
-         "where do I work?"),
+        (
+            "what does the user do for a living?",
+            "tell me about the user's employer",
+            "what do I do for work?",
+            "where do I work?",
+        ),
         ("work", "job", "engineer", "manager", "company", "career", "employer", "office", "colleague"),
     ),
     "family": (
         ("who are the user's relatives?", "tell me about the user's family members", "who are my relatives?"),
-        ("sister", "brother", "mother", "mom", "father", "dad", "partner", "wife", "husband", "daughter", "son",
-         "kids", "children", "parents", "family"),
+        (
+            "sister",
+            "brother",
+            "mother",
+            "mom",
+            "father",
+            "dad",
+            "partner",
+            "wife",
+            "husband",
+            "daughter",
+            "son",
+            "kids",
+            "children",
+            "parents",
+            "family",
+        ),
     ),
     "pets": (
         ("tell me about the user's animals", "does the user own a pet?", "tell me about my pets"),
         ("dog", "cat", "pet", "puppy", "kitten", "horse", "rabbit", "parrot"),
     ),
     "food": (
-        ("what food does the user enjoy?", "what are the user's eating habits?", "what do I like to eat?",
-         "what are my food preferences?"),
-        ("eat", "food", "vegetarian", "vegan", "cuisine", "coffee", "tea", "recipe", "diet", "dinner", "lunch",
-         "breakfast", "cook"),
+        (
+            "what food does the user enjoy?",
+            "what are the user's eating habits?",
+            "what do I like to eat?",
+            "what are my food preferences?",
+        ),
+        (
+            "eat",
+            "food",
+            "vegetarian",
+            "vegan",
+            "cuisine",
+            "coffee",
+            "tea",
+            "recipe",
+            "diet",
+            "dinner",
+            "lunch",
+            "breakfast",
+            "cook",
+        ),
     ),
     "health": (
-        ("what health conditions does the user have?", "anything medical to know about the user?",
-         "do I have any health issues?"),
+        (
+            "what health conditions does the user have?",
+            "anything medical to know about the user?",
+            "do I have any health issues?",
+        ),
         ("allergic", "allergy", "diabetes", "medication", "doctor", "asthma", "health", "illness", "therapy"),
     ),
     "fitness": (
@@ -59,13 +103,20 @@ TOPICS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("run", "marathon", "gym", "swim", "training", "fitness", "football", "sport", "yoga", "cycling"),
     ),
     "hobbies": (
-        ("what does the user do in their free time?", "what are the user's pastimes?", "what pastimes do I have?",
-         "what do I do in my spare time?"),
+        (
+            "what does the user do in their free time?",
+            "what are the user's pastimes?",
+            "what pastimes do I have?",
+            "what do I do in my spare time?",
+        ),
         ("play", "guitar", "piano", "hobby", "paint", "game", "garden", "photography", "knit"),
     ),
     "media": (
-        ("what does the user like to read or watch?", "the user's taste in music and films",
-         "what books, films and music do I like?"),
+        (
+            "what does the user like to read or watch?",
+            "the user's taste in music and films",
+            "what books, films and music do I like?",
+        ),
         ("book", "novel", "author", "film", "movie", "music", "band", "series", "podcast"),
     ),
     "home": (
@@ -77,23 +128,40 @@ TOPICS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("fly", "flight", "travel", "trip", "holiday", "vacation", "hotel", "train"),
     ),
     "goals": (
-        ("what does the user want to achieve?", "what are the user's plans for the future?",
-         "what am I aiming for?"),
+        ("what does the user want to achieve?", "what are the user's plans for the future?", "what am I aiming for?"),
         ("goal", "want", "plan", "saving", "preparing", "dream", "hope"),
     ),
     "schedule": (
-        ("what is on the user's calendar?", "what are the user's routines during the week?",
-         "what is on my calendar?", "what is my daily routine?"),
-        ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "weekly", "every",
-         "meeting", "appointment"),
+        (
+            "what is on the user's calendar?",
+            "what are the user's routines during the week?",
+            "what is on my calendar?",
+            "what is my daily routine?",
+        ),
+        (
+            "monday",
+            "tuesday",
+            "wednesday",
+            "thursday",
+            "friday",
+            "saturday",
+            "sunday",
+            "weekly",
+            "every",
+            "meeting",
+            "appointment",
+        ),
     ),
     "dates": (
         ("what dates matter to the user?", "which dates should I remember?"),
         ("birthday", "anniversary", "deadline", "due"),
     ),
     "tech": (
-        ("which technologies does the user work with?", "what software does the user rely on?",
-         "which languages and tools do I use?"),
+        (
+            "which technologies does the user work with?",
+            "what software does the user rely on?",
+            "which languages and tools do I use?",
+        ),
         ("use", "editor", "framework", "database", "language", "library", "tool", "cloud"),
     ),
     "decisions": (
@@ -101,8 +169,7 @@ TOPICS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("decided", "chose", "choose", "instead", "switched", "picked"),
     ),
     "finance": (
-        ("what is the user's financial situation?", "how does the user handle money?",
-         "how are my finances?"),
+        ("what is the user's financial situation?", "how does the user handle money?", "how are my finances?"),
         ("saving", "budget", "money", "invest", "deposit", "salary", "loan", "mortgage"),
     ),
     "learning": (
@@ -110,13 +177,20 @@ TOPICS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("learning", "course", "exam", "study", "practise", "practice", "class", "lesson"),
     ),
     "preferences": (
-        ("what does the user like?", "what are the user's preferences?", "what does the user love or hate?",
-         "what are my likes and dislikes?"),
+        (
+            "what does the user like?",
+            "what are the user's preferences?",
+            "what does the user love or hate?",
+            "what are my likes and dislikes?",
+        ),
         ("love", "like", "enjoy", "prefer", "favourite", "favorite", "hate", "dislike", "fan"),
     ),
     "style": (
-        ("how does the user want the assistant to respond?", "the user's preferences for writing and code style",
-         "how do I like answers written?"),
+        (
+            "how does the user want the assistant to respond?",
+            "the user's preferences for writing and code style",
+            "how do I like answers written?",
+        ),
         ("prefers", "prefer", "style", "format", "tone"),
     ),
     "people": (

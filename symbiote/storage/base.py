@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Protocol, Sequence, TypeVar
-
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 if TYPE_CHECKING:
     import numpy as np
@@ -25,7 +25,9 @@ R = TypeVar("R")
 # The caller's ranking of a search's candidates (nearest, keyword matches, topic members): the ranking
 # itself, the ids whose coverage to work out and the ids whose records to read. It runs where the
 # store runs (in its own process: a module-level function or a partial of one, so it pickles).
-Shortlist = Callable[[list["Match"], list["KeywordMatch"], list["KeywordMatch"]], tuple[R, Sequence[str], Sequence[str]]]
+Shortlist = Callable[
+    [list["Match"], list["KeywordMatch"], list["KeywordMatch"]], tuple[R, Sequence[str], Sequence[str]]
+]
 
 LEXICAL_FILE = "symbiote_keywords.sqlite3"
 CHROMA_FILE = "chroma.sqlite3"  # an embedded Chroma store exists once this file does
@@ -63,15 +65,15 @@ class Match:
 class MemoryStore(Protocol):
     """The storage operations the engine needs; nothing Chroma-specific leaks through."""
 
-    def add(self, memory: StoredMemory, vectors: "np.ndarray", windows: Sequence[str]) -> None: ...
+    def add(self, memory: StoredMemory, vectors: np.ndarray, windows: Sequence[str]) -> None: ...
 
-    def add_many(self, items: Sequence[tuple[StoredMemory, "np.ndarray", Sequence[str]]]) -> None:
+    def add_many(self, items: Sequence[tuple[StoredMemory, np.ndarray, Sequence[str]]]) -> None:
         """All or nothing. An item with fewer vectors than windows (the whole text's only) has its
         passages queued for `pending_passages` / `add_passages`."""
         ...
 
     def store_new(
-        self, memory: StoredMemory, vectors: "np.ndarray", windows: Sequence[str], near: int
+        self, memory: StoredMemory, vectors: np.ndarray, windows: Sequence[str], near: int
     ) -> tuple[StoredMemory | None, list[tuple[str, float, str]]]:
         """The memory with the same text if there is one (nothing written); else add this one and
         return the `near` closest memories (id, cosine, text). One call for the whole store."""
@@ -81,11 +83,11 @@ class MemoryStore(Protocol):
         """Memories whose passages are queued: (id, passages or None to work out, text)."""
         ...
 
-    def add_passages(self, items: Sequence[tuple[str, "np.ndarray", Sequence[str]]]) -> int:
+    def add_passages(self, items: Sequence[tuple[str, np.ndarray, Sequence[str]]]) -> int:
         """Index queued passages (memory id, vectors of windows[1:], windows); skips the stale."""
         ...
 
-    def replace(self, memory: StoredMemory, vectors: "np.ndarray | None", windows: Sequence[str]) -> None:
+    def replace(self, memory: StoredMemory, vectors: np.ndarray | None, windows: Sequence[str]) -> None:
         """Same id, new content or metadata; `vectors` None keeps the old text and vectors."""
         ...
 
@@ -100,22 +102,26 @@ class MemoryStore(Protocol):
         ...
 
     def nearest(
-        self, vector: "np.ndarray", k: int, where: "MemoryFilter | None" = None, passages: bool = True
+        self, vector: np.ndarray, k: int, where: MemoryFilter | None = None, passages: bool = True
     ) -> list[Match]:
         """Memories by cosine similarity of their best passage (or whole text only, without passages)."""
         ...
 
-    def keyword(self, text: str, k: int, where: "MemoryFilter | None" = None) -> list["KeywordMatch"]: ...
+    def keyword(self, text: str, k: int, where: MemoryFilter | None = None) -> list[KeywordMatch]: ...
 
-    def keyword_words(
-        self, words: Sequence[str], k: int, where: "MemoryFilter | None" = None
-    ) -> list["KeywordMatch"]: ...
+    def keyword_words(self, words: Sequence[str], k: int, where: MemoryFilter | None = None) -> list[KeywordMatch]: ...
 
     def coverage(self, text: str, memory_ids: Sequence[str]) -> dict[str, float]: ...
 
     def search(
-        self, vector: "np.ndarray", text: str, k: int, topic_words: Sequence[str], topic_k: int,
-        where: "MemoryFilter | None", shortlist: "Shortlist[R]",
+        self,
+        vector: np.ndarray,
+        text: str,
+        k: int,
+        topic_words: Sequence[str],
+        topic_k: int,
+        where: MemoryFilter | None,
+        shortlist: Shortlist[R],
     ) -> tuple[R, dict[str, float], dict[str, StoredMemory]]:
         """A search's store work in one call: `nearest`, `keyword` and (with topic words)
         `keyword_words`; then `shortlist(dense, keyword, members)` gives the caller's ranking and
@@ -135,17 +141,17 @@ class MemoryStore(Protocol):
 
     def page(self, limit: int, before_us: int | None) -> list[StoredMemory]: ...
 
-    def scan(self, where: "MemoryFilter | None" = None) -> list[StoredMemory]:
+    def scan(self, where: MemoryFilter | None = None) -> list[StoredMemory]:
         """Every (matching) memory without its content: for statistics and retention."""
         ...
 
     def size_bytes(self) -> int: ...
 
-    def browse(self, where: "MemoryFilter | None", offset: int, limit: int) -> tuple[list[StoredMemory], int]:
+    def browse(self, where: MemoryFilter | None, offset: int, limit: int) -> tuple[list[StoredMemory], int]:
         """A page of the (matching) memories newest first, and how many match (symbiote.storage.bulk_reads)."""
         ...
 
-    def vectors(self, memory_ids: Sequence[str]) -> dict[str, "np.ndarray"]:
+    def vectors(self, memory_ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Each memory's stored vectors, its whole text's first: for an export that keeps them."""
         ...
 
@@ -166,8 +172,26 @@ class MemoryStore(Protocol):
 # Every MemoryStore method is one or the other (tests/test_store_layers.py checks that each is
 # named once): a write goes through the writer lease in `symbiote.azure.guard`, a read never does.
 WRITE_METHODS = frozenset({"add", "add_many", "store_new", "add_passages", "replace", "delete", "delete_many"})
-READ_METHODS = frozenset({
-    "pending_passages", "get", "find_content", "find_contents", "counts", "nearest", "keyword", "keyword_words",
-    "coverage", "search", "count", "count_from", "page", "scan", "size_bytes", "browse", "vectors", "idle_step",
-})
+READ_METHODS = frozenset(
+    {
+        "pending_passages",
+        "get",
+        "find_content",
+        "find_contents",
+        "counts",
+        "nearest",
+        "keyword",
+        "keyword_words",
+        "coverage",
+        "search",
+        "count",
+        "count_from",
+        "page",
+        "scan",
+        "size_bytes",
+        "browse",
+        "vectors",
+        "idle_step",
+    }
+)
 LIFECYCLE_METHODS = frozenset({"writing", "close"})

@@ -9,7 +9,8 @@ metadata) and for the page's own memories.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from symbiote.storage.base import StoredMemory
 from symbiote.storage.filters import MemoryFilter
@@ -23,7 +24,9 @@ if TYPE_CHECKING:
 PAGE = 10_000  # records per Chroma read: one read of over 32,766 with metadata or text fails
 
 
-def read_all(collection: Any, include: list[str], ids: Sequence[str] | None = None, where: Any = None) -> dict[str, list[Any]]:
+def read_all(
+    collection: Any, include: list[str], ids: Sequence[str] | None = None, where: Any = None
+) -> dict[str, list[Any]]:
     """`collection.get(...)` in pages of PAGE records, merged. Chroma 1.5.9 turns a read of more
     records than SQLite's 32,766 variables, with their metadata or text, into "too many SQL
     variables", so a store past that size could not list, count or rebuild in one read."""
@@ -56,7 +59,7 @@ class BulkReads:
 
     _memories: Any
     _chunks: Any
-    _lexical: "LexicalIndex"
+    _lexical: LexicalIndex
     get: Callable[[Sequence[str]], dict[str, StoredMemory]]  # the store's own
 
     def browse(self, where: MemoryFilter | None, offset: int, limit: int) -> tuple[list[StoredMemory], int]:
@@ -72,7 +75,7 @@ class BulkReads:
         found = self.get(ids)
         return [found[mid] for mid in ids if mid in found], total
 
-    def vectors(self, memory_ids: Sequence[str]) -> dict[str, "np.ndarray"]:
+    def vectors(self, memory_ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Each memory's stored vectors: its whole text's first, then its passages' in order."""
         import numpy as np
 

@@ -18,14 +18,15 @@ import contextlib
 import logging
 import threading
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
+from symbiote.errors import StoreUnavailableError
 from symbiote.storage.bulk_reads import read_all
 from symbiote.storage.chroma_store import ChromaMemoryStore
 from symbiote.storage.data_format import record_format
-from symbiote.errors import StoreUnavailableError
 
 if TYPE_CHECKING:
     from symbiote.config import Settings
@@ -100,7 +101,7 @@ class ChromaServer:
     database: str = "default_database"
 
     @classmethod
-    def from_settings(cls, settings: "Settings") -> "ChromaServer | None":
+    def from_settings(cls, settings: Settings) -> ChromaServer | None:
         if not settings.chroma_host:
             return None
         return cls(

@@ -19,17 +19,18 @@ from __future__ import annotations
 
 import logging
 import os
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
-from symbiote.storage.filters import MemoryFilter
-from symbiote.storage.keywords import KeywordMatch, LexicalIndex
+from symbiote.storage._chroma_records import check_identity, chroma_nearest, memory_from, metadata_of
 from symbiote.storage.base import Match, R, Shortlist, StoredMemory
 from symbiote.storage.bulk_reads import BulkReads, read_all
 from symbiote.storage.bulk_reads import chunk_ids as _chunk_ids
-from symbiote.storage._chroma_records import check_identity, chroma_nearest, memory_from, metadata_of
+from symbiote.storage.filters import MemoryFilter
+from symbiote.storage.keywords import KeywordMatch, LexicalIndex
 from symbiote.storage.passages import DeferredPassages, chunk_records
 from symbiote.storage.vectors import MirroredCollection, VectorIndex, VectorRows
 
@@ -221,7 +222,9 @@ class ChromaMemoryStore(BulkReads, DeferredPassages):
         if not memory_ids:
             return []
         got = self._memories.get(ids=list(memory_ids), include=["metadatas"])
-        present = [(mid, int((meta or {}).get("windows", 1) or 1)) for mid, meta in zip(got["ids"], got["metadatas"] or [])]
+        present = [
+            (mid, int((meta or {}).get("windows", 1) or 1)) for mid, meta in zip(got["ids"], got["metadatas"] or [])
+        ]
         if not present:
             return []
         with self._lexical.transaction() as tx:
@@ -264,7 +267,10 @@ class ChromaMemoryStore(BulkReads, DeferredPassages):
         got = self._memories.get(
             where={"content_hash": {"$in": list(dict.fromkeys(hashes))}}, include=["documents", "metadatas"]
         )
-        found = [memory_from(mid, doc, meta) for mid, doc, meta in zip(got["ids"], got["documents"] or [], got["metadatas"] or [])]
+        found = [
+            memory_from(mid, doc, meta)
+            for mid, doc, meta in zip(got["ids"], got["documents"] or [], got["metadatas"] or [])
+        ]
         return {m.content_hash: m for m in sorted(found, key=lambda m: m.created_us, reverse=True)}
 
     def counts(self) -> dict[str, int]:
@@ -312,8 +318,14 @@ class ChromaMemoryStore(BulkReads, DeferredPassages):
         return self._lexical.coverage(text, memory_ids)
 
     def search(
-        self, vector: np.ndarray, text: str, k: int, topic_words: Sequence[str], topic_k: int,
-        where: MemoryFilter | None, shortlist: Shortlist[R],
+        self,
+        vector: np.ndarray,
+        text: str,
+        k: int,
+        topic_words: Sequence[str],
+        topic_k: int,
+        where: MemoryFilter | None,
+        shortlist: Shortlist[R],
     ) -> tuple[R, dict[str, float], dict[str, StoredMemory]]:
         """A search's store work in one call, so one trip to the store's process. The keyword
         searches run while the vectors are searched, the coverage while the records are read."""

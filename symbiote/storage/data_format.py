@@ -43,7 +43,9 @@ def recorded_format(path: Path) -> int | None:
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise _refusal(file, f"it records format {version!r}, which no release writes")
     if version > FORMAT_VERSION:
-        raise _refusal(file, f"it records format {version}, newer than format {FORMAT_VERSION}, the newest this release knows")
+        raise _refusal(
+            file, f"it records format {version}, newer than format {FORMAT_VERSION}, the newest this release knows"
+        )
     return version
 
 

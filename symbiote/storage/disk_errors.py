@@ -55,9 +55,7 @@ class RemoteStoreError(DriverError):
 
 def _errnos(exc: BaseException) -> set[int]:
     # OSError, and errors from the memory store process that carry the errno of their cause
-    return {
-        e.errno for e in exception_chain(exc) if isinstance(e, (OSError, RemoteStoreError)) and e.errno is not None
-    }
+    return {e.errno for e in exception_chain(exc) if isinstance(e, (OSError, RemoteStoreError)) and e.errno is not None}
 
 
 def write_failure(exc: BaseException) -> StoreUnavailableError:

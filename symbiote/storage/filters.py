@@ -54,7 +54,7 @@ class MemoryFilter:
             return None
         return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
-    def matches(self, memory: "StoredMemory") -> bool:
+    def matches(self, memory: StoredMemory) -> bool:
         if self.after_us is not None and memory.created_us < self.after_us:
             return False
         if self.before_us is not None and memory.created_us >= self.before_us:

@@ -157,7 +157,9 @@ class ChromaHistoryStore:
                 self._turns.add(ids=[rid], embeddings=[vector.tolist()], documents=[text], metadatas=[meta])
                 existing = self._read(rid)
                 if existing is None:
-                    raise StoreUnavailableError(f"Turn {index} of conversation {conversation!r} was not saved; try again.")
+                    raise StoreUnavailableError(
+                        f"Turn {index} of conversation {conversation!r} was not saved; try again."
+                    )
                 if existing[1] == writer:
                     return existing[0], True
             turn = existing[0]

@@ -28,9 +28,9 @@ import json
 import math
 import sqlite3
 import threading
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
 
 from symbiote.storage.term_scores import HELD_ROWS, TermScores
 from symbiote.storage.terms import query_terms
@@ -55,6 +55,7 @@ HELD_TERM_ROWS = 2_000
 RARE_TERM_ROWS = 100
 SCHEMA_VERSION = 1  # 1: fts rowid = docs rowid
 
+
 @dataclass(frozen=True)
 class KeywordMatch:
     memory_id: str
@@ -72,7 +73,9 @@ class LexicalTransaction:
         row = self._conn.execute(
             "INSERT INTO docs(memory_id, created_us, body) VALUES (?, ?, ?)", (memory_id, created_us, body)
         ).lastrowid
-        self._conn.execute("INSERT INTO fts(rowid, memory_id, body, ctx) VALUES (?, ?, ?, ?)", (row, memory_id, body, ctx))
+        self._conn.execute(
+            "INSERT INTO fts(rowid, memory_id, body, ctx) VALUES (?, ?, ?, ?)", (row, memory_id, body, ctx)
+        )
 
     def queue_passages(self, memory_id: str, windows: Sequence[str] | None) -> None:
         """Queue a memory's passages for indexing after the write (None: work them out from its text)."""
@@ -100,7 +103,11 @@ class LexicalIndex:
     """The FTS5 index file. Thread-safe: one connection, one lock (SQLite serialises writes anyway)."""
 
     def __init__(
-        self, path: Path, keyword_rows: int = KEYWORD_ROWS, scored_rows: int = SCORED_ROWS, held_term_rows: int = HELD_TERM_ROWS
+        self,
+        path: Path,
+        keyword_rows: int = KEYWORD_ROWS,
+        scored_rows: int = SCORED_ROWS,
+        held_term_rows: int = HELD_TERM_ROWS,
     ) -> None:
         self.path = path
         self._keyword_rows = keyword_rows
@@ -197,7 +204,9 @@ class LexicalIndex:
                 "JOIN docs USING (memory_id) ORDER BY pending.rowid LIMIT ?",
                 (limit,),
             ).fetchall()
-        return [(str(mid), json.loads(windows) if windows is not None else None, str(body)) for mid, windows, body in rows]
+        return [
+            (str(mid), json.loads(windows) if windows is not None else None, str(body)) for mid, windows, body in rows
+        ]
 
     def pending_count(self) -> int:
         """How many memories still have passages queued."""
@@ -324,7 +333,9 @@ class LexicalIndex:
     def _ids_of(self, rows: Sequence[int]) -> dict[int, str]:
         if not rows:
             return {}
-        found = self._conn.execute(f"SELECT rowid, memory_id FROM docs WHERE rowid IN ({','.join('?' * len(rows))})", rows)
+        found = self._conn.execute(
+            f"SELECT rowid, memory_id FROM docs WHERE rowid IN ({','.join('?' * len(rows))})", rows
+        )
         return {int(row): str(memory_id) for row, memory_id in found}
 
     def coverage(self, text: str, memory_ids: Sequence[str]) -> dict[str, float]:
@@ -339,7 +350,8 @@ class LexicalIndex:
         with self._lock:
             total = self.count()
             found = self._conn.execute(
-                f"SELECT rowid, memory_id FROM docs WHERE memory_id IN ({','.join('?' * len(memory_ids))})", list(memory_ids)
+                f"SELECT rowid, memory_id FROM docs WHERE memory_id IN ({','.join('?' * len(memory_ids))})",
+                list(memory_ids),
             ).fetchall()
             rows = {int(row): str(memory_id) for row, memory_id in found}
             placeholders = ",".join("?" * len(rows))
@@ -351,9 +363,14 @@ class LexicalIndex:
                 if held is not None:
                     holders[word] = {memory_id for row, memory_id in rows.items() if row in held}
                     continue
-                matched = self._conn.execute(
-                    f"SELECT rowid FROM fts WHERE fts MATCH ? AND rowid IN ({placeholders})", (f'body:"{word}"', *rows)
-                ).fetchall() if rows else []
+                matched = (
+                    self._conn.execute(
+                        f"SELECT rowid FROM fts WHERE fts MATCH ? AND rowid IN ({placeholders})",
+                        (f'body:"{word}"', *rows),
+                    ).fetchall()
+                    if rows
+                    else []
+                )
                 holders[word] = {rows[int(row)] for (row,) in matched}
         whole = sum(weights.values()) or 1.0
         return {m: sum(w for word, w in weights.items() if m in holders[word]) / whole for m in memory_ids}

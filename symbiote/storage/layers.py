@@ -10,8 +10,9 @@ or a write, and a write reaches the store only through a layer's `_write` (tests
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from symbiote.storage.base import MemoryStore, StoredMemory
 from symbiote.storage.history import HistoryStore, StoredTurn
@@ -58,21 +59,21 @@ class StoreLayer:
         return self._read(MemoryStore.idle_step)
 
     # Writes.
-    def add(self, memory: StoredMemory, vectors: "np.ndarray", windows: Sequence[str]) -> None:
+    def add(self, memory: StoredMemory, vectors: np.ndarray, windows: Sequence[str]) -> None:
         self._write(MemoryStore.add, memory, vectors, windows)
 
-    def add_many(self, items: Sequence[tuple[StoredMemory, "np.ndarray", Sequence[str]]]) -> None:
+    def add_many(self, items: Sequence[tuple[StoredMemory, np.ndarray, Sequence[str]]]) -> None:
         self._write(MemoryStore.add_many, items)
 
     def store_new(
-        self, memory: StoredMemory, vectors: "np.ndarray", windows: Sequence[str], near: int
+        self, memory: StoredMemory, vectors: np.ndarray, windows: Sequence[str], near: int
     ) -> tuple[StoredMemory | None, list[tuple[str, float, str]]]:
         return self._write(MemoryStore.store_new, memory, vectors, windows, near)
 
-    def add_passages(self, items: Sequence[tuple[str, "np.ndarray", Sequence[str]]]) -> int:
+    def add_passages(self, items: Sequence[tuple[str, np.ndarray, Sequence[str]]]) -> int:
         return self._write(MemoryStore.add_passages, items)
 
-    def replace(self, memory: StoredMemory, vectors: "np.ndarray | None", windows: Sequence[str]) -> None:
+    def replace(self, memory: StoredMemory, vectors: np.ndarray | None, windows: Sequence[str]) -> None:
         self._write(MemoryStore.replace, memory, vectors, windows)
 
     def delete(self, memory_id: str) -> bool:
@@ -98,24 +99,28 @@ class StoreLayer:
         return self._read(MemoryStore.counts)
 
     def nearest(
-        self, vector: "np.ndarray", k: int, where: "MemoryFilter | None" = None, passages: bool = True
+        self, vector: np.ndarray, k: int, where: MemoryFilter | None = None, passages: bool = True
     ) -> list[Match]:
         return self._read(MemoryStore.nearest, vector, k, where, passages)
 
-    def keyword(self, text: str, k: int, where: "MemoryFilter | None" = None) -> list["KeywordMatch"]:
+    def keyword(self, text: str, k: int, where: MemoryFilter | None = None) -> list[KeywordMatch]:
         return self._read(MemoryStore.keyword, text, k, where)
 
-    def keyword_words(
-        self, words: Sequence[str], k: int, where: "MemoryFilter | None" = None
-    ) -> list["KeywordMatch"]:
+    def keyword_words(self, words: Sequence[str], k: int, where: MemoryFilter | None = None) -> list[KeywordMatch]:
         return self._read(MemoryStore.keyword_words, words, k, where)
 
     def coverage(self, text: str, memory_ids: Sequence[str]) -> dict[str, float]:
         return self._read(MemoryStore.coverage, text, memory_ids)
 
     def search(
-        self, vector: "np.ndarray", text: str, k: int, topic_words: Sequence[str], topic_k: int,
-        where: "MemoryFilter | None", shortlist: "Shortlist[R]",
+        self,
+        vector: np.ndarray,
+        text: str,
+        k: int,
+        topic_words: Sequence[str],
+        topic_k: int,
+        where: MemoryFilter | None,
+        shortlist: Shortlist[R],
     ) -> tuple[R, dict[str, float], dict[str, StoredMemory]]:
         found: tuple[R, dict[str, float], dict[str, StoredMemory]] = self._read(
             MemoryStore.search, vector, text, k, topic_words, topic_k, where, shortlist
@@ -131,16 +136,16 @@ class StoreLayer:
     def page(self, limit: int, before_us: int | None) -> list[StoredMemory]:
         return self._read(MemoryStore.page, limit, before_us)
 
-    def scan(self, where: "MemoryFilter | None" = None) -> list[StoredMemory]:
+    def scan(self, where: MemoryFilter | None = None) -> list[StoredMemory]:
         return self._read(MemoryStore.scan, where)
 
     def size_bytes(self) -> int:
         return self._read(MemoryStore.size_bytes)
 
-    def browse(self, where: "MemoryFilter | None", offset: int, limit: int) -> tuple[list[StoredMemory], int]:
+    def browse(self, where: MemoryFilter | None, offset: int, limit: int) -> tuple[list[StoredMemory], int]:
         return self._read(MemoryStore.browse, where, offset, limit)
 
-    def vectors(self, memory_ids: Sequence[str]) -> dict[str, "np.ndarray"]:
+    def vectors(self, memory_ids: Sequence[str]) -> dict[str, np.ndarray]:
         return self._read(MemoryStore.vectors, memory_ids)
 
 
@@ -169,14 +174,14 @@ class HistoryLayer:
         return self._read(HistoryStore.idle_step)
 
     def add(
-        self, conversation: str, role: str, text: str, ts: str, ts_us: int, vector: "np.ndarray", index: int | None
+        self, conversation: str, role: str, text: str, ts: str, ts_us: int, vector: np.ndarray, index: int | None
     ) -> tuple[StoredTurn, bool]:
         return self._write(HistoryStore.add, conversation, role, text, ts, ts_us, vector, index)
 
     def get_turns(self, conversation: str, n: int) -> tuple[list[StoredTurn], int]:
         return self._read(HistoryStore.get_turns, conversation, n)
 
-    def search(self, vector: "np.ndarray", k: int, conversation: str | None) -> list[tuple[StoredTurn, float]]:
+    def search(self, vector: np.ndarray, k: int, conversation: str | None) -> list[tuple[StoredTurn, float]]:
         return self._read(HistoryStore.search, vector, k, conversation)
 
     def count(self) -> int:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from symbiote.errors import StoreUnavailableError
 from symbiote.storage.base import CHROMA_FILE, LEXICAL_FILE, MemoryStore
 from symbiote.storage.data_format import record_format
-from symbiote.storage.disk_errors import StoreDamagedError, StorageReadOnlyError, is_damage
+from symbiote.storage.disk_errors import StorageReadOnlyError, StoreDamagedError, is_damage
 from symbiote.storage.layers import HistoryLayer, StoreLayer
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ def _not_writable(path: Path, problem: str) -> StoreUnavailableError:
 
 def open_embedded_store(
     path: Path, model_name: str, dimension: int, vectors_in_memory: bool = False
-) -> "ChromaMemoryStore":
+) -> ChromaMemoryStore:
     """Open (creating if needed) the embedded Chroma store and its keyword index at `path`.
     `vectors_in_memory`: only where nothing else writes to it (`ChromaMemoryStore`)."""
     try:
@@ -117,7 +117,7 @@ def _forget_chroma_system(path: Path, client: object | None) -> None:
     SharedSystemClient._identifier_to_refcount.pop(str(path), None)
 
 
-def _keyword_index(path: Path) -> "LexicalIndex":
+def _keyword_index(path: Path) -> LexicalIndex:
     """The keyword index; derived data, so a damaged one is set aside and rebuilt from Chroma."""
     from symbiote.storage.keywords import LexicalIndex
 
@@ -145,7 +145,9 @@ def quarantine(path: Path) -> Path:
     logging.getLogger(__name__).error(
         "memory store at %s is damaged; copied to %s. Recover by restoring a backup into %s, or "
         "`symbiote reset --confirm` for an empty store.",
-        path, backup, path,
+        path,
+        backup,
+        path,
     )
     return backup
 
@@ -154,14 +156,16 @@ def make_private(path: Path) -> None:
     """Owner-only modes on the data directory and everything in it (0700 / 0600), including what an
     older version created 0755 / 0644. A file system without modes (an SMB share) is left as it is."""
     try:
-        for directory, subdirectories, files in os.walk(path):
+        for directory, _subdirectories, files in os.walk(path):
             os.chmod(directory, 0o700)
             for name in files:
                 file = os.path.join(directory, name)
                 if not os.path.islink(file):
                     os.chmod(file, 0o600)
     except OSError as exc:
-        logging.getLogger(__name__).info("could not make %s private (%s); its file system may not keep modes", path, exc)
+        logging.getLogger(__name__).info(
+            "could not make %s private (%s); its file system may not keep modes", path, exc
+        )
 
 
 def reset_store(path: Path, keep: tuple[str, ...] = ()) -> Path | None:
@@ -244,7 +248,7 @@ class ResetHistoryGuard(HistoryLayer):
         self._store.close()
 
 
-def open_server_store(server: "ChromaServer", index_dir: Path, model_name: str, dimension: int) -> "ChromaMemoryStore":
+def open_server_store(server: ChromaServer, index_dir: Path, model_name: str, dimension: int) -> ChromaMemoryStore:
     """Open the store on a Chroma server (CHROMA_HOST); the keyword index stays local, in `index_dir`.
 
     Same store class, collections and behaviour as the embedded store; only the client differs.

@@ -10,7 +10,8 @@ is durable: what a crash interrupts is indexed after the next open.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from symbiote.storage.bulk_reads import chunk_ids, read_all
 
@@ -22,12 +23,14 @@ if TYPE_CHECKING:
 
 
 def chunk_records(
-    memory: "StoredMemory", passage_vectors: "np.ndarray", windows: Sequence[str]
+    memory: StoredMemory, passage_vectors: np.ndarray, windows: Sequence[str]
 ) -> tuple[list[str], list[list[float]], list[str], list[dict[str, Any]]]:
     """Chroma's ids, vectors, documents and metadata for passages 1.. of a memory (`passage_vectors`:
     the vectors of windows[1:])."""
     ids = chunk_ids(memory.memory_id, len(windows))
-    meta = [{"memory_id": memory.memory_id, "window": i, "created_us": memory.created_us} for i in range(1, len(windows))]
+    meta = [
+        {"memory_id": memory.memory_id, "window": i, "created_us": memory.created_us} for i in range(1, len(windows))
+    ]
     return ids, passage_vectors.tolist(), list(windows[1:]), meta
 
 
@@ -36,7 +39,7 @@ class DeferredPassages:
 
     _memories: Any
     _chunks: Any
-    _lexical: "LexicalIndex"
+    _lexical: LexicalIndex
     get: Any  # the store's own
 
     def pending_passages(self, limit: int) -> list[tuple[str, list[str] | None, str]]:
@@ -44,7 +47,7 @@ class DeferredPassages:
         them out from the text, the text)."""
         return self._lexical.pending(limit)
 
-    def add_passages(self, items: Sequence[tuple[str, "np.ndarray", Sequence[str]]]) -> int:
+    def add_passages(self, items: Sequence[tuple[str, np.ndarray, Sequence[str]]]) -> int:
         """Index queued passages: (memory id, the vectors of windows[1:], the windows, the whole text
         first). A memory deleted or rewritten since it was queued is skipped; upserts, so a
         batch that a crash interrupted can be indexed again. Returns how many memories were indexed."""

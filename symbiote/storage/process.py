@@ -26,11 +26,12 @@ import subprocess
 import sys
 import threading
 import weakref
+from collections.abc import Callable
 from concurrent.futures import Future
+from contextlib import AbstractContextManager, nullcontext
 from multiprocessing.connection import Connection
 from pathlib import Path
-from contextlib import AbstractContextManager, nullcontext
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from symbiote.errors import StoreUnavailableError, SymbioteError
 from symbiote.storage.layers import HistoryLayer, StoreLayer
@@ -99,8 +100,8 @@ class StoreProcess:
     def _start(self) -> None:
         ours, theirs = socket.socketpair()
         code = (
-            "import json, os, sys; sys.path[:0] = json.loads(os.environ.pop(%r)); "
-            "from symbiote.storage._store_child import child_main; child_main(%d)" % (CHILD_ENV, theirs.fileno())
+            f"import json, os, sys; sys.path[:0] = json.loads(os.environ.pop({CHILD_ENV!r})); "
+            f"from symbiote.storage._store_child import child_main; child_main({theirs.fileno():d})"
         )
         env = {**os.environ, CHILD_ENV: json.dumps([p for p in sys.path if p])}
         # One BLAS thread: the vectors held in memory are searched with numpy, whose BLAS threads
@@ -161,7 +162,7 @@ class StoreProcess:
                     "Try again: everything acknowledged before is stored."
                 ) from gone
 
-    def open(self, kind: str, model: str, dimension: int) -> "RemoteStore | RemoteHistory":
+    def open(self, kind: str, model: str, dimension: int) -> RemoteStore | RemoteHistory:
         """Open a store (`memories` or `history`) in the child and return its proxy."""
         handle = self._open_handle(kind, model, dimension)
         return RemoteStore(self, handle) if kind == "memories" else RemoteHistory(self, handle)

@@ -16,7 +16,7 @@ A write changes every row's statistics, so it drops all that is held (`forget`).
 from __future__ import annotations
 
 import sqlite3
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -39,7 +39,11 @@ class TermScores:
     """The scoring of one FTS5 table's matches. Not thread-safe: `LexicalIndex` calls it under its lock."""
 
     def __init__(
-        self, conn: sqlite3.Connection, context_weight: float, term_rows: int = SCORED_TERM_ROWS, fill_rows: int = FILL_ROWS
+        self,
+        conn: sqlite3.Connection,
+        context_weight: float,
+        term_rows: int = SCORED_TERM_ROWS,
+        fill_rows: int = FILL_ROWS,
     ) -> None:
         self._conn = conn
         self._context_weight = context_weight  # the `ctx` column's BM25 weight (`body` 1.0)
@@ -87,7 +91,13 @@ class TermScores:
         return [(int(rows[i]), float(totals[i])) for i in order if totals[i] > 0]
 
     def asked(
-        self, words: Sequence[str], body_only: bool, k: int, after_us: int | None, before_us: int | None, scored_rows: int | None
+        self,
+        words: Sequence[str],
+        body_only: bool,
+        k: int,
+        after_us: int | None,
+        before_us: int | None,
+        scored_rows: int | None,
     ) -> list[tuple[int, float]]:
         """The same as `ranked`, scored by SQLite (among the newest `scored_rows` matches, or all
         of them), within a time window if one is given."""
@@ -96,7 +106,9 @@ class TermScores:
             match = f"body : ({match})"
         # The join is only for time filters; otherwise the few ids are looked up after the sort.
         timed = after_us is not None or before_us is not None
-        where = "FROM fts JOIN docs ON docs.rowid = fts.rowid WHERE fts MATCH ?" if timed else "FROM fts WHERE fts MATCH ?"
+        where = (
+            "FROM fts JOIN docs ON docs.rowid = fts.rowid WHERE fts MATCH ?" if timed else "FROM fts WHERE fts MATCH ?"
+        )
         params: list[object] = [match]
         if after_us is not None:
             where += " AND docs.created_us >= ?"
@@ -152,5 +164,8 @@ class TermScores:
             self._held.clear()
             self._rows = 0
         rows.reverse()  # oldest first
-        self._held[key] = (np.array([r for r, _ in rows], dtype=np.int64), np.array([s for _, s in rows], dtype=np.float64))
+        self._held[key] = (
+            np.array([r for r, _ in rows], dtype=np.int64),
+            np.array([s for _, s in rows], dtype=np.float64),
+        )
         self._rows += len(rows)

@@ -22,7 +22,8 @@ import contextlib
 import logging
 import threading
 from collections import OrderedDict
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -216,9 +217,7 @@ class MirroredCollection:
         if not missing:
             return found
         got = self._collection.get(ids=missing, include=["documents", "metadatas"])
-        fresh = {
-            rid: (doc, meta) for rid, doc, meta in zip(got["ids"], got["documents"] or [], got["metadatas"] or [])
-        }
+        fresh = {rid: (doc, meta) for rid, doc, meta in zip(got["ids"], got["documents"] or [], got["metadatas"] or [])}
         with self._lock:
             if writes == self._writes:
                 self._hold(fresh)
@@ -229,7 +228,9 @@ class MirroredCollection:
         reads its likely results', and each one not held costs a query into Chroma."""
         if documents is not None and metadatas is not None and not self.rows.passages:
             with self._lock:
-                self._hold({rid: (doc, dict(meta) if meta else meta) for rid, doc, meta in zip(ids, documents, metadatas)})
+                self._hold(
+                    {rid: (doc, dict(meta) if meta else meta) for rid, doc, meta in zip(ids, documents, metadatas)}
+                )
 
     def _hold(self, records: dict[str, tuple[Any, Any]]) -> None:
         """Under the lock: the newest RECORDS records stay."""

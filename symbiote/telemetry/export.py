@@ -22,8 +22,9 @@ import logging
 import os
 import socket
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from symbiote import __version__
 from symbiote.telemetry import redaction
@@ -35,7 +36,16 @@ SERVICE_NAME = "symbiote"
 # The distro's library instrumentations (azure-monitor-opentelemetry 1.8): all off. Azure SDK spans
 # would trace every lease renewal on the file share; the web frameworks are not ours.
 DISTRO_INSTRUMENTATIONS = (
-    "azure_sdk", "django", "fastapi", "flask", "httpx", "httpx2", "psycopg2", "requests", "urllib", "urllib3",
+    "azure_sdk",
+    "django",
+    "fastapi",
+    "flask",
+    "httpx",
+    "httpx2",
+    "psycopg2",
+    "requests",
+    "urllib",
+    "urllib3",
 )
 
 
@@ -126,8 +136,11 @@ def _configure(chosen: Plan, env: Mapping[str, str]) -> Plan:
     try:
         _start_otlp(chosen, env)
     except ImportError as exc:
-        log.error("OTEL_EXPORTER_OTLP_ENDPOINT is set but the OpenTelemetry SDK or exporter is missing (%s): "
-                  "pip install -r requirements.txt. Nothing is exported.", exc)
+        log.error(
+            "OTEL_EXPORTER_OTLP_ENDPOINT is set but the OpenTelemetry SDK or exporter is missing (%s): "
+            "pip install -r requirements.txt. Nothing is exported.",
+            exc,
+        )
         return Plan()
     return chosen
 
@@ -179,7 +192,9 @@ def _start_otlp(chosen: Plan, env: Mapping[str, str]) -> None:
     if chosen.otlp_metrics:
         from opentelemetry.sdk.metrics import MeterProvider
 
-        metrics.set_meter_provider(MeterProvider(resource=resource, metric_readers=[_metric_reader(chosen.otlp_metrics)]))
+        metrics.set_meter_provider(
+            MeterProvider(resource=resource, metric_readers=[_metric_reader(chosen.otlp_metrics)])
+        )
 
 
 def _start_azure(chosen: Plan, env: Mapping[str, str]) -> None:

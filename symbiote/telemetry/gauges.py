@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Iterable, Protocol
+from collections.abc import Iterable
+from typing import Protocol
 
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, Observation
@@ -47,7 +48,10 @@ class StoreGauges:
             "symbiote.memory.count", callbacks=[self._observe_count], unit="{memory}", description="Memories stored."
         )
         meter.create_observable_gauge(
-            "symbiote.store.size", callbacks=[self._observe_size], unit="By", description="Bytes the store takes on disk."
+            "symbiote.store.size",
+            callbacks=[self._observe_size],
+            unit="By",
+            description="Bytes the store takes on disk.",
         )
 
     def refresh_soon(self) -> None:
@@ -75,4 +79,3 @@ class StoreGauges:
 
     def _observe_size(self, _options: CallbackOptions) -> Iterable[Observation]:
         return [] if self.size is None else [Observation(self.size)]
-

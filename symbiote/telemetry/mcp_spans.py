@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from mcp.shared.exceptions import MCPError
 from opentelemetry import metrics, trace
@@ -108,8 +109,12 @@ class McpTelemetry:
         started = time.perf_counter()
         error_type: str | None = None
         with self._tracer.start_as_current_span(
-            name, context=parent, kind=SpanKind.SERVER, attributes=attributes,
-            record_exception=False, set_status_on_exception=False,
+            name,
+            context=parent,
+            kind=SpanKind.SERVER,
+            attributes=attributes,
+            record_exception=False,
+            set_status_on_exception=False,
         ) as span:
             if self._content and ctx.method == "tools/call":
                 span.set_attribute("gen_ai.tool.call.arguments", _clip(params.get("arguments") or {}))

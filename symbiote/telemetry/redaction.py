@@ -16,9 +16,23 @@ import re
 MASK = "[redacted]"
 # Keys whose values are secrets, and keys whose values are (or hold) memory or conversation text.
 SECRET_KEYS = (
-    "access_token", "refresh_token", "id_token", "token", "code", "code_verifier", "client_secret",
-    "owner_secret", "secret", "password", "api_key", "apikey", "authorization", "ticket", "session_id",
-    "assertion", "connection_string",
+    "access_token",
+    "refresh_token",
+    "id_token",
+    "token",
+    "code",
+    "code_verifier",
+    "client_secret",
+    "owner_secret",
+    "secret",
+    "password",
+    "api_key",
+    "apikey",
+    "authorization",
+    "ticket",
+    "session_id",
+    "assertion",
+    "connection_string",
 )
 CONTENT_KEYS = ("content", "contents", "query", "text", "arguments", "messages", "prompt", "context", "snippet")
 _KEYS = "|".join(sorted(SECRET_KEYS + CONTENT_KEYS, key=len, reverse=True))

@@ -7,7 +7,8 @@ names is Symbiote's own. Nothing here imports OpenTelemetry.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from symbiote.platform_hosts import is_loopback, platform_hosts
 

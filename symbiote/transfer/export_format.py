@@ -102,11 +102,11 @@ def _count(value: Any) -> int:
 # -- memories ------------------------------------------------------------------------------------
 
 
-def encode_vectors(vectors: "np.ndarray") -> list[str]:
+def encode_vectors(vectors: np.ndarray) -> list[str]:
     return [base64.b64encode(row.astype("<f4").tobytes()).decode("ascii") for row in vectors]
 
 
-def decode_vectors(value: Any, dimension: int) -> "np.ndarray":
+def decode_vectors(value: Any, dimension: int) -> np.ndarray:
     import numpy as np
 
     if not isinstance(value, list) or not value:
@@ -123,7 +123,7 @@ def decode_vectors(value: Any, dimension: int) -> "np.ndarray":
     return np.stack(rows).astype(np.float32)
 
 
-def memory_record(memory: StoredMemory, vectors: "np.ndarray | None" = None) -> dict[str, Any]:
+def memory_record(memory: StoredMemory, vectors: np.ndarray | None = None) -> dict[str, Any]:
     record: dict[str, Any] = {
         "kind": "memory",
         "id": memory.memory_id,
@@ -148,7 +148,7 @@ class IncomingMemory:
     """A memory read from a file: complete but for an id when the file gave none."""
 
     memory: StoredMemory  # memory_id "" when the file gave none (one is made from `created_us`)
-    vectors: "np.ndarray | None" = field(default=None, compare=False)
+    vectors: np.ndarray | None = field(default=None, compare=False)
 
 
 def _checked(check: Any, *args: Any) -> Any:

@@ -3,8 +3,9 @@ and the list of conversations."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from symbiote.memory.history import ConversationHistory
@@ -20,7 +21,7 @@ class ConversationSummary:
 class TurnReader:
     """Reads through the history service, which opens its store and runs the reads off the event loop."""
 
-    def __init__(self, history: "ConversationHistory") -> None:
+    def __init__(self, history: ConversationHistory) -> None:
         self._history = history
 
     async def count(self) -> int:
@@ -35,5 +36,5 @@ class TurnReader:
         return [ConversationSummary(cid, turns, last) for cid, turns, last in found]
 
 
-def turn_reader(history: "ConversationHistory") -> TurnReader:
+def turn_reader(history: ConversationHistory) -> TurnReader:
     return TurnReader(history)

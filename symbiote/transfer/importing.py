@@ -18,14 +18,15 @@ import json
 import logging
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import IO, Any, Callable, Protocol
+from typing import IO, Any, Protocol
 
 from symbiote.embedding import MODEL_DIMENSION, MODEL_NAME
 from symbiote.errors import SymbioteError
+from symbiote.memory.bulk import MemoryBulk
 from symbiote.memory.clock import now_us
 from symbiote.storage.base import StoredMemory
-from symbiote.memory.bulk import MemoryBulk
 from symbiote.transfer.export_format import (
     IncomingMemory,
     LineError,
@@ -46,7 +47,9 @@ YIELD_SECONDS = 0.02  # the longest an import holds the event loop between two t
 class TurnSink(Protocol):
     """Where imported conversation turns go: `ConversationHistory.append` (idempotent per index)."""
 
-    async def append(self, conversation_id: Any, role: Any, text: Any, turn_index: Any = None, ts: Any = None) -> Any: ...
+    async def append(
+        self, conversation_id: Any, role: Any, text: Any, turn_index: Any = None, ts: Any = None
+    ) -> Any: ...
 
 
 @dataclass
@@ -103,13 +106,21 @@ class ImportReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "dry_run": self.dry_run, "source": self.source, "added": self.added, "unchanged": self.unchanged,
-            "updated": self.updated, "kept": self.kept, "conflicts": self.conflicts, "replaced": self.replaced,
+            "dry_run": self.dry_run,
+            "source": self.source,
+            "added": self.added,
+            "unchanged": self.unchanged,
+            "updated": self.updated,
+            "kept": self.kept,
+            "conflicts": self.conflicts,
+            "replaced": self.replaced,
             "conflicting": [{"line": line, "id": mid} for line, mid in self.conflicting],
             "turns_added": self.turns_added,
-            "turns_unchanged": self.turns_unchanged, "refused_count": self.refused_count,
+            "turns_unchanged": self.turns_unchanged,
+            "refused_count": self.refused_count,
             "refused": [{"line": line, "reason": reason} for line, reason in self.refused],
-            "lines": self.lines, "stopped": self.stopped,
+            "lines": self.lines,
+            "stopped": self.stopped,
         }
 
 
@@ -229,7 +240,10 @@ class Importer:
             self.report.turns_added += 1
             return
         result = await self._history.append(
-            record.get("conversation_id"), record.get("role"), record.get("text"), record.get("turn_index"),
+            record.get("conversation_id"),
+            record.get("role"),
+            record.get("text"),
+            record.get("turn_index"),
             record.get("ts"),
         )
         if getattr(result, "status", "appended") == "appended":

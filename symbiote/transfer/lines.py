@@ -7,9 +7,12 @@ is skipped in chunks (never held whole) and reported as too long, and the next l
 
 from __future__ import annotations
 
-from typing import IO, Iterator
+from collections.abc import Iterator
+from typing import IO
 
-MAX_LINE_BYTES = 8 * 1024 * 1024  # a memory at the largest content size, JSON-escaped, with its vectors, fits many times
+MAX_LINE_BYTES = (
+    8 * 1024 * 1024
+)  # a memory at the largest content size, JSON-escaped, with its vectors, fits many times
 SKIP_CHUNK = 1024 * 1024
 
 

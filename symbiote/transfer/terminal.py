@@ -24,13 +24,18 @@ def _bar(total: int, unit: str, description: str, stream: IO[str]) -> Any:
     from tqdm import tqdm
 
     return tqdm(
-        total=total, unit=unit, unit_scale=unit == "B", desc=description, file=stream,
-        disable=not stream.isatty(), leave=False,
+        total=total,
+        unit=unit,
+        unit_scale=unit == "B",
+        desc=description,
+        file=stream,
+        disable=not stream.isatty(),
+        leave=False,
     )
 
 
 async def export_to(
-    bulk: "MemoryBulk",
+    bulk: MemoryBulk,
     out: Path | None,
     history: TurnSource | None = None,
     with_vectors: bool = False,
@@ -70,7 +75,7 @@ async def export_to(
 
 
 async def import_from(
-    bulk: "MemoryBulk",
+    bulk: MemoryBulk,
     path: Path,
     history: TurnSink | None = None,
     dry_run: bool = False,
@@ -86,7 +91,9 @@ async def import_from(
 
     try:
         with path.open("rb") as stream:
-            return await Importer(bulk, history, dry_run=dry_run, replace_conflicts=replace, progress=progress).run(stream)
+            return await Importer(bulk, history, dry_run=dry_run, replace_conflicts=replace, progress=progress).run(
+                stream
+            )
     finally:
         bar.close()
 
@@ -97,7 +104,9 @@ def report_lines(report: ImportReport, shown: int = 50) -> list[str]:
     if report.source == "knowledge-graph":
         lines.append("(read as the knowledge graph of the reference MCP memory server)")
     for line, memory_id in report.conflicting[:shown]:
-        lines.append(f"  line {line}: {memory_id} is stored with other text (left as it is; --replace takes the file's)")
+        lines.append(
+            f"  line {line}: {memory_id} is stored with other text (left as it is; --replace takes the file's)"
+        )
     if report.conflicts > shown:
         lines.append(f"  ... and {report.conflicts - shown} more conflicts")
     for line, reason in report.refused[:shown]:
@@ -105,4 +114,3 @@ def report_lines(report: ImportReport, shown: int = 50) -> list[str]:
     if report.refused_count > shown:
         lines.append(f"  ... and {report.refused_count - shown} more refused lines")
     return lines
-
