@@ -7,7 +7,7 @@ nothing, and reopens each one the server closes, for `--seconds` (bounded: it st
 meanwhile the owner asks `/health` (and `/mcp` with `--key`) every 0.2 s on a fresh connection and
 its latencies are printed, with the server's open files when `--pid` is given. Loopback only. The
 sockets are spread over `--workers` processes, each raising its own open-file limit.
-`--strangers-only` leaves the owner out (tests/test_hardening_connections.py times the owner
+`--strangers-only` leaves the owner out (tests/http/test_connections.py times the owner
 itself against a small cap).
 """
 

@@ -131,5 +131,5 @@ def fresh_server(tmp_path: Path, model_dir: Path) -> Iterator[ServerProcess]:
 def settings(tmp_path: Path, model_dir: Path) -> Settings:
     """Engine-level tests run Chroma in-process (SYMBIOTE_STORE_PROCESS=off): the same store code,
     without starting a store process (and importing Chroma again) for every test. Every test
-    through `symbiote serve` and tests/test_store_process.py use the default, the store process."""
+    through `symbiote serve` and tests/storage/test_process.py use the default, the store process."""
     return Settings(chromadb_path=tmp_path / "data", model_dir=model_dir, store_process=False)

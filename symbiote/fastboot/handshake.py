@@ -325,7 +325,7 @@ def _probes() -> list[tuple[str, dict[str, str], dict[str, Any]]]:
     from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
     client = {"name": "symbiote-handshake", "version": __version__}
-    # the answers do not depend on the client's capabilities (checked in tests/test_handshake.py)
+    # the answers do not depend on the client's capabilities (checked in tests/fastboot/test_handshake.py)
     probes: list[tuple[str, dict[str, str], dict[str, Any]]] = []
     for offered in HANDSHAKE_PROTOCOL_VERSIONS:
         params = {"protocolVersion": offered, "capabilities": {}, "clientInfo": client}

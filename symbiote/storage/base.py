@@ -169,7 +169,7 @@ class MemoryStore(Protocol):
         ...
 
 
-# Every MemoryStore method is one or the other (tests/test_store_layers.py checks that each is
+# Every MemoryStore method is one or the other (tests/storage/test_layers.py checks that each is
 # named once): a write goes through the writer lease in `symbiote.azure.guard`, a read never does.
 WRITE_METHODS = frozenset({"add", "add_many", "store_new", "add_passages", "replace", "delete", "delete_many"})
 READ_METHODS = frozenset(

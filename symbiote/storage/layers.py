@@ -5,7 +5,7 @@ the file share's writer lease (`symbiote.azure.guard.GuardedStore`), the store p
 (`symbiote.storage.process.RemoteStore`). Each is a subclass of `StoreLayer` (or `HistoryLayer`),
 where every method of the interface is written out once and sent through `_read` or `_write`; a
 layer changes what those do. So a method added to `MemoryStore` is added here, classed as a read
-or a write, and a write reaches the store only through a layer's `_write` (tests/test_store_layers.py).
+or a write, and a write reaches the store only through a layer's `_write` (tests/storage/test_layers.py).
 """
 
 from __future__ import annotations

@@ -1,0 +1,144 @@
+"""Brute force against a real server: 1,000 wrong owner secrets and 1,000 random tokens.
+
+Zero are accepted, the limiter refuses nearly all guesses before any hashing work, and the
+owner's own requests stay fast throughout: their token keeps working, and from their own address
+they can still sign in after a single-source attack. Against guesses from many different
+addresses the server goes on alert: each address gets one check, every attempt waits a moment,
+and the owner, from an address of their own, still signs in with the right secret (never a
+flat lock for everyone); existing connections keep working.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from symbiote.auth.owner import SignInLimiter
+from tests.auth.support import INITIALIZE, MCP_HEADERS, OAuthFlow, oauth_env
+from tests.conftest import ServerProcess
+
+ATTEMPTS = 1000
+SPREAD = 200  # addresses in the distributed attack: each costs one owner-secret check
+PARALLEL = 4  # concurrent attackers: bursts race the limiter, as real ones would
+
+
+@pytest.fixture(scope="module")
+def oauth_server(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator[ServerProcess]:
+    # Behind a proxy of ours, X-Forwarded-For tells the attackers' addresses apart.
+    env = oauth_env(SYMBIOTE_TRUST_FORWARDED_HEADERS="1")
+    proc = ServerProcess(tmp_path_factory.mktemp("bruteforce") / "data", env=env).start()
+    yield proc
+    proc.stop()
+
+
+async def attack(
+    base: str, requests: list[dict], owner_token: str, parallel: int = PARALLEL
+) -> tuple[dict[int, int], list[float]]:
+    """Send every request (PARALLEL workers) while the owner keeps using the server; the status
+    counts and the owner's latencies (seconds)."""
+    statuses: dict[int, int] = {}
+    owner_latencies: list[float] = []
+    done = asyncio.Event()
+    queue = iter(requests)
+    async with httpx.AsyncClient(base_url=base, timeout=30) as http:
+
+        async def worker() -> None:
+            for request in queue:
+                response = await http.request(**request)
+                statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
+
+        async def owner() -> None:
+            async with httpx.AsyncClient(base_url=base, timeout=30) as mine:
+                while not done.is_set():
+                    started = time.perf_counter()
+                    response = await mine.post(
+                        "/mcp", json=INITIALIZE, headers={**MCP_HEADERS, "Authorization": f"Bearer {owner_token}"}
+                    )
+                    assert response.status_code == 200
+                    owner_latencies.append(time.perf_counter() - started)
+                    await asyncio.sleep(0.05)
+
+        owner_task = asyncio.create_task(owner())
+        await asyncio.gather(*(worker() for _ in range(parallel)))
+        done.set()
+        await owner_task
+    return statuses, owner_latencies
+
+
+async def test_a_thousand_wrong_secrets_and_random_tokens_get_nothing(oauth_server: ServerProcess) -> None:
+    flow = OAuthFlow(oauth_server.base_url)
+    _owner_client, owner_tokens = flow.login("Owner's Claude")
+    attacker = flow.register("Totally Claude")
+    ticket = flow.start(attacker).ticket
+
+    # 1. One address, 1,000 guesses as fast as it can send them.
+    guesses = [
+        {
+            "method": "POST",
+            "url": "/oauth/consent",
+            "headers": {"X-Forwarded-For": "203.0.113.66"},
+            "data": {"ticket": ticket, "owner_secret": secrets.token_urlsafe(24), "decision": "approve"},
+        }
+        for _ in range(ATTEMPTS)
+    ]
+    started = time.perf_counter()
+    statuses, latencies = await attack(oauth_server.base_url, guesses, owner_tokens["access_token"])
+    single_source_s = time.perf_counter() - started
+    assert 302 not in statuses and sum(statuses.values()) == ATTEMPTS
+    assert statuses.get(401, 0) <= SignInLimiter.free_failures + 2  # checked; everything else refused unchecked
+    assert statuses[429] >= ATTEMPTS - SignInLimiter.free_failures - 2
+    assert latencies and max(latencies) < 2.0, latencies
+    # The owner, from their own address, signs in straight away.
+    owner_ticket = flow.start(attacker).ticket
+    approved = flow.consent(owner_ticket, source="198.51.100.20")
+    assert approved.status_code == 302 and "code=" in approved.headers["location"]
+
+    # 2. 1,000 random bearer tokens (and API-key-shaped ones) against /mcp.
+    forged = [
+        {
+            "method": "POST",
+            "url": "/mcp",
+            "json": INITIALIZE,
+            "headers": {**MCP_HEADERS, "Authorization": f"Bearer {prefix}{secrets.token_urlsafe(32)}"},
+        }
+        for prefix in ("sym_at_", "sym_key_", "")
+        for _ in range(ATTEMPTS // 3 + 1)
+    ][:ATTEMPTS]
+    statuses, latencies = await attack(oauth_server.base_url, forged, owner_tokens["access_token"])
+    assert statuses == {401: ATTEMPTS}
+    assert max(latencies) < 2.0, latencies
+
+    # 3. Guesses each from a different address: the server goes on alert, each address is checked
+    # once, and none gets in.
+    ticket = flow.start(attacker).ticket
+    spread = [
+        {
+            "method": "POST",
+            "url": "/oauth/consent",
+            "headers": {"X-Forwarded-For": f"10.{i // 250}.{i % 250}.7"},
+            "data": {"ticket": ticket, "owner_secret": secrets.token_urlsafe(24), "decision": "approve"},
+        }
+        for i in range(SPREAD)
+    ]
+    statuses, latencies = await attack(oauth_server.base_url, spread, owner_tokens["access_token"], parallel=32)
+    assert 302 not in statuses and statuses.get(401, 0) <= SPREAD
+    assert max(latencies) < 2.0, latencies
+    # The owner is slowed down, not locked out: from their own address the right secret gets in.
+    started = time.perf_counter()
+    approved = flow.consent(flow.start(attacker).ticket, source="198.51.100.20")
+    waited = time.perf_counter() - started
+    assert approved.status_code == 302 and "code=" in approved.headers["location"], approved.text
+    assert SignInLimiter.alert_delay <= waited < 10, waited
+    # A new address on alert gets one check, then waits.
+    assert flow.consent(flow.start(attacker).ticket, secret="wrong guess", source="198.51.100.77").status_code == 401
+    assert flow.consent(flow.start(attacker).ticket, secret="wrong guess", source="198.51.100.77").status_code == 429
+    assert flow.mcp_status(owner_tokens["access_token"]) == 200
+    assert httpx.get(f"{oauth_server.base_url}/health", timeout=5).status_code == 200
+    flow.close()
+    print(f"\n1,000 single-source guesses answered in {single_source_s:.1f} s")

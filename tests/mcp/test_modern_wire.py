@@ -1,0 +1,76 @@
+"""The 2026-07-28 stateless wire as its clients use it: the SDK client pinned to that revision, and
+requests written byte by byte where the point is a header's exact bytes (httpx refuses to send a
+padded value; Node's http, which the conformance suite in tests/mcp/test_conformance.py uses, does not).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+from mcp_types import CLIENT_CAPABILITIES_META_KEY, HEADER_MISMATCH, INVALID_PARAMS, PROTOCOL_VERSION_META_KEY
+
+from tests.conftest import ServerProcess
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+MODERN = "2026-07-28"
+
+
+@pytest.mark.parametrize("mode", [MODERN, "legacy"])
+async def test_an_unknown_prompt_is_invalid_params_naming_it(server: ServerProcess, mode: str) -> None:
+    async with Client(server.mcp_url, mode=mode) as client:
+        with pytest.raises(MCPError) as refused:
+            await client.get_prompt("venom_identiti")
+        assert (await client.get_prompt("venom_identity")).messages  # the session goes on
+    assert refused.value.code == INVALID_PARAMS and "venom_identiti" in refused.value.message
+    assert "modern request handler raised" not in server.log()
+
+
+async def raw_post(url: str, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
+    """One HTTP/1.1 POST with the header values exactly as given."""
+    parts = urlsplit(url)
+    payload = json.dumps(body).encode()
+    lines = [
+        f"POST {parts.path} HTTP/1.1",
+        f"Host: {parts.netloc}",
+        "Content-Type: application/json",
+        f"Content-Length: {len(payload)}",
+        "Connection: close",
+        *(f"{k}:{v}" for k, v in headers.items()),
+    ]
+    reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
+    writer.write("\r\n".join(lines).encode() + b"\r\n\r\n" + payload)
+    response = await reader.read()
+    writer.close()
+    head, _, content = response.partition(b"\r\n\r\n")
+    return int(head.split()[1]), json.loads(content)
+
+
+async def test_whitespace_around_a_routing_header_is_not_part_of_its_value(server: ServerProcess) -> None:
+    """RFC 9110 §5.5. uvicorn's parser keeps trailing whitespace, so these reach the app padded."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {
+            "name": "memory_stats",
+            "arguments": {},
+            "_meta": {PROTOCOL_VERSION_META_KEY: MODERN, CLIENT_CAPABILITIES_META_KEY: {}},
+        },
+    }
+    headers = {
+        "Accept": " application/json, text/event-stream",
+        "MCP-Protocol-Version": f" {MODERN} ",
+        "Mcp-Method": "\ttools/call\t",
+        "Mcp-Name": "  memory_stats  ",
+    }
+    status, answered = await raw_post(server.mcp_url, body, headers)
+    assert status == 200, answered
+    assert answered["result"]["structuredContent"]["total_memories"] >= 0
+    status, mismatched = await raw_post(server.mcp_url, body, {**headers, "Mcp-Name": " memory_stat "})
+    assert status == 400 and mismatched["error"]["code"] == HEADER_MISMATCH  # the value is still checked

@@ -1,0 +1,149 @@
+"""The embedded Chroma runs in a process of its own: it survives being killed, and never outlives the server."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from symbiote.config import Settings
+from symbiote.runtime import build_runtime
+from symbiote.storage.process import StoreProcess
+from tests.conftest import ServerProcess
+
+
+def _gone(pid: int, within: float) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        try:  # reap it if it is our own child
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                return True
+        except ChildProcessError:
+            pass
+        time.sleep(0.05)
+    return False
+
+
+async def test_a_killed_store_process_is_replaced_and_nothing_is_lost(settings: Settings) -> None:
+    runtime = build_runtime(replace(settings, store_process=True))
+    engine, history = runtime.engine, runtime.history
+    assert history is not None
+    try:
+        stored = await engine.store("The spare key is under the blue flowerpot")
+        await history.history.append("c1", "user", "where did I put the key?")
+        host = runtime.store_process
+        assert host is not None
+        first = host.pid
+        assert first is not None and first != os.getpid()
+        os.kill(first, signal.SIGKILL)
+        assert _gone(first, 5)
+        hits = (await engine.search("where is the spare key?")).results
+        assert [h.memory_id for h in hits][:1] == [stored.memory_id]
+        assert [t.text for t in (await history.history.get("c1")).turns] == ["where did I put the key?"]
+        assert host.pid not in (None, first)
+        assert (await engine.store("Stored after the restart")).status == "stored"
+        assert (await engine.stats()).total_memories == 2
+    finally:
+        engine.close()
+    assert host.pid is None  # closed with the engine
+
+
+def test_the_store_process_ends_with_the_server(tmp_path: Path) -> None:
+    script = textwrap.dedent(
+        f"""
+        import os, sys
+        from pathlib import Path
+        from symbiote.storage.process import StoreProcess
+        host = StoreProcess(Path({str(tmp_path / "data")!r}))
+        host.open("memories", "all-MiniLM-L6-v2", 384)
+        print(host.pid, flush=True)
+        os.kill(os.getpid(), 9)  # the server dies without closing anything
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip(), done.stderr[-2000:]
+    child = int(done.stdout.split()[0])
+    assert _gone(child, 10), "the store process outlived the server"
+
+
+def test_idle_keep_alive_connections_outlive_the_clients_own_expiry(fresh_server: ServerProcess) -> None:
+    """Clients drop idle connections after 5 s (httpx); the server must not close them first, or a
+    legacy-SSE POST can land on a closing connection and the SDK ends the whole session."""
+    connection = http.client.HTTPConnection("127.0.0.1", fresh_server.port, timeout=10)
+    try:
+        connection.request("GET", "/health")
+        assert connection.getresponse().read()
+        time.sleep(6)
+        connection.request("GET", "/health")  # same socket: http.client does not reconnect by itself
+        response = connection.getresponse()
+        assert response.status == 200 and response.read()
+    finally:
+        connection.close()
+
+
+def test_the_store_process_can_be_turned_off() -> None:
+    assert Settings.from_env({}).store_process is True
+    assert Settings.from_env({"SYMBIOTE_STORE_PROCESS": "off"}).store_process is False
+    with pytest.raises(Exception, match="SYMBIOTE_STORE_PROCESS"):
+        Settings.from_env({"SYMBIOTE_STORE_PROCESS": "sometimes"})
+
+
+def test_sigterm_to_every_process_is_left_to_the_server(tmp_path: Path) -> None:
+    """systemd and container runtimes may signal the whole group: the store must stay up until the
+    server, shutting down gracefully, has finished its writes and closes it."""
+    host = StoreProcess(tmp_path / "data")
+    try:
+        store = host.open("memories", "all-MiniLM-L6-v2", 384)
+        assert host.pid is not None
+        os.kill(host.pid, signal.SIGTERM)
+        os.kill(host.pid, signal.SIGINT)
+        time.sleep(0.3)
+        assert store.count() == 0  # still answering
+    finally:
+        host.close()
+    assert host.pid is None
+
+
+def test_a_preopened_store_is_the_one_handed_out(tmp_path: Path) -> None:
+    from symbiote.embedding.model import MODEL_DIMENSION, MODEL_NAME
+
+    host = StoreProcess(tmp_path / "data")
+    try:
+        host.preopen("memories", MODEL_NAME, MODEL_DIMENSION)  # opens as soon as Chroma is imported
+        store = host.open("memories", MODEL_NAME, MODEL_DIMENSION)
+        assert store.count() == 0
+        again = host.open("memories", MODEL_NAME, MODEL_DIMENSION)  # a second open is a plain open
+        assert again.count() == 0
+    finally:
+        host.close()
+
+
+def test_a_preopen_that_failed_is_opened_again_and_says_why(tmp_path: Path) -> None:
+    from symbiote.embedding.model import MODEL_DIMENSION, MODEL_NAME
+
+    data = tmp_path / "data"
+    host = StoreProcess(data)
+    try:
+        host.open("memories", MODEL_NAME, MODEL_DIMENSION)
+    finally:
+        host.close()
+    host = StoreProcess(data)
+    try:
+        host.preopen("memories", "another-model", 768)
+        with pytest.raises(Exception, match="another-model|768"):
+            host.open("memories", "another-model", 768)
+        assert host.open("memories", MODEL_NAME, MODEL_DIMENSION).count() == 0  # the process still serves
+    finally:
+        host.close()

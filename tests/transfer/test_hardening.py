@@ -1,0 +1,203 @@
+"""Issue 30, items 4, 5, 6 and 11, against a real server through the console's import: refused
+lines never hold the event loop, an over-long line is refused without being read whole, a bad line
+never stops an import, other text under a stored id is a conflict (replaced only when asked), and
+uploads stay in the data directory and are gone after a stop and a start.
+
+benchmarks/import_hostile.py measures the probe's sizes (20,000,000 lines, a 1 GiB line).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from mcp import Client
+
+from tests.conftest import ServerProcess
+from tests.hardening.test_servers import rss_mib
+
+PART = 2 * 1024 * 1024
+HEADER = json.dumps({"format": "symbiote-memories", "version": 1, "model": "all-MiniLM-L6-v2", "dimension": 384})
+
+
+@pytest.fixture(scope="module")
+def importing(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator[ServerProcess]:
+    proc = ServerProcess(tmp_path_factory.mktemp("import") / "data").start()  # loopback, auth off: the console is open
+    yield proc
+    proc.stop()
+
+
+class Console:
+    """The console's import as its page's script drives it: a job, the file in parts, start, poll."""
+
+    def __init__(self, base: str) -> None:
+        self.http = httpx.Client(base_url=f"{base}/console", timeout=60)
+        page = self.http.get("/transfer").text
+        self.csrf = {"X-CSRF-Token": page.split('name="csrf-token" content="')[1].split('"')[0]}
+
+    def upload(self, data: bytes) -> str:
+        job = self.http.post("/import", headers=self.csrf).json()["job"]
+        for start in range(0, len(data), PART):
+            part = self.http.post(f"/import/{job}/part", content=data[start : start + PART], headers=self.csrf)
+            assert part.status_code == 200, part.text
+        return job
+
+    def run(self, data: bytes, *, replace: bool = False, seconds: float = 120) -> dict[str, Any]:
+        job = self.upload(data)
+        started = self.http.post(f"/import/{job}/start?dry_run=0&replace={int(replace)}", headers=self.csrf)
+        assert started.status_code == 200, started.text
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            page = self.http.get(f"/import/{job}").text
+            state = re.search(r'data-state="(\w+)"', page).group(1)  # type: ignore[union-attr]
+            if state in ("done", "failed"):
+                counts = dict(re.findall(r'<dd id="count-(\w+)">(\d+)</dd>', page))
+                return {"state": state, "page": page, **{name: int(value) for name, value in counts.items()}}
+            time.sleep(0.2)
+        raise AssertionError("the import did not finish")
+
+
+def memory_line(i: int, **extra: Any) -> str:
+    return json.dumps(
+        {"kind": "memory", "content": f"Import hardening note {i}: the shed key is under pot {i}.", **extra}
+    )
+
+
+def test_a_bad_line_never_stops_an_import(importing: ServerProcess) -> None:
+    """Item 5: 300 good lines around three the probe sent; before, the import stopped after 250."""
+    good = [memory_line(i) for i in range(300)]
+    lines = [HEADER, *good[:260], "[" * 100_000 + "]" * 100_000, *good[260:270]]
+    lines.append('{"kind":"memory","content":"a very long number","metadata":{"confidence":' + "9" * 5000 + "}}")
+    lines += good[270:280]
+    lines.append(
+        json.dumps({"format": "symbiote-memories", "version": 1, "counts": {"memories": {"x": 1}}, "dimension": "x"})
+    )
+    lines += good[280:]
+    report = Console(importing.base_url).run(("\n".join(lines) + "\n").encode())
+    assert report["state"] == "done" and report["added"] == 300, report
+    assert report["refused"] == 3
+    assert (
+        "nested too deeply" in report["page"] and "too many digits" in report["page"] and "first line" in report["page"]
+    )
+
+
+def test_refused_lines_never_hold_the_event_loop(importing: ServerProcess) -> None:
+    """Item 4: a million lines of `{}`; before, /health waited for all of them (55 s for 20 million)."""
+    console = Console(importing.base_url)
+    job = console.upload(b"{}\n" * 1_000_000)
+    latencies: list[float] = []
+    done = threading.Event()
+
+    def watch() -> None:
+        with httpx.Client(timeout=30) as http:
+            while not done.is_set():
+                started = time.perf_counter()
+                assert http.get(f"{importing.base_url}/health").status_code == 200
+                latencies.append(time.perf_counter() - started)
+                time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    started = time.perf_counter()
+    try:
+        assert console.http.post(f"/import/{job}/start", headers=console.csrf).status_code == 200
+        while 'data-state="done"' not in console.http.get(f"/import/{job}").text:
+            assert time.perf_counter() - started < 120
+            time.sleep(0.2)
+    finally:
+        done.set()
+        watcher.join()
+    took = time.perf_counter() - started
+    page = console.http.get(f"/import/{job}").text
+    assert '<dd id="count-refused">1000000</dd>' in page
+    assert len(latencies) > 10 and max(latencies) < 1.0, (took, max(latencies))
+    print(f"\n1,000,000 refused lines in {took:.1f} s; /health at most {max(latencies) * 1000:.0f} ms meanwhile")
+
+
+def test_an_over_long_line_is_refused_without_being_read_whole(importing: ServerProcess) -> None:
+    """Item 4: a 64 MiB line between good ones; before, the server grew by more than three times its size."""
+    assert importing.proc is not None
+    data = ("\n".join([HEADER, memory_line(1000)]) + "\n").encode()
+    data += b'{"kind":"memory","content":"' + b"x" * (64 * 1024 * 1024) + b'"}\n'
+    data += (memory_line(1001) + "\n").encode()
+    console = Console(importing.base_url)
+    job = console.upload(data)
+    baseline = rss_mib(importing.proc.pid)
+    peak = [baseline]
+    sampling = True
+
+    def sample() -> None:
+        while sampling:
+            peak.append(rss_mib(importing.proc.pid))
+            time.sleep(0.02)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        assert console.http.post(f"/import/{job}/start", headers=console.csrf).status_code == 200
+        deadline = time.monotonic() + 120
+        while 'data-state="done"' not in (page := console.http.get(f"/import/{job}").text):
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+    finally:
+        sampling = False
+        sampler.join()
+    assert '<dd id="count-added">2</dd>' in page and "line 3: longer than 8,388,608 bytes" in page, page
+    assert max(peak) - baseline < 40, (baseline, max(peak))
+
+
+async def test_other_text_under_a_stored_id_is_a_conflict_replaced_only_when_asked(importing: ServerProcess) -> None:
+    """Item 6: an import never replaces a memory's text silently, however new the file says it is."""
+    async with Client(importing.mcp_url) as mcp:
+        stored = await mcp.call_tool("store_memory", {"content": "The boat is moored at pier 7.", "tags": ["boat"]})
+    memory_id = stored.structured_content["memory_id"]
+    changed = json.dumps(
+        {
+            "kind": "memory",
+            "id": memory_id,
+            "content": "The boat was sold in May.",
+            "tags": ["boat"],
+            "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600)),
+        }
+    )
+    console = Console(importing.base_url)
+    report = console.run(f"{changed}\n".encode())
+    assert report["conflicts"] == 1 and report["updated"] == 0, report
+    assert f"/memories/{memory_id}" in report["page"]
+    assert console.http.get(f"/memories/{memory_id}").text.count("The boat is moored at pier 7.") >= 1
+    far = json.loads(changed) | {"updated": "3000-01-01T00:00:00Z"}
+    assert console.run(f"{json.dumps(far)}\n".encode())["refused"] == 1  # a time far ahead sticks nowhere
+    replaced = console.run(f"{changed}\n".encode(), replace=True)
+    assert replaced["replaced"] == 1, replaced
+    async with Client(importing.mcp_url) as mcp:
+        now = await mcp.call_tool("get_memory", {"memory_id": memory_id})
+    assert now.structured_content["content"] == "The boat was sold in May."
+
+
+def test_uploads_stay_in_the_data_directory_and_go_at_stop_and_start(tmp_path: Path, model_dir: Path) -> None:
+    """Item 11: an upload never started is in the data directory, not /tmp, and a stop removes it;
+    what a killed server left is removed at the next start."""
+    server = ServerProcess(tmp_path / "data").start()
+    uploads = server.data_dir / "import-uploads"
+    before = set(Path(tempfile.gettempdir()).glob("symbiote-import-*"))
+    try:
+        Console(server.base_url).upload(b"x" * 1000)
+        kept = list(uploads.iterdir())
+        assert len(kept) == 1 and kept[0].stat().st_size == 1000 and kept[0].stat().st_mode & 0o077 == 0
+        assert set(Path(tempfile.gettempdir()).glob("symbiote-import-*")) == before
+        server.stop()
+        assert not uploads.exists() or not list(uploads.iterdir())
+        uploads.mkdir(exist_ok=True)
+        (uploads / "left-by-a-killed-server.jsonl").write_text("{}\n")
+        server.start()
+        assert not uploads.exists() or not list(uploads.iterdir())
+    finally:
+        server.stop()
