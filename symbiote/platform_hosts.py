@@ -38,8 +38,9 @@ def is_loopback(host: str) -> bool:
         address = ipaddress.ip_address(name)
     except ValueError:
         return False
-    mapped = getattr(address, "ipv4_mapped", None)
-    return (mapped or address).is_loopback
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped.is_loopback
+    return address.is_loopback
 
 
 def exposed(host: str, platform_hosts: tuple[str, ...], behind_functions_host: bool) -> bool:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import sys
 import threading
 import time
 from collections import deque
@@ -147,7 +148,7 @@ def import_numpy() -> None:
 def usable_cores(cgroup: str = "/sys/fs/cgroup/cpu.max") -> int:
     """Cores this process may use: its CPU affinity, capped by a container's CPU quota (cgroup v2),
     which the affinity does not show (Azure Container Apps gives a replica half a vCPU)."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    cores = len(os.sched_getaffinity(0)) if sys.platform == "linux" else os.cpu_count() or 1
     try:
         quota, period = open(cgroup).read().split()[:2]
     except (OSError, ValueError):  # no cgroup v2 (macOS, cgroup v1): the affinity is all we know

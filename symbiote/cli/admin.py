@@ -162,7 +162,7 @@ def reset(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    sign_ins = getattr(args, "sign_ins", False)
+    sign_ins: bool = args.sign_ins
     moved = reset_store(settings.chromadb_path, keep=() if sign_ins else (AUTH_DB_NAME,))
     if moved is None:
         print(f"created an empty memory store at {settings.chromadb_path}")

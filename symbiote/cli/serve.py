@@ -50,9 +50,7 @@ def serve(args: argparse.Namespace) -> int:
     os.umask(PRIVATE_UMASK)  # before anything (the store's process included) creates a file
     settings = settings_from_env()
     overrides = {
-        k: v
-        for k, v in (("host", args.host), ("port", args.port), ("transport", getattr(args, "transport", None)))
-        if v is not None
+        k: v for k, v in (("host", args.host), ("port", args.port), ("transport", args.transport)) if v is not None
     }
     settings = dataclasses.replace(settings, **overrides)
     if settings.transport == "stdio":

@@ -26,6 +26,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import weakref
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 from urllib.parse import urlsplit
@@ -54,6 +55,9 @@ from symbiote.mcp.chatgpt_tools import memory_link_endpoint, register_chatgpt_to
 from symbiote.runtime import Runtime, build_runtime
 
 log = logging.getLogger(__name__)
+
+# The MCP servers the ChatGPT tools are registered on: an app built twice on one runtime adds them once.
+_WITH_CHATGPT_TOOLS: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 def _with_public_host(settings: Settings) -> Settings:
@@ -88,12 +92,11 @@ def create_app(
     settings = _with_public_host(settings)
     runtime = runtime or build_runtime(settings, share=share)
     mcp = runtime.server
-    if chatgpt_tools_enabled(settings) and not getattr(mcp, "_symbiote_chatgpt_tools", False):
+    if chatgpt_tools_enabled(settings) and mcp not in _WITH_CHATGPT_TOOLS:
         register_chatgpt_tools(mcp, runtime.engine, current_origin.get)
-        mcp._symbiote_chatgpt_tools = True  # type: ignore[attr-defined]
+        _WITH_CHATGPT_TOOLS.add(mcp)
     security = transport_security(settings)
     sessions = SessionTable()
-    mcp.symbiote_sessions = sessions  # type: ignore[attr-defined]  # health reports len(sessions)
     endpoints = _endpoints(settings, runtime, security, sessions)
     resolver = OriginResolver(settings, allowed_hosts(settings))
     # One budget and one discipline for owner-secret attempts, on the consent page and the console.

@@ -4,6 +4,7 @@ and on a file share who holds the writer lease and how full the share is."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sized
 from typing import Any
 
 from starlette.requests import Request
@@ -13,11 +14,9 @@ from symbiote import __version__
 from symbiote.runtime import Runtime
 
 
-async def health_report(runtime: Runtime, sessions: Any = None) -> dict[str, Any]:
-    """`sessions`: the legacy SSE session table (`symbiote.http.sse.SessionTable`); by default the one
-    `create_app` attached to the runtime's server (streamable HTTP at /mcp is stateless: no sessions)."""
-    if sessions is None:
-        sessions = getattr(runtime.server, "symbiote_sessions", None)
+async def health_report(runtime: Runtime, sessions: Sized) -> dict[str, Any]:
+    """`sessions`: the legacy SSE session table (`symbiote.http.sse.SessionTable`); streamable HTTP at
+    /mcp is stateless and has none."""
     status = runtime.engine.status()
     count = await runtime.engine.count()
     report: dict[str, Any] = {
@@ -26,8 +25,8 @@ async def health_report(runtime: Runtime, sessions: Any = None) -> dict[str, Any
         "version": __version__,
         "personality": runtime.personality.variant,
         "uptime_seconds": runtime.uptime_seconds,
-        "transport": getattr(runtime.settings, "transport", "http"),
-        "active_sessions": len(sessions) if sessions is not None else 0,
+        "transport": runtime.settings.transport,
+        "active_sessions": len(sessions),
         "memories": count,
         "store": status["store"],
         "model_loaded": status["model_loaded"],
@@ -43,7 +42,7 @@ async def health_report(runtime: Runtime, sessions: Any = None) -> dict[str, Any
     return report
 
 
-def health_endpoint(runtime: Runtime, sessions: Any = None):  # type: ignore[no-untyped-def]
+def health_endpoint(runtime: Runtime, sessions: Sized):  # type: ignore[no-untyped-def]
     async def health(_request: Request) -> JSONResponse:
         return JSONResponse(await health_report(runtime, sessions))
 

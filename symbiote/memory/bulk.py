@@ -9,6 +9,7 @@ the choice of what to write differs.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
@@ -42,7 +43,8 @@ def _newest_first(heads: list[StoredMemory]) -> list[StoredMemory]:
 
 def _same(a: StoredMemory, b: StoredMemory) -> bool:
     fields = ("content", "tags", "type", "confidence", "bookmarked", "conversation_id", "created_us", "updated_us")
-    return all(getattr(a, name) == getattr(b, name) for name in fields)
+    same = operator.attrgetter(*fields)
+    return same(a) == same(b)
 
 
 def _changed_at(memory: StoredMemory) -> int:

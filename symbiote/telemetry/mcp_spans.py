@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from mcp.shared.exceptions import MCPError
+from mcp.types import CallToolResult
 from opentelemetry import metrics, trace
 from opentelemetry.propagate import extract
 from opentelemetry.trace import SpanKind, StatusCode
@@ -73,7 +74,7 @@ def _attributes(ctx: Any, params: Mapping[str, Any], target: str | None) -> dict
 def _is_tool_error(result: Any) -> bool:
     if isinstance(result, Mapping):
         return result.get("isError") is True
-    return getattr(result, "is_error", False) is True
+    return isinstance(result, CallToolResult) and result.is_error is True
 
 
 def _clip(value: Any) -> str:

@@ -246,7 +246,7 @@ class Importer:
             record.get("turn_index"),
             record.get("ts"),
         )
-        if getattr(result, "status", "appended") == "appended":
+        if result.status == "appended":
             self.report.turns_added += 1
         else:
             self.report.turns_unchanged += 1
