@@ -1,7 +1,7 @@
 """Retrieval behaviour: hybrid search, honest relevance, dedup, time filters, index consistency.
 
 Real model, real Chroma, real FTS5 index. These pin behaviour, not benchmark numbers (those
-are in benchmarks/locomo.py and benchmarks/assistant_set.py).
+are in benchmarks/locomo.py and benchmarks/owners_eval.py).
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@ lines never hold the event loop, an over-long line is refused without being read
 never stops an import, other text under a stored id is a conflict (replaced only when asked), and
 uploads stay in the data directory and are gone after a stop and a start.
 
-benchmarks/import_hostile.py measures the probe's sizes (20,000,000 lines, a 1 GiB line).
+The probe (import_hostile.py, deleted after 6c59794; docs/security.md has its figures) measured
+the probe's sizes (20,000,000 lines, a 1 GiB line).
 """
 
 from __future__ import annotations
