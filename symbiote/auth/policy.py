@@ -15,8 +15,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-# MIN_OWNER_SECRET_LENGTH is for the CLI's `owner-secret-hash`, which takes it from here.
-from symbiote.auth_settings import GENERATE_HINT, MIN_OWNER_SECRET_LENGTH  # noqa: F401
+from symbiote.auth_settings import GENERATE_HINT
 from symbiote.errors import SymbioteError
 from symbiote.platform_hosts import exposed
 

@@ -131,7 +131,7 @@ def owner_secret_hash(_args: argparse.Namespace) -> int:
     import getpass
 
     from symbiote.auth.owner import hash_secret
-    from symbiote.auth.policy import GENERATE_HINT, MIN_OWNER_SECRET_LENGTH
+    from symbiote.auth_settings import GENERATE_HINT, MIN_OWNER_SECRET_LENGTH
 
     secret = getpass.getpass("Owner secret: ") if sys.stdin.isatty() else sys.stdin.readline()
     secret = secret.strip()

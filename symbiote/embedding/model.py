@@ -111,7 +111,8 @@ class OnnxEmbedder:
         weights = mask[:, :, None].astype(np.float32)
         pooled = (tokens * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+        unit: np.ndarray = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+        return unit
 
     def windows(self, text: str) -> list[str]:
         """The texts to index for `text`: itself first, then its parts.
@@ -196,7 +197,7 @@ def _warm_vectors(model: Embedder, model_dir: Path, texts: list[str]) -> np.ndar
     kept = model_dir / f"warm-{digest}.npy"
     if kept.is_file():
         try:
-            vectors = np.load(kept)
+            vectors: np.ndarray = np.load(kept)
         except (OSError, ValueError) as exc:
             log.warning("the warm vectors in %s are unreadable (%s); embedding them again", kept, exc)
         else:

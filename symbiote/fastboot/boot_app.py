@@ -17,14 +17,14 @@ import json
 import logging
 import threading
 from collections.abc import Awaitable, Callable
-from typing import Any
+
+from starlette.types import Message, Receive, Scope, Send
 
 from symbiote.fastboot.handshake import ASGIApp, HandshakeCache, record
 
 log = logging.getLogger(__name__)
 
 RECORD_DELAY_SECONDS = 3.0  # after the first requests and the model's warm-up, not during them
-Message = dict[str, Any]
 
 
 class BootApp:
@@ -63,12 +63,7 @@ class BootApp:
         """The real app, once built and started."""
         return self._app
 
-    async def __call__(
-        self,
-        scope: dict[str, Any],
-        receive: Callable[[], Awaitable[Message]],
-        send: Callable[[Message], Awaitable[None]],
-    ) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await self._lifespan(scope, receive, send)
             return
@@ -98,7 +93,7 @@ class BootApp:
 
     async def _lifespan(
         self,
-        scope: dict[str, Any],
+        scope: Scope,
         receive: Callable[[], Awaitable[Message]],
         send: Callable[[Message], Awaitable[None]],
     ) -> None:
@@ -137,7 +132,7 @@ class BootApp:
         with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(settle, app, None)
 
-    async def _start(self, scope: dict[str, Any], built: asyncio.Future[ASGIApp]) -> None:
+    async def _start(self, scope: Scope, built: asyncio.Future[ASGIApp]) -> None:
         """Wait for the build, then run the real app's lifespan startup."""
         assert self._ready is not None
         try:
@@ -146,7 +141,7 @@ class BootApp:
                 return
             self._to_inner, self._from_inner = asyncio.Queue(), asyncio.Queue()
             inner_scope = {**scope, "state": scope.get("state", {})}
-            self._inner_lifespan = asyncio.create_task(app(inner_scope, self._to_inner.get, self._from_inner.put))
+            self._inner_lifespan = asyncio.create_task(_run(app, inner_scope, self._to_inner.get, self._from_inner.put))
             await self._to_inner.put({"type": "lifespan.startup"})
             reply = await self._from_inner.get()
             if reply["type"] != "lifespan.startup.complete":
@@ -218,7 +213,12 @@ async def _buffer(receive: Callable[[], Awaitable[Message]]) -> tuple[bytes | No
     return body, replay
 
 
-async def _unavailable(scope: dict[str, Any], send: Callable[[Message], Awaitable[None]], why: str) -> None:
+async def _run(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
+    """`app` as a coroutine, for `create_task` (an ASGI app's call need only be awaitable)."""
+    await app(scope, receive, send)
+
+
+async def _unavailable(scope: Scope, send: Send, why: str) -> None:
     if scope["type"] != "http":
         return
     data = json.dumps({"error": f"Symbiote {why}"}).encode()

@@ -25,9 +25,11 @@ import hashlib
 import importlib.util
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+import starlette.types
 
 from symbiote import __version__
 from symbiote.config import Settings
@@ -56,10 +58,9 @@ META_KEYS = frozenset({META_PREFIX + "protocolVersion", META_PREFIX + "clientInf
 # Packages whose version shapes the answers (schemas, field names, wire format).
 SHAPING_PACKAGES = ("mcp", "mcp_types", "pydantic", "pydantic_core", "starlette")
 
-ASGIApp = Callable[
-    [dict[str, Any], Callable[[], Awaitable[dict[str, Any]]], Callable[[dict[str, Any]], Awaitable[None]]],
-    Awaitable[None],
-]
+# Starlette's own ASGI types (a module of type aliases: nothing heavy is imported with it).
+ASGIApp = starlette.types.ASGIApp
+Message = starlette.types.Message
 
 
 @dataclasses.dataclass(frozen=True)
@@ -398,7 +399,7 @@ async def _call(app: ASGIApp, headers: dict[str, str], body: bytes) -> tuple[int
     response_headers: list[tuple[str, str]] = []
     chunks: list[bytes] = []
 
-    async def receive() -> dict[str, Any]:
+    async def receive() -> Message:
         nonlocal sent
         if not sent:
             sent = True
@@ -406,7 +407,7 @@ async def _call(app: ASGIApp, headers: dict[str, str], body: bytes) -> tuple[int
         await answered.wait()  # like a real client: connected until the answer is complete
         return {"type": "http.disconnect"}
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: Message) -> None:
         nonlocal status
         if message["type"] == "http.response.start":
             status = int(message["status"])
