@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
@@ -33,7 +34,9 @@ SEARCH_GRACE_SECONDS = 0.015  # a write waits this long after a read, for the sa
 
 
 def _op(fn: Callable[..., Any]) -> str:
-    return f"store {getattr(fn, '__name__', 'call')}"
+    """The stage's name: the store method (or the function a partial wraps) that runs."""
+    named = fn.func if isinstance(fn, functools.partial) else fn
+    return f"store {named.__name__}"
 
 
 class StoreIO(Generic[S]):
