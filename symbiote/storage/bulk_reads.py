@@ -55,12 +55,17 @@ def chunk_ids(memory_id: str, passages: int) -> list[str]:
 
 
 class BulkReads:
-    """Mixed into `ChromaMemoryStore`, whose collections and keyword index it reads."""
+    """The console's pages and the stored vectors, read from a store's two collections and its
+    keyword index (`ChromaMemoryStore` holds one and hands it what it reads)."""
 
-    _memories: Any
-    _chunks: Any
-    _lexical: LexicalIndex
-    get: Callable[[Sequence[str]], dict[str, StoredMemory]]  # the store's own
+    def __init__(
+        self, memories: Any, chunks: Any, lexical: LexicalIndex, get: Callable[[Sequence[str]], dict[str, StoredMemory]]
+    ) -> None:
+        """`get`: the store's own read of whole memories by id."""
+        self._memories = memories
+        self._chunks = chunks
+        self._lexical = lexical
+        self.get = get
 
     def browse(self, where: MemoryFilter | None, offset: int, limit: int) -> tuple[list[StoredMemory], int]:
         """The memories matching `where`, newest first, from `offset`; and how many match in all."""

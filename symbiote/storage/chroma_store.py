@@ -43,7 +43,7 @@ MEMORY_COLLECTION = "venom_memories"
 CHUNK_COLLECTION = "venom_memories_chunks"
 
 
-class ChromaMemoryStore(BulkReads, DeferredPassages):
+class ChromaMemoryStore:
     """Memories in two Chroma collections, keywords in a `LexicalIndex`."""
 
     def __init__(
@@ -77,6 +77,8 @@ class ChromaMemoryStore(BulkReads, DeferredPassages):
             self._memories = MirroredCollection(self._memories, VectorRows(dimension, passages=False))
             self._chunks = MirroredCollection(self._chunks, VectorRows(dimension, passages=True))
             self._vectors = VectorIndex(self._memories, self._chunks)
+        self._bulk = BulkReads(self._memories, self._chunks, lexical, self.get)
+        self._passages = DeferredPassages(self._chunks, lexical, self.get)
         self._sync_lexical()
 
     def idle_step(self) -> bool:
@@ -108,8 +110,24 @@ class ChromaMemoryStore(BulkReads, DeferredPassages):
             for mid, doc, meta in zip(everything["ids"], everything["documents"] or [], everything["metadatas"] or [])
         ]
         self._lexical.rebuild(rows)
-        self._queue_unindexed(everything)
+        self._passages.queue_unindexed(everything)
         log.warning("keyword index rebuilt from Chroma (%d memories)", len(rows))
+
+    # -- passages indexed after a store (symbiote.storage.passages) ----------------------------
+
+    def pending_passages(self, limit: int) -> list[tuple[str, list[str] | None, str]]:
+        return self._passages.pending_passages(limit)
+
+    def add_passages(self, items: Sequence[tuple[str, np.ndarray, Sequence[str]]]) -> int:
+        return self._passages.add_passages(items)
+
+    # -- bulk reads (symbiote.storage.bulk_reads) --------------------------------------------
+
+    def browse(self, where: MemoryFilter | None, offset: int, limit: int) -> tuple[list[StoredMemory], int]:
+        return self._bulk.browse(where, offset, limit)
+
+    def vectors(self, memory_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        return self._bulk.vectors(memory_ids)
 
     # -- writes ----------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ is durable: what a crash interrupts is indexed after the next open.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from symbiote.storage.bulk_reads import chunk_ids, read_all
@@ -35,12 +35,16 @@ def chunk_records(
 
 
 class DeferredPassages:
-    """Mixed into `ChromaMemoryStore`: the queue of passages still to index, and indexing them."""
+    """The queue of passages still to index, and indexing them into a store's passage collection
+    (`ChromaMemoryStore` holds one and hands it what it writes)."""
 
-    _memories: Any
-    _chunks: Any
-    _lexical: LexicalIndex
-    get: Any  # the store's own
+    def __init__(
+        self, chunks: Any, lexical: LexicalIndex, get: Callable[[Sequence[str]], dict[str, StoredMemory]]
+    ) -> None:
+        """`get`: the store's own read of whole memories by id (a memory deleted since is skipped)."""
+        self._chunks = chunks
+        self._lexical = lexical
+        self.get = get
 
     def pending_passages(self, limit: int) -> list[tuple[str, list[str] | None, str]]:
         """Up to `limit` queued memories, oldest first: (memory id, its passages or None to work
@@ -71,7 +75,7 @@ class DeferredPassages:
         self._lexical.dequeue([mid for mid, _v, _w in items])
         return len(live)
 
-    def _queue_unindexed(self, everything: dict[str, Any]) -> None:
+    def queue_unindexed(self, everything: dict[str, Any]) -> None:
         """After the keyword index was rebuilt from Chroma: queue every memory whose passages are
         not all in Chroma (a queue lost with the index file, or a write a crash interrupted)."""
         expected = {
