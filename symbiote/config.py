@@ -22,7 +22,7 @@ from symbiote.auth_settings import (
     read_auth_settings,
 )
 from symbiote.errors import SymbioteError
-from symbiote.telemetry.settings import read_telemetry_settings
+from symbiote.telemetry.settings import DEFAULT_LOG_FORMAT, read_telemetry_settings
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 INSTALLED_SHARE = Path(sys.prefix) / "share" / "symbiote"  # where an installed wheel puts its data files
@@ -132,7 +132,7 @@ class Settings:
     header_timeout_seconds: float = 5.0  # a request head must be complete this soon (symbiote.http.connections)
     max_connections: int = 1000  # open at once, within the open-file limit
     # Telemetry (symbiote.telemetry; docs/observability.md). The exporters read the standard OTEL_* variables.
-    log_format: str = "text"  # LOG_FORMAT: text | json (unset: json on Azure)
+    log_format: str = DEFAULT_LOG_FORMAT  # LOG_FORMAT: text | json (unset: json on Azure)
     trace_content: bool = False  # SYMBIOTE_TRACE_CONTENT: tool arguments and results in span attributes
 
     @classmethod

@@ -13,6 +13,7 @@ from typing import Any
 from symbiote.platform_hosts import is_loopback, platform_hosts
 
 LOG_FORMATS = ("text", "json")
+DEFAULT_LOG_FORMAT = "text"  # off Azure, and whatever an unknown LOG_FORMAT falls back to (after it is reported)
 OTLP_PROTOCOLS = ("http/protobuf", "grpc")
 PROTOCOL_VARIABLES = (
     "OTEL_EXPORTER_OTLP_PROTOCOL",
@@ -34,10 +35,10 @@ def log_format(env: Mapping[str, str]) -> str:
     gives text here; `read_telemetry_settings` reports it."""
     raw = env.get("LOG_FORMAT", "").strip().lower()
     if raw in ("", "auto"):
-        return "json" if on_azure(env) else "text"
+        return "json" if on_azure(env) else DEFAULT_LOG_FORMAT
     if raw == "plain":
         return "text"
-    return raw if raw in LOG_FORMATS else "text"
+    return raw if raw in LOG_FORMATS else DEFAULT_LOG_FORMAT
 
 
 def read_telemetry_settings(env: Mapping[str, str], problems: list[str]) -> dict[str, Any]:
