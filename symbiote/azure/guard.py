@@ -20,11 +20,11 @@ from symbiote.azure.lease import WriterLease
 from symbiote.errors import StoreUnavailableError
 from symbiote.storage.base import MemoryStore
 from symbiote.storage.history import HistoryStore
-from symbiote.storage.layers import HistoryLayer, StoreLayer, invoke
+from symbiote.storage.layers import HistoryLayer, Layer, StoreLayer, invoke
 
 log = logging.getLogger(__name__)
 
-S = TypeVar("S", bound=MemoryStore | HistoryStore)
+S = TypeVar("S", MemoryStore, HistoryStore)
 T = TypeVar("T")
 
 QUIESCE_TIMEOUT_S = 60.0  # how long a snapshot waits for in-flight writes
@@ -92,7 +92,7 @@ class _Lease(Generic[S]):
     """
 
     def __init__(self, opener: Callable[[], S], lease: WriterLease | None, gate: WriteGate, data_path: Path) -> None:
-        self._opener = opener
+        self._opener: Callable[[], S] = opener
         self._local = _Depth()
         self._lease = lease
         self._gate = gate
@@ -150,16 +150,14 @@ class _Lease(Generic[S]):
                 self._store = None
 
 
-class GuardedStore(StoreLayer):
-    """A `MemoryStore` whose every write (`_write`: each method in WRITE_METHODS) needs the writer
-    lease and passes through the write gate; reads always work."""
+class _Guarded(Layer[S]):
+    """A store whose every write (`_write`) needs the writer lease and passes through the write
+    gate; reads always work."""
 
-    def __init__(
-        self, opener: Callable[[], MemoryStore], lease: WriterLease | None, gate: WriteGate, data_path: Path
-    ) -> None:
-        self._guard = _Lease(opener, lease, gate, data_path)
+    def __init__(self, opener: Callable[[], S], lease: WriterLease | None, gate: WriteGate, data_path: Path) -> None:
+        self._guard: _Lease[S] = _Lease(opener, lease, gate, data_path)
 
-    def _target(self) -> MemoryStore:
+    def _target(self) -> S:
         return self._guard.current()
 
     def _write(self, op: Callable[..., T], *args: Any) -> T:
@@ -173,23 +171,9 @@ class GuardedStore(StoreLayer):
         self._guard.close()
 
 
-class GuardedHistory(HistoryLayer):
+class GuardedStore(_Guarded[MemoryStore], StoreLayer):
+    """The memory store on the file share: each write the interface lists needs the writer lease."""
+
+
+class GuardedHistory(_Guarded[HistoryStore], HistoryLayer):
     """The conversation history's `GuardedStore`: its one write, `add`, needs the lease."""
-
-    def __init__(
-        self, opener: Callable[[], HistoryStore], lease: WriterLease | None, gate: WriteGate, data_path: Path
-    ) -> None:
-        self._guard = _Lease(opener, lease, gate, data_path)
-
-    def _target(self) -> HistoryStore:
-        return self._guard.current()
-
-    def _write(self, op: Callable[..., T], *args: Any) -> T:
-        with self._guard.writing():
-            return invoke(self._guard.writable(), op, args)
-
-    def writing(self) -> AbstractContextManager[None]:
-        return self._guard.writing()
-
-    def close(self) -> None:
-        self._guard.close()

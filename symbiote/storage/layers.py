@@ -2,9 +2,9 @@
 
 A store is wrapped before the engine sees it: the reset check (`symbiote.storage.opening.ResetGuard`),
 the file share's writer lease (`symbiote.azure.guard.GuardedStore`), the store process's proxy
-(`symbiote.storage.process.RemoteStore`). Each is a subclass of `StoreLayer` (or `HistoryLayer`),
-where every method of the interface is written out once and sent through `_read` or `_write`; a
-layer changes what those do. So a method added to `MemoryStore` is added here, classed as a read
+(`symbiote.storage.process.RemoteStore`). Each is written once as a `Layer[S]` for both interfaces
+and mixed with `StoreLayer` (or `HistoryLayer`), where every method of the interface is written out
+once and sent through `_read` or `_write`; a layer changes what those do. So a method added to `MemoryStore` is added here, classed as a read
 or a write, and a write reaches the store only through a layer's `_write` (tests/storage/test_layers.py).
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from symbiote.storage.base import MemoryStore, StoredMemory
 from symbiote.storage.history import HistoryStore, StoredTurn
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 R = TypeVar("R")
+S = TypeVar("S", MemoryStore, HistoryStore)  # the interface a layer wraps
 
 
 def invoke(store: object, op: Callable[..., T], args: tuple[Any, ...]) -> T:
@@ -34,10 +35,11 @@ def invoke(store: object, op: Callable[..., T], args: tuple[Any, ...]) -> T:
     return result
 
 
-class StoreLayer:
-    """A `MemoryStore` over another one: reads go through `_read`, writes through `_write`."""
+class Layer(Generic[S]):
+    """A store over another one, whichever interface: reads go through `_read`, writes through
+    `_write`. A guard or a proxy is written once as a `Layer[S]` and serves both interfaces."""
 
-    def _target(self) -> MemoryStore:
+    def _target(self) -> S:
         """The store this layer passes calls to."""
         raise NotImplementedError
 
@@ -54,6 +56,10 @@ class StoreLayer:
 
     def close(self) -> None:
         self._target().close()
+
+
+class StoreLayer(Layer[MemoryStore]):
+    """A `MemoryStore` over another one: every method of the interface, written out once."""
 
     def idle_step(self) -> bool:
         return self._read(MemoryStore.idle_step)
@@ -149,26 +155,8 @@ class StoreLayer:
         return self._read(MemoryStore.vectors, memory_ids)
 
 
-class HistoryLayer:
+class HistoryLayer(Layer[HistoryStore]):
     """A `HistoryStore` over another one, as `StoreLayer` is a `MemoryStore`'s."""
-
-    def _target(self) -> HistoryStore:
-        """The store this layer passes calls to."""
-        raise NotImplementedError
-
-    def _read(self, op: Callable[..., T], *args: Any) -> T:
-        """Every read passes here: a layer that checks or forwards reads overrides it."""
-        return invoke(self._target(), op, args)
-
-    def _write(self, op: Callable[..., T], *args: Any) -> T:
-        """Every write passes here: the writer lease's guard overrides it, so no write slips past."""
-        return invoke(self._target(), op, args)
-
-    def writing(self) -> AbstractContextManager[None]:
-        return self._target().writing()
-
-    def close(self) -> None:
-        self._target().close()
 
     def idle_step(self) -> bool:
         return self._read(HistoryStore.idle_step)

@@ -23,12 +23,12 @@ from symbiote.errors import StoreUnavailableError
 from symbiote.storage.base import CHROMA_FILE, LEXICAL_FILE, MemoryStore
 from symbiote.storage.data_format import record_format
 from symbiote.storage.disk_errors import StorageReadOnlyError, StoreDamagedError, is_damage
-from symbiote.storage.layers import HistoryLayer, StoreLayer
+from symbiote.storage.history import HistoryStore
+from symbiote.storage.layers import HistoryLayer, Layer, S, StoreLayer
 
 if TYPE_CHECKING:
     from symbiote.storage.chroma_client import ChromaServer
     from symbiote.storage.chroma_store import ChromaMemoryStore
-    from symbiote.storage.history import HistoryStore
     from symbiote.storage.keywords import LexicalIndex
 
 
@@ -217,15 +217,15 @@ class ResetCheck:
             )
 
 
-class ResetGuard(StoreLayer):
-    """A memory store opened in a data directory that refuses every call (but closing) once that
-    directory is not the one it opened."""
+class _ResetLayer(Layer[S]):
+    """A store opened in a data directory that refuses every call (but closing) once that directory
+    is not the one it opened."""
 
-    def __init__(self, store: MemoryStore, path: Path) -> None:
-        self._store = store
+    def __init__(self, store: S, path: Path) -> None:
+        self._store: S = store
         self._reset = ResetCheck(path)
 
-    def _target(self) -> MemoryStore:
+    def _target(self) -> S:
         self._reset.check()
         return self._store
 
@@ -233,19 +233,12 @@ class ResetGuard(StoreLayer):
         self._store.close()
 
 
-class ResetHistoryGuard(HistoryLayer):
-    """The conversation history's `ResetGuard`."""
+class ResetGuard(_ResetLayer[MemoryStore], StoreLayer):
+    """The memory store's reset check."""
 
-    def __init__(self, store: HistoryStore, path: Path) -> None:
-        self._store = store
-        self._reset = ResetCheck(path)
 
-    def _target(self) -> HistoryStore:
-        self._reset.check()
-        return self._store
-
-    def close(self) -> None:
-        self._store.close()
+class ResetHistoryGuard(_ResetLayer[HistoryStore], HistoryLayer):
+    """The conversation history's reset check."""
 
 
 def open_server_store(server: ChromaServer, index_dir: Path, model_name: str, dimension: int) -> ChromaMemoryStore:

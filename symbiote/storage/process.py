@@ -34,13 +34,16 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from symbiote.errors import StoreUnavailableError, SymbioteError
-from symbiote.storage.layers import HistoryLayer, StoreLayer
+from symbiote.storage.base import MemoryStore
+from symbiote.storage.history import HistoryStore
+from symbiote.storage.layers import HistoryLayer, Layer, StoreLayer
 
 log = logging.getLogger(__name__)
 
 CHILD_ENV = "SYMBIOTE_STORE_CHILD_PATH"  # the server's sys.path, so the child imports the same code
 CLOSE_TIMEOUT_SECONDS = 15.0
 T = TypeVar("T")
+S = TypeVar("S", MemoryStore, HistoryStore)
 
 
 class _FairLock:
@@ -254,9 +257,9 @@ class _Remote:
         self._host.forget(self._handle)
 
 
-class RemoteStore(StoreLayer):
-    """The memory store living in the child: every call is sent there. Writes hold nothing here
-    (a guard above this layer holds the writer lease); the child does its idle work between calls."""
+class _RemoteLayer(Layer[S]):
+    """A store living in the child: every call is sent there. Writes hold nothing here (a guard
+    above this layer holds the writer lease); the child does its idle work between calls."""
 
     def __init__(self, host: StoreProcess, handle: int) -> None:
         self._remote = _Remote(host, handle)
@@ -274,23 +277,12 @@ class RemoteStore(StoreLayer):
         self._remote.close()
 
 
-class RemoteHistory(HistoryLayer):
-    """The conversation history's store living in the child, as `RemoteStore`."""
+class RemoteStore(_RemoteLayer[MemoryStore], StoreLayer):
+    """The memory store living in the child."""
 
-    def __init__(self, host: StoreProcess, handle: int) -> None:
-        self._remote = _Remote(host, handle)
 
-    def _read(self, op: Callable[..., T], *args: Any) -> T:
-        return self._remote.call(op, args)
-
-    def _write(self, op: Callable[..., T], *args: Any) -> T:
-        return self._remote.call(op, args)
-
-    def writing(self) -> AbstractContextManager[None]:
-        return nullcontext()
-
-    def close(self) -> None:
-        self._remote.close()
+class RemoteHistory(_RemoteLayer[HistoryStore], HistoryLayer):
+    """The conversation history's store living in the child."""
 
 
 def _reap(proc: subprocess.Popen[bytes], conn: Connection) -> None:
