@@ -64,7 +64,7 @@ class ApiKeys(AuthDatabase):
             rows = by_id or rows
             for row in rows:
                 conn.execute("UPDATE api_keys SET revoked_at = ? WHERE key_id = ?", (now, row[0]))
-            return [ApiKey(*row, now) for row in rows]
+            return [ApiKey(row[0], row[1], row[2], row[3], row[4], now) for row in rows]
 
         return self._write(work)
 

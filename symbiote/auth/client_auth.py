@@ -13,7 +13,6 @@ import base64
 import binascii
 import hmac
 import time
-from typing import Any
 from urllib.parse import unquote
 
 from mcp.server.auth.middleware.client_auth import AuthenticationError, ClientAuthenticator
@@ -52,7 +51,7 @@ class HashedSecretAuthenticator(ClientAuthenticator):
             raise AuthenticationError("Missing client_id")
         if basic is not None and basic[0] != client_id:
             raise AuthenticationError("Client ID mismatch in Basic auth")
-        client: Any = await self.provider.get_client(client_id)
+        client: OAuthClientInformationFull | None = await self.provider.get_client(client_id)
         if client is None:
             raise AuthenticationError("Invalid client_id")
         method = client.token_endpoint_auth_method or "client_secret_post"

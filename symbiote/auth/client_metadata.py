@@ -127,7 +127,8 @@ def check_document(url: str, document: Any) -> dict[str, Any]:
         raise ClientMetadataError(f"token_endpoint_auth_method {method!r} is not supported (only 'none')")
     if "authorization_code" not in document.get("grant_types", ["authorization_code"]):
         raise ClientMetadataError("its grant_types do not include authorization_code")
-    return document
+    checked: dict[str, Any] = document  # metadata_problem found it a JSON object
+    return checked
 
 
 def _ttl(cache_control: str) -> float:

@@ -102,13 +102,13 @@ class ConsentEndpoint:
             return None
         if self.overflow.holds(ticket):
             return self.overflow.read(ticket)
-        return await anyio.to_thread.run_sync(self.store.get_pending, ticket)  # type: ignore[no-any-return]
+        return await anyio.to_thread.run_sync(self.store.get_pending, ticket)
 
     async def _take(self, ticket: str) -> tuple[str, dict[str, Any]] | None:
         """The parked request, exactly once."""
         if self.overflow.holds(ticket):
             return self.overflow.take(ticket)
-        return await anyio.to_thread.run_sync(self.store.pop_pending, ticket)  # type: ignore[no-any-return]
+        return await anyio.to_thread.run_sync(self.store.pop_pending, ticket)
 
     def _throttled(self, source: str) -> HTMLResponse:
         seconds = max(1, math.ceil(self.checks.retry_after(source)))

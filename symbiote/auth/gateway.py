@@ -179,7 +179,7 @@ class AuthGateway:
         routes.append(Route("/oauth/consent", endpoint=self.consent.__call__, methods=["GET", "POST"]))
         metadata_url = build_resource_metadata_url(resource)
         routes += protect_routes(self.endpoints, lambda app: RequireToken(self.after_auth(app), str(metadata_url)))
-        backend = BearerAuthBackend(ProviderTokenVerifier(provider), resource_server_url=resource)  # type: ignore[arg-type]
+        backend = BearerAuthBackend(ProviderTokenVerifier(provider), resource_server_url=resource)
         return Starlette(
             routes=routes,
             middleware=[Middleware(AuthenticationMiddleware, backend=backend), Middleware(AuthContextMiddleware)],
@@ -194,11 +194,11 @@ class AuthGateway:
         metadata.token_endpoint_auth_methods_supported = CLIENT_AUTH_METHODS
         metadata.revocation_endpoint_auth_methods_supported = CLIENT_AUTH_METHODS
         advertise_issuer_parameter(metadata)
-        authenticator = HashedSecretAuthenticator(provider)  # type: ignore[arg-type]
+        authenticator = HashedSecretAuthenticator(provider)
         sdk_routes = {
             route.path: route
             for route in create_auth_routes(
-                provider=provider,  # type: ignore[arg-type]
+                provider=provider,
                 issuer_url=issuer,
                 client_registration_options=registration,
                 revocation_options=revocation,
@@ -219,11 +219,11 @@ class AuthGateway:
         routes: list[BaseRoute] = [
             Route("/.well-known/oauth-authorization-server", endpoint=describe, methods=["GET", "OPTIONS"]),
             Route(AUTHORIZATION_PATH, endpoint=authorize, methods=["GET", "POST"]),
-            post(TOKEN_PATH, TokenHandler(provider, authenticator).handle),  # type: ignore[arg-type]
+            post(TOKEN_PATH, TokenHandler(provider, authenticator).handle),
             post(REVOCATION_PATH, Revocation(provider, authenticator).handle),
         ]
         if self.options.open_registration:
-            handler = RegistrationHandler(provider, options=registration)  # type: ignore[arg-type]
+            handler = RegistrationHandler(provider, options=registration)
             limited = LimitedRegistration(handler, self.registrations, self.resolver.trust_forwarded)
             routes.append(post(REGISTRATION_PATH, limited.handle))
         return routes

@@ -15,6 +15,7 @@ import hmac
 import os
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import anyio
@@ -91,12 +92,12 @@ class SignInLimiter:
     alert_free_failures: int = 1
     alert_delay: float = 1.0
     max_sources: int = 10_000
-    clock: object = field(default=time.monotonic, repr=False)
+    clock: Callable[[], float] = field(default=time.monotonic, repr=False)
     _sources: dict[str, _Source] = field(default_factory=dict, repr=False)
     _recent: deque[float] = field(default_factory=deque, repr=False)
 
     def _now(self) -> float:
-        return self.clock()  # type: ignore[operator]
+        return self.clock()
 
     def on_alert(self) -> bool:
         """Whether `global_max` failures or more were seen within the last `global_window` seconds."""
