@@ -1,6 +1,5 @@
-"""The batch phase: one client stores many memories as fast as it can while another reads; the reader's
-latency and the event-loop lag, idle baseline vs. during the batch.
-"""
+"""The batch phase: one client stores many memories as fast as it can while another reads. A big import
+must not stall everyone else: the reader's latency and the event-loop lag, idle vs. during the batch."""
 
 from __future__ import annotations
 
@@ -12,117 +11,90 @@ import statistics
 import time
 from typing import Any
 
-from mcp import Client
+from loadtest import clients
+from loadtest.report import header, loadavg
+from loadtest.server import LagProbe, LoadServer
 
-from loadtest.calls import Tally, call, search, store, verify
-from loadtest.figures import header, lat_summary, lat_text, loadavg, ms
-from loadtest.probe import LagProbe
-from loadtest.server import LoadServer
-from loadtest.transports import SessionGone, http_client, session_gone
-from loadtest.workload import Texts
+BASELINE_SECONDS = 15.0
+IN_FLIGHT = 4  # store calls the batch client keeps in flight
 
 
-async def _observe(url: str, rng: random.Random, tally: Tally, stop: asyncio.Event, limit_s: float) -> None:
+async def _observe(url: str, rng: random.Random, tally: clients.Tally, stop: asyncio.Event) -> None:
     """memory_stats and search_memory back to back until `stop`; a dead session is counted and replaced."""
-    end = time.monotonic() + limit_s
     for _attempt in range(20):
         try:
-            async with http_client(url) as client:
-                while not stop.is_set() and time.monotonic() < end:
-                    await call(client, tally, "memory_stats", "memory_stats", {})
-                    await search(client, tally, rng)
+            async with clients.Session(url) as session:
+                while not stop.is_set():
+                    await clients.call(session, tally, "memory_stats", "memory_stats", {})
+                    await clients.search(session, tally, rng)
                 return
         except Exception as exc:
-            if session_gone(exc) is None:
+            if clients.session_gone(exc) is None:
                 raise
 
 
-async def _baseline(args: argparse.Namespace, url: str, rng: random.Random) -> tuple[Tally, dict[str, Any]]:
-    """The observer and the probe with nothing else running."""
-    base = Tally("baseline")
-    probe = LagProbe(url)
-    stop = asyncio.Event()
-    asyncio.get_running_loop().call_later(args.baseline_seconds, stop.set)
-    await _observe(url, rng, base, stop, args.baseline_seconds + 30)
-    base.close()
-    base_lag = probe.finish()
-    print(f"idle baseline ({base.seconds:.0f} s)  [load average {loadavg()}]")
-    print(f"  memory_stats  {lat_text(base.lat.get('memory_stats', []))}")
-    print(f"  search        {lat_text(base.lat.get('search', []))}")
-    print(f"  GET /__lag_probe {lat_text(base_lag['lag_probe'])};  GET /health {lat_text(base_lag['health'])}")
-    return base, base_lag
-
-
-async def _batch(args: argparse.Namespace, url: str, rng: random.Random) -> tuple[Tally, Tally, dict[str, Any]]:
-    """The batch and the observer at once: (the batch's tally, the observer's, the probe's latencies)."""
-    heavy = Tally("batch")
-    seen = Tally("observer")
-    texts = Texts("batch")
-    stop = asyncio.Event()
-    remaining = [args.batch]
-
-    async def writer(client: Client) -> None:
-        with contextlib.suppress(SessionGone):  # counted in the tally; the other writers go on
-            while remaining[0] > 0:
-                remaining[0] -= 1
-                await store(client, heavy, texts)
-
-    probe = LagProbe(url)
-    observer = asyncio.create_task(_observe(url, rng, seen, stop, 3600))
-    await asyncio.sleep(0.5)
-    heavy.started = time.monotonic()
-    async with http_client(url) as client:
-        await asyncio.gather(*(writer(client) for _ in range(args.batch_concurrency)))
-    heavy.close()
+async def _observed(url: str, rng: random.Random, work: Any) -> tuple[clients.Tally, dict[str, Any]]:
+    """The reader and the lag probe while `work` (a coroutine) runs: the reader's tally, the probe's latencies."""
+    tally, stop, probe = clients.Tally(), asyncio.Event(), LagProbe(url)
+    reader = asyncio.create_task(_observe(url, rng, tally, stop))
+    await work
     stop.set()
-    await observer
-    seen.close()
-    return heavy, seen, probe.finish()
+    await reader
+    tally.close()
+    return tally, probe.finish()
+
+
+def _figures(tally: clients.Tally, lag: dict[str, Any], idle_lag: float) -> dict[str, Any]:
+    """The reader's and the probe's latencies, printed and returned; lag is probe latency minus its idle median."""
+    series = {op: tally.lat.get(op, []) for op in ("memory_stats", "search")}
+    series |= {"lag_probe": lag["lag_probe"], "health": lag["health"]}
+    series["lag"] = [max(0.0, v - idle_lag) for v in lag["lag_probe"]]
+    for key, values in series.items():
+        print(f"  {key:<13} {clients.latency_text(values)}")
+    failed = sum(tally.failed.values())
+    print(f"  the reader's failed requests: {failed}")
+    return {key: clients.latency(values) for key, values in series.items()} | {"failed": failed}
 
 
 async def phase_batch(args: argparse.Namespace, server: LoadServer, out: dict[str, Any]) -> dict[str, str]:
-    url = server.url
-    header(f"batch: one client stores {args.batch} memories ({args.batch_concurrency} in flight) while another reads")
-    rng = random.Random(1)
-    base, base_lag = await _baseline(args, url, rng)
-    idle = statistics.median(base_lag["lag_probe"]) if base_lag["lag_probe"] else 0.0
-    heavy, seen, lag = await _batch(args, url, rng)
-    load = loadavg()
-    lags = [max(0.0, v - idle) for v in lag["lag_probe"]]
-    print(
-        f"\nduring the batch ({heavy.seconds:.0f} s, {heavy.rate('store'):.1f} stores/s, "
-        f"{sum(heavy.failed.values())} failed)  [load average {load}]"
-    )
-    print(f"  memory_stats  {lat_text(seen.lat.get('memory_stats', []))}")
-    print(f"  search        {lat_text(seen.lat.get('search', []))}")
-    print(f"  observer failed requests: {sum(seen.failed.values())}")
-    print(f"  GET /__lag_probe {lat_text(lag['lag_probe'])};  GET /health {lat_text(lag['health'])}")
-    print(f"  event-loop lag (probe latency - idle median {ms(idle)}): {lat_text(lags)}")
+    url, rng = server.url, random.Random(1)
+    header(f"batch: one client stores {args.batch} memories ({IN_FLIGHT} in flight) while another reads")
+    base, base_lag = await _observed(url, rng, asyncio.sleep(BASELINE_SECONDS))
+    idle_lag = statistics.median(base_lag["lag_probe"]) if base_lag["lag_probe"] else 0.0
+    print(f"idle, {base.seconds:.0f} s (event-loop lag: probe latency minus its idle median, {idle_lag * 1e3:.1f} ms)")
+    baseline = _figures(base, base_lag, idle_lag)
+
+    heavy, texts, todo = clients.Tally(), clients.texts("batch"), iter(range(args.batch))
+
+    async def batch() -> None:
+        await asyncio.sleep(0.5)  # the reader connected first
+        heavy.started = time.monotonic()
+
+        async def writer() -> None:
+            with contextlib.suppress(clients.SessionGone):  # counted in the tally; the other writers go on
+                for _ in todo:
+                    await clients.store(session, heavy, texts)
+
+        async with clients.Session(url) as session:
+            await asyncio.gather(*(writer() for _ in range(IN_FLIGHT)))
+        heavy.close()
+
+    seen, lag = await _observed(url, rng, batch())
+    failed = sum(heavy.failed.values())
+    header(f"during the batch: {heavy.seconds:.0f} s, {heavy.rate('store'):.1f} stores/s, {failed} failed")
+    during = _figures(seen, lag, idle_lag)
     for what, count in (heavy.errors + seen.errors).most_common(5):
         print(f"    {count} x {what}")
-    missing, unchecked = await verify(url, heavy.acked)
+    missing, unchecked = await clients.verify(url, heavy.acked)
     print(f"  batch writes acknowledged {len(heavy.acked)}, lost {len(missing)}, could not check {len(unchecked)}")
     out["batch"] = {
-        "loadavg": load,
+        "loadavg": loadavg(),
         "batch": args.batch,
-        "concurrency": args.batch_concurrency,
         "batch_seconds": round(heavy.seconds, 1),
         "stores_per_s": round(heavy.rate("store"), 2),
-        "batch_failed": sum(heavy.failed.values()),
-        "observer_failed": sum(seen.failed.values()),
-        "baseline": {
-            "memory_stats": lat_summary(base.lat.get("memory_stats", [])),
-            "search": lat_summary(base.lat.get("search", [])),
-            "lag_probe": lat_summary(base_lag["lag_probe"]),
-            "health": lat_summary(base_lag["health"]),
-        },
-        "during": {
-            "memory_stats": lat_summary(seen.lat.get("memory_stats", [])),
-            "search": lat_summary(seen.lat.get("search", [])),
-            "lag_probe": lat_summary(lag["lag_probe"]),
-            "health": lat_summary(lag["health"]),
-            "lag": lat_summary(lags),
-        },
+        "batch_failed": failed,
+        "baseline": baseline,
+        "during": during,
         "lost": len(missing),
         "unchecked": len(unchecked),
     }

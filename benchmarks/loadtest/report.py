@@ -1,157 +1,71 @@
-"""The closing table of the load benchmark: each figure beside its target, as markdown table rows."""
+"""How the load benchmark writes its figures: sizes, section headers with the load average (the machine
+may be shared, so every figure is read beside it), and the closing table of each figure beside its target."""
 
 from __future__ import annotations
 
-from collections import Counter
+from pathlib import Path
 from typing import Any
 
-from loadtest.figures import mb
 
-Row = tuple[str, str, str, str]  # figure, target, measured, load average
-
-
-def _load_rows(load: dict[str, Any], n_http: int, n_sse: int) -> list[Row]:
-    rows: list[Row] = []
-    mixed = load.get("mixed") or {}
-    rows.append(
-        (
-            f"failed requests, {n_http} HTTP + {n_sse} SSE mixed, {mixed.get('seconds')} s",
-            "0",
-            str(mixed.get("failed")),
-            str(mixed.get("loadavg")),
-        )
-    )
-    by_kind = Counter(
-        {
-            kind: sum(n for op, n in (mixed.get("failed_by_op") or {}).items() if op.endswith("/" + kind))
-            for kind in ("http", "sse")
-        }
-    )
-    broken = load.get("sessions_broken_by_kind") or {}
-    rows.append(
-        (
-            "  of which HTTP / SSE; client sessions lost (HTTP / SSE)",
-            "0 / 0; 0 / 0",
-            f"{by_kind['http']} / {by_kind['sse']}; {broken.get('http', 0)} / {broken.get('sse', 0)}",
-            "",
-        )
-    )
-    rows.append(("lost writes after the mixed load", "0", f"{load.get('lost')} of {load.get('acked')}", ""))
-    rows.append(
-        (
-            f"server RSS idle / {n_http + n_sse} connected / peak under load",
-            "< 500 MB",
-            " / ".join(
-                mb(v)
-                for v in (load.get("rss_idle_bytes"), load.get("rss_connected_bytes"), mixed.get("rss_peak_bytes"))
-            ),
-            "",
-        )
-    )
-    per = load.get("rss_per_connection_bytes")
-    rows.append(("RSS per extra connection", "< 10 MB", "-" if per is None else f"{per / 1024:.0f} KB", ""))
-    for phase, op in (("search", "search"), ("store", "store")):
-        entry = load.get(phase) or {}
-        rate = (entry.get("rates") or {}).get(op)
-        lat = (entry.get("latency") or {}).get(op) or {}
-        target = ">= 100/s" if op == "search" else "-"
-        rows.append(
-            (
-                f"{op} req/s at {n_http} HTTP clients ({op} only)",
-                target,
-                f"{rate} (p50 {lat.get('p50_ms')} ms, p95 {lat.get('p95_ms')} ms)",
-                str(entry.get("loadavg")),
-            )
-        )
-    rates = mixed.get("rates") or {}
-    total = sum(rates.values())
-    rows.append(
-        (f"requests/min, mixed {n_http + n_sse} clients", ">= 1000", f"{total * 60:.0f}", str(mixed.get("loadavg")))
-    )
-    return rows
+def loadavg() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
-def _batch_rows(batch: dict[str, Any]) -> list[Row]:
-    during, baseline, load = batch["during"], batch["baseline"], batch["loadavg"]
-    return [
-        (
-            f"memory_stats p95 during a {batch['batch']:,}-store batch",
-            "< 100 ms (seed 500)",
-            f"{during['memory_stats']['p95_ms']} ms (idle {baseline['memory_stats']['p95_ms']} ms)",
-            load,
-        ),
-        (
-            "search_memory p95 during the batch",
-            "< 100 ms (seed 500)",
-            f"{during['search']['p95_ms']} ms (idle {baseline['search']['p95_ms']} ms)",
-            load,
-        ),
-        (
-            "event-loop lag p95 / max during the batch",
-            "< 50 ms",
-            f"{during['lag']['p95_ms']} / {during['lag']['max_ms']} ms",
-            load,
-        ),
-    ]
+def mb(value: float | None) -> str:
+    return "-" if value is None else f"{value / 1_048_576:.1f} MB"
 
 
-def _cycles_rows(cycles: dict[str, Any]) -> list[Row]:
-    return [
-        (
-            f"RSS growth over {cycles['cycles']} connect/disconnect cycles",
-            "< 5 %",
-            f"{cycles['rss_growth_pct']} % ({cycles['failed']} failed)",
-            cycles["loadavg"],
-        ),
-        (
-            "SSE sessions left after disconnect",
-            "0",
-            f"{cycles['sse_sessions_not_released']} of {cycles['sse_sessions_opened']} answer on their message URL"
-            + (
-                f"; /health active_sessions {cycles['health_sessions'].get('active_sessions')}"
-                f" (highest during the cycles {cycles.get('health_sessions_max_during')})"
-                if cycles.get("health_sessions")
-                else " (/health has no count)"
-            ),
-            "",
-        ),
-    ]
-
-
-def _end_rows(out: dict[str, Any]) -> list[Row]:
-    rows: list[Row] = []
-    term = out.get("sigterm")
-    if term:
-        rows.append(("SIGTERM during writes: exit code, lost", "0, 0", f"{term.get('exit_code')}, {term['lost']}", ""))
-    kill = out.get("kill")
-    if kill:
-        rows.append(
-            (
-                f"kill -9 during writes ({len(kill['rounds'])} rounds)",
-                "0 lost, opens cleanly",
-                f"{kill['lost']} lost of {kill['acked']}; clean {kill['clean']}/{len(kill['rounds'])}",
-                kill["loadavg"],
-            )
-        )
-    final = out.get("final")
-    if final:
-        rows.append(
-            ("every acknowledged write, checked at the end", "0 lost", f"{final['lost']} lost of {final['acked']}", "")
-        )
-    return rows
+def header(title: str) -> None:
+    print(f"\n=== {title}   [load average {loadavg()}]", flush=True)
 
 
 def summary(out: dict[str, Any]) -> None:
-    """The figures against the targets of issue 6, one line each (markdown table rows)."""
-    rows: list[Row] = []
-    load = out.get("load") or {}
-    if load:
-        rows += _load_rows(load, out["args"]["http_clients"], out["args"]["sse_clients"])
-    if out.get("batch"):
-        rows += _batch_rows(out["batch"])
-    if out.get("cycles"):
-        rows += _cycles_rows(out["cycles"])
-    rows += _end_rows(out)
+    """The figures against the targets, one markdown table row each."""
     print("\n| figure | target | measured | load avg |\n|---|---|---|---|")
-    for row in rows:
-        print("| " + " | ".join(row) + " |")
+
+    def row(figure: str, target: str, measured: Any, at: Any = "") -> None:
+        print(f"| {figure} | {target} | {measured} | {at} |")
+
+    if load := out.get("load"):
+        n_http, n_sse = out["args"]["http_clients"], out["args"]["sse_clients"]
+        mixed, kinds = load.get("mixed", {}), ("http", "sse")
+        failed = [sum(n for op, n in mixed.get("failed_by_op", {}).items() if op.endswith(k)) for k in kinds]
+        lost = [load["sessions_lost"].get(k, 0) for k in kinds]
+        rss = (load["rss_idle_bytes"], load["rss_connected_bytes"], mixed.get("rss_peak_bytes"))
+        per = load["rss_per_connection_bytes"]
+        figure = f"failed requests, {n_http} HTTP + {n_sse} SSE mixed, {mixed.get('seconds')} s"
+        row(figure, "0", mixed.get("failed"), mixed.get("loadavg"))
+        row(
+            "  of which HTTP / SSE; sessions lost (HTTP / SSE)",
+            "0 / 0; 0 / 0",
+            "{} / {}; {} / {}".format(*failed, *lost),
+        )
+        row("lost writes after the mixed load", "0", f"{load['lost']} of {load['acked']}")
+        row(f"server RSS idle / {n_http + n_sse} connected / peak under load", "< 500 MB", " / ".join(map(mb, rss)))
+        row("RSS per extra connection", "< 10 MB", "-" if per is None else f"{per / 1024:.0f} KB")
+        for op, target in (("search", ">= 100/s"), ("store", "-")):
+            at, s = load.get(op, {}).get("loadavg"), load.get(op, {}).get("ops", {}).get(op, {})
+            measured = f"{s.get('rate')} (p50 {s.get('p50_ms')} ms, p95 {s.get('p95_ms')} ms)"
+            row(f"{op} req/s at {n_http} HTTP clients ({op} only)", target, measured, at)
+        per_min = sum(s["rate"] for s in mixed.get("ops", {}).values()) * 60
+        row(f"requests/min, mixed {n_http + n_sse} clients", ">= 1000", f"{per_min:.0f}", mixed.get("loadavg"))
+    if batch := out.get("batch"):
+        during, idle, at = batch["during"], batch["baseline"], batch["loadavg"]
+        for key in ("memory_stats", "search"):
+            measured = f"{during[key]['p95_ms']} ms (idle {idle[key]['p95_ms']} ms)"
+            row(f"{key} p95 during a {batch['batch']:,}-store batch", "< 100 ms", measured, at)
+        row(
+            "event-loop lag p95 / max during the batch", "< 50 ms", "{p95_ms} / {max_ms} ms".format(**during["lag"]), at
+        )
+    if cycles := out.get("cycles"):
+        measured = f"{cycles['rss_growth_pct']} % ({cycles['failed']} failed)"
+        row(f"RSS growth over {cycles['cycles']} connect/disconnect cycles", "< 5 %", measured, cycles["loadavg"])
+        measured = f"{cycles['sse_sessions_not_released']} of {cycles['sse_sessions_opened']} still answer"
+        row("SSE sessions left after disconnect", "0", f"{measured}; active_sessions {cycles['health_sessions_after']}")
+    if term := out.get("sigterm"):
+        row("SIGTERM during writes: exit code, lost", "0, 0", f"{term['exit_code']}, {term['lost']}")
+    if kill := out.get("kill"):
+        n, measured = len(kill["rounds"]), f"{kill['lost']} lost of {kill['acked']}; clean {kill['clean']}"
+        row(f"kill -9 during writes ({n} rounds)", "0 lost, opens cleanly", f"{measured}/{n}", kill["loadavg"])
+    final = out["final"]
+    row("every acknowledged write, checked at the end", "0 lost", f"{final['lost']} lost of {final['acked']}")

@@ -1,125 +1,76 @@
-"""The server under load: `symbiote serve` restarted on the same store, its memory and CPU read from /proc.
-
-Also which package it serves (the working tree, or a git revision unpacked beside the data).
-"""
+"""The server under load: `symbiote serve` restarted on the same store (one log for every boot), its memory
+and CPU counted with its store process's, the package it serves, and the event-loop lag probe."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import os
-import signal
 import subprocess
-import time
+import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Self
+from typing import Any
 
+import psutil
 from server_process import MODEL_DIR, ROOT, ServerProcess
-
-TICKS = os.sysconf("SC_CLK_TCK")
 
 
 class LoadServer(ServerProcess):
-    """`symbiote serve` as a child process on a free loopback port; every start appends to one log."""
+    """`symbiote serve` on a free loopback port; `boot_log` is what the latest start wrote."""
 
-    def __init__(self, data: Path, log_path: Path, log_level: str, source: Path | None = None) -> None:
-        env = {
-            "HF_HUB_OFFLINE": "1",
-            "LOG_LEVEL": log_level,
-            "SYMBIOTE_MODEL_DIR": os.environ.get("SYMBIOTE_MODEL_DIR", str(MODEL_DIR)),
-        }
+    def __init__(self, data: Path, log: Path, source: Path | None = None) -> None:
+        env = {"HF_HUB_OFFLINE": "1", "SYMBIOTE_MODEL_DIR": os.environ.get("SYMBIOTE_MODEL_DIR", str(MODEL_DIR))}
         if source is not None:  # serve this copy of the package instead of the working tree
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(source), os.environ.get("PYTHONPATH")]))
-        super().__init__(data, env=env, log=log_path, cwd=source)
-        self.log_path: Path = log_path
-        self.source = source
-        self.boots = 0
-        self._log_mark = 0
+        super().__init__(data, env=env, log=log, cwd=source)
+        self.log = log
+        self._mark = 0
+        self.window, self.peaks = "start", dict[str, int]()  # named parts of the run; their peak RSS
 
     def start(self, timeout: float = 180.0, store: bool = True) -> float:
-        """Start and wait for health store == 'ready'; returns seconds to ready. Raises if it never is."""
-        self._log_mark = self.log_path.stat().st_size if self.log_path.exists() else 0
-        with self.log_path.open("ab") as log:
-            log.write(f"\n===== load.py: boot {self.boots + 1} =====\n".encode())
-        started = time.monotonic()
-        self.launch()
-        self.boots += 1
-        return self.wait_ready(started, timeout, store)
+        self._mark = self.log.stat().st_size if self.log.exists() else 0
+        return super().start(timeout, store)
 
-    def _tree(self) -> list[int]:
-        """The server and its descendants (the embedded store runs in a child process)."""
+    def boot_log(self) -> str:
+        with self.log.open("rb") as log:
+            log.seek(self._mark)
+            return log.read().decode(errors="replace")
+
+    def _tree(self) -> list[psutil.Process]:
+        """The server and its descendants: the embedded store runs in a child process."""
         if self.proc is None or self.proc.poll() is not None:
             return []
-        parents: dict[int, int] = {}
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit():
-                try:
-                    parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                except (OSError, IndexError, ValueError):
-                    pass
-        tree = [self.proc.pid]
-        for pid in tree:
-            tree.extend(child for child, parent in parents.items() if parent == pid)
-        return tree
+        with contextlib.suppress(psutil.Error):
+            root = psutil.Process(self.proc.pid)
+            return [root, *root.children(recursive=True)]
+        return []
+
+    def _sum(self, read: Callable[[psutil.Process], float]) -> float:
+        total = 0.0
+        for process in self._tree():
+            with contextlib.suppress(psutil.Error):  # a child that just exited
+                total += read(process)
+        return total
 
     def rss(self) -> int | None:
         """RSS of the server and its store process together."""
-        total = 0
-        for pid in self._tree():
-            try:
-                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                    if line.startswith("VmRSS:"):
-                        total += int(line.split()[1]) * 1024
-            except OSError:
-                pass
-        return total or None
+        return int(self._sum(lambda p: p.memory_info().rss)) or None
 
-    def cpu_seconds(self) -> float | None:
-        """CPU time of the server and its store process together."""
-        total, seen = 0.0, False
-        for pid in self._tree():
-            try:
-                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                total += (int(fields[11]) + int(fields[12])) / TICKS
-                seen = True
-            except (OSError, IndexError, ValueError):
-                pass
-        return total if seen else None
-
-    def boot_log(self) -> str:
-        """The log written since the last start."""
-        with self.log_path.open("rb") as log:
-            log.seek(self._log_mark)
-            return log.read().decode(errors="replace")
+    def cpu_seconds(self) -> float:
+        return self._sum(lambda p: sum(p.cpu_times()[:2]))
 
     def kill9(self) -> None:
         assert self.proc is not None
-        self.proc.send_signal(signal.SIGKILL)
+        self.proc.kill()
         self.proc.wait(timeout=30)
 
-
-class RssSampler:
-    """Samples the server's RSS once a second; keeps the peak per named window."""
-
-    def __init__(self, server: LoadServer) -> None:
-        self.server = server
-        self.peaks: dict[str, int] = {}
-        self.window = "start"
-        self._task: asyncio.Task[None] | None = None
-
-    async def _run(self) -> None:
+    async def sample_rss(self) -> None:
+        """Until cancelled: RSS once a second, the peak kept per `window` (across restarts)."""
         while True:
-            value = self.server.rss()
-            if value is not None:
-                self.peaks[self.window] = max(self.peaks.get(self.window, 0), value)
+            self.peaks[self.window] = max(self.peaks.get(self.window, 0), self.rss() or 0)
             await asyncio.sleep(1.0)
-
-    def __enter__(self) -> Self:
-        self._task = asyncio.get_running_loop().create_task(self._run())
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        if self._task is not None:
-            self._task.cancel()
 
 
 def _git(*args: str) -> str:
@@ -138,3 +89,16 @@ def checkout(rev: str | None, workdir: Path) -> tuple[Path | None, str]:
     )
     subprocess.run(["tar", "-x", "-C", str(source)], input=archive.stdout, check=True)
     return source, f"git {rev} ({_git('rev-parse', '--short', rev)})"
+
+
+class LagProbe:
+    """probe.py in its own process, so the load generator's busy event loop does not skew it."""
+
+    def __init__(self, url: str) -> None:
+        probe = Path(__file__).with_name("probe.py")
+        self.proc = subprocess.Popen([sys.executable, str(probe), url], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+    def finish(self) -> dict[str, Any]:
+        """Its latencies in seconds: {"lag_probe": [...], "health": [...], "errors": n}."""
+        out, _ = self.proc.communicate(b"", timeout=60)
+        return json.loads(out)
