@@ -25,7 +25,7 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from symbiote.storage._chroma_records import check_identity, chroma_nearest, memory_from, metadata_of
+from symbiote.storage._chroma_records import check_identity, chroma_nearest, link_metadata, memory_from, metadata_of
 from symbiote.storage.base import Match, R, Shortlist, StoredMemory
 from symbiote.storage.bulk_reads import BulkReads, read_all
 from symbiote.storage.bulk_reads import chunk_ids as _chunk_ids
@@ -214,6 +214,14 @@ class ChromaMemoryStore(BulkReads, DeferredPassages):
                 documents=[memory.content],
                 metadatas=[metadata_of(memory, len(windows), True)],
             )
+
+    def set_links(self, memories: Sequence[StoredMemory]) -> None:
+        ids = [m.memory_id for m in memories]
+        present = set(self._memories.get(ids=ids, include=[])["ids"])
+        for mid in ids:
+            if mid not in present:
+                raise KeyError(mid)
+        self._memories.update(ids=ids, metadatas=[link_metadata(m, True) for m in memories])
 
     def delete(self, memory_id: str) -> bool:
         return bool(self.delete_many([memory_id]))

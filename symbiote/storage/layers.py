@@ -76,6 +76,9 @@ class StoreLayer:
     def replace(self, memory: StoredMemory, vectors: np.ndarray | None, windows: Sequence[str]) -> None:
         self._write(MemoryStore.replace, memory, vectors, windows)
 
+    def set_links(self, memories: Sequence[StoredMemory]) -> None:
+        self._write(MemoryStore.set_links, memories)
+
     def delete(self, memory_id: str) -> bool:
         return self._write(MemoryStore.delete, memory_id)
 

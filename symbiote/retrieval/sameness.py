@@ -1,0 +1,79 @@
+"""Whether a new memory is about the same thing as an older one: a duplicate, or an update of it.
+
+People change jobs, coaches and editors; a store that shows the older fact first teaches the
+assistant something no longer true. Decided from general signals only, no word lists of ours:
+how close the two texts are (the cosine of their vectors), how many content words they share,
+and who or what each is about when it opens with a possessive ("My sister ...", "Mum's ..."):
+"My sister lives in Hamburg" and "My brother lives in Munich" have the same shape and a high
+cosine, but different holders, so they are never linked. Two constants, set on the fitting half
+of `benchmarks/updates_set.json` (docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from symbiote.storage.terms import query_terms
+
+SHARED_COSINE = 0.45  # the cosine from which two memories sharing two content words are about one thing
+ALONE_COSINE = 0.70  # the cosine from which they are, whatever words they share
+OPENING_TOKENS = 3  # a possessive this close to the start names what the memory is about
+
+LinkKind = Literal["update", "duplicate"]
+
+_TOKEN = re.compile(r"[0-9A-Za-z\u00c0-\u024f]+(?:['\u2019]s?)?")
+_POSSESSORS = frozenset({"my", "our", "his", "her", "their", "your"})
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def content_words(text: str) -> frozenset[str]:
+    """The text's content words, crudely stemmed ("coaches" and "coach" are one word)."""
+    return frozenset(_stem(word) for word in query_terms(text))
+
+
+def holders(text: str) -> frozenset[str]:
+    """Whom or what the memory opens by naming as the holder: "my sister", "Mum's", "Leo's"."""
+    tokens = _TOKEN.findall(text[:200])[: OPENING_TOKENS + 1]
+    found: set[str] = set()
+    for position, token in enumerate(tokens[:OPENING_TOKENS]):
+        word = token.lower().replace("\u2019", "'")
+        if word.endswith(("'s", "'")):
+            found.add(_stem(word.split("'", 1)[0]))
+        elif word in _POSSESSORS and position + 1 < len(tokens):
+            found.add(_stem(tokens[position + 1].lower().split("'", 1)[0].split("\u2019", 1)[0]))
+    return frozenset(found - {""})
+
+
+def judge(older: str, newer: str, cosine: float) -> LinkKind | None:
+    """ "duplicate" (one says what the other says, perhaps with more), "update" (the same thing,
+    said otherwise: a new value), or None: not about the same thing."""
+    old_words, new_words = content_words(older), content_words(newer)
+    if not old_words or not new_words:
+        return None
+    if _holders_differ(older, newer, old_words, new_words):
+        return None
+    shared = len(old_words & new_words)
+    if not ((shared >= 2 and cosine >= SHARED_COSINE) or cosine >= ALONE_COSINE):
+        return None
+    if old_words <= new_words or new_words <= old_words:
+        return "duplicate"
+    return "update"
+
+
+def _holders_differ(older: str, newer: str, old_words: frozenset[str], new_words: frozenset[str]) -> bool:
+    """True when either memory opens by naming a holder the other never mentions."""
+    return any(holder not in new_words for holder in holders(older)) or any(
+        holder not in old_words for holder in holders(newer)
+    )
+
+
+def fuller_is_newer(older: str, newer: str) -> bool:
+    """Of two duplicates, whether the newer says more (ties: the newer, as it is the later word)."""
+    return len(content_words(newer)) >= len(content_words(older))
