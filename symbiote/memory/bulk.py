@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from symbiote.embedding import MODEL_DIMENSION
 from symbiote.memory.clock import iso_utc
 from symbiote.memory.policy import EnginePolicy, check_quota
-from symbiote.storage.base import MemoryStore, StoredMemory
+from symbiote.memory.links import unlink_partners
+from symbiote.storage.base import LINK_FIELDS, MemoryStore, StoredMemory
 from symbiote.storage.filters import MemoryFilter
 
 if TYPE_CHECKING:
@@ -42,6 +43,7 @@ def _newest_first(heads: list[StoredMemory]) -> list[StoredMemory]:
 
 def _same(a: StoredMemory, b: StoredMemory) -> bool:
     fields = ("content", "tags", "type", "confidence", "bookmarked", "conversation_id", "created_us", "updated_us")
+    fields += LINK_FIELDS
     return all(getattr(a, name) == getattr(b, name) for name in fields)
 
 
@@ -95,6 +97,8 @@ class MemoryBulk:
         store = await io.opened()
         ids = list(dict.fromkeys(memory_ids))
         found = await io.read(store.get, ids, urgent=False)
+        for memory in found.values():
+            await unlink_partners(io, store, memory, gone=set(ids))
         removed = await io.write(store.delete_many, ids) if ids else []
         for mid in removed:
             if mid in found:

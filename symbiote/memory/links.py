@@ -141,9 +141,15 @@ class MemoryLinks:
         return second.memory_id
 
 
-async def unlink_partners(io: StoreIO[MemoryStore], store: MemoryStore, memory: StoredMemory) -> None:
-    """Before `memory` is deleted: the memories linked to it lose the link, so none points at nothing."""
-    partners = await io.read(store.get, [m for m in (memory.supersedes, memory.superseded_by) if m], urgent=False)
+async def unlink_partners(
+    io: StoreIO[MemoryStore], store: MemoryStore, memory: StoredMemory, gone: set[str] | frozenset[str] = frozenset()
+) -> None:
+    """Before `memory` is deleted: the memories linked to it lose the link, so none points at nothing
+    (`gone`: the memories deleted with it, left as they are)."""
+    ids = [m for m in (memory.supersedes, memory.superseded_by) if m and m not in gone]
+    if not ids:
+        return
+    partners = await io.read(store.get, ids, urgent=False)
     changed = []
     for partner in partners.values():
         if partner.superseded_by == memory.memory_id:

@@ -2,8 +2,10 @@
 
 People change jobs, coaches and editors; a store that shows the older fact first teaches the
 assistant something no longer true. Decided from general signals only, no word lists of ours:
-how close the two texts are (the cosine of their vectors), how many content words they share,
-and who or what each is about when it opens with a possessive ("My sister ...", "Mum's ..."):
+how close the two texts are (the cosine of their vectors), how many content words they share (a
+word no typical memory uses, one of `retrieval/background`'s, counts twice: "KPMG", "amlodipine"
+say more than "lives" or "laptop"), and who or what each is about when it opens with a
+possessive ("My sister ...", "Mum's ..."):
 "My sister lives in Hamburg" and "My brother lives in Munich" have the same shape and a high
 cosine, but different holders, so they are never linked. Two constants, set on the fitting half
 of `benchmarks/updates_set.json` (docs/performance.md).
@@ -11,12 +13,14 @@ of `benchmarks/updates_set.json` (docs/performance.md).
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Literal
 
+from symbiote.retrieval import background
 from symbiote.storage.terms import query_terms
 
-SHARED_COSINE = 0.45  # the cosine from which two memories sharing two content words are about one thing
+SHARED_COSINE = 0.45  # the cosine from which two memories sharing two content words (or a rare one) are about one thing
 ALONE_COSINE = 0.70  # the cosine from which they are, whatever words they share
 OPENING_TOKENS = 3  # a possessive this close to the start names what the memory is about
 
@@ -38,13 +42,19 @@ def content_words(text: str) -> frozenset[str]:
     return frozenset(_stem(word) for word in query_terms(text))
 
 
+@functools.cache
+def _common() -> frozenset[str]:
+    """The content words typical memories use (the background's): shared, they say little."""
+    return frozenset(word for text in background.texts() for word in content_words(text))
+
+
 def holders(text: str) -> frozenset[str]:
     """Whom or what the memory opens by naming as the holder: "my sister", "Mum's", "Leo's"."""
     tokens = _TOKEN.findall(text[:200])[: OPENING_TOKENS + 1]
     found: set[str] = set()
     for position, token in enumerate(tokens[:OPENING_TOKENS]):
         word = token.lower().replace("\u2019", "'")
-        if word.endswith(("'s", "'")):
+        if word.endswith(("'s", "s'")):  # "Mum's", "parents'"; not "doesn't"'s "doesn'"
             found.add(_stem(word.split("'", 1)[0]))
         elif word in _POSSESSORS and position + 1 < len(tokens):
             found.add(_stem(tokens[position + 1].lower().split("'", 1)[0].split("\u2019", 1)[0]))
@@ -59,7 +69,8 @@ def judge(older: str, newer: str, cosine: float) -> LinkKind | None:
         return None
     if _holders_differ(older, newer, old_words, new_words):
         return None
-    shared = len(old_words & new_words)
+    both = old_words & new_words
+    shared = len(both) + len(both - _common())  # a rare word counts twice
     if not ((shared >= 2 and cosine >= SHARED_COSINE) or cosine >= ALONE_COSINE):
         return None
     if old_words <= new_words or new_words <= old_words:
