@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from symbiote.embedding import MODEL_DIMENSION
 from symbiote.memory.clock import iso_utc
-from symbiote.memory.policy import EnginePolicy, check_quota
 from symbiote.memory.links import unlink_partners
+from symbiote.memory.policy import EnginePolicy, check_quota
 from symbiote.storage.base import LINK_FIELDS, MemoryStore, StoredMemory
 from symbiote.storage.filters import MemoryFilter
 

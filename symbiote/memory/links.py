@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 from symbiote.errors import InvalidInputError, MemoryNotFoundError
 from symbiote.memory import validation
+from symbiote.memory.ids import created_us as id_created_us
 from symbiote.memory.store_io import StoreIO
 from symbiote.retrieval.sameness import LinkKind, fuller_is_newer, judge
 from symbiote.storage.base import MemoryStore, StoredMemory
@@ -30,19 +31,20 @@ class NewLink:
 
 @dataclass(frozen=True)
 class Link:
-    """A link as the owner reviews it: the memory shown first and the one it replaces."""
+    """A link as the owner reviews it: the memory replaced, and the one shown first instead."""
 
-    first: StoredMemory
-    second: StoredMemory | None  # None when the replaced memory is gone
+    replaced: StoredMemory
+    first: StoredMemory | None  # None when the memory shown first is gone
     kind: str
     kept: bool
 
 
-def _linked(first: StoredMemory, second: StoredMemory, kind: LinkKind) -> tuple[StoredMemory, StoredMemory]:
-    """Both records with the link written in; a memory in a chain keeps the kind of its own link."""
+def _linked(first: StoredMemory, replaced: StoredMemory, kind: LinkKind) -> tuple[StoredMemory, StoredMemory]:
+    """Both records with the link written in. The link belongs to the replaced memory (its
+    `superseded_by`, kind and review); a memory replacing several names the latest in `supersedes`."""
     return (
-        replace(first, supersedes=second.memory_id, link_kind=kind, link_kept=False),
-        replace(second, superseded_by=first.memory_id, link_kind=second.link_kind if second.supersedes else kind),
+        replace(first, supersedes=replaced.memory_id, link_kind=first.link_kind if first.superseded_by else kind),
+        replace(replaced, superseded_by=first.memory_id, link_kind=kind, link_kept=False),
     )
 
 
@@ -57,25 +59,29 @@ async def link_new(
             continue
         new_first = kind == "update" or fuller_is_newer(text, memory.content)
         old = (await io.read(store.get, [mid], urgent=False)).get(mid)
-        if old is None or old.superseded_by or (not new_first and old.supersedes):
-            continue  # already replaced (the newest of its chain is among the nearest too), or already linked
+        if old is None or (new_first and old.superseded_by):
+            continue  # already replaced: the newest of its chain is among the nearest too
         pair = _linked(memory, old, kind) if new_first else _linked(old, memory, kind)
         await io.write(store.set_links, list(pair))
         return NewLink(other=mid, kind=kind, new_first=new_first)
     return None
 
 
-def _cleared(memory: StoredMemory, side: str) -> StoredMemory:
-    """`memory` without its link on one side ("supersedes" or "superseded_by")."""
-    if side == "supersedes":
-        return replace(
-            memory, supersedes=None, link_kept=False, link_kind=memory.link_kind if memory.superseded_by else None
-        )
-    return replace(memory, superseded_by=None, link_kind=memory.link_kind if memory.supersedes else None)
+def _without_replaced(memory: StoredMemory) -> StoredMemory:
+    """`memory` no longer naming the memory it replaced."""
+    return replace(memory, supersedes=None, link_kind=memory.link_kind if memory.superseded_by else None)
+
+
+def _without_replacer(memory: StoredMemory) -> StoredMemory:
+    """`memory` no longer replaced by another."""
+    return replace(
+        memory, superseded_by=None, link_kept=False, link_kind=memory.link_kind if memory.supersedes else None
+    )
 
 
 class MemoryLinks:
-    """The owner's review of the links: list them, keep one, merge the two, or undo it."""
+    """The owner's review of the links: list them, keep one, merge the two, or undo it. Each link
+    is named by the memory it replaced (a memory is replaced by one other at most)."""
 
     def __init__(self, io: StoreIO[MemoryStore], delete: Callable[[str], Awaitable[object]]) -> None:
         self._io = io
@@ -85,26 +91,36 @@ class MemoryLinks:
         store = await self._io.opened()
         return await self._io.read(store.get, [i for i in ids if i])
 
-    async def _first(self, memory_id: object) -> tuple[StoredMemory, StoredMemory | None]:
-        """The memory shown first of a link, and the one it replaces (None when that one is gone)."""
+    async def _link(self, memory_id: object) -> tuple[StoredMemory, StoredMemory | None]:
+        """The memory replaced, and the one replacing it (None when that one is gone)."""
         mid = validation.memory_id(memory_id)
         found = await self._get([mid])
         if mid not in found:
             raise MemoryNotFoundError(mid)
-        first = found[mid]
-        if not first.supersedes:
-            raise InvalidInputError(f"{mid} replaces no other memory: there is no link to review.")
-        return first, (await self._get([first.supersedes])).get(first.supersedes)
+        replaced = found[mid]
+        if not replaced.superseded_by:
+            raise InvalidInputError(f"{mid} is not replaced by another memory: there is no link to review.")
+        return replaced, (await self._get([replaced.superseded_by])).get(replaced.superseded_by)
+
+    async def _replaced(self) -> list[StoredMemory]:
+        store = await self._io.opened()
+        return [m for m in await self._io.read(store.scan) if m.superseded_by]
 
     async def links(self) -> list[Link]:
-        """Every link, newest first (by the memory shown first)."""
-        store = await self._io.opened()
-        heads = [m for m in await self._io.read(store.scan) if m.supersedes]
-        heads.sort(key=lambda m: (m.created_us, m.memory_id), reverse=True)
-        found = await self._get([m.memory_id for m in heads] + [m.supersedes or "" for m in heads])
+        """Every link, newest first (by the later of its two memories)."""
+        heads = await self._replaced()
+        found = await self._get([m.memory_id for m in heads] + [m.superseded_by or "" for m in heads])
+
+        def made(m: StoredMemory) -> int:
+            return max(m.created_us, id_created_us(m.superseded_by or m.memory_id))
+
+        heads.sort(key=lambda m: (made(m), m.memory_id), reverse=True)
         return [
             Link(
-                first=found[m.memory_id], second=found.get(m.supersedes or ""), kind=m.link_kind or "", kept=m.link_kept
+                replaced=found[m.memory_id],
+                first=found.get(m.superseded_by or ""),
+                kind=m.link_kind or "update",
+                kept=m.link_kept,
             )
             for m in heads
             if m.memory_id in found
@@ -112,50 +128,51 @@ class MemoryLinks:
 
     async def count(self) -> tuple[int, int]:
         """How many links there are, and how many of them the owner has not reviewed."""
-        store = await self._io.opened()
-        heads = [m for m in await self._io.read(store.scan) if m.supersedes]
+        heads = await self._replaced()
         return len(heads), sum(not m.link_kept for m in heads)
 
     async def keep(self, memory_id: object) -> None:
         """The owner agrees: both memories stay, linked, and the link is marked as reviewed."""
-        first, _second = await self._first(memory_id)
+        replaced, _first = await self._link(memory_id)
         store = await self._io.opened()
-        await self._io.write(store.set_links, [replace(first, link_kept=True)])
+        await self._io.write(store.set_links, [replace(replaced, link_kept=True)])
 
     async def undo(self, memory_id: object) -> None:
         """The owner disagrees: both memories stay, unlinked."""
-        first, second = await self._first(memory_id)
-        changed = [_cleared(first, "supersedes")]
-        if second is not None and second.superseded_by == first.memory_id:
-            changed.append(_cleared(second, "superseded_by"))
+        replaced, first = await self._link(memory_id)
+        changed = [_without_replacer(replaced)]
+        if first is not None and first.supersedes == replaced.memory_id:
+            changed.append(_without_replaced(first))
         store = await self._io.opened()
         await self._io.write(store.set_links, changed)
 
-    async def merge(self, memory_id: object) -> str | None:
-        """Keep the memory shown first only: the one it replaces is deleted. Returns that one's id."""
-        first, second = await self._first(memory_id)
-        if second is None:
-            await self.undo(first.memory_id)
-            return None
-        await self._delete(second.memory_id)
-        return second.memory_id
+    async def merge(self, memory_id: object) -> None:
+        """Keep the memory shown first only: the one it replaces is deleted."""
+        replaced, first = await self._link(memory_id)
+        if first is None:
+            await self.undo(replaced.memory_id)
+            return
+        await self._delete(replaced.memory_id)
 
 
 async def unlink_partners(
     io: StoreIO[MemoryStore], store: MemoryStore, memory: StoredMemory, gone: set[str] | frozenset[str] = frozenset()
 ) -> None:
     """Before `memory` is deleted: the memories linked to it lose the link, so none points at nothing
-    (`gone`: the memories deleted with it, left as they are)."""
+    (`gone`: the memories deleted with it, left as they are). A memory that replaced others is
+    looked for in every memory's links (a scan without texts; only for such a memory)."""
     ids = [m for m in (memory.supersedes, memory.superseded_by) if m and m not in gone]
-    if not ids:
-        return
-    partners = await io.read(store.get, ids, urgent=False)
+    partners = dict(await io.read(store.get, ids, urgent=False)) if ids else {}
+    if memory.supersedes:
+        for other in await io.read(store.scan, urgent=False):
+            if other.superseded_by == memory.memory_id and other.memory_id not in gone:
+                partners.setdefault(other.memory_id, other)
     changed = []
     for partner in partners.values():
         if partner.superseded_by == memory.memory_id:
-            partner = _cleared(partner, "superseded_by")
+            partner = _without_replacer(partner)
         if partner.supersedes == memory.memory_id:
-            partner = _cleared(partner, "supersedes")
+            partner = _without_replaced(partner)
         changed.append(partner)
     if changed:
         await io.write(store.set_links, changed)
