@@ -40,6 +40,7 @@ from symbiote.storage.terms import query_terms  # noqa: E402
 def content_words(text: str) -> set[str]:
     return set(query_terms(text))
 
+
 HERE = Path(__file__).resolve().parent
 HALVES = ("fit", "held")
 
@@ -148,8 +149,14 @@ def main() -> None:
             for h in halves
         )
         print(f"{row:14}{cells}")
-    print("cases: " + ", ".join(f"{h}: {figures[h]['updates']} updates, {figures[h]['duplicates']} duplicates, "
-                                f"{figures[h]['controls']} controls" for h in halves))
+    print(
+        "cases: "
+        + ", ".join(
+            f"{h}: {figures[h]['updates']} updates, {figures[h]['duplicates']} duplicates, "
+            f"{figures[h]['controls']} controls"
+            for h in halves
+        )
+    )
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1))
 

@@ -42,8 +42,17 @@ def _newest_first(heads: list[StoredMemory]) -> list[StoredMemory]:
 
 
 def _same(a: StoredMemory, b: StoredMemory) -> bool:
-    fields = ("content", "tags", "type", "confidence", "bookmarked", "conversation_id", "created_us", "updated_us")
-    fields += LINK_FIELDS
+    fields = (
+        "content",
+        "tags",
+        "type",
+        "confidence",
+        "bookmarked",
+        "conversation_id",
+        "created_us",
+        "updated_us",
+        *LINK_FIELDS,
+    )
     return all(getattr(a, name) == getattr(b, name) for name in fields)
 
 

@@ -168,7 +168,7 @@ def _links(value: Any) -> dict[str, Any]:
     if not any(ids.values()):
         return {}
     kept = _checked(validation.flag, value.get("kept", False), "links.kept")
-    return {**ids, "link_kind": kind or "update", "link_kept": kept and ids["supersedes"] is not None}
+    return {**ids, "link_kind": kind or "update", "link_kept": kept and ids["superseded_by"] is not None}
 
 
 @dataclass(frozen=True)
