@@ -54,7 +54,7 @@ async def link_new(
     """Link a memory just stored to the nearest older one about the same thing, if there is one.
     Costs nothing more than the store unless a link is made (then one read and one write)."""
     for mid, cosine, text in nearest:
-        kind = judge(text, memory.content, cosine)
+        kind = judge(text, memory.content, cosine, [c for oid, c, _t in nearest if oid != mid])
         if kind is None:
             continue
         new_first = kind == "update" or fuller_is_newer(text, memory.content)

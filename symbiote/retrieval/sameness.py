@@ -5,16 +5,18 @@ assistant something no longer true. Decided from general signals only, no word l
 how close the two texts are (the cosine of their vectors), how many content words they share (a
 word no typical memory uses, one of `retrieval/background`'s, counts twice: "KPMG", "amlodipine"
 say more than "lives" or "laptop"), and who or what each is about when it opens with a
-possessive ("My sister ...", "Mum's ..."):
+possessive ("My sister ...", "Mum's ...") or a label ("Melanie: ..."), and how much closer the
+older one is than the other memories nearest the new one:
 "My sister lives in Hamburg" and "My brother lives in Munich" have the same shape and a high
-cosine, but different holders, so they are never linked. Two constants, set on the fitting half
-of `benchmarks/updates_set.json` (docs/performance.md).
+cosine, but different holders, so they are never linked. Three constants, set on the fitting half
+of `benchmarks/updates_set.json` and LoCoMo conversation 26 (docs/performance.md).
 """
 
 from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Sequence
 from typing import Literal
 
 from symbiote.retrieval import background
@@ -22,12 +24,14 @@ from symbiote.storage.terms import query_terms
 
 SHARED_COSINE = 0.45  # the cosine from which two memories sharing two content words (or a rare one) are about one thing
 ALONE_COSINE = 0.70  # the cosine from which they are, whatever words they share
+STANDOUT = 0.15  # how much closer than the other nearest memories the older one must be
 OPENING_TOKENS = 3  # a possessive this close to the start names what the memory is about
 
 LinkKind = Literal["update", "duplicate"]
 
 _TOKEN = re.compile(r"[0-9A-Za-z\u00c0-\u024f]+(?:['\u2019]s?)?")
 _POSSESSORS = frozenset({"my", "our", "his", "her", "their", "your"})
+_LABEL = re.compile(r"^[^:\n]{0,40}?\b([A-Za-z][\w'\u2019-]*)\s*:(?!\d)")  # "Melanie: ...", "Goal: ..."
 
 
 def _stem(word: str) -> str:
@@ -38,8 +42,9 @@ def _stem(word: str) -> str:
 
 
 def content_words(text: str) -> frozenset[str]:
-    """The text's content words, crudely stemmed ("coaches" and "coach" are one word)."""
-    return frozenset(_stem(word) for word in query_terms(text))
+    """The text's content words, crudely stemmed ("coaches" and "coach" are one word); numbers
+    are values, not what a memory is about, and are left out."""
+    return frozenset(_stem(word) for word in query_terms(text) if not any(ch.isdigit() for ch in word))
 
 
 @functools.cache
@@ -61,15 +66,28 @@ def holders(text: str) -> frozenset[str]:
     return frozenset(found - {""})
 
 
-def judge(older: str, newer: str, cosine: float) -> LinkKind | None:
-    """ "duplicate" (one says what the other says, perhaps with more), "update" (the same thing,
-    said otherwise: a new value), or None: not about the same thing."""
+def label(text: str) -> str | None:
+    """The label before a colon a memory opens with, if any ("Melanie: ...", a speaker's turn)."""
+    found = _LABEL.match(text)
+    return found.group(1).lower() if found else None
+
+
+def judge(older: str, newer: str, cosine: float, others: Sequence[float] = ()) -> LinkKind | None:
+    """Whether `newer` is a "duplicate" of `older` (one says what the other says, perhaps with
+    more), an "update" (the same thing, said otherwise: a new value), or neither (None).
+    `others`: the cosines of the other memories nearest the new one; `older` must stand out from
+    them (in a conversation every turn is about as close as the next, and none updates another)."""
+    if others and cosine - max(others) < STANDOUT:
+        return None
     old_words, new_words = content_words(older), content_words(newer)
     if not old_words or not new_words:
         return None
+    labels = label(older), label(newer)
+    if labels[0] and labels[1] and labels[0] != labels[1]:
+        return None  # two speakers' turns, two people's notes
     if _holders_differ(older, newer, old_words, new_words):
         return None
-    both = old_words & new_words
+    both = old_words & new_words - {_stem(word) for word in labels if word}  # a label is a header
     shared = len(both) + len(both - _common())  # a rare word counts twice
     if not ((shared >= 2 and cosine >= SHARED_COSINE) or cosine >= ALONE_COSINE):
         return None
