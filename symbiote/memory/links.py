@@ -16,7 +16,7 @@ from symbiote.errors import InvalidInputError, MemoryNotFoundError
 from symbiote.memory import validation
 from symbiote.memory.ids import created_us as id_created_us
 from symbiote.memory.store_io import StoreIO
-from symbiote.retrieval.sameness import LinkKind, fuller_is_newer, judge
+from symbiote.retrieval.sameness import LinkKind, fuller_is_newer, judge, stands_out
 from symbiote.storage.base import MemoryStore, StoredMemory
 
 
@@ -54,13 +54,18 @@ async def link_new(
     """Link a memory just stored to the nearest older one about the same thing, if there is one.
     Costs nothing more than the store unless a link is made (then one read and one write)."""
     for mid, cosine, text in nearest:
-        kind = judge(text, memory.content, cosine, [c for oid, c, _t in nearest if oid != mid])
+        kind = judge(text, memory.content, cosine)
         if kind is None:
             continue
         new_first = kind == "update" or fuller_is_newer(text, memory.content)
-        old = (await io.read(store.get, [mid], urgent=False)).get(mid)
+        records = await io.read(store.get, [oid for oid, _c, _t in nearest], urgent=False)
+        old = records.get(mid)
         if old is None or (new_first and old.superseded_by):
             continue  # already replaced: the newest of its chain is among the nearest too
+        # a memory already replaced is no rival: it is the older end of the chain being extended
+        rivals = [c for oid, c, _t in nearest if oid != mid and oid in records and not records[oid].superseded_by]
+        if not stands_out(cosine, rivals):
+            continue
         pair = _linked(memory, old, kind) if new_first else _linked(old, memory, kind)
         await io.write(store.set_links, list(pair))
         return NewLink(other=mid, kind=kind, new_first=new_first)

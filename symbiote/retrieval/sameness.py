@@ -41,10 +41,10 @@ def _stem(word: str) -> str:
     return word
 
 
-def content_words(text: str) -> frozenset[str]:
-    """The text's content words, crudely stemmed ("coaches" and "coach" are one word); numbers
-    are values, not what a memory is about, and are left out."""
-    return frozenset(_stem(word) for word in query_terms(text) if not any(ch.isdigit() for ch in word))
+def content_words(text: str, numbers: bool = False) -> frozenset[str]:
+    """The text's content words, crudely stemmed ("coaches" and "coach" are one word). Numbers
+    are values, not what a memory is about: left out unless asked for."""
+    return frozenset(_stem(word) for word in query_terms(text) if numbers or not any(ch.isdigit() for ch in word))
 
 
 @functools.cache
@@ -72,13 +72,16 @@ def label(text: str) -> str | None:
     return found.group(1).lower() if found else None
 
 
-def judge(older: str, newer: str, cosine: float, others: Sequence[float] = ()) -> LinkKind | None:
+def stands_out(cosine: float, rivals: Sequence[float]) -> bool:
+    """Whether the older memory is clearly closer to the new one than the other memories nearest
+    it (their cosines): in a conversation every turn is about as close as the next, and none
+    updates another."""
+    return not rivals or cosine - max(rivals) >= STANDOUT
+
+
+def judge(older: str, newer: str, cosine: float) -> LinkKind | None:
     """Whether `newer` is a "duplicate" of `older` (one says what the other says, perhaps with
-    more), an "update" (the same thing, said otherwise: a new value), or neither (None).
-    `others`: the cosines of the other memories nearest the new one; `older` must stand out from
-    them (in a conversation every turn is about as close as the next, and none updates another)."""
-    if others and cosine - max(others) < STANDOUT:
-        return None
+    more), an "update" (the same thing, said otherwise: a new value), or neither (None)."""
     old_words, new_words = content_words(older), content_words(newer)
     if not old_words or not new_words:
         return None
@@ -91,7 +94,8 @@ def judge(older: str, newer: str, cosine: float, others: Sequence[float] = ()) -
     shared = len(both) + len(both - _common())  # a rare word counts twice
     if not ((shared >= 2 and cosine >= SHARED_COSINE) or cosine >= ALONE_COSINE):
         return None
-    if old_words <= new_words or new_words <= old_words:
+    old_all, new_all = content_words(older, numbers=True), content_words(newer, numbers=True)
+    if old_all <= new_all or new_all <= old_all:  # a number changed is a new value, not a detail
         return "duplicate"
     return "update"
 

@@ -27,10 +27,10 @@ async def test_keep_both_merge_and_undo(fresh_server: ServerProcess) -> None:
         stored = {}
         for key, text in [
             ("golf", "Drives a 2015 VW Golf to work."),
-            ("coach", "Swim coach is Kelly Brooks at the aquatic centre."),
+            ("coach", "Uses VS Code for all my projects."),
             ("rate", "Day rate is £350."),
             ("brompton", "Sold the Golf in May; now cycles to work on a Brompton."),
-            ("coach2", "Swapped swim coaches: now training with Diego Ramos at the swim club."),
+            ("coach2", "Switched from VS Code to Neovim last month and not going back."),
             ("rate2", "Put my day rate up to £420 from April."),
         ]:
             stored[key] = (await call(client, "store_memory", content=text))["memory_id"]
@@ -39,7 +39,7 @@ async def test_keep_both_merge_and_undo(fresh_server: ServerProcess) -> None:
             assert listing.status_code == 200
             text = listing.text
             # newest first: the day rate's link, then the coach's, then the car's
-            assert text.index("Put my day rate up") < text.index("Swapped swim coaches") < text.index("Brompton")
+            assert text.index("Put my day rate up") < text.index("Switched from VS Code") < text.index("Brompton")
             assert text.count(">Keep both<") == 3 and text.count(">Merge<") == 3 and text.count(">Undo<") == 3
             stats = await http.get("/console/stats")
             assert "3</a></div>linked memories, 3 to review" in stats.text
