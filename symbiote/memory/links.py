@@ -49,26 +49,24 @@ def _linked(first: StoredMemory, replaced: StoredMemory, kind: LinkKind) -> tupl
 
 
 async def link_new(
-    io: StoreIO[MemoryStore], store: MemoryStore, memory: StoredMemory, nearest: list[tuple[str, float, str]]
+    io: StoreIO[MemoryStore], store: MemoryStore, memory: StoredMemory, nearest: list[tuple[StoredMemory, float]]
 ) -> NewLink | None:
     """Link a memory just stored to the nearest older one about the same thing, if there is one.
-    Costs nothing more than the store unless a link is made (then one read and one write)."""
-    for mid, cosine, text in nearest:
-        kind = judge(text, memory.content, cosine)
+    The store returned the nearest with their links, so this costs one write, and only for a link."""
+    for old, cosine in nearest:
+        kind = judge(old.content, memory.content, cosine)
         if kind is None:
             continue
-        new_first = kind == "update" or fuller_is_newer(text, memory.content)
-        records = await io.read(store.get, [oid for oid, _c, _t in nearest], urgent=False)
-        old = records.get(mid)
-        if old is None or (new_first and old.superseded_by):
+        new_first = kind == "update" or fuller_is_newer(old.content, memory.content)
+        if new_first and old.superseded_by:
             continue  # already replaced: the newest of its chain is among the nearest too
         # a memory already replaced is no rival: it is the older end of the chain being extended
-        rivals = [c for oid, c, _t in nearest if oid != mid and oid in records and not records[oid].superseded_by]
+        rivals = [c for other, c in nearest if other.memory_id != old.memory_id and not other.superseded_by]
         if not stands_out(cosine, rivals):
             continue
         pair = _linked(memory, old, kind) if new_first else _linked(old, memory, kind)
         await io.write(store.set_links, list(pair))
-        return NewLink(other=mid, kind=kind, new_first=new_first)
+        return NewLink(other=old.memory_id, kind=kind, new_first=new_first)
     return None
 
 

@@ -229,9 +229,9 @@ class MemoryWriter:
             self.passages.kick()
         self._stats.store_timer.add(started)
         near = [
-            NearDuplicate(memory_id=mid, content=text, similarity=round(similarity, 3))
-            for mid, similarity, text in nearest
-            if similarity >= NEAR_DUPLICATE and (link is None or mid != link.other)
+            NearDuplicate(memory_id=other.memory_id, content=other.content, similarity=round(similarity, 3))
+            for other, similarity in nearest
+            if similarity >= NEAR_DUPLICATE and (link is None or other.memory_id != link.other)
         ]
         message = "Memory stored." + _link_message(link)
         if near:

@@ -84,9 +84,9 @@ class MemoryStore(Protocol):
 
     def store_new(
         self, memory: StoredMemory, vectors: np.ndarray, windows: Sequence[str], near: int
-    ) -> tuple[StoredMemory | None, list[tuple[str, float, str]]]:
+    ) -> tuple[StoredMemory | None, list[tuple[StoredMemory, float]]]:
         """The memory with the same text if there is one (nothing written); else add this one and
-        return the `near` closest memories (id, cosine, text). One call for the whole store."""
+        return the `near` closest memories (each with its cosine). One call for the whole store."""
         ...
 
     def set_links(self, memories: Sequence[StoredMemory]) -> None:

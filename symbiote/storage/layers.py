@@ -67,7 +67,7 @@ class StoreLayer:
 
     def store_new(
         self, memory: StoredMemory, vectors: np.ndarray, windows: Sequence[str], near: int
-    ) -> tuple[StoredMemory | None, list[tuple[str, float, str]]]:
+    ) -> tuple[StoredMemory | None, list[tuple[StoredMemory, float]]]:
         return self._write(MemoryStore.store_new, memory, vectors, windows, near)
 
     def add_passages(self, items: Sequence[tuple[str, np.ndarray, Sequence[str]]]) -> int:
