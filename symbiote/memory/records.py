@@ -32,8 +32,9 @@ class Memory(BaseModel):
         default=None,
         description="The id of the memory that replaces this one: it may no longer be true. Prefer that one.",
     )
-    link_kind: Literal["update", "duplicate"] | None = Field(
-        default=None, description="Why the two memories are linked, when supersedes or superseded_by is set."
+    link_kind: str | None = Field(
+        default=None,
+        description="Why the memories are linked, when supersedes or superseded_by is set: 'update' or 'duplicate'.",
     )
 
 
@@ -50,7 +51,7 @@ def public(memory: StoredMemory) -> Memory:
         updated_at=iso_utc(memory.updated_us) if memory.updated_us else None,
         supersedes=memory.supersedes,
         superseded_by=memory.superseded_by,
-        link_kind="duplicate" if memory.link_kind == "duplicate" else "update" if memory.link_kind else None,
+        link_kind=memory.link_kind,
     )
 
 
@@ -98,14 +99,14 @@ class StoreResult(BaseModel):
         description="Existing memories that say nearly the same thing; consider delete_memory on the stale one.",
     )
     warning: str | None = Field(default=None, description="Set when the store is at 90 % of its quota or more.")
-    linked: Literal["supersedes", "superseded_by"] | None = Field(
+    linked: str | None = Field(
         default=None,
         description="Set when the new memory was linked to an existing one about the same thing (linked_to): "
         "'supersedes': it replaces that one (a new value, or a fuller version); 'superseded_by': the existing "
         "one says more and is shown first. Both are kept.",
     )
     linked_to: str | None = Field(default=None, description="The existing memory it was linked to.")
-    link_kind: Literal["update", "duplicate"] | None = Field(default=None, description="Why they were linked.")
+    link_kind: str | None = Field(default=None, description="Why they were linked: 'update' or 'duplicate'.")
     message: str
 
 

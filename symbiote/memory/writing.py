@@ -231,7 +231,7 @@ class MemoryWriter:
         near = [
             NearDuplicate(memory_id=other.memory_id, content=other.content, similarity=round(similarity, 3))
             for other, similarity in nearest
-            if similarity >= NEAR_DUPLICATE and (link is None or other.memory_id != link.other)
+            if similarity >= NEAR_DUPLICATE
         ]
         message = "Memory stored." + _link_message(link)
         if near:
