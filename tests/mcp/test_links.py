@@ -3,6 +3,7 @@ replaces and marks it; look-alike memories about different people are never link
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from mcp import Client
@@ -83,3 +84,28 @@ async def test_a_fuller_duplicate_is_linked_and_shown_once_first(fresh_server: S
         assert shorter["linked"] == "superseded_by"  # the fuller one, stored before, stays first
         results = (await call(client, "search_memory", query="what's my favourite typeface?"))["results"]
         assert results[0]["memory_id"] == full["memory_id"]
+
+
+async def test_links_survive_a_killed_server(tmp_path: Path, model_dir: Path) -> None:
+    first = ServerProcess(tmp_path / "data").start()
+    try:
+        async with Client(first.mcp_url) as client:
+            old = await call(client, "store_memory", content="My yoga class is on Wednesday evenings.")
+            new = await call(
+                client, "store_memory", content="My yoga class moved to Thursday evenings at the new studio."
+            )
+            assert new["linked_to"] == old["memory_id"]
+    finally:
+        assert first.proc is not None
+        first.proc.kill()  # SIGKILL: no shutdown, the store process goes with it
+        first.proc.wait()
+        first.stop()
+    second = ServerProcess(tmp_path / "data").start()
+    try:
+        async with Client(second.mcp_url) as client:
+            kept = await call(client, "get_memory", memory_id=old["memory_id"])
+            results = (await call(client, "search_memory", query="when is my yoga class?"))["results"]
+    finally:
+        second.stop()
+    assert kept["superseded_by"] == new["memory_id"] and kept["link_kind"] == "update"
+    assert results[0]["memory_id"] == new["memory_id"]
