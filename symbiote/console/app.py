@@ -21,7 +21,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from symbiote.auth.origin import OriginResolver
 from symbiote.auth.owner import OwnerChecks
-from symbiote.console import memories, overview, signin, transfer_pages
+from symbiote.console import links_review, memories, overview, signin, transfer_pages
 from symbiote.console.gate import Access, ConsoleGate
 from symbiote.console.jobs import UPLOADS, ImportJobs
 from symbiote.console.rendering import STATIC
@@ -96,6 +96,8 @@ def create_console(
         Route("/memories/{memory_id}", memories.save_memory, methods=["POST"]),
         Route("/delete", memories.delete_memories, methods=["POST"]),
         Route("/stats", overview.stats_page, methods=["GET"]),
+        Route("/links", links_review.links_page, methods=["GET"]),
+        Route("/links/{memory_id}/{action}", links_review.review_link, methods=["POST"]),
         Route("/history", overview.history_page, methods=["GET"]),
         Route("/transfer", transfer_pages.transfer_page, methods=["GET"]),
         Route("/export", transfer_pages.export_download, methods=["GET"]),

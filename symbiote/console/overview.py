@@ -19,10 +19,12 @@ HISTORY_HITS = 20
 async def stats_page(request: Request) -> Response:
     engine = request.app.state.console_engine
     try:
-        stats, count = await asyncio.gather(engine.stats(), engine.count())
+        stats, count, links = await asyncio.gather(engine.stats(), engine.count(), engine.links.count())
     except SymbioteError as exc:
-        return page(request, "stats.html", stats=None, status_info=engine.status(), count=None, error=str(exc))
-    return page(request, "stats.html", stats=stats, status_info=engine.status(), count=count, error="")
+        return page(
+            request, "stats.html", stats=None, status_info=engine.status(), count=None, links=None, error=str(exc)
+        )
+    return page(request, "stats.html", stats=stats, status_info=engine.status(), count=count, links=links, error="")
 
 
 async def history_page(request: Request) -> Response:

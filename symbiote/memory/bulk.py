@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from symbiote.embedding import MODEL_DIMENSION
 from symbiote.memory.clock import iso_utc
+from symbiote.memory.links import unlink_partners
 from symbiote.memory.policy import EnginePolicy, check_quota
-from symbiote.storage.base import MemoryStore, StoredMemory
+from symbiote.storage.base import LINK_FIELDS, MemoryStore, StoredMemory
 from symbiote.storage.filters import MemoryFilter
 
 if TYPE_CHECKING:
@@ -42,7 +43,17 @@ def _newest_first(heads: list[StoredMemory]) -> list[StoredMemory]:
 
 
 def _same(a: StoredMemory, b: StoredMemory) -> bool:
-    fields = ("content", "tags", "type", "confidence", "bookmarked", "conversation_id", "created_us", "updated_us")
+    fields = (
+        "content",
+        "tags",
+        "type",
+        "confidence",
+        "bookmarked",
+        "conversation_id",
+        "created_us",
+        "updated_us",
+        *LINK_FIELDS,
+    )
     same = operator.attrgetter(*fields)
     return same(a) == same(b)
 
@@ -97,6 +108,8 @@ class MemoryBulk:
         store = await io.opened()
         ids = list(dict.fromkeys(memory_ids))
         found = await io.read(store.get, ids, urgent=False)
+        for memory in found.values():
+            await unlink_partners(io, store, memory, gone=set(ids))
         removed = await io.write(store.delete_many, ids) if ids else []
         for mid in removed:
             if mid in found:

@@ -19,6 +19,7 @@ from symbiote.embedding.embedder import AsyncEmbedder
 from symbiote.errors import MemoryNotFoundError, SymbioteError
 from symbiote.memory import validation
 from symbiote.memory.bulk import MemoryBulk
+from symbiote.memory.links import MemoryLinks
 from symbiote.memory.policy import EnginePolicy, PolicyRefusedError, QuotaExceededError
 from symbiote.memory.records import (
     BatchStoreResult,
@@ -79,6 +80,8 @@ class MemoryEngine:
         self._search = MemorySearch(embedder, self._io, self._stats.search_timer)
         # The owner's bulk operations (console, export, import) over the same store access.
         self.bulk = MemoryBulk(embedder, self._io, self._stats, lambda: self.policy)
+        # The links the server made between memories about the same thing, for the owner's review.
+        self.links = MemoryLinks(self._io, self.delete)
 
     # -- lifecycle -------------------------------------------------------------------------
 

@@ -23,6 +23,19 @@ class Memory(BaseModel):
     confidence: float | None = Field(default=None, description="How sure the writer was, 0-1 (when given).")
     bookmarked: bool = Field(default=False, description="Bookmarked memories are never removed by retention.")
     updated_at: str | None = Field(default=None, description="When it was last changed, ISO-8601 UTC.")
+    supersedes: str | None = Field(
+        default=None,
+        description="The id of an older or shorter memory about the same thing that this one replaces "
+        "(link_kind 'update': a new value; 'duplicate': the same fact, this one fuller). Show this one first.",
+    )
+    superseded_by: str | None = Field(
+        default=None,
+        description="The id of the memory that replaces this one: it may no longer be true. Prefer that one.",
+    )
+    link_kind: str | None = Field(
+        default=None,
+        description="Why the memories are linked, when supersedes or superseded_by is set: 'update' or 'duplicate'.",
+    )
 
 
 def public(memory: StoredMemory) -> Memory:
@@ -36,6 +49,9 @@ def public(memory: StoredMemory) -> Memory:
         confidence=memory.confidence,
         bookmarked=memory.bookmarked,
         updated_at=iso_utc(memory.updated_us) if memory.updated_us else None,
+        supersedes=memory.supersedes,
+        superseded_by=memory.superseded_by,
+        link_kind=memory.link_kind,
     )
 
 
@@ -83,6 +99,14 @@ class StoreResult(BaseModel):
         description="Existing memories that say nearly the same thing; consider delete_memory on the stale one.",
     )
     warning: str | None = Field(default=None, description="Set when the store is at 90 % of its quota or more.")
+    linked: str | None = Field(
+        default=None,
+        description="Set when the new memory was linked to an existing one about the same thing (linked_to): "
+        "'supersedes': it replaces that one (a new value, or a fuller version); 'superseded_by': the existing "
+        "one says more and is shown first. Both are kept.",
+    )
+    linked_to: str | None = Field(default=None, description="The existing memory it was linked to.")
+    link_kind: str | None = Field(default=None, description="Why they were linked: 'update' or 'duplicate'.")
     message: str
 
 

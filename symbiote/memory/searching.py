@@ -61,7 +61,7 @@ class MemorySearch:
         missing = [c.memory_id for c, _ in kept[: count * 3] if c.memory_id not in found]
         if missing:  # a topic member that scoring moved up: rare, one more trip
             found.update(await self._io.read((await self._io.opened()).get, missing))
-        hits = _hits(kept[: count * 3], found, where, count)
+        hits = await self._newer_first(_hits(kept[: count * 3], found, where, count), where, count)
         self._timer.add(started)
         message = (
             f"{len(hits)} relevant {'memory' if len(hits) == 1 else 'memories'}."
@@ -69,6 +69,21 @@ class MemorySearch:
             else f"No stored memory is relevant to this query (none scored {cutoff:g} or more)."
         )
         return SearchResults(query=text, results=hits, count=len(hits), message=message)
+
+    async def _newer_first(self, hits: list[SearchHit], where: MemoryFilter, count: int) -> list[SearchHit]:
+        """The memories that replace a result (`superseded_by`) join it, and are never shown below it:
+        a question the old fact answers is answered by the new one. One more trip when one is missing."""
+        shown = {hit.memory_id for hit in hits}
+        missing = [h.superseded_by for h in hits if h.superseded_by and h.superseded_by not in shown]
+        if missing:
+            found = await self._io.read((await self._io.opened()).get, list(dict.fromkeys(missing)))
+            for hit in list(hits):
+                newer = found.get(hit.superseded_by or "")
+                if newer is not None and newer.memory_id not in shown and where.matches(newer):
+                    shown.add(newer.memory_id)
+                    fields = public(newer).model_dump()
+                    hits.append(SearchHit(**fields, relevance_score=0, matched_by=hit.matched_by, match=hit.match))
+        return ordered_by_links(hits)[:count]
 
     async def rank(self, text: str, where: MemoryFilter | None = None) -> tuple[list[Candidate], QueryEvidence]:
         """All candidates for a query, best first, and the query-level evidence for scoring them."""
@@ -139,6 +154,32 @@ def _annotated(
             c = c._replace(holds_named=memory is not None and mentions(memory.content, particular))
         annotated.append(c)
     return annotated
+
+
+def ordered_by_links(hits: list[SearchHit]) -> list[SearchHit]:
+    """Best first, and a memory replaced by another shown right after it: the one replacing it
+    scores at least as high (it answers what the older one answered), and comes first on a tie."""
+    by_id = {hit.memory_id: hit for hit in hits}
+    score = {hit.memory_id: hit.relevance_score for hit in hits}
+    for _ in range(len(hits)):  # along chains (a replaced memory replacing another)
+        changed = False
+        for hit in hits:
+            newer = hit.superseded_by
+            if newer in score and score[newer] < score[hit.memory_id]:
+                score[newer] = score[hit.memory_id]
+                changed = True
+        if not changed:
+            break
+
+    def depth(hit: SearchHit) -> int:
+        steps, current, seen = 0, hit, {hit.memory_id}
+        while current.superseded_by in by_id and current.superseded_by not in seen:
+            steps, current = steps + 1, by_id[current.superseded_by]
+            seen.add(current.memory_id)
+        return steps
+
+    placed = sorted(hits, key=lambda hit: (-score[hit.memory_id], depth(hit)))
+    return [hit.model_copy(update={"relevance_score": score[hit.memory_id]}) for hit in placed]
 
 
 def _hits(

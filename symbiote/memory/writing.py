@@ -23,6 +23,7 @@ from symbiote.memory import validation
 from symbiote.memory.clock import iso_utc, now_us
 from symbiote.memory.ids import IdGenerator, created_us
 from symbiote.memory.keyed_lock import KeyedLock
+from symbiote.memory.links import NewLink, link_new, unlink_partners
 from symbiote.memory.passages import PassageIndexer
 from symbiote.memory.policy import EnginePolicy, check_conversation, check_quota
 from symbiote.memory.records import (
@@ -136,6 +137,16 @@ def _duplicate(existing: StoredMemory) -> StoreResult:
     )
 
 
+def _link_message(link: NewLink | None) -> str:
+    if link is None:
+        return ""
+    if link.kind == "update":
+        return f" It updates {link.other}, which is kept, marked superseded_by this memory, and shown after it."
+    if link.new_first:
+        return f" It says what {link.other} says, and more: both are kept, this one is shown first."
+    return f" {link.other} already says this, and more: both are kept, {link.other} is shown first."
+
+
 def _changes(
     old: StoredMemory,
     content: Any,
@@ -213,15 +224,16 @@ class MemoryWriter:
             if existing is not None:
                 return _duplicate(existing)
             self._stats.added(memory)
+            link = await link_new(io, store, memory, nearest)
         if len(windows) > 1:
             self.passages.kick()
         self._stats.store_timer.add(started)
         near = [
-            NearDuplicate(memory_id=mid, content=text, similarity=round(similarity, 3))
-            for mid, similarity, text in nearest
+            NearDuplicate(memory_id=other.memory_id, content=other.content, similarity=round(similarity, 3))
+            for other, similarity in nearest
             if similarity >= NEAR_DUPLICATE
         ]
-        message = "Memory stored."
+        message = "Memory stored." + _link_message(link)
         if near:
             message += f" {len(near)} existing memory(ies) say nearly the same; see near_duplicates."
         if warning:
@@ -233,6 +245,9 @@ class MemoryWriter:
             status="stored",
             near_duplicates=near,
             warning=warning,
+            linked=None if link is None else "supersedes" if link.new_first else "superseded_by",
+            linked_to=link.other if link else None,
+            link_kind=link.kind if link else None,
             message=message,
         )
 
@@ -309,8 +324,9 @@ class MemoryWriter:
         mid = validation.memory_id(memory_id)
         io = self._io
         store = await io.opened()
-        # what it was, for the statistics (only once they have been counted)
-        found = await io.read(store.get, [mid], urgent=False) if self._stats.counting else {}
+        found = await io.read(store.get, [mid], urgent=False)  # for the statistics and its links
+        if mid in found:
+            await unlink_partners(io, store, found[mid])
         if not await io.write(store.delete, mid):
             raise MemoryNotFoundError(mid)
         if mid in found:

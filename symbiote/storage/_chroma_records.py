@@ -27,9 +27,21 @@ def metadata_of(memory: StoredMemory, passages: int, clear_missing: bool = False
         "confidence": memory.confidence,
         "updated_us": memory.updated_us,
         "conversation_id": memory.conversation_id,
+        **link_metadata(memory, clear_missing),
     }
     meta.update({key: value for key, value in optional.items() if value is not None or clear_missing})
     return meta
+
+
+def link_metadata(memory: StoredMemory, clear_missing: bool) -> dict[str, Any]:
+    """A memory's link fields as metadata (None, with `clear_missing`, removes an absent one)."""
+    fields: dict[str, Any] = {
+        "supersedes": memory.supersedes,
+        "superseded_by": memory.superseded_by,
+        "link_kind": memory.link_kind,
+        "link_kept": True if memory.link_kept else None,
+    }
+    return {key: value for key, value in fields.items() if value is not None or clear_missing}
 
 
 def memory_from(memory_id: str, document: str | None, meta: dict[str, Any] | None) -> StoredMemory:
@@ -49,6 +61,10 @@ def memory_from(memory_id: str, document: str | None, meta: dict[str, Any] | Non
         bookmarked=bool(meta.get("bookmarked", False)),
         updated_us=int(updated) if updated is not None else None,
         conversation_id=meta.get("conversation_id"),
+        supersedes=meta.get("supersedes"),
+        superseded_by=meta.get("superseded_by"),
+        link_kind=meta.get("link_kind"),
+        link_kept=bool(meta.get("link_kept", False)),
     )
 
 

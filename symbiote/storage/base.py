@@ -54,6 +54,16 @@ class StoredMemory:
     bookmarked: bool = False
     updated_us: int | None = None
     conversation_id: str | None = None
+    # A link the server made between two memories about the same thing (symbiote.memory.links):
+    # the one to show first names the other in `supersedes`, the other names it in `superseded_by`;
+    # both carry its kind ("update" or "duplicate"); `link_kept` once the owner reviewed it.
+    supersedes: str | None = None
+    superseded_by: str | None = None
+    link_kind: str | None = None
+    link_kept: bool = False
+
+
+LINK_FIELDS = ("supersedes", "superseded_by", "link_kind", "link_kept")
 
 
 @dataclass(frozen=True)
@@ -74,9 +84,14 @@ class MemoryStore(Protocol):
 
     def store_new(
         self, memory: StoredMemory, vectors: np.ndarray, windows: Sequence[str], near: int
-    ) -> tuple[StoredMemory | None, list[tuple[str, float, str]]]:
+    ) -> tuple[StoredMemory | None, list[tuple[StoredMemory, float]]]:
         """The memory with the same text if there is one (nothing written); else add this one and
-        return the `near` closest memories (id, cosine, text). One call for the whole store."""
+        return the `near` closest memories (each with its cosine). One call for the whole store."""
+        ...
+
+    def set_links(self, memories: Sequence[StoredMemory]) -> None:
+        """Write these memories' link fields (`LINK_FIELDS`) and nothing else, all in one go: a
+        link is on both of its memories or on neither. Raises KeyError for an id not stored."""
         ...
 
     def pending_passages(self, limit: int) -> list[tuple[str, list[str] | None, str]]:
@@ -171,7 +186,9 @@ class MemoryStore(Protocol):
 
 # Every MemoryStore method is one or the other (tests/storage/test_layers.py checks that each is
 # named once): a write goes through the writer lease in `symbiote.azure.guard`, a read never does.
-WRITE_METHODS = frozenset({"add", "add_many", "store_new", "add_passages", "replace", "delete", "delete_many"})
+WRITE_METHODS = frozenset(
+    {"add", "add_many", "store_new", "add_passages", "replace", "set_links", "delete", "delete_many"}
+)
 READ_METHODS = frozenset(
     {
         "pending_passages",

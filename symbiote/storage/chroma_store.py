@@ -25,7 +25,7 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from symbiote.storage._chroma_records import check_identity, chroma_nearest, memory_from, metadata_of
+from symbiote.storage._chroma_records import check_identity, chroma_nearest, link_metadata, memory_from, metadata_of
 from symbiote.storage.base import Match, R, Shortlist, StoredMemory
 from symbiote.storage.bulk_reads import BulkReads, read_all
 from symbiote.storage.bulk_reads import chunk_ids as _chunk_ids
@@ -155,23 +155,26 @@ class ChromaMemoryStore:
 
     def store_new(
         self, memory: StoredMemory, vectors: np.ndarray, windows: Sequence[str], near: int
-    ) -> tuple[StoredMemory | None, list[tuple[str, float, str]]]:
+    ) -> tuple[StoredMemory | None, list[tuple[StoredMemory, float]]]:
         """A store in one call: the memory already stored with the same text (then nothing is
-        written), or None and the `near` closest memories (id, cosine, text) before this one was added."""
+        written), or None and the `near` closest memories (with their links, for
+        `symbiote.memory.links`) and their cosines, before this one was added."""
         existing = self.find_content(memory.content_hash)
         if existing is not None:
             return existing, []
         if self._vectors is not None and self._vectors.ready and self._memories.held:
             nearest = self._vectors.whole.nearest(vectors[0], near)
-            texts = self._lexical.bodies([mid for mid, _ in nearest])
-            close = [(mid, similarity, texts.get(mid, "")) for mid, similarity in nearest]
+            found = self.get([mid for mid, _ in nearest])  # held records: no query into Chroma
+            close = [(found[mid], similarity) for mid, similarity in nearest if mid in found]
         else:
-            found = self._memories.query(
-                query_embeddings=[vectors[0].tolist()], n_results=near, include=["distances", "documents"]
+            got = self._memories.query(
+                query_embeddings=[vectors[0].tolist()], n_results=near, include=["distances", "documents", "metadatas"]
             )
             close = [
-                (mid, 1.0 - float(distance), doc or "")
-                for mid, distance, doc in zip(found["ids"][0], found["distances"][0], (found["documents"] or [[]])[0])
+                (memory_from(mid, doc, meta), 1.0 - float(distance))
+                for mid, distance, doc, meta in zip(
+                    got["ids"][0], got["distances"][0], (got["documents"] or [[]])[0], (got["metadatas"] or [[]])[0]
+                )
             ]
         self.add_many([(memory, vectors, windows)])
         return None, close
@@ -232,6 +235,14 @@ class ChromaMemoryStore:
                 documents=[memory.content],
                 metadatas=[metadata_of(memory, len(windows), True)],
             )
+
+    def set_links(self, memories: Sequence[StoredMemory]) -> None:
+        ids = [m.memory_id for m in memories]
+        present = set(self._memories.get(ids=ids, include=[])["ids"])
+        for mid in ids:
+            if mid not in present:
+                raise KeyError(mid)
+        self._memories.update(ids=ids, metadatas=[link_metadata(m, True) for m in memories])
 
     def delete(self, memory_id: str) -> bool:
         return bool(self.delete_many([memory_id]))

@@ -73,7 +73,7 @@ class StoreLayer(Layer[MemoryStore]):
 
     def store_new(
         self, memory: StoredMemory, vectors: np.ndarray, windows: Sequence[str], near: int
-    ) -> tuple[StoredMemory | None, list[tuple[str, float, str]]]:
+    ) -> tuple[StoredMemory | None, list[tuple[StoredMemory, float]]]:
         return self._write(MemoryStore.store_new, memory, vectors, windows, near)
 
     def add_passages(self, items: Sequence[tuple[str, np.ndarray, Sequence[str]]]) -> int:
@@ -81,6 +81,9 @@ class StoreLayer(Layer[MemoryStore]):
 
     def replace(self, memory: StoredMemory, vectors: np.ndarray | None, windows: Sequence[str]) -> None:
         self._write(MemoryStore.replace, memory, vectors, windows)
+
+    def set_links(self, memories: Sequence[StoredMemory]) -> None:
+        self._write(MemoryStore.set_links, memories)
 
     def delete(self, memory_id: str) -> bool:
         return self._write(MemoryStore.delete, memory_id)

@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     import numpy as np
 
 FORMAT_NAME = "symbiote-memories"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)  # version 1 (before links between memories) reads as memories without links
 FUTURE_SLACK_US = 86_400 * 1_000_000  # clocks differ; a time further ahead than a day is a mistake or a trick
 
 
@@ -79,8 +80,9 @@ def is_header(record: dict[str, Any]) -> bool:
 
 def read_header(record: dict[str, Any]) -> Header:
     version = record.get("version")
-    if version != FORMAT_VERSION:
-        raise LineError(f"format version {version!r} is not one this Symbiote reads (it reads {FORMAT_VERSION})")
+    if version not in READABLE_VERSIONS or isinstance(version, bool):
+        readable = " and ".join(str(v) for v in READABLE_VERSIONS)
+        raise LineError(f"format version {version!r} is not one this Symbiote reads (it reads {readable})")
     counts = record.get("counts") if isinstance(record.get("counts"), dict) else {}
     dimension = record.get("dimension")
     return Header(
@@ -138,9 +140,35 @@ def memory_record(memory: StoredMemory, vectors: np.ndarray | None = None) -> di
         "created": iso_utc(memory.created_us),
         "updated": iso_utc(memory.updated_us) if memory.updated_us else None,
     }
+    if memory.supersedes or memory.superseded_by:
+        record["links"] = {
+            "supersedes": memory.supersedes,
+            "superseded_by": memory.superseded_by,
+            "kind": memory.link_kind,
+            "kept": memory.link_kept,
+        }
     if vectors is not None:
         record["vectors"] = encode_vectors(vectors)
     return record
+
+
+def _links(value: Any) -> dict[str, Any]:
+    """A memory line's `links` as StoredMemory's fields (none when the line has none)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise LineError("links must be an object")
+    ids = {
+        name: _checked(validation.memory_id, value[name]) if value.get(name) is not None else None
+        for name in ("supersedes", "superseded_by")
+    }
+    kind = value.get("kind")
+    if kind not in ("update", "duplicate", None):
+        raise LineError("links.kind must be 'update' or 'duplicate'")
+    if not any(ids.values()):
+        return {}
+    kept = _checked(validation.flag, value.get("kept", False), "links.kept")
+    return {**ids, "link_kind": kind or "update", "link_kept": kept and ids["superseded_by"] is not None}
 
 
 @dataclass(frozen=True)
@@ -197,7 +225,10 @@ def read_memory(record: dict[str, Any], now_us: int, dimension: int | None) -> I
         bookmarked=bookmarked,
         updated_us=updated,
         conversation_id=conversation,
+        **_links(record.get("links")),
     )
+    if memory_id and memory_id in (memory.supersedes, memory.superseded_by):
+        raise LineError("a memory cannot be linked to itself")
     return IncomingMemory(memory, vectors)
 
 

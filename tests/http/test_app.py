@@ -169,9 +169,15 @@ async def test_memories_survive_a_restart(tmp_path: Path, model_dir: Path) -> No
     first = ServerProcess(tmp_path / "data").start()
     try:
         async with Client(first.mcp_url) as client:
-            ids = [
-                (await call(client, "store_memory", content=f"Persistent fact {i}", tags=["persist"]))["memory_id"]
-                for i in range(5)
+            ids = [  # five facts about different things: similar ones would be linked, the newer first
+                (await call(client, "store_memory", content=f"Persistent fact: {fact}", tags=["persist"]))["memory_id"]
+                for fact in (
+                    "the cat is grey",
+                    "rent is due monthly",
+                    "Ana plays chess",
+                    "tea over coffee",
+                    "likes jazz",
+                )
             ]
     finally:
         assert first.stop() == 0
@@ -179,12 +185,12 @@ async def test_memories_survive_a_restart(tmp_path: Path, model_dir: Path) -> No
     try:
         async with Client(second.mcp_url) as client:
             page = await call(client, "list_memories", limit=10)
-            found = await call(client, "search_memory", query="Persistent fact 3")
+            found = await call(client, "search_memory", query="Persistent fact: Ana plays chess")
     finally:
         second.stop()
     assert [m["memory_id"] for m in page["memories"]] == ids[::-1]
     assert all(m["tags"] == ["persist"] for m in page["memories"])
-    assert found["results"][0]["content"] == "Persistent fact 3"
+    assert found["results"][0]["content"] == "Persistent fact: Ana plays chess"
 
 
 async def test_chroma_is_created_on_the_first_memory_operation(tmp_path: Path, model_dir: Path) -> None:

@@ -140,7 +140,7 @@ def test_near_memories_of_a_new_store_come_from_the_rows(tmp_path: Path, model: 
     kitten = _memory("Miso the cat turns five in May")
     existing, near = store.store_new(kitten, model.embed([kitten.content]), [kitten.content], 3)
     assert existing is None
-    assert [(mid, text) for mid, _cos, text in near] == [(cat.memory_id, TEXTS[4])]
+    assert [(other.memory_id, other.content) for other, _cos in near] == [(cat.memory_id, TEXTS[4])]
     assert near[0][1] > 0.5
 
 

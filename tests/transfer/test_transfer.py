@@ -90,7 +90,7 @@ async def test_round_trip_gives_the_same_lines_and_a_second_import_adds_nothing(
     await fill(source)
     first = await export_text(source)
     header = json.loads(first.splitlines()[0])
-    assert header["format"] == "symbiote-memories" and header["version"] == 1
+    assert header["format"] == "symbiote-memories" and header["version"] == 2
     assert header["model"] == "all-MiniLM-L6-v2" and header["dimension"] == 384
     assert header["counts"]["memories"] == 4 and header["exported_at"].endswith("Z")
     lines = [json.loads(line) for line in memory_lines(first)]

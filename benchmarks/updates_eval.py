@@ -1,0 +1,165 @@
+"""Memory that stays true: is the newer fact shown first, the older one marked, a duplicate shown once?
+
+`updates_set.json` holds 20 owners, each with memories stored in order: facts, later facts that
+update them (a new city, job, coach, dose, schedule, budget...; phrased many ways, some naming the
+old value and some not), a fact stored again reworded or with a detail added, look-alike controls
+(same shape, different subject: a sister in Hamburg and a brother in Munich) and other memories
+between. The owners are split ONCE into a fitting and a held-out half, as in `owners_set.json`:
+set constants on `fit`, report both; a gap between them is tuning, not generalization.
+
+Runs the real engine in-process (real model, real Chroma, default cut-off, limit 5), one new store
+per owner (optionally after `--pad K` unrelated chat turns from `chatter.json`). Metrics per half:
+
+  newer_first   an update's question shows the newer memory, above the older one if that is shown
+  marked        the older memory carries superseded_by = the newer one (get_memory)
+  dup_once      a duplicate is linked to its first version, or the store returned the existing one
+  dup_fuller    its question shows the fuller version (more content words) above the other, or alone
+  control_links look-alike pairs linked (must be 0)
+  other_links   links the server made that are neither an update nor a duplicate of the set
+
+    .venv/bin/python benchmarks/updates_eval.py                 # both halves
+    .venv/bin/python benchmarks/updates_eval.py --half fit --verbose
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from personal_set import new_engine  # noqa: E402  (an engine on a new store, removed afterwards)
+
+from symbiote.storage.terms import query_terms  # noqa: E402
+
+
+def content_words(text: str) -> set[str]:
+    return set(query_terms(text))
+
+
+HERE = Path(__file__).resolve().parent
+HALVES = ("fit", "held")
+
+
+def _link(memory: Any) -> tuple[str | None, str | None]:
+    """(supersedes, superseded_by); a checkout from before links has neither."""
+    return getattr(memory, "supersedes", None), getattr(memory, "superseded_by", None)
+
+
+async def _owner(engine: Any, owner: dict[str, Any], tally: Counter[str], verbose: bool) -> None:
+    ids: dict[str, str] = {}
+    returned_existing: set[str] = set()
+    for memory in owner["memories"]:
+        result = await engine.store(memory["text"])
+        ids[memory["id"]] = result.memory_id
+        if result.status == "duplicate":
+            returned_existing.add(memory["id"])
+    await engine.passages_indexed()
+    text = {m["id"]: m["text"] for m in owner["memories"]}
+    got = {key: await engine.get(mid) for key, mid in ids.items()}
+    expected: set[frozenset[str]] = set()
+    for case in owner["updates"]:
+        old, new = ids[case["old"]], ids[case["new"]]
+        expected.add(frozenset((old, new)))
+        order = [r.memory_id for r in (await engine.search(case["query"])).results]
+        first = new in order and (old not in order or order.index(new) < order.index(old))
+        marked = _link(got[case["old"]])[1] == new
+        tally["updates"] += 1
+        tally["newer_first"] += first
+        tally["marked"] += marked
+        if verbose and not (first and marked):
+            shown = [next((k for k, v in ids.items() if v == mid), "?") for mid in order]
+            print(f"  {owner['owner']} update {case['old']}->{case['new']} first={first} marked={marked} {shown}")
+    for case in owner["duplicates"]:
+        one, two = ids[case["first"]], ids[case["second"]]
+        expected.add(frozenset((one, two)))
+        linked = _link(got[case["first"]])[1] == two or _link(got[case["second"]])[1] == one
+        once = linked or case["second"] in returned_existing
+        words = {key: len(content_words(text[key])) for key in (case["first"], case["second"])}
+        order = [r.memory_id for r in (await engine.search(case["query"])).results]
+        ahead = any(  # the one with more content words above the other, or alone (a reworded one: either)
+            ids[fuller] in order and (ids[other] not in order or order.index(ids[fuller]) < order.index(ids[other]))
+            for fuller, other in ((case["second"], case["first"]), (case["first"], case["second"]))
+            if words[fuller] >= words[other]
+        )
+        tally["duplicates"] += 1
+        tally["dup_once"] += once
+        tally["dup_fuller"] += ahead
+        if verbose and not (once and ahead):
+            print(f"  {owner['owner']} duplicate {case['first']}/{case['second']} once={once} fuller_first={ahead}")
+    for case in owner["controls"]:
+        a, b = ids[case["a"]], ids[case["b"]]
+        linked = b in _link(got[case["a"]]) or a in _link(got[case["b"]])
+        tally["controls"] += 1
+        tally["control_links"] += linked
+        if verbose and linked:
+            print(f"  {owner['owner']} FALSE LINK control {case['a']}/{case['b']}")
+    controls = {frozenset((ids[c["a"]], ids[c["b"]])) for c in owner["controls"]}
+    for key, memory in got.items():
+        newer = _link(memory)[1]
+        if newer and frozenset((ids[key], newer)) not in expected | controls:
+            tally["other_links"] += 1
+            if verbose:
+                print(f"  {owner['owner']} FALSE LINK {key} superseded_by {newer}")
+
+
+async def _run(owners: list[dict[str, Any]], pad: int, verbose: bool) -> Counter[str]:
+    tally: Counter[str] = Counter()
+    chatter = json.loads((HERE / "chatter.json").read_text())[:pad] if pad else []
+    for owner in owners:
+        with new_engine() as engine:
+            for turn in chatter:
+                await engine.store(turn if isinstance(turn, str) else turn["text"])
+            await _owner(engine, owner, tally, verbose)
+    return tally
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--half", choices=(*HALVES, "both"), default="both")
+    parser.add_argument("--pad", type=int, default=0, help="unrelated chat turns stored before each owner")
+    parser.add_argument("--verbose", action="store_true")
+    parser.add_argument("--json", type=Path, help="write the figures here too")
+    args = parser.parse_args()
+    data = json.loads((HERE / "updates_set.json").read_text())
+    halves = HALVES if args.half == "both" else (args.half,)
+    figures: dict[str, dict[str, float]] = {}
+    for half in halves:
+        owners = [o for o in data["owners"] if o["half"] == half]
+        tally = asyncio.run(_run(owners, args.pad, args.verbose))
+        figures[half] = {
+            "newer_first": tally["newer_first"] / max(tally["updates"], 1),
+            "marked": tally["marked"] / max(tally["updates"], 1),
+            "dup_once": tally["dup_once"] / max(tally["duplicates"], 1),
+            "dup_fuller": tally["dup_fuller"] / max(tally["duplicates"], 1),
+            "control_links": tally["control_links"],
+            "other_links": tally["other_links"],
+            "updates": tally["updates"],
+            "duplicates": tally["duplicates"],
+            "controls": tally["controls"],
+        }
+    print(f"{'':14}" + "".join(f"{h:>10}" for h in halves))
+    for row in ("newer_first", "marked", "dup_once", "dup_fuller", "control_links", "other_links"):
+        cells = "".join(
+            f"{figures[h][row]:>10.2f}" if isinstance(figures[h][row], float) else f"{figures[h][row]:>10}"
+            for h in halves
+        )
+        print(f"{row:14}{cells}")
+    print(
+        "cases: "
+        + ", ".join(
+            f"{h}: {figures[h]['updates']} updates, {figures[h]['duplicates']} duplicates, "
+            f"{figures[h]['controls']} controls"
+            for h in halves
+        )
+    )
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=1))
+
+
+if __name__ == "__main__":
+    main()

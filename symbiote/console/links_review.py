@@ -1,0 +1,43 @@
+"""The console's review of the links the server made between memories about the same thing
+(`symbiote.memory.links`): newest first, each with keep both, merge and undo, one click each."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from symbiote.console.memories import checked_form
+from symbiote.console.rendering import page, problem
+from symbiote.errors import InvalidInputError, MemoryNotFoundError, SymbioteError
+
+DONE = {"keep": "Kept both, linked.", "merge": "Merged: the replaced memory was deleted.", "undo": "Link undone."}
+
+
+async def links_page(request: Request) -> Response:
+    try:
+        links = await request.app.state.console_engine.links.links()
+    except SymbioteError as exc:
+        return problem(request, str(exc), status=503)
+    done = DONE.get(request.query_params.get("done", ""), "")
+    return page(request, "links.html", links=links, done=done)
+
+
+async def review_link(request: Request) -> Response:
+    """One of keep, merge or undo on the link of the replaced memory in the path."""
+    form = await checked_form(request)
+    if form is None:
+        return problem(request, "This form has expired; reload the page and try again.", status=403)
+    action = request.path_params["action"]
+    links = request.app.state.console_engine.links
+    operations = {"keep": links.keep, "merge": links.merge, "undo": links.undo}
+    if action not in operations:
+        return problem(request, "Unknown action: keep, merge or undo.", status=404)
+    try:
+        await operations[action](request.path_params["memory_id"])
+    except MemoryNotFoundError as exc:
+        return problem(request, str(exc), status=404)
+    except InvalidInputError as exc:
+        return problem(request, str(exc), status=400)
+    except SymbioteError as exc:
+        return problem(request, str(exc), status=503)
+    return RedirectResponse(f"{request.scope.get('root_path', '')}/links?done={action}", status_code=303)

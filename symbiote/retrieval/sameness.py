@@ -1,0 +1,112 @@
+"""Whether a new memory is about the same thing as an older one: a duplicate, or an update of it.
+
+People change jobs, coaches and editors; a store that shows the older fact first teaches the
+assistant something no longer true. Decided from general signals only, no word lists of ours:
+how close the two texts are (the cosine of their vectors), how many content words they share (a
+word no typical memory uses, one of `retrieval/background`'s, counts twice: "KPMG", "amlodipine"
+say more than "lives" or "laptop"), and who or what each is about when it opens with a
+possessive ("My sister ...", "Mum's ...") or a label ("Melanie: ..."), and how much closer the
+older one is than the other memories nearest the new one:
+"My sister lives in Hamburg" and "My brother lives in Munich" have the same shape and a high
+cosine, but different holders, so they are never linked. Three constants, set on the fitting half
+of `benchmarks/updates_set.json` and LoCoMo conversation 26 (docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Sequence
+from typing import Literal
+
+from symbiote.retrieval import background
+from symbiote.storage.terms import query_terms
+
+SHARED_COSINE = 0.45  # the cosine from which two memories sharing two content words (or a rare one) are about one thing
+ALONE_COSINE = 0.70  # the cosine from which they are, whatever words they share
+STANDOUT = 0.15  # how much closer than the other nearest memories the older one must be
+OPENING_TOKENS = 3  # a possessive this close to the start names what the memory is about
+
+LinkKind = Literal["update", "duplicate"]
+
+_TOKEN = re.compile(r"[0-9A-Za-z\u00c0-\u024f]+(?:['\u2019]s?)?")
+_POSSESSORS = frozenset({"my", "our", "his", "her", "their", "your"})
+_LABEL = re.compile(r"^[^:\n]{0,40}?\b([A-Za-z][\w'\u2019-]*)\s*:(?!\d)")  # "Melanie: ...", "Goal: ..."
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def content_words(text: str, numbers: bool = False) -> frozenset[str]:
+    """The text's content words, crudely stemmed ("coaches" and "coach" are one word). Numbers
+    are values, not what a memory is about: left out unless asked for."""
+    return frozenset(_stem(word) for word in query_terms(text) if numbers or not any(ch.isdigit() for ch in word))
+
+
+@functools.cache
+def _common() -> frozenset[str]:
+    """The content words typical memories use (the background's): shared, they say little."""
+    return frozenset(word for text in background.texts() for word in content_words(text))
+
+
+def holders(text: str) -> frozenset[str]:
+    """Whom or what the memory opens by naming as the holder: "my sister", "Mum's", "Leo's"."""
+    tokens = _TOKEN.findall(text[:200])[: OPENING_TOKENS + 1]
+    found: set[str] = set()
+    for position, token in enumerate(tokens[:OPENING_TOKENS]):
+        word = token.lower().replace("\u2019", "'")
+        if word.endswith(("'s", "s'")):  # "Mum's", "parents'"; not "doesn't"'s "doesn'"
+            found.add(_stem(word.split("'", 1)[0]))
+        elif word in _POSSESSORS and position + 1 < len(tokens):
+            found.add(_stem(tokens[position + 1].lower().split("'", 1)[0].split("\u2019", 1)[0]))
+    return frozenset(found - {""})
+
+
+def label(text: str) -> str | None:
+    """The label before a colon a memory opens with, if any ("Melanie: ...", a speaker's turn)."""
+    found = _LABEL.match(text)
+    return found.group(1).lower() if found else None
+
+
+def stands_out(cosine: float, rivals: Sequence[float]) -> bool:
+    """Whether the older memory is clearly closer to the new one than the other memories nearest
+    it (their cosines): in a conversation every turn is about as close as the next, and none
+    updates another."""
+    return not rivals or cosine - max(rivals) >= STANDOUT
+
+
+def judge(older: str, newer: str, cosine: float) -> LinkKind | None:
+    """Whether `newer` is a "duplicate" of `older` (one says what the other says, perhaps with
+    more), an "update" (the same thing, said otherwise: a new value), or neither (None)."""
+    old_words, new_words = content_words(older), content_words(newer)
+    if not old_words or not new_words:
+        return None
+    labels = label(older), label(newer)
+    if labels[0] and labels[1] and labels[0] != labels[1]:
+        return None  # two speakers' turns, two people's notes
+    if _holders_differ(older, newer, old_words, new_words):
+        return None
+    both = old_words & new_words - {_stem(word) for word in labels if word}  # a label is a header
+    shared = len(both) + len(both - _common())  # a rare word counts twice
+    if not ((shared >= 2 and cosine >= SHARED_COSINE) or cosine >= ALONE_COSINE):
+        return None
+    old_all, new_all = content_words(older, numbers=True), content_words(newer, numbers=True)
+    if old_all <= new_all or new_all <= old_all:  # a number changed is a new value, not a detail
+        return "duplicate"
+    return "update"
+
+
+def _holders_differ(older: str, newer: str, old_words: frozenset[str], new_words: frozenset[str]) -> bool:
+    """True when either memory opens by naming a holder the other never mentions."""
+    return any(holder not in new_words for holder in holders(older)) or any(
+        holder not in old_words for holder in holders(newer)
+    )
+
+
+def fuller_is_newer(older: str, newer: str) -> bool:
+    """Of two duplicates, whether the newer says more (ties: the newer, as it is the later word)."""
+    return len(content_words(newer)) >= len(content_words(older))
