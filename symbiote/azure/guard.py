@@ -174,7 +174,7 @@ class GuardedStore(StoreLayer):
 
 
 class GuardedHistory(HistoryLayer):
-    """The conversation history's `GuardedStore`: its one write, `add`, needs the lease."""
+    """The conversation history's `GuardedStore`: its writes (`add`, `delete_conversation`) need the lease."""
 
     def __init__(
         self, opener: Callable[[], HistoryStore], lease: WriterLease | None, gate: WriteGate, data_path: Path

@@ -97,6 +97,7 @@ def create_console(
         Route("/delete", memories.delete_memories, methods=["POST"]),
         Route("/stats", overview.stats_page, methods=["GET"]),
         Route("/history", overview.history_page, methods=["GET"]),
+        Route("/history/delete", overview.delete_history, methods=["POST"]),
         Route("/transfer", transfer_pages.transfer_page, methods=["GET"]),
         Route("/export", transfer_pages.export_download, methods=["GET"]),
         Route("/import", transfer_pages.import_create, methods=["POST"]),
