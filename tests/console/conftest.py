@@ -49,7 +49,9 @@ def owner_memories(count: int) -> list[dict[str, Any]]:
 
 def run_cli(server: ServerProcess, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "CHROMADB_PATH": str(server.data_dir), "SYMBIOTE_MODEL_DIR": str(MODEL_DIR), **oauth_env()}
-    return subprocess.run([sys.executable, "-m", "symbiote", *args], env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "symbiote", *args], env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 @pytest.fixture(scope="package")
