@@ -24,12 +24,24 @@ SIZES = {"desktop": DESKTOP, "phone": PHONE}
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 
 TOPICS = [
-    ("Prefers dark roast coffee, no sugar, and an oat-milk flat white on Fridays.", ["Coffee", "preferences"]),
-    ("Project Atlas moves the billing service from Python to Rust; launch planned for March 14.", ["Work", "atlas"]),
-    ("Decided to use PostgreSQL 16 with logical replication for Atlas instead of MySQL.", ["work", "database"]),
-    ("Daughter Maya starts piano lessons on Tuesdays at 17:30 with Mrs. Okafor.", ["family"]),
-    ("Allergic to penicillin; carries an EpiPen when hiking in the Alps.", ["health"]),
-    ("يفضل الشاي الأخضر بالنعناع في المساء، ويكتب ملاحظاته بالعربية.", ["عربي", "preferences"]),
+    (
+        "Prefers dark roast coffee, no sugar, and an oat-milk flat white on Fridays.",
+        ["Coffee", "preferences"],
+        "preference",
+    ),
+    (
+        "Project Atlas moves the billing service from Python to Rust; launch planned for March 14.",
+        ["Work", "atlas"],
+        "project",
+    ),
+    (
+        "Decided to use PostgreSQL 16 with logical replication for Atlas instead of MySQL.",
+        ["work", "database"],
+        "decision",
+    ),
+    ("Daughter Maya starts piano lessons on Tuesdays at 17:30 with Mrs. Okafor.", ["family"], "personal"),
+    ("Allergic to penicillin; carries an EpiPen when hiking in the Alps.", ["health"], "fact"),
+    ("يفضل الشاي الأخضر بالنعناع في المساء، ويكتب ملاحظاته بالعربية.", ["عربي", "preferences"], "preference"),
 ]
 FILLER = [
     "Reads a chapter of a history book before sleeping; currently on the late Roman republic and its politics.",
@@ -40,11 +52,12 @@ FILLER = [
 
 
 def owner_memories(count: int) -> list[dict[str, Any]]:
-    """`count` memories of an owner: the topics above (mixed-case tags, Arabic), then filler."""
-    items = [{"content": text, "tags": tags} for text, tags in TOPICS]
-    for n in range(count - len(items)):
-        items.append({"content": f"{FILLER[n % len(FILLER)]} (note {n})", "tags": ["notes"]})
-    return items[:count]
+    """`count` memories of an owner: filler first, then the topics above (mixed-case tags, Arabic),
+    so the newest, at the top of the list, are the topics."""
+    filler = [
+        {"content": f"{FILLER[n % len(FILLER)]} (note {n})", "tags": ["notes"]} for n in range(count - len(TOPICS))
+    ]
+    return [*filler, *({"content": text, "tags": tags, "type": kind} for text, tags, kind in TOPICS)]
 
 
 def run_cli(server: ServerProcess, *args: str) -> subprocess.CompletedProcess[str]:

@@ -85,3 +85,17 @@ async def test_every_target_is_at_least_24_px(
         await page.evaluate("document.querySelectorAll('details').forEach((d) => d.open = true)")
         assert not await small_targets(page), f"{path} at {size['width']} px: {await small_targets(page)}"
     await page.context.close()
+
+
+async def test_the_older_page_is_three_keys_away(
+    browser: Any, owner_server: ServerProcess, stored: dict[str, str]
+) -> None:
+    """Skip links: Tab, Tab, Enter reaches the pages; Tab then reaches "Older" (it was 120 Tabs)."""
+    page = await open_page(browser, owner_server, DESKTOP)
+    await page.keyboard.press("Tab")
+    assert await page.evaluate("document.activeElement.textContent") == "Skip to the content"
+    await page.keyboard.press("Tab")
+    await page.keyboard.press("Enter")
+    await page.keyboard.press("Tab")
+    assert (await page.evaluate("document.activeElement.textContent")).startswith("Older")
+    await page.context.close()
