@@ -38,6 +38,10 @@ async def test_the_first_screen_of_a_phone_shows_the_search_and_the_memories(
     tops = [box["y"] for box in [await row.bounding_box() for row in await page.locator("li.memory").all()] if box]
     assert tops[0] < 400, f"the first memory starts {tops[0]:.0f} px down"
     visible = [top for top in tops if top < PHONE["height"]]
+    print(
+        f"phone: search box ends {search['y'] + search['height']:.0f} px, first memory at {tops[0]:.0f} px, "
+        f"{len(visible)} memories start on the first screen"
+    )
     assert len(visible) >= 3, f"{len(visible)} memories start on the first screen"
     # The other filters are folded behind one control, and open on a tap.
     assert not await page.locator("#f-tag").is_visible()
