@@ -92,6 +92,7 @@ def create_console(
 
     routes = [
         Route("/", memories.memories_page, methods=["GET"]),
+        Route("/tags", memories.tag_options, methods=["GET"]),
         Route("/memories/{memory_id}", memories.memory_page, methods=["GET"]),
         Route("/memories/{memory_id}", memories.save_memory, methods=["POST"]),
         Route("/delete", memories.delete_memories, methods=["POST"]),

@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from symbiote.console.gate import visit_of
-from symbiote.console.rendering import page, problem
+from symbiote.console.rendering import fragment, page, problem
 from symbiote.console.session import Sessions
 from symbiote.errors import InvalidInputError, MemoryNotFoundError, SymbioteError
 from symbiote.memory import validation
@@ -125,11 +125,8 @@ async def memories_page(request: Request) -> Response:
         "matched": MATCHED,
         "deleted": request.query_params.get("deleted"),
         "cutoff": RELEVANCE_CUTOFF,
-        "stored_tags": [],
     }
     try:
-        stored_tags = list(await state.console_engine.tags())
-        context["stored_tags"] = stored_tags[:MAX_TAGS_OFFERED]
         if filters.q:
             after, before = filters.bounds()
             found = await state.console_engine.search(
@@ -143,7 +140,9 @@ async def memories_page(request: Request) -> Response:
             )
             context.update(hits=found.results, message=found.message, memories=None, total=found.count, pages=1)
         else:
-            where = filters.where().spelled(stored_tags)
+            where = filters.where()
+            if where.tags:  # every stored spelling of the tags asked for (counted once, then kept current)
+                where = where.spelled(await state.console_engine.tags())
             listed = await state.console_bulk.browse(where, (filters.page - 1) * PAGE_SIZE, PAGE_SIZE)
             pages = max(1, -(-listed.total // PAGE_SIZE))
             if filters.page > pages:  # past the end (e.g. after deleting): the last page
@@ -157,6 +156,16 @@ async def memories_page(request: Request) -> Response:
         return problem(request, str(exc), status=503)
     context["empty"] = context["total"] == 0 and not filters.active and not context["message"]
     return page(request, "memories.html", **context)
+
+
+async def tag_options(request: Request) -> Response:
+    """The tag picker's suggestions, most used first: asked for by the list page once it is shown, so
+    the first page after a start does not wait for the tags to be counted."""
+    try:
+        tags = list(await request.app.state.console_engine.tags())[:MAX_TAGS_OFFERED]
+    except SymbioteError as exc:
+        return problem(request, str(exc), status=503)
+    return fragment("_tag_options.html", tags=tags)
 
 
 async def memory_page(request: Request) -> Response:

@@ -30,6 +30,7 @@ async def test_the_tag_filter_ignores_case_and_offers_the_stored_tags(
     browser: Any, owner_server: ServerProcess, stored: dict[str, str]
 ) -> None:
     page = await open_page(browser, owner_server, DESKTOP)
+    await page.wait_for_selector("#stored-tags option", state="attached")  # asked for once the list is shown
     offered = await page.eval_on_selector_all("#stored-tags option", "(options) => options.map((o) => o.value)")
     assert {"Work", "work", "Coffee", "عربي"} <= set(offered)
     assert offered[0] == "notes"  # most used first
