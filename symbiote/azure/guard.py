@@ -176,4 +176,4 @@ class GuardedStore(_Guarded[MemoryStore], StoreLayer):
 
 
 class GuardedHistory(_Guarded[HistoryStore], HistoryLayer):
-    """The conversation history's `GuardedStore`: its one write, `add`, needs the lease."""
+    """The conversation history's `GuardedStore`: its writes (`add`, `delete_conversation`) need the lease."""

@@ -92,6 +92,7 @@ def create_console(
 
     routes = [
         Route("/", memories.memories_page, methods=["GET"]),
+        Route("/tags", memories.tag_options, methods=["GET"]),
         Route("/memories/{memory_id}", memories.memory_page, methods=["GET"]),
         Route("/memories/{memory_id}", memories.save_memory, methods=["POST"]),
         Route("/delete", memories.delete_memories, methods=["POST"]),
@@ -99,6 +100,7 @@ def create_console(
         Route("/links", links_review.links_page, methods=["GET"]),
         Route("/links/{memory_id}/{action}", links_review.review_link, methods=["POST"]),
         Route("/history", overview.history_page, methods=["GET"]),
+        Route("/history/delete", overview.delete_history, methods=["POST"]),
         Route("/transfer", transfer_pages.transfer_page, methods=["GET"]),
         Route("/export", transfer_pages.export_download, methods=["GET"]),
         Route("/import", transfer_pages.import_create, methods=["POST"]),

@@ -170,4 +170,5 @@ def context_of(request: Request) -> dict[str, Any]:
         "base": request.scope.get("root_path", ""),
         "csrf": visit.session.csrf if visit.session else "",
         "signed_in": visit.session is not None,
+        "origin": visit.origin,  # the public origin: the empty console names this server's /mcp URL
     }

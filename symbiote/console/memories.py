@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from symbiote.console.gate import visit_of
-from symbiote.console.rendering import page, problem
+from symbiote.console.rendering import fragment, page, problem
 from symbiote.console.session import Sessions
 from symbiote.errors import InvalidInputError, MemoryNotFoundError, SymbioteError
 from symbiote.memory import validation
@@ -30,6 +30,7 @@ PAGE_SIZE = 25
 SEARCH_LIMIT = 20
 WEAKER_CUTOFF = 0.0  # "show weaker matches": every candidate, best first, so nothing the cut-off hid stays hidden
 MAX_SELECTION = 100
+MAX_TAGS_OFFERED = 500  # the tag picker's suggestions, most used first
 MATCHED = {"semantic": "meaning", "keyword": "keyword", "both": "keyword + meaning", "topic": "topic"}
 
 
@@ -90,6 +91,16 @@ class Filters:
             before_us=instant_us(before) if before else None,
         )
 
+    @property
+    def active(self) -> bool:
+        """Whether anything narrows the list (a search or a filter)."""
+        return bool(self.q or self.tag or self.type or self.start or self.end)
+
+    @property
+    def narrowing(self) -> int:
+        """How many of the folded filters (tag, type, dates) are set, for the phone's "Filters" control."""
+        return sum(1 for value in (self.tag, self.type, self.start, self.end) if value)
+
     def link(self, **changes: Any) -> str:
         values = {
             "q": self.q,
@@ -130,6 +141,8 @@ async def memories_page(request: Request) -> Response:
             context.update(hits=found.results, message=found.message, memories=None, total=found.count, pages=1)
         else:
             where = filters.where()
+            if where.tags:  # every stored spelling of the tags asked for (counted once, then kept current)
+                where = where.spelled(await state.console_engine.tags())
             listed = await state.console_bulk.browse(where, (filters.page - 1) * PAGE_SIZE, PAGE_SIZE)
             pages = max(1, -(-listed.total // PAGE_SIZE))
             if filters.page > pages:  # past the end (e.g. after deleting): the last page
@@ -141,7 +154,18 @@ async def memories_page(request: Request) -> Response:
         context.update(hits=None, memories=[], total=0, pages=1, message=str(exc))
     except SymbioteError as exc:
         return problem(request, str(exc), status=503)
+    context["empty"] = context["total"] == 0 and not filters.active and not context["message"]
     return page(request, "memories.html", **context)
+
+
+async def tag_options(request: Request) -> Response:
+    """The tag picker's suggestions, most used first: asked for by the list page once it is shown, so
+    the first page after a start does not wait for the tags to be counted."""
+    try:
+        tags = list(await request.app.state.console_engine.tags())[:MAX_TAGS_OFFERED]
+    except SymbioteError as exc:
+        return problem(request, str(exc), status=503)
+    return fragment("_tag_options.html", tags=tags)
 
 
 async def memory_page(request: Request) -> Response:

@@ -1,30 +1,67 @@
-"""The console's statistics page (what `memory_stats` and health report) and the conversation
-history view (one conversation's turns, or a search across all of them)."""
+"""The console's statistics page (what the owner wants to know about their memories, with the
+store's internals folded away) and the conversation history (one conversation's turns, a search
+across all of them on the memories' 0-100 scale, and deleting one conversation's turns)."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
+from urllib.parse import urlencode
 
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import RedirectResponse, Response
 
+from symbiote.console.memories import checked_form
 from symbiote.console.rendering import page, problem
 from symbiote.errors import InvalidInputError, SymbioteError
+from symbiote.memory import validation
+from symbiote.memory.searching import RELEVANCE_CUTOFF
+from symbiote.storage.filters import MemoryFilter
 
 MAX_TURNS_SHOWN = 500
 HISTORY_HITS = 20
+NEWEST_SHOWN = 5
+TAGS_SHOWN = 12
+
+
+async def _owner_statistics(request: Request) -> Any:
+    """The owner's record (additions per week, by client and conversation, newest, most edited,
+    duplicates): the engine's `owner_stats()` where it has one. None here: the page then shows
+    the newest memories from the list and the tags and types it already has."""
+    return None
 
 
 async def stats_page(request: Request) -> Response:
-    engine = request.app.state.console_engine
+    state = request.app.state
+    engine = state.console_engine
+    reader = state.console_turns
+    context: dict[str, Any] = {"status_info": engine.status(), "error": "", "cutoff": RELEVANCE_CUTOFF}
     try:
-        stats, count, links = await asyncio.gather(engine.stats(), engine.count(), engine.links.count())
-    except SymbioteError as exc:
-        return page(
-            request, "stats.html", stats=None, status_info=engine.status(), count=None, links=None, error=str(exc)
+        stats, count, newest, tags, owner, links = await asyncio.gather(
+            engine.stats(),
+            engine.count(),
+            state.console_bulk.browse(MemoryFilter(), 0, NEWEST_SHOWN),
+            engine.tags(),
+            _owner_statistics(request),
+            engine.links.count(),
         )
-    return page(request, "stats.html", stats=stats, status_info=engine.status(), count=count, links=links, error="")
+        conversations = await reader.conversations() if reader is not None else None
+    except SymbioteError as exc:
+        context.update(
+            stats=None, count=None, newest=[], tags={}, owner=None, conversations=None, links=None, error=str(exc)
+        )
+        return page(request, "stats.html", **context)
+    context.update(
+        stats=stats,
+        count=count,
+        newest=newest.memories,
+        tags=dict(list(tags.items())[:TAGS_SHOWN]),
+        tag_total=len(tags),
+        owner=owner,
+        conversations=conversations,
+        links=links,
+    )
+    return page(request, "stats.html", **context)
 
 
 async def history_page(request: Request) -> Response:
@@ -41,6 +78,9 @@ async def history_page(request: Request) -> Response:
         "conversations": [],
         "message": "",
         "available": history is not None,
+        "cutoff": RELEVANCE_CUTOFF,
+        "deleted": request.query_params.get("deleted", "")[:12],
+        "deleted_conversation": request.query_params.get("gone", "")[:200],
     }
     if history is None:
         return page(request, "history.html", **context)
@@ -57,3 +97,26 @@ async def history_page(request: Request) -> Response:
     except SymbioteError as exc:
         return problem(request, str(exc), status=503)
     return page(request, "history.html", **context)
+
+
+async def delete_history(request: Request) -> Response:
+    """One conversation's turns deleted: first a confirmation page saying what goes and what stays,
+    then (confirmed) the deletion. Memories stored from that conversation are kept."""
+    history = request.app.state.console_history
+    form = await checked_form(request)
+    if form is None:
+        return problem(request, "This form has expired; reload the page and try again.", status=403)
+    if history is None:
+        return problem(request, "This server keeps no conversation history.", status=404)
+    try:
+        conversation = validation.conversation_id(str(form.get("conversation", "")).strip())
+        if form.get("confirm") != "yes":
+            found = await history.get(conversation, 1)
+            return page(request, "confirm_history.html", conversation=conversation, total=found.total_turns)
+        removed = await history.delete_conversation(conversation)
+    except InvalidInputError as exc:
+        return problem(request, str(exc), status=400)
+    except SymbioteError as exc:
+        return problem(request, str(exc), status=503)
+    root = request.scope.get("root_path", "")
+    return RedirectResponse(f"{root}/history?{urlencode({'deleted': removed, 'gone': conversation})}", status_code=303)

@@ -49,6 +49,11 @@ def page(request: Request, template: str, status: int = 200, **context: Any) -> 
     return HTMLResponse(_ENV.get_template(template).render(values), status_code=status)
 
 
+def fragment(template: str, **context: Any) -> HTMLResponse:
+    """A piece of a page (what htmx swaps in), from a template of its own."""
+    return HTMLResponse(_ENV.get_template(template).render(context))
+
+
 def problem(request: Request, message: str, status: int = 400) -> HTMLResponse:
     """An error page saying what went wrong, in the console's frame."""
     return page(request, "problem.html", status=status, message=message)

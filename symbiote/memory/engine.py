@@ -77,7 +77,7 @@ class MemoryEngine:
         self._io = StoreIO(open_store, space)
         self._stats = Statistics(self._io, share_usage)
         self._writer = MemoryWriter(embedder, self._io, self._stats, lambda: self.policy)
-        self._search = MemorySearch(embedder, self._io, self._stats.search_timer)
+        self._search = MemorySearch(embedder, self._io, self._stats.search_timer, stored_tags=self.tags)
         # The owner's bulk operations (console, export, import) over the same store access.
         self.bulk = MemoryBulk(embedder, self._io, self._stats, lambda: self.policy)
         # The links the server made between memories about the same thing, for the owner's review.
@@ -253,3 +253,7 @@ class MemoryEngine:
     async def stats(self) -> MemoryStats:
         """memory_stats (symbiote.memory.statistics)."""
         return await self._stats.report(await self._store_or_raise(), self.policy)
+
+    async def tags(self) -> dict[str, int]:
+        """Every stored tag as spelled, most used first: for the console's tag picker and filter."""
+        return await self._stats.tags(await self._store_or_raise())

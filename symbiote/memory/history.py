@@ -26,7 +26,11 @@ from symbiote.errors import InvalidInputError
 from symbiote.memory import validation
 from symbiote.memory.clock import instant_us, iso_utc, now_us
 from symbiote.memory.keyed_lock import KeyedLock
+from symbiote.memory.searching import RELEVANCE_CUTOFF
 from symbiote.memory.store_io import StoreIO
+from symbiote.retrieval import background
+from symbiote.retrieval.background import Background
+from symbiote.retrieval.ranking import meaning_relevance
 from symbiote.storage.diskspace import DiskSpace
 from symbiote.storage.history import HistoryStore, StoredTurn
 
@@ -74,6 +78,9 @@ class History(BaseModel):
 
 class HistoryHit(Turn):
     similarity: float = Field(description="Cosine similarity between the query and the turn, -1..1.")
+    relevance_score: float = Field(
+        description="How likely the turn is what the query asks for, 0-100: the memories' scale and cut-off."
+    )
 
 
 # -- arguments -----------------------------------------------------------------------------------
@@ -143,6 +150,7 @@ class ConversationHistory:
         # The memory store's way of calling a store: the same priorities, write retries and spans.
         self._io: StoreIO[HistoryStore] = StoreIO(open_store, space, "conversation history")
         self._appending = KeyedLock()
+        self._background: Background | None = None
 
     async def append(
         self, conversation_id: Any, role: Any, text: Any, turn_index: Any = None, ts: Any = None
@@ -192,13 +200,32 @@ class ConversationHistory:
         store = await self._io.opened()
         return list(await self._io.read(store.conversations))
 
-    async def search(self, query: Any, conversation_id: Any = None, limit: Any = 5) -> list[HistoryHit]:
-        """Turns similar to `query` (in one conversation, or in all): history search, only when asked for."""
+    async def search(
+        self, query: Any, conversation_id: Any = None, limit: Any = 5, min_relevance: Any = None
+    ) -> list[HistoryHit]:
+        """Turns similar to `query` (in one conversation, or in all), best first: history search, only
+        when asked for. Scored and cut as memories are (`relevance_score`, default cut-off 30), by
+        meaning alone: a turn has no keyword index."""
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError("query is empty: say what to look for in the conversation history.")
         cid = validation.conversation_id(conversation_id) if conversation_id is not None else None
         k = check_count(limit, "limit", 50)
+        cutoff = validation.min_relevance(min_relevance, RELEVANCE_CUTOFF)
         store = await self._io.opened()
         vector = (await self._embedder.embed([query.strip()], urgent=True))[0]
+        if self._background is None:
+            self._background = await background.embedded(self._embedder)
         found = await self._io.read(store.search, vector, k, cid)
-        return [HistoryHit(**asdict(turn), similarity=round(sim, 4)) for turn, sim in found]
+        scores = meaning_relevance([sim for _turn, sim in found], self._background.closeness(vector))
+        hits = [
+            HistoryHit(**asdict(turn), similarity=round(sim, 4), relevance_score=score)
+            for (turn, sim), score in zip(found, scores)
+        ]
+        return [hit for hit in hits if hit.relevance_score >= cutoff]
+
+    async def delete_conversation(self, conversation_id: Any) -> int:
+        """Every turn of one conversation deleted, nothing else; how many turns there were."""
+        cid = validation.conversation_id(conversation_id)
+        store = await self._io.opened()
+        async with self._appending.hold(cid):  # not while this instance appends to it
+            return int(await self._io.write(store.delete_conversation, cid))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
+from collections.abc import Awaitable, Callable, Iterable
 
 from symbiote.embedding.embedder import AsyncEmbedder
 from symbiote.memory import validation
@@ -38,8 +39,15 @@ RANK_PREFETCH = 15  # `rank` reads the contents a search for 5 results reads
 class MemorySearch:
     """Finds memories for a query; the topic questions and the background are embedded once, on first use."""
 
-    def __init__(self, embedder: AsyncEmbedder, io: StoreIO[MemoryStore], timer: Timer) -> None:
+    def __init__(
+        self,
+        embedder: AsyncEmbedder,
+        io: StoreIO[MemoryStore],
+        timer: Timer,
+        stored_tags: Callable[[], Awaitable[Iterable[str]]] | None = None,
+    ) -> None:
         self._embedder = embedder
+        self._stored_tags = stored_tags  # every stored tag: a tag filter matches each spelling of its tags
         self._io = io
         self._timer = timer
         self._topics: TopicIndex | None = None
@@ -54,6 +62,8 @@ class MemorySearch:
         where = validation.memory_filter(
             request.tags, request.tag_mode, request.type, request.min_confidence, after_us, before_us
         )
+        if where.tags and self._stored_tags is not None:
+            where = where.spelled(await self._stored_tags())
         candidates, evidence, found = await self._rank(text, where, prefetch=count * 3)
         scored = list(zip(candidates, relevance(candidates, evidence)))
         scored.sort(key=lambda pair: pair[1][0], reverse=True)  # stable: equal scores keep the fused order
@@ -131,7 +141,7 @@ class MemorySearch:
 
     async def background(self) -> Background:
         if self._background is None:
-            self._background = Background(await self._embedder.embed(background.texts()))
+            self._background = await background.embedded(self._embedder)
         return self._background
 
     async def topic_index(self) -> TopicIndex:

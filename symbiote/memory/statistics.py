@@ -104,13 +104,20 @@ class Statistics:
             self._sizes_cache = (writes, time.monotonic() + SIZES_TTL_SECONDS, (size, counts))
         return size, counts
 
+    async def tags(self, store: MemoryStore) -> dict[str, int]:
+        """Every stored tag, most used first, from the summary (the first call scans)."""
+        return (await self._current(store)).tag_counts()
+
     async def _summary_report(self, store: MemoryStore) -> dict[str, Any]:
+        return (await self._current(store)).report()
+
+    async def _current(self, store: MemoryStore) -> Summary:
         summary = self._summary
         if summary is None:
             summary = await self._rescan(store)
         elif summary.age() > SUMMARY_TTL_SECONDS and (self._refresh is None or self._refresh.done()):
             self._refresh = asyncio.create_task(self._rescan_quietly(store))
-        return summary.report()
+        return summary
 
     async def _rescan(self, store: MemoryStore) -> Summary:
         writes = self._io.writes

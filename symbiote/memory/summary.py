@@ -45,6 +45,10 @@ class Summary:
     def age(self) -> float:
         return time.monotonic() - self.taken
 
+    def tag_counts(self) -> dict[str, int]:
+        """Every stored tag as it is spelled, most used first: the console's tag picker and filter."""
+        return dict(sorted(self._tags.items(), key=lambda kv: (-kv[1], kv[0])))
+
     def report(self) -> dict[str, Any]:
         stamps = self._stamps.keys()
         return {

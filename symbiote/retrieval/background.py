@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, NamedTuple
 if TYPE_CHECKING:  # numpy is imported when first needed: it is not on the way to `initialize`
     import numpy as np
 
+    from symbiote.embedding.embedder import AsyncEmbedder
+
 TEXTS = Path(__file__).with_name("background.txt")
 MIN_SPREAD = 0.02  # a query whose background cosines barely vary is not judged on noise
 
@@ -49,3 +51,9 @@ class Background:
     def closeness(self, query_vector: np.ndarray) -> Closeness:
         cosines = self._vectors @ query_vector
         return Closeness(float(cosines.mean()), max(float(cosines.std()), MIN_SPREAD))
+
+
+async def embedded(embedder: AsyncEmbedder) -> Background:
+    """The background embedded by this embedder (its vectors are kept beside the model, so this is quick):
+    what the memory search and the history search both judge a query's closeness against."""
+    return Background(await embedder.embed(texts()))

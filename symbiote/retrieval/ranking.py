@@ -97,6 +97,13 @@ def relevance(candidates: Sequence[Candidate], evidence: QueryEvidence) -> list[
     return judged
 
 
+def meaning_relevance(cosines: Sequence[float], closeness: Closeness) -> list[float]:
+    """The `relevance_score` (0-100) of texts found by meaning alone, as conversation turns are: the
+    same model with no keyword or topic evidence, so a turn and a memory are on one scale."""
+    candidates = [Candidate("", cosine, 0.0, 0.0, cosine, "semantic") for cosine in cosines]
+    return [score for score, _kind in relevance(candidates, QueryEvidence(closeness=closeness))]
+
+
 def with_members(candidates: Sequence[Candidate], members: set[str]) -> list[Candidate]:
     """The candidates with `members` marked as belonging to the request's subject, re-ranked: a
     memory belongs or not (how many of the subject's words it holds says little)."""

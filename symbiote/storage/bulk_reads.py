@@ -73,7 +73,11 @@ class BulkReads:
         among = None
         if where.tags or where.type is not None or where.min_confidence is not None:
             by_metadata = MemoryFilter(
-                tags=where.tags, tag_mode=where.tag_mode, type=where.type, min_confidence=where.min_confidence
+                tags=where.tags,
+                tag_mode=where.tag_mode,
+                type=where.type,
+                min_confidence=where.min_confidence,
+                spellings=where.spellings,
             )
             among = self._memories.get(where=by_metadata.chroma_where(), include=[])["ids"]
         ids, total = self._lexical.newest(offset, limit, where.after_us, where.before_us, among)

@@ -7,7 +7,8 @@ found through a passage or a keyword can never slip past a filter.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
@@ -22,6 +23,22 @@ class MemoryFilter:
     tag_mode: Literal["any", "all"] = "any"
     type: str | None = None
     min_confidence: float | None = None
+    # The stored tags spelled like a wanted one but for case: tags match whatever their case
+    # (`matches` compares them case-folded), and Chroma's `$contains` compares exactly, so its
+    # `where` names each spelling. Filled by `spelled` from the store's tags; what is stored keeps its case.
+    spellings: tuple[str, ...] = ()
+
+    def spelled(self, stored: Iterable[str]) -> MemoryFilter:
+        """This filter naming every stored spelling of its tags, for the store's exact index."""
+        if not self.tags:
+            return self
+        folded = {tag.casefold() for tag in self.tags}
+        extra = tuple(tag for tag in dict.fromkeys(stored) if tag.casefold() in folded and tag not in self.tags)
+        return replace(self, spellings=extra)
+
+    def _tag_clause(self, tag: str) -> list[dict[str, Any]]:
+        variants = [tag, *(s for s in self.spellings if s.casefold() == tag.casefold())]
+        return [{"tags": {"$contains": variant}} for variant in variants]
 
     @property
     def empty(self) -> bool:
@@ -41,11 +58,11 @@ class MemoryFilter:
             clauses.append({"created_us": {"$lt": self.before_us}})
         if with_metadata:
             if self.tags:
-                tag_clauses = [{"tags": {"$contains": tag}} for tag in self.tags]
-                if len(tag_clauses) == 1:
-                    clauses.append(tag_clauses[0])
-                else:
-                    clauses.append({"$or" if self.tag_mode == "any" else "$and": tag_clauses})
+                per_tag = [self._tag_clause(tag) for tag in self.tags]
+                if self.tag_mode == "any":
+                    per_tag = [[clause for group in per_tag for clause in group]]
+                tag_clauses = [group[0] if len(group) == 1 else {"$or": group} for group in per_tag]
+                clauses.append(tag_clauses[0] if len(tag_clauses) == 1 else {"$and": tag_clauses})
             if self.type is not None:
                 clauses.append({"type": self.type})
             if self.min_confidence is not None:

@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # numpy is imported when first needed: it is not on the way t
     import numpy as np
 
 HISTORY_COLLECTION = "venom_history"
+DELETE_BATCH = 5_000  # ids per Chroma delete, well under its limit on one call
 RACE_RETRIES = 25  # a writer that keeps losing the race backs off a random, growing while
 
 
@@ -71,6 +72,8 @@ class HistoryStore(Protocol):
         self, conversation: str, role: str, text: str, ts: str, ts_us: int, vector: np.ndarray, index: int | None
     ) -> tuple[StoredTurn, bool]: ...
 
+    def delete_conversation(self, conversation: str) -> int: ...
+
     def get_turns(self, conversation: str, n: int) -> tuple[list[StoredTurn], int]: ...
 
     def search(self, vector: np.ndarray, k: int, conversation: str | None) -> list[tuple[StoredTurn, float]]: ...
@@ -90,7 +93,7 @@ class HistoryStore(Protocol):
     def close(self) -> None: ...
 
 
-HISTORY_WRITE_METHODS = frozenset({"add"})
+HISTORY_WRITE_METHODS = frozenset({"add", "delete_conversation"})
 HISTORY_READ_METHODS = frozenset({"get_turns", "search", "count", "page_turns", "conversations", "idle_step"})
 
 
@@ -175,6 +178,14 @@ class ChromaHistoryStore:
         raise StoreUnavailableError(
             f"Conversation {conversation!r} is being appended to by several writers at once; try again."
         )
+
+    def delete_conversation(self, conversation: str) -> int:
+        """Every turn of one conversation removed (the owner's choice, in the console); how many were.
+        Only this conversation's records are touched: the memories and other conversations stay."""
+        doomed = list(self._indexes(conversation).values())
+        for start in range(0, len(doomed), DELETE_BATCH):
+            self._turns.delete(ids=doomed[start : start + DELETE_BATCH])
+        return len(doomed)
 
     def get_turns(self, conversation: str, n: int) -> tuple[list[StoredTurn], int]:
         """The last `n` turns in order, and how many the conversation has."""

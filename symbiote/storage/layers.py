@@ -169,6 +169,9 @@ class HistoryLayer(Layer[HistoryStore]):
     ) -> tuple[StoredTurn, bool]:
         return self._write(HistoryStore.add, conversation, role, text, ts, ts_us, vector, index)
 
+    def delete_conversation(self, conversation: str) -> int:
+        return self._write(HistoryStore.delete_conversation, conversation)
+
     def get_turns(self, conversation: str, n: int) -> tuple[list[StoredTurn], int]:
         return self._read(HistoryStore.get_turns, conversation, n)
 

@@ -100,6 +100,7 @@ class ConsoleInputs:
                     "/console/",
                     "/console/history",
                     "/console/stats",
+                    "/console/tags",
                     "/console/transfer",
                     "/console/signin",
                     "/console/export",
@@ -107,7 +108,20 @@ class ConsoleInputs:
                     "/console/memories/mem_" + "1" * 20,
                 ]
             )
-            names = ["q", "tag", "type", "from", "to", "page", "conversation", "history", "vectors", "saved", "deleted"]
+            names = [
+                "q",
+                "tag",
+                "type",
+                "from",
+                "to",
+                "page",
+                "conversation",
+                "history",
+                "vectors",
+                "saved",
+                "deleted",
+                "gone",
+            ]
             params = {name: str(inputs.value()) for name in r.sample(names, r.randint(0, 5))}
             return {"method": "GET", "url": path, "params": params}
 
@@ -115,13 +129,14 @@ class ConsoleInputs:
             path = r.choice(
                 [
                     "/console/delete",
+                    "/console/history/delete",
                     "/console/memories/mem_" + "".join(r.choice(string.digits) for _ in range(20)),
                     f"/console/memories/{quote(inputs.text(20), safe='')}",
                     "/console/signout",
                 ]
             )
             data = {"csrf": self.token() if path != "/console/signout" else inputs.text(20)}
-            for name in r.sample(["ids", "confirm", "content", "tags"], r.randint(0, 4)):
+            for name in r.sample(["ids", "confirm", "content", "tags", "conversation"], r.randint(0, 5)):
                 data[name] = r.choice(["yes", "mem_" + "2" * 20, inputs.text(200)])
             return {"method": "POST", "url": path, "data": data, "headers": FORM}
 

@@ -110,8 +110,10 @@ def test_the_guard_refuses_every_write_without_the_lease_and_lets_reads_through(
         getattr(guarded, name)(*_arguments(StoreLayer, name))
     assert sorted(inner.calls) == sorted(READ_METHODS)
     history = GuardedHistory(lambda: inner, _Refusing(), WriteGate(), tmp_path)  # type: ignore[arg-type]
-    with pytest.raises(StoreUnavailableError):
-        history.add(*_arguments(HistoryLayer, "add"))
+    for name in sorted(HISTORY_WRITE_METHODS):
+        with pytest.raises(StoreUnavailableError):
+            getattr(history, name)(*_arguments(HistoryLayer, name))
+    assert sorted(inner.calls) == sorted(READ_METHODS)  # no history write reached the store
 
 
 def test_a_write_through_the_guard_holds_the_gate(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-// Symbiote console: selecting all memories, and sending an import in parts with its progress.
+// Symbiote console: selecting memories, copying the server's URL, and sending an import in parts with its progress.
 // No inline scripts (the pages' Content-Security-Policy forbids them); htmx does the polling.
 (function () {
   "use strict";
@@ -8,11 +8,42 @@
     return meta ? meta.getAttribute("content") : "";
   }
 
+  // "Delete selected…" is offered only once something is selected.
+  function syncSelection() {
+    document.querySelectorAll("form.selection").forEach(function (form) {
+      var button = form.querySelector("button.danger");
+      if (button) button.disabled = !form.querySelector('input[name="ids"]:checked');
+    });
+  }
+
   document.addEventListener("change", function (event) {
     var box = event.target;
-    if (!box.classList || !box.classList.contains("select-all")) return;
-    var form = box.closest("form");
-    form.querySelectorAll('input[name="ids"]').forEach(function (item) { item.checked = box.checked; });
+    if (box.classList && box.classList.contains("select-all")) {
+      box.closest("form").querySelectorAll('input[name="ids"]').forEach(function (item) { item.checked = box.checked; });
+    }
+    syncSelection();
+  });
+  document.addEventListener("DOMContentLoaded", syncSelection);
+  document.addEventListener("htmx:afterSettle", syncSelection);
+
+  // The empty console's "Copy the URL".
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest ? event.target.closest("[data-copy]") : null;
+    if (!button) return;
+    var text = document.getElementById(button.dataset.copy).textContent.trim();
+    var done = document.getElementById("copy-done");
+    function said(message) { if (done) done.textContent = message; }
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(text).then(function () { said("Copied: " + text); },
+        function () { said("Copy it by hand: " + text); });
+    } else {
+      var range = document.createRange();
+      range.selectNodeContents(document.getElementById(button.dataset.copy));
+      var selection = window.getSelection();
+      selection.removeAllRanges();
+      selection.addRange(range);
+      said(document.execCommand && document.execCommand("copy") ? "Copied: " + text : "Selected: copy it with Ctrl+C.");
+    }
   });
 
   function say(status, text, isError) {
