@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from tests.auth.support import OWNER_SECRET, bearer_client, oauth_env
 from tests.conftest import MODEL_DIR, ServerProcess
-from tests.test_auth_support import OWNER_SECRET, bearer_client, oauth_env
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from symbiote.memory.searching import RELEVANCE_CUTOFF
+from tests.auth.support import bearer_client
 from tests.conftest import ServerProcess
 from tests.console.conftest import DESKTOP, open_page
-from tests.test_auth_support import bearer_client
 
 
 async def test_history_search_scores_0_to_100_and_cuts_where_memory_search_does(

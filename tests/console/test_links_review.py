@@ -42,13 +42,13 @@ async def test_keep_both_merge_and_undo(fresh_server: ServerProcess) -> None:
             assert text.index("Put my day rate up") < text.index("Switched from VS Code") < text.index("Brompton")
             assert text.count(">Keep both<") == 3 and text.count(">Merge<") == 3 and text.count(">Undo<") == 3
             stats = await http.get("/console/stats")
-            assert "3</a></div>linked memories, 3 to review" in stats.text
+            assert '3</div><a class="card-link" href="/console/links">linked memories, 3 to review</a>' in stats.text
             token = csrf(text)
 
             assert (await http.post(f"/console/links/{stored['golf']}/keep", data={})).status_code == 403
             kept = await http.post(f"/console/links/{stored['golf']}/keep", data={"csrf": token})
             assert kept.status_code == 303 and kept.headers["location"].endswith("/links?done=keep")
-            assert "3</a></div>linked memories, 2 to review" in (await http.get("/console/stats")).text
+            assert "linked memories, 2 to review</a>" in (await http.get("/console/stats")).text
             golf = await call(client, "get_memory", memory_id=stored["golf"])
             assert golf["superseded_by"] == stored["brompton"]  # both kept, still linked
 
