@@ -22,7 +22,7 @@ from symbiote.auth_settings import (
     read_auth_settings,
 )
 from symbiote.errors import SymbioteError
-from symbiote.telemetry.settings import DEFAULT_LOG_FORMAT, read_telemetry_settings
+from symbiote.telemetry.settings import DEFAULT_LOG_FORMAT, OFF_WORDS, ON_WORDS, read_telemetry_settings
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 INSTALLED_SHARE = Path(sys.prefix) / "share" / "symbiote"  # where an installed wheel puts its data files
@@ -393,9 +393,7 @@ def _on_off(env: Mapping[str, str], name: str, default: bool, problems: list[str
     raw = env.get(name, "").strip().lower()
     if not raw:
         return default
-    if raw in ("1", "true", "yes", "on"):
-        return True
-    if raw in ("0", "false", "no", "off"):
-        return False
+    if raw in ON_WORDS or raw in OFF_WORDS:
+        return raw in ON_WORDS
     problems.append(f"{name}={raw!r} must be on/1/true/yes or off/0/false/no")
     return default

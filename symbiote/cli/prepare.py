@@ -42,7 +42,7 @@ def record_handshake(_args: argparse.Namespace) -> int:
 def _record_http_handshake(settings: Settings) -> int:
     import asyncio
 
-    from symbiote.fastboot import handshake
+    from symbiote.fastboot import handshake, recording
 
     if not handshake.usable(settings):
         print("the HTTP handshake cache is not used with these settings (OAuth, a public interface, or not HTTP)")
@@ -61,7 +61,7 @@ def _record_http_handshake(settings: Settings) -> int:
 
     async def ask() -> handshake.HandshakeCache:
         async with app.router.lifespan_context(app):
-            return await handshake.record(app, print_)
+            return await recording.record(app, print_)
 
     cache = asyncio.run(ask())
     return _report_saved("HTTP", len(cache.replies), cache.save(settings), handshake.cache_path(settings))

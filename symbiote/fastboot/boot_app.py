@@ -20,7 +20,8 @@ from collections.abc import Awaitable, Callable
 
 from starlette.types import Message, Receive, Scope, Send
 
-from symbiote.fastboot.handshake import ASGIApp, HandshakeCache, record
+from symbiote.fastboot.handshake import ASGIApp, HandshakeCache
+from symbiote.fastboot.recording import record
 
 log = logging.getLogger(__name__)
 

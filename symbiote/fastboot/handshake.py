@@ -19,7 +19,6 @@ stale; it is then ignored and recorded again. Only used where no credentials are
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import hashlib
 import importlib.util
@@ -126,7 +125,7 @@ def _installed(name: str) -> bytes:
     return f"{origin} {stat.st_size} {stat.st_mtime_ns}".encode()
 
 
-def _key(method: str, header_version: str, offered_version: str = "") -> str:
+def cache_key(method: str, header_version: str, offered_version: str = "") -> str:
     return f"{method}|{header_version}|{offered_version}"
 
 
@@ -247,7 +246,7 @@ def _match(scope: Mapping[str, Any], body: bytes, modern: frozenset[str]) -> tup
             or not _modern_meta(params["_meta"], header_version)
         ):
             return None
-        return _key(method, header_version), request_id
+        return cache_key(method, header_version), request_id
     if "mcp-method" in headers or "_meta" in params:
         return None
     offered = ""
@@ -263,7 +262,7 @@ def _match(scope: Mapping[str, Any], body: bytes, modern: frozenset[str]) -> tup
             return None
     elif params:
         return None
-    return _key(method, header_version, offered), request_id
+    return cache_key(method, header_version, offered), request_id
 
 
 def _strict_json(body: bytes) -> Any:
@@ -319,105 +318,3 @@ def _plain_capabilities(capabilities: object) -> bool:
         if not all(isinstance(value, bool) for value in flags.values()):
             return False
     return True
-
-
-def _probes() -> list[tuple[str, dict[str, str], dict[str, Any]]]:
-    """(cache key, headers, message) for every request worth recording."""
-    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
-
-    client = {"name": "symbiote-handshake", "version": __version__}
-    # the answers do not depend on the client's capabilities (checked in tests/fastboot/test_handshake.py)
-    probes: list[tuple[str, dict[str, str], dict[str, Any]]] = []
-    for offered in HANDSHAKE_PROTOCOL_VERSIONS:
-        params = {"protocolVersion": offered, "capabilities": {}, "clientInfo": client}
-        probes.append((_key("initialize", "", offered), {}, {"method": "initialize", "params": params}))
-    for version in ("", *HANDSHAKE_PROTOCOL_VERSIONS):
-        headers = {"mcp-protocol-version": version} if version else {}
-        probes.append((_key("notifications/initialized", version), headers, {"method": "notifications/initialized"}))
-        for method in ("ping", "prompts/list", "resources/list", "resources/templates/list"):
-            probes.append((_key(method, version), headers, {"method": method, "params": {}}))
-    for version in MODERN_PROTOCOL_VERSIONS:
-        meta = {
-            META_PREFIX + "protocolVersion": version,
-            META_PREFIX + "clientInfo": client,
-            META_PREFIX + "clientCapabilities": {},
-        }
-        for method in ("server/discover", "ping", "prompts/list", "resources/list", "resources/templates/list"):
-            headers = {"mcp-protocol-version": version, "mcp-method": method}
-            probes.append((_key(method, version), headers, {"method": method, "params": {"_meta": meta}}))
-    return probes
-
-
-async def record(app: ASGIApp, print_: str) -> HandshakeCache:
-    """Ask the running app every handshake question and keep its successful answers."""
-    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-
-    replies: dict[str, Reply] = {}
-    for key, extra_headers, message in _probes():
-        if not message["method"].startswith("notifications/"):
-            message = {**message, "id": PROBE_ID}
-        body = json.dumps({"jsonrpc": "2.0", **message}).encode()
-        headers = {
-            "host": "127.0.0.1",
-            "content-type": "application/json",
-            "accept": "application/json, text/event-stream",
-            **extra_headers,
-        }
-        status, response_headers, response_body = await _call(app, headers, body)
-        text = response_body.decode()
-        if status >= 400 or (text and "result" not in json.loads(text)):
-            continue  # the SDK refused this combination: leave it to the SDK at run time too
-        if "id" in message and text.count(json.dumps(PROBE_ID)) != 1:
-            continue
-        kept = tuple((k, v) for k, v in response_headers if k not in ("content-length", "date", "server"))
-        replies[key] = Reply(status, kept, text)
-    return HandshakeCache(print_, replies, tuple(MODERN_PROTOCOL_VERSIONS))
-
-
-async def _call(app: ASGIApp, headers: dict[str, str], body: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
-    """One in-process request through the whole ASGI app."""
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0", "spec_version": "2.3"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": "/mcp",
-        "raw_path": b"/mcp",
-        "root_path": "",
-        "query_string": b"",
-        "headers": [
-            (k.encode("latin-1"), v.encode("latin-1")) for k, v in {**headers, "content-length": str(len(body))}.items()
-        ],
-        "client": ("127.0.0.1", 0),
-        "server": ("127.0.0.1", 0),
-        "state": {},
-    }
-    sent = False
-    answered = asyncio.Event()
-    status = 500
-    response_headers: list[tuple[str, str]] = []
-    chunks: list[bytes] = []
-
-    async def receive() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        await answered.wait()  # like a real client: connected until the answer is complete
-        return {"type": "http.disconnect"}
-
-    async def send(message: Message) -> None:
-        nonlocal status
-        if message["type"] == "http.response.start":
-            status = int(message["status"])
-            response_headers.extend(
-                (k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in message.get("headers", ())
-            )
-        elif message["type"] == "http.response.body":
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body", False):
-                answered.set()
-
-    await app(scope, receive, send)
-    return status, response_headers, b"".join(chunks)

@@ -118,9 +118,9 @@ class MemorySearch:
         words = list(topic.keywords) if topic else []
         # A request's subject: its members are marked among the leading candidates, whose contents
         # are read anyway (searching the whole store for the subject's words cost more than the rest).
-        plan = functools.partial(shortlist, covered=0, prefetch=prefetch, pool=SUBJECT_POOL if subject else 0)
+        plan = functools.partial(shortlist, prefetch=prefetch, pool=SUBJECT_POOL if subject else 0)
         with stage("candidate search"):
-            candidates, _coverage, found = await io.read(
+            candidates, found = await io.read(
                 store.search, vectors[0], text, CANDIDATES, words, TOPIC_CANDIDATES, where, plan
             )
         if not candidates:

@@ -151,12 +151,11 @@ def shortlist(
     dense: Sequence[Match],
     keyword: Sequence[KeywordMatch],
     members: Sequence[KeywordMatch],
-    covered: int,
     prefetch: int,
     pool: int = 0,
-) -> tuple[list[Candidate], list[str], list[str]]:
-    """What a search reads about its candidates once they are fused: the ranking, the leading
-    `covered` whose share of the query's words counts, and those whose records are read: the first
+) -> tuple[list[Candidate], list[str]]:
+    """What a search reads about its candidates once they are fused: the ranking, and those whose
+    records are read: the first
     `prefetch` (the likely results), the first `pool` (a request's subject is marked among them) and
     up to `prefetch` topic members further down. The store runs it between its two stages
     (`MemoryStore.search`), so a search is one trip to the store's process."""
@@ -164,4 +163,4 @@ def shortlist(
     ids = [c.memory_id for c in candidates]
     further = [c.memory_id for c in candidates[prefetch:] if c.topic > 0][:prefetch]
     likely = list(dict.fromkeys([*ids[:prefetch], *ids[:pool], *further]))
-    return candidates, ids[:covered], likely
+    return candidates, likely

@@ -23,11 +23,9 @@ if TYPE_CHECKING:
 
 R = TypeVar("R")
 # The caller's ranking of a search's candidates (nearest, keyword matches, topic members): the ranking
-# itself, the ids whose coverage to work out and the ids whose records to read. It runs where the
-# store runs (in its own process: a module-level function or a partial of one, so it pickles).
-Shortlist = Callable[
-    [list["Match"], list["KeywordMatch"], list["KeywordMatch"]], tuple[R, Sequence[str], Sequence[str]]
-]
+# itself and the ids whose records to read. It runs where the store runs (in its own process: a
+# module-level function or a partial of one, so it pickles).
+Shortlist = Callable[[list["Match"], list["KeywordMatch"], list["KeywordMatch"]], tuple[R, Sequence[str]]]
 
 LEXICAL_FILE = "symbiote_keywords.sqlite3"
 CHROMA_FILE = "chroma.sqlite3"  # an embedded Chroma store exists once this file does
@@ -126,8 +124,6 @@ class MemoryStore(Protocol):
 
     def keyword_words(self, words: Sequence[str], k: int, where: MemoryFilter | None = None) -> list[KeywordMatch]: ...
 
-    def coverage(self, text: str, memory_ids: Sequence[str]) -> dict[str, float]: ...
-
     def search(
         self,
         vector: np.ndarray,
@@ -137,11 +133,10 @@ class MemoryStore(Protocol):
         topic_k: int,
         where: MemoryFilter | None,
         shortlist: Shortlist[R],
-    ) -> tuple[R, dict[str, float], dict[str, StoredMemory]]:
+    ) -> tuple[R, dict[str, StoredMemory]]:
         """A search's store work in one call: `nearest`, `keyword` and (with topic words)
         `keyword_words`; then `shortlist(dense, keyword, members)` gives the caller's ranking and
-        the ids to cover and to read; then the `coverage` of the first and the records of the
-        second. Returns the ranking, the coverage and the records found."""
+        the ids to read. Returns the ranking and the records found."""
         ...
 
     def delete(self, memory_id: str) -> bool: ...
@@ -199,7 +194,6 @@ READ_METHODS = frozenset(
         "nearest",
         "keyword",
         "keyword_words",
-        "coverage",
         "search",
         "count",
         "count_from",

@@ -279,10 +279,6 @@ class ServerMemoryStore(ChromaMemoryStore):
         self.catch_up(force=False)
         return super().keyword_words(words, k, where)
 
-    def coverage(self, text: str, memory_ids: Sequence[str]) -> dict[str, float]:
-        self.catch_up(force=False)
-        return super().coverage(text, memory_ids)
-
     def catch_up(self, force: bool = True) -> int:
         """Bring the keyword index in step with the server; returns how many entries changed."""
         if not self._sync_lock.acquire(blocking=force):

@@ -343,9 +343,6 @@ class ChromaMemoryStore:
         after, before = (where.after_us, where.before_us) if where else (None, None)
         return self._lexical.search_words(words, k, after, before, body_only=True)
 
-    def coverage(self, text: str, memory_ids: Sequence[str]) -> dict[str, float]:
-        return self._lexical.coverage(text, memory_ids)
-
     def search(
         self,
         vector: np.ndarray,
@@ -355,16 +352,14 @@ class ChromaMemoryStore:
         topic_k: int,
         where: MemoryFilter | None,
         shortlist: Shortlist[R],
-    ) -> tuple[R, dict[str, float], dict[str, StoredMemory]]:
+    ) -> tuple[R, dict[str, StoredMemory]]:
         """A search's store work in one call, so one trip to the store's process. The keyword
-        searches run while the vectors are searched, the coverage while the records are read."""
+        searches run while the vectors are searched."""
         members = self._beside.submit(self.keyword_words, topic_words, topic_k, where) if topic_words else None
         keyword = self._beside.submit(self.keyword, text, k, where)
         nearest = self.nearest(vector, k, where)
-        ranked, cover, read = shortlist(nearest, keyword.result(), members.result() if members else [])
-        coverage = self._beside.submit(self.coverage, text, cover)
-        found = self.get(read)
-        return ranked, coverage.result(), found
+        ranked, read = shortlist(nearest, keyword.result(), members.result() if members else [])
+        return ranked, self.get(read)
 
     def count_from(self, conversation_id: str, since_us: int) -> int:
         got = self._memories.get(

@@ -18,21 +18,20 @@ acknowledged loses none of them (`symbiote.storage.passages`).
 
 A memory's row in `fts` has the same rowid as its row in `docs` (schema version 1). The memory
 id is an unindexed column of `fts`, so reading it for every match cost more than the matching:
-searches and coverage work on rowids and look ids up in `docs` by its primary key.
+searches work on rowids and look ids up in `docs` by its primary key.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import math
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from symbiote.storage.term_scores import HELD_ROWS, TermScores
+from symbiote.storage.term_scores import TermScores
 from symbiote.storage.terms import query_terms
 
 CONTEXT_WINDOW_US = 30 * 60 * 1_000_000
@@ -47,11 +46,8 @@ KEYWORD_ROWS = 4_000
 # Even one kept word can match thousands of rows, and BM25 scores each of them. A search scores the
 # newest this many of its matches: older ones, in a store that large, are left to the vector search.
 SCORED_ROWS = 1_000
-# A word in at most HELD_TERM_ROWS memories has the set of them held until the next write (at most
-# HELD_ROWS rows in all): every search works out its words' coverage of its leading candidates.
-HELD_TERM_ROWS = 2_000
-# Its BM25 scores are held the same way, once a search has asked for it (`storage.term_scores`),
-# at once for a word in at most RARE_TERM_ROWS memories.
+# A word's BM25 scores are held until the next write once a search has asked for it
+# (`storage.term_scores`), at once for a word in at most RARE_TERM_ROWS memories.
 RARE_TERM_ROWS = 100
 SCHEMA_VERSION = 1  # 1: fts rowid = docs rowid
 
@@ -107,12 +103,10 @@ class LexicalIndex:
         path: Path,
         keyword_rows: int = KEYWORD_ROWS,
         scored_rows: int = SCORED_ROWS,
-        held_term_rows: int = HELD_TERM_ROWS,
     ) -> None:
         self.path = path
         self._keyword_rows = keyword_rows
         self._scored_rows = scored_rows
-        self._held_term_rows = held_term_rows
         self._lock = threading.RLock()
         self._conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=10)
         self._conn.execute("PRAGMA journal_mode=WAL")
@@ -123,7 +117,6 @@ class LexicalIndex:
         self._conn.execute("CREATE INDEX IF NOT EXISTS docs_created ON docs(created_us)")
         self._conn.execute("CREATE TABLE IF NOT EXISTS pending (memory_id TEXT PRIMARY KEY, windows TEXT)")
         self._counts: dict[str, int] = {}  # "" -> all memories, term -> memories containing it; reset on write
-        self._holding: dict[str, frozenset[int]] = {}  # term -> rowids of the memories containing it; reset on write
         self._scores = TermScores(self._conn, CONTEXT_WEIGHT)
         self._conn.execute(
             "CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5("
@@ -181,7 +174,6 @@ class LexicalIndex:
 
     def _forget_counts(self) -> None:
         self._counts.clear()
-        self._holding.clear()
         self._scores.forget()
 
     def idle_step(self) -> bool:
@@ -338,43 +330,6 @@ class LexicalIndex:
         )
         return {int(row): str(memory_id) for row, memory_id in found}
 
-    def coverage(self, text: str, memory_ids: Sequence[str]) -> dict[str, float]:
-        """For each memory, the IDF-weighted share of the query's content words it contains.
-
-        A word stored nowhere weighs most: "what's my cat's name?" against a store that knows
-        only a dog scores low on coverage however close the vectors are.
-        """
-        words = query_terms(text)
-        if not words or not memory_ids:
-            return {m: 0.0 for m in memory_ids}
-        with self._lock:
-            total = self.count()
-            found = self._conn.execute(
-                f"SELECT rowid, memory_id FROM docs WHERE memory_id IN ({','.join('?' * len(memory_ids))})",
-                list(memory_ids),
-            ).fetchall()
-            rows = {int(row): str(memory_id) for row, memory_id in found}
-            placeholders = ",".join("?" * len(rows))
-            weights: dict[str, float] = {}
-            holders: dict[str, set[str]] = {}
-            for word in words:
-                weights[word] = math.log((total + 1) / (self._doc_count(word) + 0.5))
-                held = self._holders(word)
-                if held is not None:
-                    holders[word] = {memory_id for row, memory_id in rows.items() if row in held}
-                    continue
-                matched = (
-                    self._conn.execute(
-                        f"SELECT rowid FROM fts WHERE fts MATCH ? AND rowid IN ({placeholders})",
-                        (f'body:"{word}"', *rows),
-                    ).fetchall()
-                    if rows
-                    else []
-                )
-                holders[word] = {rows[int(row)] for (row,) in matched}
-        whole = sum(weights.values()) or 1.0
-        return {m: sum(w for word, w in weights.items() if m in holders[word]) / whole for m in memory_ids}
-
     def _doc_count(self, term: str) -> int:
         """Memories containing `term` (stemmed); cached until the next write, as every search asks."""
         if term not in self._counts:
@@ -384,16 +339,6 @@ class LexicalIndex:
                 self._conn.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", (f'body:"{term}"',)).fetchone()[0]
             )
         return self._counts[term]
-
-    def _holders(self, term: str) -> frozenset[int] | None:
-        """The rowids of the memories containing `term`, held until the next write (None for a word
-        in more than HELD_TERM_ROWS memories): a word's coverage is then a set lookup, not a query."""
-        if term not in self._holding and self._doc_count(term) <= self._held_term_rows:
-            if sum(map(len, self._holding.values())) + self._counts[term] > HELD_ROWS:
-                self._holding.clear()
-            found = self._conn.execute("SELECT rowid FROM fts WHERE fts MATCH ?", (f'body:"{term}"',))
-            self._holding[term] = frozenset(int(row) for (row,) in found)
-        return self._holding.get(term)
 
     def close(self) -> None:
         with self._lock:

@@ -118,9 +118,6 @@ class StoreLayer(Layer[MemoryStore]):
     def keyword_words(self, words: Sequence[str], k: int, where: MemoryFilter | None = None) -> list[KeywordMatch]:
         return self._read(MemoryStore.keyword_words, words, k, where)
 
-    def coverage(self, text: str, memory_ids: Sequence[str]) -> dict[str, float]:
-        return self._read(MemoryStore.coverage, text, memory_ids)
-
     def search(
         self,
         vector: np.ndarray,
@@ -130,8 +127,8 @@ class StoreLayer(Layer[MemoryStore]):
         topic_k: int,
         where: MemoryFilter | None,
         shortlist: Shortlist[R],
-    ) -> tuple[R, dict[str, float], dict[str, StoredMemory]]:
-        found: tuple[R, dict[str, float], dict[str, StoredMemory]] = self._read(
+    ) -> tuple[R, dict[str, StoredMemory]]:
+        found: tuple[R, dict[str, StoredMemory]] = self._read(
             MemoryStore.search, vector, text, k, topic_words, topic_k, where, shortlist
         )
         return found

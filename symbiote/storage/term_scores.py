@@ -20,9 +20,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-# At most HELD_ROWS rows are held in all (here 16 bytes each; `LexicalIndex` holds as many for its
-# coverage); past it, what is held is dropped. A word matching more than SCORED_TERM_ROWS rows (its
-# own text or its neighbours') has no scores held: its searches stay with SQLite.
+# At most HELD_ROWS rows are held in all (16 bytes each); past it, what is held is dropped. A word
+# matching more than SCORED_TERM_ROWS rows (its own text or its neighbours') has no scores held:
+# its searches stay with SQLite.
 HELD_ROWS = 200_000
 SCORED_TERM_ROWS = 5_000
 FILL_ROWS = 250  # rows scored per idle step (about a millisecond of SQLite)

@@ -770,9 +770,9 @@ def test_guarded_store_delegates_reads_and_guards_every_write(tmp_path):
         def __init__(self) -> None:
             self.calls: list[str] = []
 
-        def coverage(self, text: str, memory_ids: list[str]) -> dict[str, float]:
-            self.calls.append("coverage")
-            return {"mem_1": 1.0}
+        def count(self) -> int:
+            self.calls.append("count")
+            return 1
 
         def delete(self, memory_id: str) -> bool:
             self.calls.append("delete")
@@ -790,7 +790,7 @@ def test_guarded_store_delegates_reads_and_guards_every_write(tmp_path):
     (root / "chroma" / "chroma.sqlite3").write_bytes(b"")
     gate = WriteGate()
     guarded = GuardedStore(lambda: inner, standby, gate, root / "chroma")
-    assert guarded.coverage("abc", ["mem_1"]) == {"mem_1": 1.0}  # reads need no lease
+    assert guarded.count() == 1  # reads need no lease
     with pytest.raises(AttributeError):
         _ = guarded.no_such_operation  # type: ignore[attr-defined]  # the interface is written out: nothing else is forwarded
     with pytest.raises(WriterLeaseError):  # a write needs the lease, inside writing() or not
@@ -798,7 +798,7 @@ def test_guarded_store_delegates_reads_and_guards_every_write(tmp_path):
     with pytest.raises(WriterLeaseError):
         with guarded.writing():
             guarded.delete("mem_1")
-    assert inner.calls == ["coverage"]
+    assert inner.calls == ["count"]
     holder.stop()
     assert standby.attempt()
     with guarded.writing():
@@ -807,5 +807,5 @@ def test_guarded_store_delegates_reads_and_guards_every_write(tmp_path):
             assert guarded.delete("mem_1") is True
         assert gate.writes_in_flight == 1
     assert gate.writes_in_flight == 0
-    assert inner.calls == ["coverage", "close", "delete"]  # reopened once after the takeover, then written
+    assert inner.calls == ["count", "close", "delete"]  # reopened once after the takeover, then written
     standby.stop()

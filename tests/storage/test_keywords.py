@@ -40,10 +40,6 @@ def test_an_index_from_before_is_aligned_at_open_and_finds_the_same_memories(tmp
     assert index.search_words(["postgres"], 5)[0].memory_id == "mem_2"
     assert index.search("Lisbon", 5, after_us=3_500)[0].memory_id == "mem_4"
     assert index.search("Lisbon", 5, before_us=3_500) == []
-    coverage = index.coverage("Biscuit thunderstorms", ["mem_1", "mem_3", "mem_4", "mem_missing"])
-    assert (
-        coverage["mem_3"] == 1.0 and 0 < coverage["mem_1"] < 1.0 and coverage["mem_4"] == 0.0 == coverage["mem_missing"]
-    )
     rows = index._conn.execute(
         "SELECT count(*) FROM docs JOIN fts ON fts.rowid = docs.rowid AND fts.memory_id = docs.memory_id"
     )
@@ -97,36 +93,6 @@ def test_a_search_scores_the_newest_of_its_matches_within_its_time_window(tmp_pa
     assert {m.memory_id for m in window} == {f"mem_{i}" for i in range(15, 25)}
     everything = LexicalIndex(tmp_path / "keywords.sqlite3")
     assert len(everything.search("coffee", 50)) == 30
-
-
-def test_coverage_is_the_same_from_held_rows_and_follows_every_write(tmp_path: Path) -> None:
-    """A word in few memories has their rows held until the next write; a word in more is asked per
-    search. Both give the same coverage, and a write (an add, a delete, a rolled-back add) is seen
-    by the next search."""
-    held = LexicalIndex(tmp_path / "held.sqlite3")
-    asked = LexicalIndex(tmp_path / "asked.sqlite3", held_term_rows=0)  # nothing held: one query per word
-    for index in (held, asked):
-        with index.transaction() as tx:
-            for memory in MEMORIES:
-                tx.add(*memory)
-    ids = ["mem_1", "mem_2", "mem_3", "mem_4", "mem_5", "mem_missing"]
-    query = "Did Biscuit hate Marco's Postgres trip?"
-    expected = asked.coverage(query, ids)
-    assert held.coverage(query, ids) == held.coverage(query, ids) == expected  # the second from held rows
-    assert expected["mem_3"] > expected["mem_1"] > 0 and expected["mem_5"] == 0.0
-
-    with held.transaction() as tx:
-        tx.add("mem_5", 5_000, "Marco fixed the Postgres replica")
-        tx.delete("mem_3")
-    after = held.coverage(query, ids)
-    assert after["mem_5"] > 0 and after["mem_3"] == 0.0
-    try:
-        with held.transaction() as tx:
-            tx.add("mem_6", 6_000, "Biscuit met Marco")
-            raise RuntimeError("the Chroma write failed")
-    except RuntimeError:
-        pass
-    assert held.coverage(query, [*ids, "mem_6"]) == {**after, "mem_6": 0.0}
 
 
 def test_keyword_scores_are_the_same_held_or_asked_and_follow_every_write(tmp_path: Path) -> None:
