@@ -92,7 +92,7 @@ class MemoryLinks:
 
     async def _get(self, ids: list[str]) -> dict[str, StoredMemory]:
         store = await self._io.opened()
-        return await self._io.read(store.get, [i for i in ids if i])
+        return await self._io.read(store.get, list(dict.fromkeys(i for i in ids if i)))  # Chroma refuses an id twice
 
     async def _link(self, memory_id: object) -> tuple[StoredMemory, StoredMemory | None]:
         """The memory replaced, and the one replacing it (None when that one is gone)."""

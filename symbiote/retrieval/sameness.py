@@ -3,8 +3,9 @@
 People change jobs, coaches and editors; a store that shows the older fact first teaches the
 assistant something no longer true. Decided from general signals only, no word lists of ours:
 how close the two texts are (the cosine of their vectors), how many content words they share (a
-word no typical memory uses, one of `retrieval/background`'s, counts twice: "KPMG", "amlodipine"
-say more than "lives" or "laptop"), and who or what each is about when it opens with a
+word no typical memory uses, one of `retrieval/background`'s, counts twice only when a number
+changed between the two: "standup" at 9:30, then at 10:00 is an update; "I prefer TypeScript" does
+not update "a React app with TypeScript"), and who or what each is about when it opens with a
 possessive ("My sister ...", "Mum's ...") or a label ("Melanie: ..."), and how much closer the
 older one is than the other memories nearest the new one:
 "My sister lives in Hamburg" and "My brother lives in Munich" have the same shape and a high
@@ -22,7 +23,7 @@ from typing import Literal
 from symbiote.retrieval import background
 from symbiote.storage.terms import query_terms
 
-SHARED_COSINE = 0.45  # the cosine from which two memories sharing two content words (or a rare one) are about one thing
+SHARED_COSINE = 0.45  # the cosine from which two memories sharing two content words are about one thing
 ALONE_COSINE = 0.70  # the cosine from which they are, whatever words they share
 STANDOUT = 0.15  # how much closer than the other nearest memories the older one must be
 OPENING_TOKENS = 3  # a possessive this close to the start names what the memory is about
@@ -91,7 +92,10 @@ def judge(older: str, newer: str, cosine: float) -> LinkKind | None:
     if _holders_differ(older, newer, old_words, new_words):
         return None
     both = old_words & new_words - {_stem(word) for word in labels if word}  # a label is a header
-    shared = len(both) + len(both - _common())  # a rare word counts twice
+    old_values = content_words(older, numbers=True) - old_words
+    new_values = content_words(newer, numbers=True) - new_words
+    changed = bool(old_values) and bool(new_values) and old_values != new_values
+    shared = len(both) + (len(both - _common()) if changed else 0)  # a rare subject whose number changed
     if not ((shared >= 2 and cosine >= SHARED_COSINE) or cosine >= ALONE_COSINE):
         return None
     old_all, new_all = content_words(older, numbers=True), content_words(newer, numbers=True)
