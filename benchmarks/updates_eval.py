@@ -16,6 +16,8 @@ per owner (optionally after `--pad K` unrelated chat turns from `chatter.json`).
   dup_fuller    its question shows the fuller version (more content words) above the other, or alone
   control_links look-alike pairs linked (must be 0)
   other_links   links the server made that are neither an update nor a duplicate of the set
+  update_free_links  links made in stores that hold no update at all: the relevance sets' owners
+                (`owners_set.json`, by half) and, with the fitting half, `personal_set.json`'s 90
 
     .venv/bin/python benchmarks/updates_eval.py                 # both halves
     .venv/bin/python benchmarks/updates_eval.py --half fit --verbose
@@ -107,6 +109,25 @@ async def _owner(engine: Any, owner: dict[str, Any], tally: Counter[str], verbos
                 print(f"  {owner['owner']} FALSE LINK {key} superseded_by {newer}")
 
 
+async def _links_without_updates(texts: list[str]) -> int:
+    """Links made among memories that update nothing (every one of them is a false link)."""
+    with new_engine() as engine:
+        for text in texts:
+            await engine.store(text)
+        total, _to_review = await engine.links.count()
+        return total
+
+
+def _update_free(half: str) -> list[list[str]]:
+    """The relevance sets' stores, which hold no updates: each owner of `owners_set.json` in this
+    half, and (with the fitting half) the 90 memories of `personal_set.json`."""
+    owners = json.loads((HERE / "owners_set.json").read_text())["owners"]
+    stores = [[m["text"] for m in o["memories"]] for o in owners if o["half"] == half]
+    if half == "fit":
+        stores.append([text for _key, text in json.loads((HERE / "personal_set.json").read_text())["memories"]])
+    return stores
+
+
 async def _run(owners: list[dict[str, Any]], pad: int, verbose: bool) -> Counter[str]:
     tally: Counter[str] = Counter()
     chatter = json.loads((HERE / "chatter.json").read_text())[:pad] if pad else []
@@ -131,6 +152,7 @@ def main() -> None:
     for half in halves:
         owners = [o for o in data["owners"] if o["half"] == half]
         tally = asyncio.run(_run(owners, args.pad, args.verbose))
+        tally["update_free_links"] = sum(asyncio.run(_links_without_updates(t)) for t in _update_free(half))
         figures[half] = {
             "newer_first": tally["newer_first"] / max(tally["updates"], 1),
             "marked": tally["marked"] / max(tally["updates"], 1),
@@ -138,12 +160,13 @@ def main() -> None:
             "dup_fuller": tally["dup_fuller"] / max(tally["duplicates"], 1),
             "control_links": tally["control_links"],
             "other_links": tally["other_links"],
+            "update_free_links": tally["update_free_links"],
             "updates": tally["updates"],
             "duplicates": tally["duplicates"],
             "controls": tally["controls"],
         }
     print(f"{'':14}" + "".join(f"{h:>10}" for h in halves))
-    for row in ("newer_first", "marked", "dup_once", "dup_fuller", "control_links", "other_links"):
+    for row in ("newer_first", "marked", "dup_once", "dup_fuller", "control_links", "other_links", "update_free_links"):
         cells = "".join(
             f"{figures[h][row]:>10.2f}" if isinstance(figures[h][row], float) else f"{figures[h][row]:>10}"
             for h in halves
