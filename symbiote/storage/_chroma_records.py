@@ -27,6 +27,8 @@ def metadata_of(memory: StoredMemory, passages: int, clear_missing: bool = False
         "confidence": memory.confidence,
         "updated_us": memory.updated_us,
         "conversation_id": memory.conversation_id,
+        "edits": memory.edits or None,
+        "client": memory.client,
     }
     meta.update({key: value for key, value in optional.items() if value is not None or clear_missing})
     return meta
@@ -49,6 +51,8 @@ def memory_from(memory_id: str, document: str | None, meta: dict[str, Any] | Non
         bookmarked=bool(meta.get("bookmarked", False)),
         updated_us=int(updated) if updated is not None else None,
         conversation_id=meta.get("conversation_id"),
+        edits=int(meta.get("edits") or 0),
+        client=meta.get("client"),
     )
 
 

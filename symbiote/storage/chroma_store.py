@@ -32,6 +32,7 @@ from symbiote.storage.bulk_reads import chunk_ids as _chunk_ids
 from symbiote.storage.filters import MemoryFilter
 from symbiote.storage.keywords import KeywordMatch, LexicalIndex
 from symbiote.storage.passages import DeferredPassages, chunk_records
+from symbiote.storage.trash import Trash
 from symbiote.storage.vectors import MirroredCollection, VectorIndex, VectorRows
 
 if TYPE_CHECKING:  # annotations only: numpy is not on the way to `initialize`
@@ -43,7 +44,7 @@ MEMORY_COLLECTION = "venom_memories"
 CHUNK_COLLECTION = "venom_memories_chunks"
 
 
-class ChromaMemoryStore(BulkReads, DeferredPassages):
+class ChromaMemoryStore(BulkReads, DeferredPassages, Trash):
     """Memories in two Chroma collections, keywords in a `LexicalIndex`."""
 
     def __init__(
@@ -64,6 +65,7 @@ class ChromaMemoryStore(BulkReads, DeferredPassages):
         # GIL while it works, Chroma's bindings hold it for a whole call (`search`).
         self._beside = ThreadPoolExecutor(1, thread_name_prefix="symbiote-keywords")
         identity = {"embedding_model": model_name, "embedding_dim": dimension}
+        self._identity = identity
         config = {"hnsw": {"space": "cosine"}}
         self._memories = client.get_or_create_collection(
             MEMORY_COLLECTION, metadata=identity, configuration=config, embedding_function=None
