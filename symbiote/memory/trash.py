@@ -25,6 +25,7 @@ TRASH_DAYS = 30  # how long a deleted memory can be restored; said on the trash 
 DAY_US = 86_400 * 1_000_000
 OWNER = "owner"
 ASSISTANT = "assistant"
+MOVE_BATCH = 5_000  # memories per write: Chroma reads at most 32,766 records with their data in one call
 WHOLE_TRASH = 1_000_000  # a page that holds every memory in the trash
 
 
@@ -55,8 +56,9 @@ class MemoryTrash:
         self._stats = stats
         self._kick = kick_passages  # restored memories' passages are queued: index them
 
-    async def move(self, memory_ids: Sequence[str], deleted_by: str) -> list[str]:
-        """Move these memories to the trash in one write; returns the ids that existed."""
+    async def move(self, memory_ids: Sequence[str], deleted_by: str, deleted_us: int | None = None) -> list[str]:
+        """Move these memories to the trash in one write; returns the ids that existed. Memories
+        moved together share `deleted_us` (now, unless given): an undo restores that one deletion."""
         io = self._io
         store = await io.opened()
         ids = list(dict.fromkeys(memory_ids))
@@ -64,7 +66,10 @@ class MemoryTrash:
             return []
         await self.purge_expired()
         found = await io.read(store.get, ids, urgent=False) if self._stats.counting else {}
-        removed = await io.write(store.trash, ids, deleted_by, now_us())
+        at = deleted_us or now_us()
+        removed: list[str] = []
+        for start in range(0, len(ids), MOVE_BATCH):
+            removed += await io.write(store.trash, ids[start : start + MOVE_BATCH], deleted_by, at)
         for mid in removed:
             if mid in found:
                 self._stats.removed(found[mid])
@@ -109,6 +114,13 @@ class MemoryTrash:
         if back:
             self._kick()
         return RestoreReport(restored=restored, missing=missing, clashes=clashes)
+
+    async def deletion(self, deleted_us: int) -> list[str]:
+        """The ids still in the trash from the deletion made at `deleted_us` (what its undo restores)."""
+        io = self._io
+        store = await io.opened()
+        items, _total = await io.read(store.trashed, 0, WHOLE_TRASH, urgent=False)
+        return [item.memory.memory_id for item in items if item.deleted_us == deleted_us]
 
     async def _items(self, store: MemoryStore, ids: Sequence[str]) -> list[TrashedMemory]:
         wanted = set(ids)
