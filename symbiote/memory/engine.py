@@ -19,6 +19,7 @@ from symbiote.embedding.embedder import AsyncEmbedder
 from symbiote.errors import MemoryNotFoundError, SymbioteError
 from symbiote.memory import validation
 from symbiote.memory.bulk import MemoryBulk
+from symbiote.memory.owner_stats import OwnerStats, owner_stats
 from symbiote.memory.policy import EnginePolicy, PolicyRefusedError, QuotaExceededError
 from symbiote.memory.records import (
     BatchStoreResult,
@@ -264,6 +265,10 @@ class MemoryEngine:
             count=len(page),
             next_before=page[-1].memory_id if more and page else None,
         )
+
+    async def owner_stats(self, weeks: int = 12, top: int = 5) -> OwnerStats:
+        """The owner's statistics page's figures (symbiote.memory.owner_stats)."""
+        return await owner_stats(self._io, weeks, top)
 
     async def stats(self) -> MemoryStats:
         """memory_stats (symbiote.memory.statistics)."""
