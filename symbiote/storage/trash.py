@@ -9,7 +9,7 @@ collection is created by the first delete, so a store nobody deleted from is unc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from symbiote.storage._chroma_records import memory_from, metadata_of
@@ -32,7 +32,7 @@ class Trash:
     _identity: dict[str, Any]
     _trash_records: Any = None  # the trash's collection, once it exists
 
-    def delete_many(self, memory_ids: Sequence[str]) -> list[str]: ...  # the store's own
+    delete_many: Callable[[Sequence[str]], list[str]]  # the store's own
 
     def _trash_collection(self, create: bool) -> Any:
         """The trash's collection; None while it does not exist and `create` is False."""
