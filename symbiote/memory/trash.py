@@ -25,8 +25,9 @@ TRASH_DAYS = 30  # how long a deleted memory can be restored; said on the trash 
 DAY_US = 86_400 * 1_000_000
 OWNER = "owner"
 ASSISTANT = "assistant"
-MOVE_BATCH = 5_000  # memories per write: Chroma reads at most 32,766 records with their data in one call
-WHOLE_TRASH = 1_000_000  # a page that holds every memory in the trash
+MOVE_BATCH = 1_000  # memories per write to the trash: searches get their turn between two (about 0.3 s each)
+RESTORE_BATCH = 250  # memories per write back: Chroma indexes each vector again (about 5 ms a memory)
+SCAN = 500  # rows read at a time when the trash is searched from one end
 
 
 def expires_us(item: TrashedMemory) -> int:
@@ -106,7 +107,9 @@ class MemoryTrash:
             else:
                 seen.add(memory.content_hash)
                 wanted.append(memory)
-        restored = await io.write(store.restore, [m.memory_id for m in wanted]) if wanted else []
+        restored: list[str] = []
+        for start in range(0, len(wanted), RESTORE_BATCH):
+            restored += await io.write(store.restore, [m.memory_id for m in wanted[start : start + RESTORE_BATCH]])
         back = set(restored)
         for memory in wanted:
             if memory.memory_id in back:
@@ -116,38 +119,59 @@ class MemoryTrash:
         return RestoreReport(restored=restored, missing=missing, clashes=clashes)
 
     async def deletion(self, deleted_us: int) -> list[str]:
-        """The ids still in the trash from the deletion made at `deleted_us` (what its undo restores)."""
+        """The ids still in the trash from the deletion made at `deleted_us` (what its undo restores):
+        read from the most recent end, as an undo is for a recent deletion."""
         io = self._io
         store = await io.opened()
-        items, _total = await io.read(store.trashed, 0, WHOLE_TRASH, urgent=False)
-        return [item.memory.memory_id for item in items if item.deleted_us == deleted_us]
+        found: list[str] = []
+        offset = 0
+        while True:
+            items, _total = await io.read(store.trashed, offset, SCAN, urgent=False)
+            found += [item.memory.memory_id for item in items if item.deleted_us == deleted_us]
+            if len(items) < SCAN or items[-1].deleted_us < deleted_us:
+                return found
+            offset += SCAN
 
     async def _items(self, store: MemoryStore, ids: Sequence[str]) -> list[TrashedMemory]:
-        wanted = set(ids)
-        items, _total = await self._io.read(store.trashed, 0, WHOLE_TRASH, urgent=False)
-        return [item for item in items if item.memory.memory_id in wanted]
+        items, _total = await self._io.read(store.trashed, 0, 0, list(ids), urgent=False)
+        return list(items)
 
     async def purge(self, memory_ids: Sequence[str] | None) -> list[str]:
         """Delete from the trash for good: these memories, or (None) everything in it."""
         io = self._io
         store = await io.opened()
         if memory_ids is None:
-            items, _total = await io.read(store.trashed, 0, WHOLE_TRASH, urgent=False)
+            _none, total = await io.read(store.trashed, 0, 0, urgent=False)
+            items, _total = await io.read(store.trashed, 0, total, urgent=False)
             memory_ids = [item.memory.memory_id for item in items]
         ids = list(dict.fromkeys(memory_ids))
-        purged = await io.write(store.purge, ids) if ids else []
+        purged = await self._purge(store, ids)
         if purged:
             log.info("trash emptied by the owner: %d memories deleted for good: %s", len(purged), purged)
+        return purged
+
+    async def _purge(self, store: MemoryStore, ids: list[str]) -> list[str]:
+        purged: list[str] = []
+        for start in range(0, len(ids), MOVE_BATCH):
+            purged += await self._io.write(store.purge, ids[start : start + MOVE_BATCH])
         return purged
 
     async def purge_expired(self) -> list[str]:
         """Delete for good what has been in the trash for TRASH_DAYS; logged. At start, then daily."""
         io = self._io
         store = await io.opened()
-        items, _total = await io.read(store.trashed, 0, WHOLE_TRASH, urgent=False)
         now = now_us()
-        expired = [item.memory.memory_id for item in items if expires_us(item) <= now]
-        purged = await io.write(store.purge, expired) if expired else []
+        _none, total = await io.read(store.trashed, 0, 0, urgent=False)
+        expired: list[str] = []
+        end = total
+        while end > 0:  # from the oldest end, until a memory that has not expired
+            items, _total = await io.read(store.trashed, max(0, end - SCAN), end - max(0, end - SCAN), urgent=False)
+            gone = [item.memory.memory_id for item in items if expires_us(item) <= now]
+            expired += gone
+            if len(gone) < len(items):
+                break
+            end -= SCAN
+        purged = await self._purge(store, expired)
         if purged:
             log.info("trash: %d memories deleted for good after %d days: %s", len(purged), TRASH_DAYS, purged)
         return purged

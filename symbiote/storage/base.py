@@ -160,8 +160,11 @@ class MemoryStore(Protocol):
         """Delete memories from the trash for good; returns the ids that were there."""
         ...
 
-    def trashed(self, offset: int, limit: int) -> tuple[list[TrashedMemory], int]:
-        """A page of the trash, the most recently deleted first, and how many it holds."""
+    def trashed(
+        self, offset: int, limit: int, memory_ids: Sequence[str] | None = None
+    ) -> tuple[list[TrashedMemory], int]:
+        """A page of the trash, the most recently deleted first, and how many it holds; with
+        `memory_ids`, those of them in the trash (the page ignored)."""
         ...
 
     def count(self) -> int: ...

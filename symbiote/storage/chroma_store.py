@@ -65,7 +65,6 @@ class ChromaMemoryStore(BulkReads, DeferredPassages, Trash):
         # GIL while it works, Chroma's bindings hold it for a whole call (`search`).
         self._beside = ThreadPoolExecutor(1, thread_name_prefix="symbiote-keywords")
         identity = {"embedding_model": model_name, "embedding_dim": dimension}
-        self._identity = identity
         config = {"hnsw": {"space": "cosine"}}
         self._memories = client.get_or_create_collection(
             MEMORY_COLLECTION, metadata=identity, configuration=config, embedding_function=None

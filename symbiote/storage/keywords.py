@@ -34,6 +34,7 @@ from pathlib import Path
 
 from symbiote.storage.term_scores import HELD_ROWS, TermScores
 from symbiote.storage.terms import query_terms
+from symbiote.storage.trash_rows import TrashRows
 
 CONTEXT_WINDOW_US = 30 * 60 * 1_000_000
 CONTEXT_MEMORIES = 2
@@ -125,6 +126,7 @@ class LexicalIndex:
         self._counts: dict[str, int] = {}  # "" -> all memories, term -> memories containing it; reset on write
         self._holding: dict[str, frozenset[int]] = {}  # term -> rowids of the memories containing it; reset on write
         self._scores = TermScores(self._conn, CONTEXT_WEIGHT)
+        self.trash = TrashRows(self._conn, self._lock)  # deleted memories (`symbiote.storage.trash`)
         self._conn.execute(
             "CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5("
             "memory_id UNINDEXED, body, ctx, tokenize='porter unicode61 remove_diacritics 2')"

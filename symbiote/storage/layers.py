@@ -157,8 +157,10 @@ class StoreLayer:
     def vectors(self, memory_ids: Sequence[str]) -> dict[str, np.ndarray]:
         return self._read(MemoryStore.vectors, memory_ids)
 
-    def trashed(self, offset: int, limit: int) -> tuple[list[TrashedMemory], int]:
-        return self._read(MemoryStore.trashed, offset, limit)
+    def trashed(
+        self, offset: int, limit: int, memory_ids: Sequence[str] | None = None
+    ) -> tuple[list[TrashedMemory], int]:
+        return self._read(MemoryStore.trashed, offset, limit, memory_ids)
 
 
 class HistoryLayer:

@@ -1,51 +1,38 @@
-"""The trash: deleted memories kept in a Chroma collection of their own until restored or purged.
+"""The trash: deleted memories kept until restored or purged (`symbiote.storage.trash_rows`).
 
 A deleted memory leaves the memories' collection, its passages and the keyword index at once, so
-no search, read or count sees it; its record (text, metadata, the whole text's vector) moves to
-`venom_memories_trash` with when and by whom it was deleted. Restoring adds it back under its own
-id with that vector and queues its passages, which are embedded again as after any store. The
-collection is created by the first delete, so a store nobody deleted from is unchanged.
+no search, read or count sees it; its record (text, metadata, the whole text's vector) goes to the
+trash's rows with when and by whom it was deleted, in the keyword index's transaction that commits
+only after Chroma let the memory go. Restoring adds it back under its own id with that vector and
+queues its passages, which are embedded again as after any store.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from symbiote.storage._chroma_records import memory_from, metadata_of
 from symbiote.storage.base import StoredMemory, TrashedMemory
-from symbiote.storage.bulk_reads import read_all
+from symbiote.storage.bulk_reads import chunk_ids
+from symbiote.storage.trash_rows import TrashRow
 
 if TYPE_CHECKING:
     from symbiote.storage.keywords import LexicalIndex
 
-TRASH_COLLECTION = "venom_memories_trash"
-TRASH_KEYS = ("deleted_us", "deleted_by")  # what the trash adds to a memory's metadata
+
+def _passages(meta: dict[str, Any]) -> int:
+    return int(meta.get("windows", 1) or 1)
 
 
 class Trash:
     """Mixed into `ChromaMemoryStore`: moving memories to the trash, back, and out for good."""
 
-    _client: Any
     _memories: Any
+    _chunks: Any
     _lexical: LexicalIndex
-    _identity: dict[str, Any]
-    _trash_records: Any = None  # the trash's collection, once it exists
-
-    delete_many: Callable[[Sequence[str]], list[str]]  # the store's own
-
-    def _trash_collection(self, create: bool) -> Any:
-        """The trash's collection; None while it does not exist and `create` is False."""
-        if self._trash_records is None:
-            names = {c.name for c in self._client.list_collections()}
-            if TRASH_COLLECTION in names or create:
-                self._trash_records = self._client.get_or_create_collection(
-                    TRASH_COLLECTION,
-                    metadata=self._identity,
-                    configuration={"hnsw": {"space": "cosine"}},
-                    embedding_function=None,
-                )
-        return self._trash_records
 
     def trash(self, memory_ids: Sequence[str], deleted_by: str, deleted_us: int) -> list[str]:
         if not memory_ids:
@@ -53,26 +40,27 @@ class Trash:
         got = self._memories.get(ids=list(memory_ids), include=["embeddings", "documents", "metadatas"])
         if not got["ids"]:
             return []
-        trash = self._trash_collection(create=True)
-        metas = [{**(meta or {}), "deleted_us": deleted_us, "deleted_by": deleted_by} for meta in got["metadatas"]]
-        trash.upsert(ids=list(got["ids"]), embeddings=got["embeddings"], documents=got["documents"], metadatas=metas)
-        try:
-            return self.delete_many(list(got["ids"]))
-        except BaseException:  # still stored: the trash must not hold a second copy
-            trash.delete(ids=list(got["ids"]))
-            raise
+        rows = [
+            TrashRow(mid, deleted_us, deleted_by, doc or "", dict(meta or {}), np.asarray(vector, dtype=np.float32))
+            for mid, doc, meta, vector in zip(got["ids"], got["documents"], got["metadatas"], got["embeddings"])
+        ]
+        with self._lexical.transaction() as tx:  # committed only once Chroma let them go
+            for row in rows:
+                tx.delete(row.memory_id)
+            self._lexical.trash.put(rows)
+            self._memories.delete(ids=[row.memory_id for row in rows])
+            chunks = [cid for row in rows for cid in chunk_ids(row.memory_id, _passages(row.meta))]
+            if chunks:
+                self._chunks.delete(ids=chunks)
+        return [row.memory_id for row in rows]
 
     def restore(self, memory_ids: Sequence[str]) -> list[str]:
-        trash = self._trash_collection(create=False)
-        if trash is None or not memory_ids:
+        rows = self._lexical.trash.take(memory_ids)
+        if not rows:
             return []
-        got = trash.get(ids=list(memory_ids), include=["embeddings", "documents", "metadatas"])
-        if not got["ids"]:
-            return []
-        memories: list[tuple[StoredMemory, int]] = []
-        for mid, doc, meta in zip(got["ids"], got["documents"], got["metadatas"]):
-            plain = {key: value for key, value in (meta or {}).items() if key not in TRASH_KEYS}
-            memories.append((memory_from(mid, doc, plain), int(plain.get("windows", 1) or 1)))
+        memories: list[tuple[StoredMemory, int]] = [
+            (memory_from(row.memory_id, row.body, row.meta), _passages(row.meta)) for row in rows
+        ]
         written = False
         try:
             with self._lexical.transaction() as tx:
@@ -80,9 +68,10 @@ class Trash:
                     tx.add(memory.memory_id, memory.created_us, memory.content)
                     if passages > 1:
                         tx.queue_passages(memory.memory_id, None)  # embedded again, as after a store
+                self._lexical.trash.remove([row.memory_id for row in rows])
                 self._memories.add(
                     ids=[m.memory_id for m, _ in memories],
-                    embeddings=got["embeddings"],
+                    embeddings=np.stack([row.vector for row in rows if row.vector is not None]),
                     documents=[m.content for m, _ in memories],
                     metadatas=[metadata_of(m, passages) for m, passages in memories],
                 )
@@ -91,40 +80,22 @@ class Trash:
             if written:  # the index commit failed after Chroma took the write: undo it
                 self._memories.delete(ids=[m.memory_id for m, _ in memories])
             raise
-        trash.delete(ids=list(got["ids"]))
-        return list(got["ids"])
+        return [row.memory_id for row in rows]
 
     def purge(self, memory_ids: Sequence[str]) -> list[str]:
-        trash = self._trash_collection(create=False)
-        if trash is None or not memory_ids:
+        if not memory_ids:
             return []
-        present = list(trash.get(ids=list(memory_ids), include=[])["ids"])
-        if present:
-            trash.delete(ids=present)
-        return present
+        with self._lexical.transaction():
+            return self._lexical.trash.remove(list(memory_ids))
 
-    def trashed(self, offset: int, limit: int) -> tuple[list[TrashedMemory], int]:
-        trash = self._trash_collection(create=False)
-        if trash is None:
-            return [], 0
-        heads = read_all(trash, ["metadatas"])
-        order = sorted(
-            zip(heads["ids"], heads["metadatas"]),
-            key=lambda pair: (int((pair[1] or {}).get("deleted_us", 0)), pair[0]),
-            reverse=True,
-        )
-        wanted = [mid for mid, _ in order[offset : offset + limit]]
-        if not wanted:
-            return [], len(order)
-        got = trash.get(ids=wanted, include=["documents", "metadatas"])
-        found = {mid: (doc, meta or {}) for mid, doc, meta in zip(got["ids"], got["documents"], got["metadatas"])}
-        page = [
-            TrashedMemory(
-                memory=memory_from(mid, found[mid][0], found[mid][1]),
-                deleted_us=int(found[mid][1].get("deleted_us", 0)),
-                deleted_by=str(found[mid][1].get("deleted_by", "")),
-            )
-            for mid in wanted
-            if mid in found
-        ]
-        return page, len(order)
+    def trashed(
+        self, offset: int, limit: int, memory_ids: Sequence[str] | None = None
+    ) -> tuple[list[TrashedMemory], int]:
+        if memory_ids is not None:
+            rows, total = self._lexical.trash.take(memory_ids), self._lexical.trash.page(0, 0)[1]
+        else:
+            rows, total = self._lexical.trash.page(offset, limit)
+        return [
+            TrashedMemory(memory_from(row.memory_id, row.body, row.meta), row.deleted_us, row.deleted_by)
+            for row in rows
+        ], total

@@ -1,6 +1,6 @@
 """The store's trash on both backends (embedded Chroma, a Chroma server): a trashed memory leaves
 the memories, their passages and the keyword index, keeps its record and vector, and comes back
-under its id; a purge removes it for good; a store nobody deleted from has no trash collection."""
+under its id; a purge removes it for good."""
 
 from __future__ import annotations
 
