@@ -187,8 +187,7 @@ class LexicalIndex:
         self._scores.forget()
 
     def idle_step(self) -> bool:
-        """Hold the BM25 scores of the words searches asked for, a slice at a time; True while
-        there is more to hold."""
+        """Hold the BM25 scores of the words searches asked for, a slice at a time; True while more."""
         with self._lock:
             return self._scores.fill_step()
 
@@ -344,8 +343,7 @@ class LexicalIndex:
         """For each memory, the IDF-weighted share of the query's content words it contains.
 
         A word stored nowhere weighs most: "what's my cat's name?" against a store that knows
-        only a dog scores low on coverage however close the vectors are.
-        """
+        only a dog scores low on coverage however close the vectors are."""
         words = query_terms(text)
         if not words or not memory_ids:
             return {m: 0.0 for m in memory_ids}
