@@ -8,6 +8,7 @@ scores, so what the owner sees here is what an assistant gets.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import date, timedelta
 from typing import Any
@@ -60,7 +61,11 @@ class Filters:
 
     @classmethod
     def of(cls, request: Request) -> Filters:
-        params = request.query_params
+        return cls.read(request.query_params)
+
+    @classmethod
+    def read(cls, params: Mapping[str, str]) -> Filters:
+        """From a query string's parameters (a request's, or the list's the owner came from)."""
         number = params.get("page", "1")
         return cls(
             q=params.get("q", "").strip()[:1000],

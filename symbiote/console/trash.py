@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
-from starlette.datastructures import MultiDict
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
@@ -41,17 +40,8 @@ def _list_url(request: Request, back: str, extra: list[tuple[str, Any]] | None =
 
 
 def _filters(back: str) -> Filters:
-    """The filters of the list the owner came from, as `Filters.of` reads a request's."""
-    params = MultiDict(parse_qsl(back))
-    number = params.get("page", "1")
-    return Filters(
-        q=params.get("q", ""),
-        tag=params.get("tag", ""),
-        type=params.get("type", ""),
-        start=params.get("from", ""),
-        end=params.get("to", ""),
-        page=int(number) if number.isdigit() and len(number) <= 6 else 1,
-    )
+    """The filters of the list the owner came from."""
+    return Filters.read(dict(parse_qsl(back)))
 
 
 async def _selection(request: Request, values: Any, back: str) -> tuple[list[str], int]:
