@@ -47,6 +47,8 @@ def _filters(back: str) -> Filters:
 async def _selection(request: Request, values: Any, back: str) -> tuple[list[str], int]:
     """The ids chosen, and how many: ticked ones, or (`all`) every memory the list's filters match."""
     if values.get("all") == "matching":
+        if _filters(back).q:  # a search shows all it found on one page: its boxes are the selection
+            raise InvalidInputError("All matching applies to the list and its filters, not to a search.")
         where = _filters(back).where()
         ids, total = await request.app.state.console_bulk.matching_ids(where, ALL_MATCHING)
         return ids, total
