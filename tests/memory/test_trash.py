@@ -111,3 +111,21 @@ async def test_the_trash_empties_itself_after_its_period_and_says_so(
         assert await engine.trash.purge_expired() == [old.memory_id]
     assert "deleted for good after 30 days" in caplog.text and old.memory_id in caplog.text
     assert [i.memory.memory_id for i in (await engine.trash.page(0, 10)).items] == [recent.memory_id]
+
+
+async def test_an_undo_and_the_expiry_read_the_trash_from_either_end_past_one_read(
+    engine: MemoryEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(trash_module, "SCAN", 2)  # several reads of the trash for a handful of memories
+    ids = [(await engine.store(f"Shopping list item {n}: {n} apples")).memory_id for n in range(7)]
+    real_now = trash_module.now_us
+    day = trash_module.DAY_US
+    await engine.trash.move(ids[:3], OWNER, real_now() - (trash_module.TRASH_DAYS + 2) * day)  # expired
+    await engine.trash.move(ids[3:6], OWNER, real_now() - day)  # the expired three go first, read in two
+    latest = real_now()
+    await engine.trash.move(ids[6:], OWNER, latest)
+    assert (await engine.trash.page(0, 10)).total == 4
+    assert sorted(await engine.trash.deletion(real_now() - day - 1)) == []
+    assert await engine.trash.deletion(latest) == [ids[6]]
+    older = (await engine.trash.page(0, 10)).items[1].deleted_us
+    assert sorted(await engine.trash.deletion(older)) == sorted(ids[3:6])
