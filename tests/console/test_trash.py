@@ -8,12 +8,13 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import pytest_asyncio
 
 from tests.conftest import ServerProcess
 from tests.console.owner_browser import api_key_for, launch, signed_in_page, start_server
-from tests.test_auth_support import bearer_client
+from tests.test_auth_support import OWNER_SECRET, bearer_client
 
 PLANTS = [f"Plant diary {n}: the fig tree on the balcony got {n} litres of water." for n in range(30)]
 OTHER = [
@@ -146,3 +147,24 @@ async def test_all_matching_across_pages_then_the_trash_emptied_with_a_confirmat
     assert "Deleted 30 memories for good" in await page.inner_text("main")
     assert "The trash is empty." in await page.inner_text("main")
     await page.context.close()
+
+
+def test_the_trash_s_writes_need_the_session_and_the_csrf_token(server: ServerProcess, stored: dict[str, str]) -> None:
+    memory_id = stored[OTHER[0]]
+    writes = [
+        ("/console/trash/restore", {"ids": memory_id}),
+        ("/console/trash/empty", {"confirm": "yes"}),
+        ("/console/new", {"content": "Planted by a forged form"}),
+        ("/console/delete", {"ids": memory_id, "confirm": "yes"}),
+    ]
+    with httpx.Client(base_url=server.base_url, timeout=30) as http:
+        for path, data in writes:
+            assert http.post(path, data=data).status_code == 401  # no session
+        assert http.post("/console/signin", data={"secret": OWNER_SECRET}).status_code == 303
+        token = http.get("/console/").text.split('name="csrf-token" content="')[1].split('"')[0]
+        for path, data in writes:
+            assert http.post(path, data=data).status_code == 403, path  # no CSRF token
+            crossed = http.post(path, data={**data, "csrf": token}, headers={"Origin": "http://evil.example"})
+            assert crossed.status_code == 403, path
+        assert http.get(f"/console/memories/{memory_id}").status_code == 200  # nothing was deleted
+        assert "Planted by a forged form" not in http.get("/console/?q=Planted+forged+form").text
