@@ -55,12 +55,17 @@ def readable_errors(fn: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[
 
 
 def caller(ctx: Context | None) -> str | None:
-    """The calling client's declared name (e.g. "claude-ai"): from its `initialize`, or from the
-    request's envelope on the 2026 protocol. None where it gave none (a stateless 2025 request)."""
+    """What stores a memory, for the owner's statistics: the client's declared name (e.g.
+    "claude-ai"), from its `initialize` or the 2026 protocol's envelope; on a stateless 2025 request,
+    which carries neither, its User-Agent's product ("Claude-User/1.0 (...)" -> "Claude-User").
+    Self-declared either way: a label, never an identity. None when there is neither."""
     if ctx is None:
         return None
     params = ctx.session.client_params
-    return params.client_info.name if params is not None else None
+    if params is not None:
+        return params.client_info.name
+    agent = (ctx.headers or {}).get("user-agent", "")
+    return agent.split()[0].split("/")[0] if agent.strip() else None
 
 
 def register_tools(server: MCPServer, engine: MemoryEngine) -> None:

@@ -91,7 +91,16 @@ async def test_the_owner_changes_type_confidence_and_bookmark_and_the_client_is_
             {"content": "Thinks about switching to a standing desk.", "type": "project", "confidence": 0.4},
         )
     memory_id = stored.structured_content["memory_id"]
+    legacy_http = httpx2.AsyncClient(
+        headers={"Authorization": f"Bearer {mcp_key}", "User-Agent": "Claude-User/1.0 (+https://example.org)"},
+        timeout=60,
+    )
+    legacy = Client(streamable_http_client(server.mcp_url, http_client=legacy_http), mode="legacy")
+    async with legacy as mcp:  # a stateless 2025 request carries no client name: its User-Agent's product
+        plain = await mcp.call_tool("store_memory", {"content": "Waters the basil every second day."})
     page = await signed_in_page(browser, server)
+    await page.goto(f"{server.base_url}/console/memories/{plain.structured_content['memory_id']}")
+    assert await page.inner_text("#stored-by") == "Claude-User"
     await page.goto(f"{server.base_url}/console/memories/{memory_id}")
     assert await page.inner_text("#stored-by") == "claude-ai"
     assert await page.get_by_label("Type").input_value() == "project"
