@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from symbiote.memory.trash import MemoryTrash
 
 Outcome = Literal["added", "unchanged", "updated", "kept", "conflict", "replaced"]
+IMPORTED = "import"  # what stored a memory an import added (the file does not say)
 FETCH_BATCH = 500  # memories per read when a whole store is walked
 
 
@@ -134,8 +135,10 @@ class MemoryBulk:
         adds: list[tuple[StoredMemory, Any]] = []
         updates: list[tuple[StoredMemory, StoredMemory, Any]] = []
         for memory, vectors in items:
-            memory = replace(memory, timestamp=iso_utc(memory.created_us))
+            memory = replace(memory, timestamp=iso_utc(memory.created_us), client=memory.client or IMPORTED)
             old = by_id.get(memory.memory_id)
+            if old is not None:  # what stored it and how often it was edited stay the stored copy's
+                memory = replace(memory, client=old.client, edits=old.edits)
             if old is not None:
                 if _same(old, memory):
                     outcomes.append(("unchanged", memory.memory_id))

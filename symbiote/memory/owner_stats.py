@@ -3,8 +3,8 @@ stored them (which assistant's client, which conversation), the newest, the most
 trash's size.
 
 One scan of every memory's metadata (no text), then the texts of the few memories listed. The
-client's name and the edit count are recorded with each memory from 2026-11-26 on; older memories
-count as "unknown" and as never edited.
+client's name ("console" for the owner's, "import" for an import's) and the edit count are recorded
+with each memory from 2026-11-26 on; older memories count as "unknown" and as never edited.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import pytest
 from symbiote.config import Settings
 from symbiote.memory.clock import instant_us, now_us
 from symbiote.memory.engine import MemoryEngine
-from symbiote.memory.owner_stats import UNKNOWN, WeekCount, weekly
+from symbiote.memory.owner_stats import WeekCount, weekly
 from symbiote.memory.writing import draft
 from symbiote.runtime import build_runtime
 
@@ -51,7 +51,7 @@ async def test_who_stored_what_when_and_what_was_edited(engine: MemoryEngine) ->
         ("claude-ai", 3),
         ("ChatGPT", 1),
         ("console", 1),
-        (UNKNOWN, 1),
+        ("import", 1),
     ]
     assert [(s.name, s.memories) for s in stats.by_conversation] == [("trip-chat", 1)]
     assert [m.preview for m in stats.newest] == [
