@@ -162,6 +162,11 @@ class MemoryTrash:
         store = await io.opened()
         now = now_us()
         _none, total = await io.read(store.trashed, 0, 0, urgent=False)
+        if total == 0:
+            return []
+        oldest, _total = await io.read(store.trashed, total - 1, 1, urgent=False)
+        if not oldest or expires_us(oldest[0]) > now:  # the usual case: one row read
+            return []
         expired: list[str] = []
         end = total
         while end > 0:  # from the oldest end, until a memory that has not expired
