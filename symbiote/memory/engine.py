@@ -19,7 +19,7 @@ from symbiote.embedding.embedder import AsyncEmbedder
 from symbiote.errors import MemoryNotFoundError, SymbioteError
 from symbiote.memory import validation
 from symbiote.memory.bulk import MemoryBulk
-from symbiote.memory.owner_stats import OwnerFigures, OwnerStats
+from symbiote.memory.owner_stats import OwnerStats
 from symbiote.memory.policy import EnginePolicy, PolicyRefusedError, QuotaExceededError
 from symbiote.memory.records import (
     BatchStoreResult,
@@ -80,7 +80,6 @@ class MemoryEngine:
         self._writer = MemoryWriter(embedder, self._io, self._stats, lambda: self.policy)
         self._search = MemorySearch(embedder, self._io, self._stats.search_timer)
         # The owner's bulk operations (console, export, import) over the same store access.
-        self._owner_figures = OwnerFigures(self._io)
         self.trash = MemoryTrash(self._io, self._stats, self._writer.passages.kick)  # deletes are kept a while
         self.bulk = MemoryBulk(embedder, self._io, self._stats, lambda: self.policy, self.trash)
 
@@ -269,7 +268,7 @@ class MemoryEngine:
 
     async def owner_stats(self, weeks: int = 12, top: int = 5) -> OwnerStats:
         """The owner's statistics page's figures (symbiote.memory.owner_stats)."""
-        return await self._owner_figures.report(weeks, top)
+        return await self._stats.owner.report(weeks, top)
 
     async def stats(self) -> MemoryStats:
         """memory_stats (symbiote.memory.statistics)."""

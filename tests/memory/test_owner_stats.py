@@ -79,3 +79,22 @@ def test_weeks_run_monday_to_sunday_in_utc() -> None:
         WeekCount("2026-11-16", 2),
         WeekCount("2026-11-23", 1),
     ]
+
+
+async def test_the_figures_follow_this_instance_s_writes_without_a_new_scan(engine: MemoryEngine) -> None:
+    first = await engine.store("Keeps the spare key with the neighbour.", client="claude-ai")
+    assert (await engine.owner_stats()).total == 1  # the one scan
+    second = await engine.store("Prefers trains to planes in Europe.", client="ChatGPT")
+    await engine.update(first.memory_id, type="fact")
+    figures = await engine.owner_stats(top=2)
+    assert figures.total == 2 and [(s.name, s.memories) for s in figures.by_client] == [
+        ("ChatGPT", 1),
+        ("claude-ai", 1),
+    ]
+    assert [m.memory_id for m in figures.newest] == [second.memory_id, first.memory_id]
+    assert [(m.memory_id, m.edits) for m in figures.most_edited] == [(first.memory_id, 1)]
+    await engine.delete(second.memory_id)
+    after = await engine.owner_stats()
+    assert after.total == 1 and after.trash == 1 and [s.name for s in after.by_client] == ["claude-ai"]
+    await engine.trash.restore([second.memory_id])
+    assert (await engine.owner_stats()).total == 2
