@@ -21,7 +21,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from symbiote.auth.origin import OriginResolver
 from symbiote.auth.owner import OwnerChecks
-from symbiote.console import links_review, memories, overview, signin, transfer_pages
+from symbiote.console import editing, links_review, memories, overview, signin, transfer_pages, trash
 from symbiote.console.gate import Access, ConsoleGate
 from symbiote.console.jobs import UPLOADS, ImportJobs
 from symbiote.console.rendering import STATIC
@@ -94,8 +94,15 @@ def create_console(
         Route("/", memories.memories_page, methods=["GET"]),
         Route("/tags", memories.tag_options, methods=["GET"]),
         Route("/memories/{memory_id}", memories.memory_page, methods=["GET"]),
-        Route("/memories/{memory_id}", memories.save_memory, methods=["POST"]),
-        Route("/delete", memories.delete_memories, methods=["POST"]),
+        Route("/memories/{memory_id}", editing.save_memory, methods=["POST"]),
+        Route("/new", editing.new_memory_page, methods=["GET"]),
+        Route("/new", editing.add_memory, methods=["POST"]),
+        Route("/delete", trash.confirm_delete, methods=["GET"]),
+        Route("/delete", trash.delete_memories, methods=["POST"]),
+        Route("/trash", trash.trash_page, methods=["GET"]),
+        Route("/trash/restore", trash.restore_memories, methods=["POST"]),
+        Route("/trash/empty", trash.confirm_empty, methods=["GET"]),
+        Route("/trash/empty", trash.empty_trash, methods=["POST"]),
         Route("/stats", overview.stats_page, methods=["GET"]),
         Route("/links", links_review.links_page, methods=["GET"]),
         Route("/links/{memory_id}/{action}", links_review.review_link, methods=["POST"]),

@@ -45,7 +45,9 @@ class JobError(SymbioteError):
 class ImportJob:
     job_id: str
     path: Path
+    name: str = ""  # the file's name, as the browser gave it (shown in the list of imports)
     created: float = field(default_factory=time.monotonic)
+    started_at: float = field(default_factory=time.time)  # wall time, for the list
     received: int = 0
     state: str = "uploading"  # uploading, waiting, running, done, failed
     dry_run: bool = False
@@ -75,8 +77,12 @@ class ImportJobs:
         self._one_at_a_time = asyncio.Lock()
         self._clear()
 
-    def create(self) -> ImportJob:
+    def create(self, name: str = "") -> ImportJob:
+        """A new import; refused while another is waiting or running (one at a time, and a second
+        click must not queue the same file again)."""
         self._forget_old()
+        if self.busy:
+            raise JobError("Another import is running: wait for it to finish (it is listed on this page).")
         if len(self._jobs) >= MAX_JOBS:
             finished = [job for job in self._jobs.values() if job.state in ("done", "failed")]
             if not finished:
@@ -91,12 +97,24 @@ class ImportJobs:
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))  # readable by this user only
         except OSError as exc:
             raise JobError(f"The upload cannot be kept in {self._directory} ({exc.strerror}).") from exc
-        job = ImportJob(job_id, path)
+        job = ImportJob(job_id, path, name=" ".join(name.split())[:200])
         self._jobs[job.job_id] = job
         return job
 
     def get(self, job_id: str) -> ImportJob | None:
         return self._jobs.get(job_id)
+
+    def recent(self) -> list[ImportJob]:
+        """The imports this server still knows (for an hour), newest first: found again after leaving the page."""
+        self._forget_old()
+        return sorted(
+            (job for job in self._jobs.values() if job.state != "uploading"), key=lambda job: job.created, reverse=True
+        )
+
+    @property
+    def busy(self) -> bool:
+        """Whether an import is waiting or running."""
+        return any(job.state in ("waiting", "running") for job in self._jobs.values())
 
     async def append(self, job: ImportJob, data: bytes) -> None:
         if job.state != "uploading":

@@ -1,5 +1,5 @@
 """The console's memory pages: the list (filtered, paged, newest first), search, one memory with
-its edit form, and deleting one or a selection after a confirmation.
+its edit form. Deleting, with its confirmation and undo, is `symbiote.console.trash`.
 
 Reads and writes go through the same engine as the MCP tools: an edit is `update_memory`
 (re-embedded, keyword index updated), a search is the tools' hybrid search with its relevance
@@ -8,28 +8,29 @@ scores, so what the owner sees here is what an assistant gets.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import date, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import Response
 
 from symbiote.console.gate import visit_of
 from symbiote.console.rendering import fragment, page, problem
 from symbiote.console.session import Sessions
-from symbiote.errors import InvalidInputError, MemoryNotFoundError, SymbioteError
+from symbiote.errors import InvalidInputError, SymbioteError
 from symbiote.memory import validation
 from symbiote.memory.clock import instant_us
 from symbiote.memory.ids import is_memory_id
 from symbiote.memory.searching import RELEVANCE_CUTOFF
+from symbiote.memory.trash import TRASH_DAYS
 from symbiote.storage.filters import MemoryFilter
 
 PAGE_SIZE = 25
 SEARCH_LIMIT = 20
 WEAKER_CUTOFF = 0.0  # "show weaker matches": every candidate, best first, so nothing the cut-off hid stays hidden
-MAX_SELECTION = 100
 MAX_TAGS_OFFERED = 500  # the tag picker's suggestions, most used first
 MATCHED = {"semantic": "meaning", "keyword": "keyword", "both": "keyword + meaning", "topic": "topic"}
 
@@ -61,7 +62,11 @@ class Filters:
 
     @classmethod
     def of(cls, request: Request) -> Filters:
-        params = request.query_params
+        return cls.read(request.query_params)
+
+    @classmethod
+    def read(cls, params: Mapping[str, str]) -> Filters:
+        """From a query string's parameters (a request's, or the list's the owner came from)."""
         number = params.get("page", "1")
         return cls(
             q=params.get("q", "").strip()[:1000],
@@ -124,6 +129,10 @@ async def memories_page(request: Request) -> Response:
         "filters": filters,
         "matched": MATCHED,
         "deleted": request.query_params.get("deleted"),
+        "undo": request.query_params.get("undo", ""),
+        "restored": request.query_params.get("restored", ""),
+        "refused": request.query_params.getlist("refused"),
+        "days": TRASH_DAYS,
         "cutoff": RELEVANCE_CUTOFF,
     }
     try:
@@ -187,45 +196,3 @@ async def checked_form(request: Request) -> Any:
     if not Sessions.csrf_ok(visit_of(request).session, str(form.get("csrf", ""))):
         return None
     return form
-
-
-async def save_memory(request: Request) -> Response:
-    memory_id = request.path_params["memory_id"]
-    form = await checked_form(request)
-    if form is None:
-        return problem(request, "This form has expired; reload the page and try again.", status=403)
-    try:
-        result = await request.app.state.console_engine.update(
-            memory_id, content=str(form.get("content", "")), tags=split_tags(str(form.get("tags", "")))
-        )
-    except MemoryNotFoundError:
-        return problem(request, f"No memory has the id {memory_id}.", status=404)
-    except InvalidInputError as exc:
-        return problem(request, f"Not saved: {exc}", status=400)
-    except SymbioteError as exc:
-        return problem(request, f"Not saved: {exc}", status=503)
-    saved = "reindexed" if result.reembedded else "saved"
-    return RedirectResponse(f"{request.scope.get('root_path', '')}/memories/{memory_id}?saved={saved}", status_code=303)
-
-
-async def delete_memories(request: Request) -> Response:
-    """First the confirmation page listing the selection, then (confirmed) the deletion."""
-    form = await checked_form(request)
-    if form is None:
-        return problem(request, "This form has expired; reload the page and try again.", status=403)
-    ids = list(dict.fromkeys(str(v) for v in form.getlist("ids")))[:MAX_SELECTION]
-    try:
-        ids = validation.memory_ids(ids) if ids else []
-    except InvalidInputError as exc:
-        return problem(request, str(exc), status=400)
-    if not ids:
-        return problem(request, "Select at least one memory to delete.", status=400)
-    bulk = request.app.state.console_bulk
-    try:
-        if form.get("confirm") != "yes":
-            found = await bulk.fetch(ids)
-            return page(request, "confirm_delete.html", memories=[found[mid] for mid in ids if mid in found])
-        removed = await bulk.delete_many(ids)
-    except SymbioteError as exc:
-        return problem(request, str(exc), status=503)
-    return RedirectResponse(f"{request.scope.get('root_path', '')}/?deleted={len(removed)}", status_code=303)

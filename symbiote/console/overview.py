@@ -26,9 +26,8 @@ TAGS_SHOWN = 12
 
 async def _owner_statistics(request: Request) -> Any:
     """The owner's record (additions per week, by client and conversation, newest, most edited,
-    duplicates): the engine's `owner_stats()` where it has one. None here: the page then shows
-    the newest memories from the list and the tags and types it already has."""
-    return None
+    duplicates the server linked)."""
+    return await request.app.state.console_engine.owner_stats()
 
 
 async def stats_page(request: Request) -> Response:

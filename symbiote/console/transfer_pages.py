@@ -25,8 +25,15 @@ def _chunk_bytes(request: Request) -> int:
 
 
 async def transfer_page(request: Request) -> Response:
+    jobs: ImportJobs = request.app.state.console_jobs
     return page(
-        request, "transfer.html", chunk=_chunk_bytes(request), history=request.app.state.console_turns is not None
+        request,
+        "transfer.html",
+        chunk=_chunk_bytes(request),
+        history=request.app.state.console_turns is not None,
+        jobs=jobs.recent(),
+        busy=jobs.busy,
+        running=next((job for job in jobs.recent() if job.state in ("waiting", "running")), None),
     )
 
 
@@ -69,7 +76,7 @@ async def import_create(request: Request) -> Response:
     if refused is not None:
         return refused
     try:
-        job = request.app.state.console_jobs.create()
+        job = request.app.state.console_jobs.create(request.query_params.get("name", ""))
     except JobError as exc:
         return PlainTextResponse(str(exc), status_code=429)
     return JSONResponse({"job": job.job_id, "chunk": _chunk_bytes(request)})
@@ -106,9 +113,14 @@ async def import_start(request: Request) -> Response:
 
 
 async def import_status(request: Request) -> Response:
+    """The import's progress or report: the part the page polls (htmx), or a page of its own
+    (a link from the list of imports, after leaving the page)."""
     job = _job(request)
+    whole = request.headers.get("hx-request") != "true"
     if job is None:
+        if whole:
+            return problem(request, "This import is no longer known (imports are forgotten after an hour).", 404)
         return HTMLResponse(
             "<p>This import is no longer known (imports are forgotten after an hour).</p>", status_code=404
         )
-    return page(request, "import_status.html", job=job)
+    return page(request, "import_page.html" if whole else "import_status.html", job=job)

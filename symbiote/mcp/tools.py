@@ -12,7 +12,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
@@ -52,6 +52,20 @@ def readable_errors(fn: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[
             raise ToolError("Internal error in the memory server; it has been logged. Try again shortly.") from exc
 
     return wrapper
+
+
+def caller(ctx: Context | None) -> str | None:
+    """What stores a memory, for the owner's statistics: the client's declared name (e.g.
+    "claude-ai"), from its `initialize` or the 2026 protocol's envelope; on a stateless 2025 request,
+    which carries neither, its User-Agent's product ("Claude-User/1.0 (...)" -> "Claude-User").
+    Self-declared either way: a label, never an identity. None when there is neither."""
+    if ctx is None:
+        return None
+    params = ctx.session.client_params
+    if params is not None:
+        return params.client_info.name
+    agent = (ctx.headers or {}).get("user-agent", "")
+    return agent.split()[0].split("/")[0] if agent.strip() else None
 
 
 def register_tools(server: MCPServer, engine: MemoryEngine) -> None:
@@ -99,8 +113,9 @@ def _register_storing(server: MCPServer, engine: MemoryEngine) -> None:
             ),
         ] = None,
         bookmarked: Annotated[bool, Field(description="Keep forever, even under a retention policy.")] = False,
+        ctx: Context | None = None,
     ) -> StoreResult:
-        return await engine.store(content, tags, type, confidence, conversation_id, bookmarked)
+        return await engine.store(content, tags, type, confidence, conversation_id, bookmarked, caller(ctx))
 
     @server.tool(
         title="Store memories (batch)",
@@ -119,8 +134,9 @@ def _register_storing(server: MCPServer, engine: MemoryEngine) -> None:
             list[dict[str, Any]],
             Field(description='Items like {"content": "...", "tags": [...], "type": "fact", "confidence": 0.9}.'),
         ],
+        ctx: Context | None = None,
     ) -> BatchStoreResult:
-        return await engine.store_many(memories)
+        return await engine.store_many(memories, caller(ctx))
 
 
 def _register_search(server: MCPServer, engine: MemoryEngine) -> None:
@@ -207,8 +223,9 @@ def _register_editing(server: MCPServer, engine: MemoryEngine) -> None:
     @server.tool(
         title="Delete memory",
         description=(
-            "Permanently delete one memory by id. Only when the user asks to forget something or a stored "
-            "fact is wrong; find the id with search_memory first. This cannot be undone."
+            "Delete one memory by id: no search or read finds it afterwards. Only when the user asks to forget "
+            "something or a stored fact is wrong; find the id with search_memory first. Only the owner can "
+            "restore it, from the console's trash."
         ),
         annotations=ToolAnnotations(
             title="Delete memory", readOnlyHint=False, destructiveHint=True, idempotentHint=True

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from symbiote.embedding import MODEL_DIMENSION
 from symbiote.memory.clock import iso_utc
-from symbiote.memory.links import unlink_partners
 from symbiote.memory.policy import EnginePolicy, check_quota
+from symbiote.memory.trash import OWNER
 from symbiote.storage.base import LINK_FIELDS, MemoryStore, StoredMemory
 from symbiote.storage.filters import MemoryFilter
 
@@ -27,8 +27,10 @@ if TYPE_CHECKING:
     from symbiote.embedding.embedder import AsyncEmbedder
     from symbiote.memory.statistics import Statistics
     from symbiote.memory.store_io import StoreIO
+    from symbiote.memory.trash import MemoryTrash
 
 Outcome = Literal["added", "unchanged", "updated", "kept", "conflict", "replaced"]
+IMPORTED = "import"  # what stored a memory an import added (the file does not say)
 FETCH_BATCH = 500  # memories per read when a whole store is walked
 
 
@@ -66,9 +68,15 @@ class MemoryBulk:
     """Bulk reads and writes over the engine's store, for the console, export and import."""
 
     def __init__(
-        self, embedder: AsyncEmbedder, io: StoreIO[MemoryStore], stats: Statistics, policy: Callable[[], EnginePolicy]
+        self,
+        embedder: AsyncEmbedder,
+        io: StoreIO[MemoryStore],
+        stats: Statistics,
+        policy: Callable[[], EnginePolicy],
+        trash: MemoryTrash,
     ) -> None:
         self._embedder = embedder
+        self._trash = trash
         self._io = io
         self._stats = stats
         self._policy = policy
@@ -103,18 +111,13 @@ class MemoryBulk:
     # -- writes ----------------------------------------------------------------------------
 
     async def delete_many(self, memory_ids: Sequence[str]) -> list[str]:
-        """Delete a selection in one write; returns the ids that existed."""
-        io = self._io
-        store = await io.opened()
-        ids = list(dict.fromkeys(memory_ids))
-        found = await io.read(store.get, ids, urgent=False)
-        for memory in found.values():
-            await unlink_partners(io, store, memory, gone=set(ids))
-        removed = await io.write(store.delete_many, ids) if ids else []
-        for mid in removed:
-            if mid in found:
-                self._stats.removed(found[mid])
-        return removed
+        """Move the owner's selection to the trash in one write; returns the ids that existed."""
+        return await self._trash.move(memory_ids, OWNER)
+
+    async def matching_ids(self, where: MemoryFilter | None, limit: int) -> tuple[list[str], int]:
+        """The ids of up to `limit` memories matching `where`, newest first, and how many match."""
+        page = await self.browse(where, 0, limit)
+        return [m.memory_id for m in page.memories], page.total
 
     async def import_memories(
         self,
@@ -144,8 +147,10 @@ class MemoryBulk:
         adds: list[tuple[StoredMemory, Any]] = []
         updates: list[tuple[StoredMemory, StoredMemory, Any]] = []
         for memory, vectors in items:
-            memory = replace(memory, timestamp=iso_utc(memory.created_us))
+            memory = replace(memory, timestamp=iso_utc(memory.created_us), client=memory.client or IMPORTED)
             old = by_id.get(memory.memory_id)
+            if old is not None:  # what stored it and how often it was edited stay the stored copy's
+                memory = replace(memory, client=old.client, edits=old.edits)
             if old is not None:
                 if _same(old, memory):
                     outcomes.append(("unchanged", memory.memory_id))

@@ -11,6 +11,7 @@ search path and the statistics live in modules of their own; this class holds th
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -20,6 +21,7 @@ from symbiote.errors import MemoryNotFoundError, SymbioteError
 from symbiote.memory import validation
 from symbiote.memory.bulk import MemoryBulk
 from symbiote.memory.links import MemoryLinks
+from symbiote.memory.owner_stats import OwnerStats, duplicate_pair
 from symbiote.memory.policy import EnginePolicy, PolicyRefusedError, QuotaExceededError
 from symbiote.memory.records import (
     BatchStoreResult,
@@ -37,6 +39,7 @@ from symbiote.memory.requests import SearchRequest
 from symbiote.memory.searching import MemorySearch
 from symbiote.memory.statistics import Statistics
 from symbiote.memory.store_io import StoreIO
+from symbiote.memory.trash import ASSISTANT, TRASH_DAYS, MemoryTrash
 from symbiote.memory.writing import MemoryWriter
 from symbiote.retrieval.ranking import Candidate, QueryEvidence
 from symbiote.storage.base import MemoryStore
@@ -79,7 +82,8 @@ class MemoryEngine:
         self._writer = MemoryWriter(embedder, self._io, self._stats, lambda: self.policy)
         self._search = MemorySearch(embedder, self._io, self._stats.search_timer, stored_tags=self.tags)
         # The owner's bulk operations (console, export, import) over the same store access.
-        self.bulk = MemoryBulk(embedder, self._io, self._stats, lambda: self.policy)
+        self.trash = MemoryTrash(self._io, self._stats, self._writer.passages.kick)  # deletes are kept a while
+        self.bulk = MemoryBulk(embedder, self._io, self._stats, lambda: self.policy, self.trash)
         # The links the server made between memories about the same thing, for the owner's review.
         self.links = MemoryLinks(self._io, self.delete)
 
@@ -92,9 +96,15 @@ class MemoryEngine:
         """
         self._warming = asyncio.ensure_future(self._prepare())
         await self._warming  # cancelled with the warm-up at shutdown: nothing opens after that
+        if self._io.store is not None:
+            try:
+                await self.trash.purge_expired()  # then at each delete and each look at the trash
+            except SymbioteError as exc:
+                log.error("emptying the trash of expired memories failed: %s", exc)
         while self.policy.retention_days is not None and self._io.store is not None:
             try:
                 await self.apply_retention()
+                await self.trash.purge_expired()
             except SymbioteError as exc:
                 log.error("retention cleanup failed: %s", exc)
             await asyncio.sleep(RETENTION_INTERVAL_SECONDS)
@@ -185,12 +195,14 @@ class MemoryEngine:
         confidence: object = None,
         conversation_id: object = None,
         bookmarked: object = False,
+        client: str | None = None,
     ) -> StoreResult:
-        return await self._writer.store(content, tags, type, confidence, conversation_id, bookmarked)
+        """`client`: the name of what stores it (an MCP client's, "console"), kept for the owner's statistics."""
+        return await self._writer.store(content, tags, type, confidence, conversation_id, bookmarked, client)
 
-    async def store_many(self, items: object) -> BatchStoreResult:
+    async def store_many(self, items: object, client: str | None = None) -> BatchStoreResult:
         """Store a batch: every item valid or none stored; one embedding pass, one write."""
-        return await self._writer.store_many(items)
+        return await self._writer.store_many(items, client)
 
     async def update(
         self,
@@ -204,8 +216,16 @@ class MemoryEngine:
         """Change a memory in place: same id and original timestamp; new text is re-embedded."""
         return await self._writer.update(memory_id, content, tags, type, confidence, bookmarked)
 
-    async def delete(self, memory_id: object) -> DeleteResult:
-        return await self._writer.delete(memory_id)
+    async def delete(self, memory_id: object, deleted_by: str = ASSISTANT) -> DeleteResult:
+        """Gone from search and reads at once; the owner can restore it from the trash for TRASH_DAYS."""
+        mid = validation.memory_id(memory_id)
+        if not await self.trash.move([mid], deleted_by):
+            raise MemoryNotFoundError(mid)
+        return DeleteResult(
+            memory_id=mid,
+            deleted=True,
+            message=f"Memory deleted: no search finds it now. The owner can restore it from the trash for {TRASH_DAYS} days.",
+        )
 
     async def apply_retention(self) -> RetentionResult:
         """Delete memories older than RETENTION_DAYS in one batch, never bookmarked ones. Off by default."""
@@ -249,6 +269,17 @@ class MemoryEngine:
             count=len(page),
             next_before=page[-1].memory_id if more and page else None,
         )
+
+    async def owner_stats(self, weeks: int = 12, top: int = 5) -> OwnerStats:
+        """The owner's statistics page's figures (symbiote.memory.owner_stats), with the memories the
+        server linked as duplicates of one another."""
+        report = await self._stats.owner.report(weeks, top)
+        pairs = [
+            duplicate_pair(link.first, link.replaced)
+            for link in await self.links.links()
+            if link.kind == "duplicate" and link.first is not None
+        ]
+        return dataclasses.replace(report, duplicates=pairs[:top])
 
     async def stats(self) -> MemoryStats:
         """memory_stats (symbiote.memory.statistics)."""

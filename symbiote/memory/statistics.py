@@ -16,6 +16,7 @@ from typing import Any
 
 from symbiote.embedding import MODEL_DIMENSION, MODEL_NAME
 from symbiote.memory.clock import iso_utc
+from symbiote.memory.owner_stats import OwnerFigures
 from symbiote.memory.policy import EnginePolicy
 from symbiote.memory.records import MemoryStats
 from symbiote.memory.store_io import StoreIO
@@ -56,23 +57,27 @@ class Statistics:
         self._sizes_cache: tuple[int, float, tuple[int, dict[str, int]]] | None = None  # (writes, until, sizes)
         self.store_timer = Timer()
         self.search_timer = Timer()
+        self.owner = OwnerFigures(io)  # the owner's figures, kept current by the same calls
 
     @property
     def counting(self) -> bool:
         """Whether a summary exists to keep current (until the first stats call, writes need not report)."""
-        return self._summary is not None
+        return self._summary is not None or self.owner.tracking
 
     def added(self, memory: StoredMemory) -> None:
         if self._summary is not None:
             self._summary.add(memory)
+        self.owner.added(memory)
 
     def replaced(self, old: StoredMemory, new: StoredMemory) -> None:
         if self._summary is not None:
             self._summary.replace(old, new)
+        self.owner.replaced(old, new)
 
     def removed(self, memory: StoredMemory) -> None:
         if self._summary is not None:
             self._summary.remove(memory)
+        self.owner.removed(memory)
 
     async def report(self, store: MemoryStore, policy: EnginePolicy) -> MemoryStats:
         summary, (size, collections) = await asyncio.gather(self._summary_report(store), self._sizes(store))

@@ -23,12 +23,11 @@ from symbiote.memory import validation
 from symbiote.memory.clock import iso_utc, now_us
 from symbiote.memory.ids import IdGenerator, created_us
 from symbiote.memory.keyed_lock import KeyedLock
-from symbiote.memory.links import NewLink, link_new, unlink_partners
+from symbiote.memory.links import NewLink, link_new
 from symbiote.memory.passages import PassageIndexer
 from symbiote.memory.policy import EnginePolicy, check_conversation, check_quota
 from symbiote.memory.records import (
     BatchStoreResult,
-    DeleteResult,
     NearDuplicate,
     RetentionResult,
     StoreResult,
@@ -69,6 +68,12 @@ def draft(
         bookmarked=validation.flag(bookmarked, "bookmarked"),
         conversation_id=validation.conversation_id(conversation_id) if conversation_id is not None else None,
     )
+
+
+def client_name(name: str | None) -> str | None:
+    """What stored a memory, as recorded with it: a client's self-declared name, cut to 64 characters."""
+    text = " ".join((name or "").split())[:64]
+    return text or None
 
 
 def _batch_drafts(items: Any, max_bytes: int) -> list[StoredMemory]:
@@ -202,10 +207,12 @@ class MemoryWriter:
         confidence: Any = None,
         conversation_id: Any = None,
         bookmarked: Any = False,
+        client: str | None = None,
     ) -> StoreResult:
         started = time.perf_counter()
         policy = self._policy()
         item = draft(content, tags, type, confidence, conversation_id, bookmarked, policy.max_content_bytes)
+        item = replace(item, client=client_name(client))
         io = self._io
         store = await io.opened()
         await check_conversation(policy, io, store, item)
@@ -251,9 +258,10 @@ class MemoryWriter:
             message=message,
         )
 
-    async def store_many(self, items: Any) -> BatchStoreResult:
+    async def store_many(self, items: Any, client: str | None = None) -> BatchStoreResult:
         """Store a batch: every item valid or none stored; one embedding pass, one write."""
-        drafts = _batch_drafts(items, self._policy().max_content_bytes)
+        name = client_name(client)
+        drafts = [replace(d, client=name) for d in _batch_drafts(items, self._policy().max_content_bytes)]
         self.passages.write_began()
         io = self._io
         store = await io.opened()
@@ -304,7 +312,7 @@ class MemoryWriter:
         changes = _changes(old, content, tags, type, confidence, bookmarked, self._policy().max_content_bytes)
         if not changes:
             return UpdateResult(memory=public(old), reembedded=False, message="Nothing to change.")
-        memory = replace(old, updated_us=now_us(), **changes)
+        memory = replace(old, updated_us=now_us(), edits=old.edits + 1, **changes)
         if "content" in changes:
             windows = await self._embedder.windows(memory.content)
             await io.ensure_space(windows)
@@ -319,19 +327,6 @@ class MemoryWriter:
             reembedded="content" in changes,
             message="Memory updated" + (" and re-indexed." if "content" in changes else "."),
         )
-
-    async def delete(self, memory_id: Any) -> DeleteResult:
-        mid = validation.memory_id(memory_id)
-        io = self._io
-        store = await io.opened()
-        found = await io.read(store.get, [mid], urgent=False)  # for the statistics and its links
-        if mid in found:
-            await unlink_partners(io, store, found[mid])
-        if not await io.write(store.delete, mid):
-            raise MemoryNotFoundError(mid)
-        if mid in found:
-            self._stats.removed(found[mid])
-        return DeleteResult(memory_id=mid, deleted=True, message="Memory deleted permanently.")
 
     async def apply_retention(self) -> RetentionResult:
         """Delete memories older than RETENTION_DAYS in one batch, never bookmarked ones. Off by default."""

@@ -28,6 +28,8 @@ def metadata_of(memory: StoredMemory, passages: int, clear_missing: bool = False
         "updated_us": memory.updated_us,
         "conversation_id": memory.conversation_id,
         **link_metadata(memory, clear_missing),
+        "edits": memory.edits or None,
+        "client": memory.client,
     }
     meta.update({key: value for key, value in optional.items() if value is not None or clear_missing})
     return meta
@@ -65,6 +67,8 @@ def memory_from(memory_id: str, document: str | None, meta: dict[str, Any] | Non
         superseded_by=meta.get("superseded_by"),
         link_kind=meta.get("link_kind"),
         link_kept=bool(meta.get("link_kept", False)),
+        edits=int(meta.get("edits") or 0),
+        client=meta.get("client"),
     )
 
 

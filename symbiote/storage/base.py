@@ -59,9 +59,20 @@ class StoredMemory:
     superseded_by: str | None = None
     link_kind: str | None = None
     link_kept: bool = False
+    edits: int = 0  # times changed since it was stored (kept from 2026-11-26 on; 0 before)
+    client: str | None = None  # the name of what stored it: an MCP client's, "console", "import"
 
 
 LINK_FIELDS = ("supersedes", "superseded_by", "link_kind", "link_kept")
+
+
+@dataclass(frozen=True)
+class TrashedMemory:
+    """A deleted memory kept in the trash until it is restored or purged (its whole text's vector too)."""
+
+    memory: StoredMemory
+    deleted_us: int
+    deleted_by: str  # "owner" (the console) or "assistant" (MCP's delete_memory)
 
 
 @dataclass(frozen=True)
@@ -145,6 +156,27 @@ class MemoryStore(Protocol):
         """Deletes in one go; returns the ids that existed."""
         ...
 
+    def trash(self, memory_ids: Sequence[str], deleted_by: str, deleted_us: int) -> list[str]:
+        """Move memories to the trash: gone from every read above, kept with their whole text's
+        vector until `restore` or `purge`. Returns the ids that existed."""
+        ...
+
+    def restore(self, memory_ids: Sequence[str]) -> list[str]:
+        """Bring memories back from the trash under their own ids (passages queued to be indexed
+        again). The caller checks first that no stored memory has the id or the text. Returns the ids restored."""
+        ...
+
+    def purge(self, memory_ids: Sequence[str]) -> list[str]:
+        """Delete memories from the trash for good; returns the ids that were there."""
+        ...
+
+    def trashed(
+        self, offset: int, limit: int, memory_ids: Sequence[str] | None = None
+    ) -> tuple[list[TrashedMemory], int]:
+        """A page of the trash, the most recently deleted first, and how many it holds; with
+        `memory_ids`, those of them in the trash (the page ignored)."""
+        ...
+
     def count(self) -> int: ...
 
     def count_from(self, conversation_id: str, since_us: int) -> int: ...
@@ -182,7 +214,19 @@ class MemoryStore(Protocol):
 # Every MemoryStore method is one or the other (tests/storage/test_layers.py checks that each is
 # named once): a write goes through the writer lease in `symbiote.azure.guard`, a read never does.
 WRITE_METHODS = frozenset(
-    {"add", "add_many", "store_new", "add_passages", "replace", "set_links", "delete", "delete_many"}
+    {
+        "add",
+        "add_many",
+        "store_new",
+        "add_passages",
+        "replace",
+        "set_links",
+        "delete",
+        "delete_many",
+        "trash",
+        "restore",
+        "purge",
+    }
 )
 READ_METHODS = frozenset(
     {
@@ -202,6 +246,7 @@ READ_METHODS = frozenset(
         "size_bytes",
         "browse",
         "vectors",
+        "trashed",
         "idle_step",
     }
 )

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from symbiote.storage._chroma_records import memory_from
 from symbiote.storage.base import StoredMemory
 from symbiote.storage.filters import MemoryFilter
 
@@ -104,3 +105,19 @@ class BulkReads:
             mid: np.asarray([vector, *(chunks[c] for c in chunk_ids(mid, passages) if c in chunks)], dtype=np.float32)
             for mid, (vector, passages) in heads.items()
         }
+
+    def page(self, limit: int, before_us: int | None) -> list[StoredMemory]:
+        """The newest `limit` memories created before `before_us`, newest first."""
+        heads = read_all(self._memories, ["metadatas"], where=MemoryFilter(before_us=before_us).chroma_where())
+        ordered = sorted(
+            zip(heads["ids"], heads["metadatas"] or []),
+            key=lambda pair: (int((pair[1] or {}).get("created_us", 0)), pair[0]),
+            reverse=True,
+        )[:limit]
+        found = self.get([mid for mid, _ in ordered])
+        return [found[mid] for mid, _ in ordered if mid in found]
+
+    def scan(self, where: MemoryFilter | None = None) -> list[StoredMemory]:
+        """Every (matching) memory without its content: for statistics and retention."""
+        heads = read_all(self._memories, ["metadatas"], where=where.chroma_where() if where else None)
+        return [memory_from(mid, None, meta) for mid, meta in zip(heads["ids"], heads["metadatas"] or [])]

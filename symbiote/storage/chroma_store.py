@@ -18,7 +18,6 @@ Chroma, which is the source of truth.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
@@ -26,12 +25,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from symbiote.storage._chroma_records import check_identity, chroma_nearest, link_metadata, memory_from, metadata_of
-from symbiote.storage.base import Match, R, Shortlist, StoredMemory
+from symbiote.storage.base import Match, R, Shortlist, StoredMemory, TrashedMemory
 from symbiote.storage.bulk_reads import BulkReads, read_all
 from symbiote.storage.bulk_reads import chunk_ids as _chunk_ids
+from symbiote.storage.diskspace import directory_bytes
 from symbiote.storage.filters import MemoryFilter
 from symbiote.storage.keywords import KeywordMatch, LexicalIndex
 from symbiote.storage.passages import DeferredPassages, chunk_records
+from symbiote.storage.trash import Trash
 from symbiote.storage.vectors import MirroredCollection, VectorIndex, VectorRows
 
 if TYPE_CHECKING:  # annotations only: numpy is not on the way to `initialize`
@@ -79,6 +80,7 @@ class ChromaMemoryStore:
             self._vectors = VectorIndex(self._memories, self._chunks)
         self._bulk = BulkReads(self._memories, self._chunks, lexical, self.get)
         self._passages = DeferredPassages(self._chunks, lexical, self.get)
+        self._trash = Trash(self._memories, self._chunks, lexical)
         self._sync_lexical()
 
     def idle_step(self) -> bool:
@@ -128,6 +130,22 @@ class ChromaMemoryStore:
 
     def vectors(self, memory_ids: Sequence[str]) -> dict[str, np.ndarray]:
         return self._bulk.vectors(memory_ids)
+
+    # -- the trash (symbiote.storage.trash) -------------------------------------------------
+
+    def trash(self, memory_ids: Sequence[str], deleted_by: str, deleted_us: int) -> list[str]:
+        return self._trash.trash(memory_ids, deleted_by, deleted_us)
+
+    def restore(self, memory_ids: Sequence[str]) -> list[str]:
+        return self._trash.restore(memory_ids)
+
+    def purge(self, memory_ids: Sequence[str]) -> list[str]:
+        return self._trash.purge(memory_ids)
+
+    def trashed(
+        self, offset: int, limit: int, memory_ids: Sequence[str] | None = None
+    ) -> tuple[list[TrashedMemory], int]:
+        return self._trash.trashed(offset, limit, memory_ids)
 
     # -- writes ----------------------------------------------------------------------------
 
@@ -377,28 +395,10 @@ class ChromaMemoryStore:
         return int(collection.count())
 
     def page(self, limit: int, before_us: int | None) -> list[StoredMemory]:
-        heads = read_all(self._memories, ["metadatas"], where=MemoryFilter(before_us=before_us).chroma_where())
-        ordered = sorted(
-            zip(heads["ids"], heads["metadatas"] or []),
-            key=lambda pair: (int((pair[1] or {}).get("created_us", 0)), pair[0]),
-            reverse=True,
-        )[:limit]
-        found = self.get([mid for mid, _ in ordered])
-        return [found[mid] for mid, _ in ordered if mid in found]
+        return self._bulk.page(limit, before_us)
 
     def scan(self, where: MemoryFilter | None = None) -> list[StoredMemory]:
-        """Every (matching) memory without its content: for statistics and retention."""
-        heads = read_all(self._memories, ["metadatas"], where=where.chroma_where() if where else None)
-        return [memory_from(mid, None, meta) for mid, meta in zip(heads["ids"], heads["metadatas"] or [])]
+        return self._bulk.scan(where)
 
     def size_bytes(self) -> int:
-        if self._data_path is None:
-            return 0
-        total = 0
-        for root, _dirs, files in os.walk(self._data_path):
-            for name in files:
-                try:
-                    total += os.path.getsize(os.path.join(root, name))
-                except OSError:
-                    pass
-        return total
+        return directory_bytes(self._data_path) if self._data_path is not None else 0

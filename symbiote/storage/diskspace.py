@@ -9,6 +9,7 @@ refused with a clear message, reads go on, and writing works again as soon as sp
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 from pathlib import Path
 
@@ -59,3 +60,15 @@ class DiskSpace:
         """`check` off the event loop (statvfs on a network share is a round trip)."""
         if self.reserve_bytes > 0:
             await asyncio.to_thread(self.check, incoming_bytes)
+
+
+def directory_bytes(path: Path) -> int:
+    """What the files under `path` take (a file gone while it is walked counts nothing)."""
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.path.getsize(os.path.join(root, name))
+            except OSError:  # removed since the walk listed it: it no longer takes space
+                pass
+    return total

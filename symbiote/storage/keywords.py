@@ -33,6 +33,7 @@ from pathlib import Path
 
 from symbiote.storage.term_scores import TermScores
 from symbiote.storage.terms import query_terms
+from symbiote.storage.trash_rows import TrashRows
 
 CONTEXT_WINDOW_US = 30 * 60 * 1_000_000
 CONTEXT_MEMORIES = 2
@@ -118,6 +119,7 @@ class LexicalIndex:
         self._conn.execute("CREATE TABLE IF NOT EXISTS pending (memory_id TEXT PRIMARY KEY, windows TEXT)")
         self._counts: dict[str, int] = {}  # "" -> all memories, term -> memories containing it; reset on write
         self._scores = TermScores(self._conn, CONTEXT_WEIGHT)
+        self.trash = TrashRows(self._conn, self._lock)  # deleted memories (`symbiote.storage.trash`)
         self._conn.execute(
             "CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5("
             "memory_id UNINDEXED, body, ctx, tokenize='porter unicode61 remove_diacritics 2')"
@@ -177,8 +179,7 @@ class LexicalIndex:
         self._scores.forget()
 
     def idle_step(self) -> bool:
-        """Hold the BM25 scores of the words searches asked for, a slice at a time; True while
-        there is more to hold."""
+        """Hold the BM25 scores of the words searches asked for, a slice at a time; True while more."""
         with self._lock:
             return self._scores.fill_step()
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from symbiote.storage.base import MemoryStore, StoredMemory
+from symbiote.storage.base import MemoryStore, StoredMemory, TrashedMemory
 from symbiote.storage.history import HistoryStore, StoredTurn
 
 if TYPE_CHECKING:
@@ -91,6 +91,15 @@ class StoreLayer(Layer[MemoryStore]):
     def delete_many(self, memory_ids: Sequence[str]) -> list[str]:
         return self._write(MemoryStore.delete_many, memory_ids)
 
+    def trash(self, memory_ids: Sequence[str], deleted_by: str, deleted_us: int) -> list[str]:
+        return self._write(MemoryStore.trash, memory_ids, deleted_by, deleted_us)
+
+    def restore(self, memory_ids: Sequence[str]) -> list[str]:
+        return self._write(MemoryStore.restore, memory_ids)
+
+    def purge(self, memory_ids: Sequence[str]) -> list[str]:
+        return self._write(MemoryStore.purge, memory_ids)
+
     # Reads.
     def pending_passages(self, limit: int) -> list[tuple[str, list[str] | None, str]]:
         return self._read(MemoryStore.pending_passages, limit)
@@ -153,6 +162,11 @@ class StoreLayer(Layer[MemoryStore]):
 
     def vectors(self, memory_ids: Sequence[str]) -> dict[str, np.ndarray]:
         return self._read(MemoryStore.vectors, memory_ids)
+
+    def trashed(
+        self, offset: int, limit: int, memory_ids: Sequence[str] | None = None
+    ) -> tuple[list[TrashedMemory], int]:
+        return self._read(MemoryStore.trashed, offset, limit, memory_ids)
 
 
 class HistoryLayer(Layer[HistoryStore]):

@@ -44,6 +44,16 @@ MAX_REFUSALS_KEPT = 1000  # a report lists at most this many refused lines (all 
 YIELD_SECONDS = 0.02  # the longest an import holds the event loop between two turns for everyone else
 
 
+NOT_AN_EXPORT = (
+    "This file is not a Symbiote export or a memory.jsonl from the MCP memory server, so nothing was imported."
+)
+EMPTY_FILE = "This file is empty, so nothing was imported."
+
+
+class NotAnExportError(SymbioteError):
+    """The file is not one Symbiote imports (its first line says so): refused whole, nothing written."""
+
+
 class TurnSink(Protocol):
     """Where imported conversation turns go: `ConversationHistory.append` (idempotent per index)."""
 
@@ -97,7 +107,10 @@ class ImportReport:
         if self.replaced:
             parts.append(f"{self.replaced} {verb}replaced by the file's text")
         if self.turns_added or self.turns_unchanged:
-            parts.append(f"{self.turns_added} conversation turns {verb}added, {self.turns_unchanged} already there")
+            if self.dry_run:  # a dry run does not read the history: a turn already there counts here too
+                parts.append(f"{self.turns_added} conversation turns would be added (or are already there)")
+            else:
+                parts.append(f"{self.turns_added} conversation turns added, {self.turns_unchanged} already there")
         parts.append(f"{self.refused_count} refused")
         text = ("Dry run: " if self.dry_run else "") + ", ".join(parts) + "."
         if self.stopped:
@@ -149,6 +162,7 @@ class Importer:
         self._pending: list[tuple[int, IncomingMemory]] = []
         self._clock = now_us()  # memories without times get this, one microsecond apart, in file order
         self._mode: str | None = None
+        self._recognised = False  # the first line that is not blank was one of an export's
 
     async def run(self, stream: IO[bytes]) -> ImportReport:
         done = 0
@@ -157,6 +171,8 @@ class Importer:
             done += size
             self.report.lines = number
             if raw is None:
+                if not self._recognised:
+                    raise NotAnExportError(NOT_AN_EXPORT)
                 self.report.refuse(number, f"longer than {MAX_LINE_BYTES:,} bytes (not read)")
             else:
                 await self._line(number, raw)
@@ -167,6 +183,8 @@ class Importer:
                     self._progress(done)
                 await asyncio.sleep(0)
                 turn = time.monotonic()
+        if not self._recognised:
+            raise NotAnExportError(EMPTY_FILE)
         await self._flush()
         if self._progress is not None:
             self._progress(done)
@@ -179,8 +197,14 @@ class Importer:
         try:
             record = json.loads(text)
         except (ValueError, RecursionError) as exc:  # decoding, UTF-8, a number past Python's digit limit, nesting
+            if not self._recognised:
+                raise NotAnExportError(NOT_AN_EXPORT) from None
             self.report.refuse(number, _not_json(exc))
             return
+        if not self._recognised:
+            if not _recognisable(record):
+                raise NotAnExportError(NOT_AN_EXPORT)
+            self._recognised = True
         try:
             if not isinstance(record, dict):
                 raise LineError("not a JSON object")
@@ -284,9 +308,19 @@ def _with_id(memory: StoredMemory) -> StoredMemory:
     return replace(memory, memory_id=f"mem_{memory.created_us:016d}{secrets.randbelow(10_000):04d}")
 
 
+def _recognisable(record: Any) -> bool:
+    """Whether a file's first record is one an export or a `memory.jsonl` begins with."""
+    if not isinstance(record, dict):
+        return False
+    return is_header(record) or is_graph_line(record) or record.get("kind") in ("memory", "turn") or "content" in record
+
+
 def _not_json(exc: ValueError | RecursionError) -> str:
+    """Why a line is not JSON, in words (never the decoder's own message)."""
     if isinstance(exc, RecursionError):
         return "not valid JSON (nested too deeply)"
-    if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)):
-        return f"not valid JSON ({exc})"
+    if isinstance(exc, UnicodeDecodeError):
+        return "not text (not UTF-8)"
+    if isinstance(exc, json.JSONDecodeError):
+        return "not valid JSON"
     return "not valid JSON (a number with too many digits)"

@@ -51,6 +51,8 @@ async def visit_every_page(page: Any, base: str, size: str) -> None:
         "conversation": f"{base}/console/history?conversation=garden",
         "transfer": f"{base}/console/transfer",
         "problem": f"{base}/console/memories/mem_1",
+        "new": f"{base}/console/new",
+        "links": f"{base}/console/links",
     }
     for name, url in pages.items():
         await page.goto(url)
@@ -63,6 +65,14 @@ async def visit_every_page(page: Any, base: str, size: str) -> None:
     await page.wait_for_selector("#confirm-delete")
     await assert_accessible(page, "confirm delete")
     await screenshot(page, f"confirm-delete-{size}")
+    await page.click("#confirm-delete")
+    await page.wait_for_selector("#undo-delete")
+    await assert_accessible(page, "after a delete, with its undo")
+    await page.goto(f"{base}/console/trash")
+    await assert_accessible(page, "trash")
+    await screenshot(page, f"trash-{size}")
+    await page.locator("input[name=ids]").first.check()
+    await page.click("#restore-selected")  # the next size finds every memory again
     await page.goto(f"{base}/console/history?conversation=garden")
     await page.click("form.delete-one button.danger")
     await page.wait_for_selector("#confirm-delete")

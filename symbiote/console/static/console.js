@@ -12,7 +12,7 @@
   function syncSelection() {
     document.querySelectorAll("form.selection").forEach(function (form) {
       var button = form.querySelector("button.danger");
-      if (button) button.disabled = !form.querySelector('input[name="ids"]:checked');
+      if (button) button.disabled = !form.querySelector('input[name="ids"]:checked, input[name="all"]:checked');
     });
   }
 
@@ -70,24 +70,41 @@
     var status = document.getElementById("import-status");
     if (!file) return;
     var button = form.querySelector("button");
-    button.disabled = true;
+    button.disabled = true;  // one import at a time: enabled again when this one has finished (below)
+    var started = false;
     try {
-      var job = await (await post(base + "/import", "", "text/plain")).json();
+      var job = await (await post(base + "/import?name=" + encodeURIComponent(file.name), "", "text/plain")).json();
       var chunk = job.chunk || parseInt(form.dataset.chunk, 10);
       for (var start = 0; start < file.size; start += chunk) {
         say(status, "Uploading… " + Math.floor(100 * start / file.size) + " %", false);
         await post(base + "/import/" + job.job + "/part", file.slice(start, start + chunk), "application/octet-stream");
       }
-      var started = await post(base + "/import/" + job.job + "/start?dry_run=" + (dry ? "1" : "0") + "&replace=" + (replace ? "1" : "0"), "", "text/plain");
-      status.outerHTML = await started.text();
+      var reply = await post(base + "/import/" + job.job + "/start?dry_run=" + (dry ? "1" : "0") + "&replace=" + (replace ? "1" : "0"), "", "text/plain");
+      status.outerHTML = await reply.text();
+      started = true;
       var fresh = document.getElementById("import-status");
       if (window.htmx) window.htmx.process(fresh);
+      finished();
     } catch (error) {
       say(status, "Import failed: " + error.message, true);
     } finally {
-      button.disabled = false;
+      if (!started) button.disabled = false;
     }
   }
+
+  // The import button comes back once the import shown has finished (its status is polled by htmx).
+  function finished() {
+    var status = document.getElementById("import-status");
+    var button = document.getElementById("import-button");
+    if (!status || !button) return;
+    var state = status.getAttribute("data-state");
+    if (state === "done" || state === "failed") {
+      button.disabled = false;
+      var busy = document.getElementById("import-busy");
+      if (busy) busy.remove();
+    }
+  }
+  document.addEventListener("htmx:afterSettle", finished);
 
   document.addEventListener("submit", function (event) {
     if (event.target.id !== "import-form") return;
