@@ -300,12 +300,7 @@ class ChromaMemoryStore:
         return held and not any(self._memories.rows.holds_content(digest) for digest in hashes)
 
     def find_content(self, content_hash: str) -> StoredMemory | None:
-        if self._surely_new([content_hash]):
-            return None
-        got = self._memories.get(where={"content_hash": content_hash}, limit=1, include=["documents", "metadatas"])
-        if not got["ids"]:
-            return None
-        return memory_from(got["ids"][0], (got["documents"] or [None])[0], (got["metadatas"] or [None])[0])
+        return self.find_contents([content_hash]).get(content_hash)
 
     def find_contents(self, hashes: Sequence[str]) -> dict[str, StoredMemory]:
         """Existing memories by content hash, one query for a whole batch."""
