@@ -100,13 +100,3 @@ async def test_the_owner_keeps_undoes_or_merges(engine: MemoryEngine) -> None:
     await engine.links.merge(new)
     assert [m.memory_id for m in (await engine.list_memories(limit=10)).memories] == [newer, old]
     assert (await engine.get(newer)).supersedes is None
-
-
-async def test_a_memory_about_another_holder_is_no_rival(engine: MemoryEngine) -> None:
-    """The wife's sertraline is nearly as close as the owner's own, but it cannot be what the new
-    dose replaces: the owner's is linked all the same."""
-    mine = (await engine.store("Takes 50mg of sertraline every morning.")).memory_id
-    await engine.store("My wife takes 25mg of sertraline at night.")
-    await engine.store("Cycles to the office on Tuesdays and Thursdays.")
-    new = await engine.store("The doctor raised my sertraline to 100mg.")
-    assert (new.linked, new.linked_to, new.link_kind) == ("supersedes", mine, "update")
