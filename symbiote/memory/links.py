@@ -16,7 +16,7 @@ from symbiote.errors import InvalidInputError, MemoryNotFoundError
 from symbiote.memory import validation
 from symbiote.memory.ids import created_us as id_created_us
 from symbiote.memory.store_io import StoreIO
-from symbiote.retrieval.sameness import LinkKind, about_another, fuller_is_newer, judge, stands_out
+from symbiote.retrieval.sameness import LinkKind, fuller_is_newer, judge, stands_out
 from symbiote.storage.base import MemoryStore, StoredMemory
 
 
@@ -60,15 +60,8 @@ async def link_new(
         new_first = kind == "update" or fuller_is_newer(old.content, memory.content)
         if new_first and old.superseded_by:
             continue  # already replaced: the newest of its chain is among the nearest too
-        # no rival: a memory already replaced (the older end of the chain being extended), or one
-        # about another holder (a husband's medicine beside my own)
-        rivals = [
-            c
-            for other, c in nearest
-            if other.memory_id != old.memory_id
-            and not other.superseded_by
-            and not about_another(other.content, memory.content)
-        ]
+        # a memory already replaced is no rival: it is the older end of the chain being extended
+        rivals = [c for other, c in nearest if other.memory_id != old.memory_id and not other.superseded_by]
         if not stands_out(cosine, rivals):
             continue
         pair = _linked(memory, old, kind) if new_first else _linked(old, memory, kind)

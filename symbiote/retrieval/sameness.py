@@ -72,17 +72,10 @@ def label(text: str) -> str | None:
     return found.group(1).lower() if found else None
 
 
-def about_another(other: str, newer: str) -> bool:
-    """Whether `other` opens by naming a holder `newer` never mentions, or the reverse: "My husband
-    takes atorvastatin" is about someone else than "Doctor increased my amlodipine dose"."""
-    return _holders_differ(other, newer, content_words(other), content_words(newer))
-
-
 def stands_out(cosine: float, rivals: Sequence[float]) -> bool:
     """Whether the older memory is clearly closer to the new one than the other memories nearest
     it (their cosines): in a conversation every turn is about as close as the next, and none
-    updates another. A memory about another holder (`about_another`) is no rival: it cannot be
-    the same thing, so its closeness says nothing about which memory the new one replaces."""
+    updates another."""
     return not rivals or cosine - max(rivals) >= STANDOUT
 
 
