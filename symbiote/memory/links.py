@@ -82,6 +82,11 @@ def _without_replacer(memory: StoredMemory) -> StoredMemory:
     )
 
 
+def without_links(memory: StoredMemory) -> StoredMemory:
+    """`memory` linked to nothing (as it goes to the trash: restored, it points at no one)."""
+    return _without_replaced(_without_replacer(memory))
+
+
 class MemoryLinks:
     """The owner's review of the links: list them, keep one, merge the two, or undo it. Each link
     is named by the memory it replaced (a memory is replaced by one other at most)."""
