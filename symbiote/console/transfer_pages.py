@@ -21,7 +21,8 @@ CHUNK_BYTES = 1024 * 1024
 
 def _chunk_bytes(request: Request) -> int:
     """Upload parts well under the server's request body cap."""
-    return max(16 * 1024, min(CHUNK_BYTES, request.app.state.console_max_body // 2))
+    cap: int = request.app.state.console_max_body
+    return max(16 * 1024, min(CHUNK_BYTES, cap // 2))
 
 
 async def transfer_page(request: Request) -> Response:

@@ -14,7 +14,7 @@ from typing import Any
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS, GetPromptResult, InputRequiredResult
+from mcp_types import INVALID_PARAMS, GetPromptResult, Icon, InputRequiredResult, ToolAnnotations
 from mcp_types import Tool as MCPTool
 from pydantic import ValidationError
 
@@ -54,7 +54,7 @@ class SymbioteMCP(MCPServer):
             await self._ready()
         return await super().list_tools()
 
-    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:  # type: ignore[override]
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -75,14 +75,33 @@ class SymbioteMCP(MCPServer):
             raise MCPError(INVALID_PARAMS, f"Unknown prompt: {name}")
         return await super().get_prompt(name, arguments, context)
 
-    def add_tool(self, fn: Callable[..., Any], name: str | None = None, **kwargs: Any) -> None:
+    def add_tool(
+        self,
+        fn: Callable[..., Any],
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: ToolAnnotations | None = None,
+        icons: list[Icon] | None = None,
+        meta: dict[str, Any] | None = None,
+        structured_output: bool | None = None,
+    ) -> None:
         """Register a tool (the `@tool` decorator comes here too), publishing its output schema plain.
 
         `plain_schema` gives the same constraints in the shape a client's validator walks fastest:
         the official SDK client checks every result against it in pure Python (jsonschema), where
         each `$ref` and `anyOf` costs a resolution or a branch per field of every hit. Results are
         still validated here against the tool's own model."""
-        super().add_tool(fn, name=name, **kwargs)
+        super().add_tool(
+            fn,
+            name=name,
+            title=title,
+            description=description,
+            annotations=annotations,
+            icons=icons,
+            meta=meta,
+            structured_output=structured_output,
+        )
         tool = self._tool_manager.get_tool(name or fn.__name__)
         if tool is not None and tool.fn_metadata.output_schema is not None:
             tool.fn_metadata.output_schema = plain_schema(tool.fn_metadata.output_schema)
@@ -107,7 +126,7 @@ def plain_schema(schema: dict[str, Any]) -> dict[str, Any]:
             return node
         ref = node.get("$ref")
         name = ref.rsplit("/", 1)[-1] if isinstance(ref, str) and ref.startswith("#/$defs/") else None
-        if name in defs and name not in inside:
+        if name is not None and name in defs and name not in inside:
             return plain({**defs[name], **{k: v for k, v in node.items() if k != "$ref"}}, inside | {name})
         out = {k: plain(v, inside) for k, v in node.items() if k != "$defs"}
         options = out.get("anyOf")
@@ -120,7 +139,7 @@ def plain_schema(schema: dict[str, Any]) -> dict[str, Any]:
             out["type"] = [o["type"] for o in options]
         return out
 
-    flat = plain(schema, frozenset())
+    flat: dict[str, Any] = plain(schema, frozenset())
     recursive = {n for n in defs if f'"#/$defs/{n}"' in json.dumps(flat)}
     if recursive:  # references left in place need their definitions
         flat["$defs"] = {n: plain(defs[n], frozenset({n})) for n in recursive}

@@ -63,7 +63,7 @@ def caller(ctx: Context | None) -> str | None:
         return None
     params = ctx.session.client_params
     if params is not None:
-        return params.client_info.name
+        return str(params.client_info.name)
     agent = (ctx.headers or {}).get("user-agent", "")
     return agent.split()[0].split("/")[0] if agent.strip() else None
 
@@ -90,7 +90,7 @@ def _register_storing(server: MCPServer, engine: MemoryEngine) -> None:
             "memory (status 'duplicate'); near_duplicates lists memories that say nearly the same."
         ),
         annotations=ToolAnnotations(
-            title="Store memory", readOnlyHint=False, destructiveHint=False, idempotentHint=False
+            title="Store memory", read_only_hint=False, destructive_hint=False, idempotent_hint=False
         ),
     )
     @readable_errors
@@ -125,7 +125,7 @@ def _register_storing(server: MCPServer, engine: MemoryEngine) -> None:
             "Identical content already stored is not copied (status 'duplicate')."
         ),
         annotations=ToolAnnotations(
-            title="Store memories", readOnlyHint=False, destructiveHint=False, idempotentHint=False
+            title="Store memories", read_only_hint=False, destructive_hint=False, idempotent_hint=False
         ),
     )
     @readable_errors
@@ -156,7 +156,7 @@ def _register_search(server: MCPServer, engine: MemoryEngine) -> None:
             "min_relevance (default 30) are left out, so an empty list means nothing relevant is stored. "
             "Narrow by time with after/before/when: ISO dates or phrases like 'yesterday', 'last week', 'in March'."
         ),
-        annotations=ToolAnnotations(title="Search memory", readOnlyHint=True, openWorldHint=False),
+        annotations=ToolAnnotations(title="Search memory", read_only_hint=True, open_world_hint=False),
     )
     @readable_errors
     @takes(SearchRequest)
@@ -170,7 +170,7 @@ def _register_reading(server: MCPServer, engine: MemoryEngine) -> None:
     @server.tool(
         title="Get memory",
         description="Fetch one memory by its id (from search_memory or list_memories), with its tags and timestamp.",
-        annotations=ToolAnnotations(title="Get memory", readOnlyHint=True, openWorldHint=False),
+        annotations=ToolAnnotations(title="Get memory", read_only_hint=True, open_world_hint=False),
     )
     @readable_errors
     async def get_memory(
@@ -181,7 +181,7 @@ def _register_reading(server: MCPServer, engine: MemoryEngine) -> None:
     @server.tool(
         title="Get memories",
         description="Fetch several memories by id in one call; the answer keeps your order, with null for unknown ids.",
-        annotations=ToolAnnotations(title="Get memories", readOnlyHint=True, openWorldHint=False),
+        annotations=ToolAnnotations(title="Get memories", read_only_hint=True, open_world_hint=False),
     )
     @readable_errors
     async def get_memories(
@@ -206,7 +206,7 @@ def _register_editing(server: MCPServer, engine: MemoryEngine) -> None:
             "to storing a second, conflicting memory."
         ),
         annotations=ToolAnnotations(
-            title="Update memory", readOnlyHint=False, destructiveHint=False, idempotentHint=True
+            title="Update memory", read_only_hint=False, destructive_hint=False, idempotent_hint=True
         ),
     )
     @readable_errors
@@ -228,7 +228,7 @@ def _register_editing(server: MCPServer, engine: MemoryEngine) -> None:
             "restore it, from the console's trash."
         ),
         annotations=ToolAnnotations(
-            title="Delete memory", readOnlyHint=False, destructiveHint=True, idempotentHint=True
+            title="Delete memory", read_only_hint=False, destructive_hint=True, idempotent_hint=True
         ),
     )
     @readable_errors
@@ -248,7 +248,7 @@ def _register_browsing(server: MCPServer, engine: MemoryEngine) -> None:
             "remembered; to answer a question, use search_memory instead. Pass the returned next_before "
             "as `before` to get the next, older page."
         ),
-        annotations=ToolAnnotations(title="List memories", readOnlyHint=True, openWorldHint=False),
+        annotations=ToolAnnotations(title="List memories", read_only_hint=True, open_world_hint=False),
     )
     @readable_errors
     async def list_memories(
@@ -266,7 +266,7 @@ def _register_browsing(server: MCPServer, engine: MemoryEngine) -> None:
             "How many memories are stored (per type and per collection), the oldest and newest, the most used "
             "tags, disk usage, quota usage and mean latency."
         ),
-        annotations=ToolAnnotations(title="Memory statistics", readOnlyHint=True, openWorldHint=False),
+        annotations=ToolAnnotations(title="Memory statistics", read_only_hint=True, open_world_hint=False),
     )
     @readable_errors
     async def memory_stats() -> MemoryStats:

@@ -83,7 +83,8 @@ def read_header(record: dict[str, Any]) -> Header:
     if version not in READABLE_VERSIONS or isinstance(version, bool):
         readable = " and ".join(str(v) for v in READABLE_VERSIONS)
         raise LineError(f"format version {version!r} is not one this Symbiote reads (it reads {readable})")
-    counts = record.get("counts") if isinstance(record.get("counts"), dict) else {}
+    found = record.get("counts")
+    counts: dict[str, Any] = found if isinstance(found, dict) else {}
     dimension = record.get("dimension")
     return Header(
         model=str(record.get("model") or ""),
