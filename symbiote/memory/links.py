@@ -9,7 +9,7 @@ the owner can keep it, merge the two (delete the one replaced) or undo it.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 
 from symbiote.errors import InvalidInputError, MemoryNotFoundError
@@ -163,23 +163,23 @@ class MemoryLinks:
         await self._delete(replaced.memory_id)
 
 
-async def unlink_partners(
-    io: StoreIO[MemoryStore], store: MemoryStore, memory: StoredMemory, gone: set[str] | frozenset[str] = frozenset()
-) -> None:
-    """Before `memory` is deleted: the memories linked to it lose the link, so none points at nothing
-    (`gone`: the memories deleted with it, left as they are). A memory that replaced others is
-    looked for in every memory's links (a scan without texts; only for such a memory)."""
-    ids = [m for m in (memory.supersedes, memory.superseded_by) if m and m not in gone]
+async def unlink(io: StoreIO[MemoryStore], store: MemoryStore, memories: Sequence[StoredMemory]) -> None:
+    """Before `memories` go to the trash: they and the memories linked to them lose those links, so
+    none points at nothing, and one restored points at no one. One read of the partners, at most one
+    scan without texts (only when one of them replaced others: who it replaced is found there), and
+    one write."""
+    gone = {m.memory_id for m in memories}
+    ids = list(dict.fromkeys(p for m in memories for p in (m.supersedes, m.superseded_by) if p and p not in gone))
     partners = dict(await io.read(store.get, ids, urgent=False)) if ids else {}
-    if memory.supersedes:
+    if any(m.supersedes for m in memories):
         for other in await io.read(store.scan, urgent=False):
-            if other.superseded_by == memory.memory_id and other.memory_id not in gone:
+            if other.superseded_by in gone and other.memory_id not in gone:
                 partners.setdefault(other.memory_id, other)
-    changed = []
+    changed = [without_links(m) for m in memories if m.supersedes or m.superseded_by]
     for partner in partners.values():
-        if partner.superseded_by == memory.memory_id:
+        if partner.superseded_by in gone:
             partner = _without_replacer(partner)
-        if partner.supersedes == memory.memory_id:
+        if partner.supersedes in gone:
             partner = _without_replaced(partner)
         changed.append(partner)
     if changed:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from symbiote.memory.clock import now_us
-from symbiote.memory.links import unlink_partners, without_links
+from symbiote.memory.links import unlink
 from symbiote.memory.statistics import Statistics
 from symbiote.memory.store_io import StoreIO
 from symbiote.storage.base import MemoryStore, StoredMemory, TrashedMemory
@@ -68,11 +68,7 @@ class MemoryTrash:
             return []
         await self.purge_expired()
         found = await io.read(store.get, ids, urgent=False)  # for the statistics and the links
-        for memory in found.values():  # the memories linked to these lose the link: none points at the trash
-            await unlink_partners(io, store, memory, gone=set(ids))
-        linked = [without_links(m) for m in found.values() if m.supersedes or m.superseded_by]
-        if linked:  # nor do these, once restored
-            await io.write(store.set_links, linked)
+        await unlink(io, store, list(found.values()))
         at = deleted_us or now_us()
         removed: list[str] = []
         for start in range(0, len(ids), MOVE_BATCH):

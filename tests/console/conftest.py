@@ -4,8 +4,6 @@ one empty server, and Debian's Chromium through Playwright (never Playwright's o
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -14,10 +12,9 @@ import pytest
 import pytest_asyncio
 
 from tests.auth.support import OWNER_SECRET, bearer_client, oauth_env
-from tests.conftest import MODEL_DIR, ServerProcess
+from tests.conftest import ServerProcess
+from tests.console.owner_browser import api_key_for, launch
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
 DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
 SIZES = {"desktop": DESKTOP, "phone": PHONE}
@@ -60,13 +57,6 @@ def owner_memories(count: int) -> list[dict[str, Any]]:
     return [*filler, *({"content": text, "tags": tags, "type": kind} for text, tags, kind in TOPICS)]
 
 
-def run_cli(server: ServerProcess, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CHROMADB_PATH": str(server.data_dir), "SYMBIOTE_MODEL_DIR": str(MODEL_DIR), **oauth_env()}
-    return subprocess.run(
-        [sys.executable, "-m", "symbiote", *args], env=env, capture_output=True, text=True, timeout=120
-    )
-
-
 @pytest.fixture(scope="package")
 def owner_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """A server with auth on (the console needs the owner secret)."""
@@ -85,9 +75,7 @@ def empty_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPro
 
 @pytest.fixture(scope="package")
 def api_key(owner_server: ServerProcess) -> str:
-    created = run_cli(owner_server, "keys", "create", "console tests")
-    assert created.returncode == 0, created.stderr
-    return next(word for word in created.stdout.split() if word.startswith("sym_key_"))
+    return api_key_for(owner_server)
 
 
 @pytest_asyncio.fixture(scope="package")
@@ -120,9 +108,8 @@ CONVERSATIONS = {
 async def browser() -> AsyncIterator[Any]:
     from playwright.async_api import async_playwright
 
-    assert Path(CHROMIUM).exists(), "Chromium is missing: scripts/setup.sh dev installs it (apt-get install chromium)"
     async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        launched = await launch(playwright)
         yield launched
         await launched.close()
 

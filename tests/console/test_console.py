@@ -4,10 +4,7 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,19 +13,9 @@ import pytest
 import pytest_asyncio
 
 from tests.auth.support import OWNER_SECRET, bearer_client, oauth_env
-from tests.conftest import MODEL_DIR, ServerProcess
+from tests.conftest import ServerProcess
+from tests.console.owner_browser import api_key_for, signed_in_page
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2"> likes <b>bold</b> tea'
 HOSTILE_TAG = "<img src=x onerror=window.__pwned=3>"
 SEED = [
@@ -57,13 +44,6 @@ SEED = [
 ]
 
 
-def run_cli(server: ServerProcess, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CHROMADB_PATH": str(server.data_dir), "SYMBIOTE_MODEL_DIR": str(MODEL_DIR), **oauth_env()}
-    return subprocess.run(
-        [sys.executable, "-m", "symbiote", *args], env=env, capture_output=True, text=True, timeout=120
-    )
-
-
 @pytest.fixture(scope="module")
 def console_server(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator[ServerProcess]:
     proc = ServerProcess(tmp_path_factory.mktemp("console") / "data", env=oauth_env()).start()
@@ -73,9 +53,7 @@ def console_server(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) ->
 
 @pytest.fixture(scope="module")
 def api_key(console_server: ServerProcess) -> str:
-    created = run_cli(console_server, "keys", "create", "console test")
-    assert created.returncode == 0, created.stderr
-    return next(word for word in created.stdout.split() if word.startswith("sym_key_"))
+    return api_key_for(console_server)
 
 
 @pytest_asyncio.fixture(scope="module")
@@ -88,30 +66,6 @@ async def seeded(console_server: ServerProcess, api_key: str) -> dict[str, str]:
     assert not result.is_error, result.content
     contents = [item["content"] for item in [*SEED, {"content": HOSTILE}]]
     return {text: r["memory_id"] for text, r in zip(contents, result.structured_content["results"])}
-
-
-@pytest_asyncio.fixture(scope="module")
-async def browser() -> AsyncIterator[Any]:
-    from playwright.async_api import async_playwright
-
-    assert Path(CHROMIUM).exists(), "Chromium is missing: scripts/setup.sh dev installs it (apt-get install chromium)"
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield launched
-        await launched.close()
-
-
-async def signed_in_page(browser: Any, server: ServerProcess, **options: Any) -> Any:
-    """A fresh browser context, signed in with the owner secret."""
-    context = await browser.new_context(accept_downloads=True, **options)
-    page = await context.new_page()
-    page.on("dialog", lambda dialog: pytest.fail(f"a dialog opened: {dialog.message}"))
-    await page.goto(f"{server.base_url}/console/")
-    assert page.url.endswith("/console/signin")
-    await page.fill("#secret", OWNER_SECRET)
-    await page.click("button[type=submit]")
-    await page.wait_for_url(f"{server.base_url}/console/")
-    return page
 
 
 async def test_owner_signs_in_searches_edits_and_deletes_and_mcp_sees_it(

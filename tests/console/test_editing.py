@@ -4,7 +4,7 @@ client's declared name, or the console) is recorded and shown."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,7 @@ from mcp.types import Implementation
 
 from tests.auth.support import bearer_client
 from tests.conftest import ServerProcess
-from tests.console.owner_browser import api_key_for, launch, signed_in_page, start_server
+from tests.console.owner_browser import api_key_for, signed_in_page, start_server
 
 
 @pytest.fixture(scope="module")
@@ -30,16 +30,6 @@ def server(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterato
 @pytest_asyncio.fixture(scope="module")
 async def mcp_key(server: ServerProcess) -> str:
     return api_key_for(server)
-
-
-@pytest_asyncio.fixture(scope="module")
-async def browser() -> AsyncIterator[Any]:
-    from playwright.async_api import async_playwright
-
-    async with async_playwright() as playwright:
-        launched = await launch(playwright)
-        yield launched
-        await launched.close()
 
 
 async def test_the_owner_adds_a_memory_with_type_tags_confidence_and_bookmark(

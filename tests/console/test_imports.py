@@ -8,16 +8,15 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from symbiote.transfer.importing import EMPTY_FILE, NOT_AN_EXPORT
 from tests.conftest import ServerProcess
-from tests.console.owner_browser import launch, signed_in_page, start_server
+from tests.console.owner_browser import signed_in_page, start_server
 
 HEADER = json.dumps({"format": "symbiote-memories", "version": 1, "model": "all-MiniLM-L6-v2", "dimension": 384})
 WARNING_COLOUR = "rgb(122, 75, 0)"  # console.css .warning
@@ -32,16 +31,6 @@ def server(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterato
     proc = start_server(tmp_path_factory.mktemp("imports") / "data")
     yield proc
     proc.stop()
-
-
-@pytest_asyncio.fixture(scope="module")
-async def browser() -> AsyncIterator[Any]:
-    from playwright.async_api import async_playwright
-
-    async with async_playwright() as playwright:
-        launched = await launch(playwright)
-        yield launched
-        await launched.close()
 
 
 async def import_file(page: Any, server: ServerProcess, path: Path, dry_run: bool = False) -> str:

@@ -4,7 +4,7 @@ search kept through a delete and a Cancel, and no form to resubmit on Back."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,7 @@ import pytest_asyncio
 
 from tests.auth.support import OWNER_SECRET, bearer_client
 from tests.conftest import ServerProcess
-from tests.console.owner_browser import api_key_for, launch, signed_in_page, start_server
+from tests.console.owner_browser import api_key_for, signed_in_page, start_server
 
 PLANTS = [f"Plant diary {n}: the fig tree on the balcony got {n} litres of water." for n in range(30)]
 OTHER = [
@@ -46,16 +46,6 @@ async def stored(server: ServerProcess, mcp_key: str) -> dict[str, str]:
     assert not result.is_error and not others.is_error
     pairs = zip(PLANTS + OTHER, result.structured_content["results"] + others.structured_content["results"])
     return {text: r["memory_id"] for text, r in pairs}
-
-
-@pytest_asyncio.fixture(scope="module")
-async def browser() -> AsyncIterator[Any]:
-    from playwright.async_api import async_playwright
-
-    async with async_playwright() as playwright:
-        launched = await launch(playwright)
-        yield launched
-        await launched.close()
 
 
 async def test_a_delete_from_a_search_keeps_the_search_and_can_be_undone(
