@@ -1,184 +1,241 @@
-"""Fit what `relevance_score` means, on the real engine (in-process, real Chroma and model), on the
-fitting half only, and show the held-out half beside it.
+"""Fit what `relevance_score` means on the fitting half of the relevance sets, and report both halves
+side by side, every ranking beside plain cosine over the same memories.
 
-For every query the engine's own ranking (`MemoryEngine.rank`) gives its candidates and the
-query's evidence; each of the leading candidates becomes one row of the model's three features
-(`ranking.features`: standing above the background, share of the query's words, topic or subject
-membership), labelled 1 when it is a wanted memory. Rows come from the fitting half of
-`owners_set.json` (each owner's memories alone, and among 400 conversation turns) and from one
-LoCoMo conversation (26); the held-out owners and conversation 30 are only ever reported.
-Positives and negatives weigh the same in the fit, so 50 means "as likely relevant as not".
+Reads the queries and candidates `relevance_sets.py` collected from the real engine (every store
+kind), turns each query's leading candidates into rows of the model's features
+(`symbiote.retrieval.ranking.features`), labelled 1 when the candidate is a wanted memory, and fits a
+logistic model with every store kind weighing the same and the classes at their natural shares: so
+the score is a calibrated chance, not a balanced one. Prints the coefficients (for
+symbiote/retrieval/ranking.py), then per store kind and half: the reliability (score bin against share
+relevant) and its expected calibration error, answer precision, never-stored questions with an
+answer, and shown@5 / first against plain cosine; with `--plot`, a reliability plot (PNG).
 
-It prints the coefficients (to paste into symbiote/retrieval/ranking.py) and, for the fit and for
-the coefficients in ranking.py, per half: direct questions and phrases shown, tasks R@5, never-stored
-queries returning anything, LoCoMo R@5, all at the default cut-off of 30.
-
-    .venv/bin/python benchmarks/calibrate_relevance.py [--cache rows.pickle] [--locomo DIR]
+    .venv/bin/python benchmarks/relevance_sets.py --out /tmp/asked        # collect (about 10 minutes)
+    .venv/bin/python benchmarks/calibrate_relevance.py --asked /tmp/asked [--current] [--plot docs/reliability.png]
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import json
-import pickle
 import sys
-from dataclasses import dataclass
+from collections import defaultdict
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import locomo_data  # noqa: E402
-import owners_eval  # noqa: E402
-from logistic import balanced_weights, fit_newton  # noqa: E402
+import relevance_sets  # noqa: E402
+from logistic import fit_newton  # noqa: E402
+from relevance_sets import Asked  # noqa: E402
 
 from symbiote.retrieval import ranking  # noqa: E402
 
 CUTOFF = 30.0
-LEADING = 10  # candidates per query that become rows: those whose share of the query's words is known
-PAD_TURNS = 400
-TARGET = 0.95  # stored facts shown for direct questions in small stores (the relevance issue's target)
+LIMIT = 5
+PREFETCH = 15  # what a search for 5 results scores: symbiote/memory/searching.py's `count * 3`
+SUBJECT_POOL = 20  # searching.py's
+BINS = (30, 40, 50, 60, 70, 80, 90, 101)
+STORES = ("small", "facts100", "turns400", "mixed400", "5000", "locomo")
+
+Scorer = Callable[[Asked], list[tuple[str, float, bool]]]  # (memory id, score 0-100, marked answer), best first
 
 
-@dataclass
-class Asked:
-    group: str  # "owners:10", "owners:400", "locomo"
-    kind: str  # the owners' query kind, or "locomo"
-    half: str  # "fit" or "held"
-    evidence: ranking.QueryEvidence
-    candidates: list[ranking.Candidate]
-    wanted: set[str]
+def scored(a: Asked) -> list[ranking.Candidate]:
+    """The candidates a search for 5 results scores (`ranking.likely`): the others are never shown."""
+    pool = SUBJECT_POOL if a.evidence.subject > 0 else 0
+    keep = set(ranking.likely(a.candidates, PREFETCH, pool))
+    return [c for c in a.candidates if c.memory_id in keep]
 
 
-async def collect_owners() -> list[Asked]:
-    owners = owners_eval.load_owners(None, "both")
-    turns = json.loads((owners_eval.HERE / "chatter.json").read_text())["turns"]
-    asked: list[Asked] = []
-    for pad in (0, PAD_TURNS):
-        with owners_eval.new_engine() as engine:
-            run = owners_eval.Run(engine, owners_eval.padding(turns, pad), None)
-            await run.add([(f"c{i}", text) for i, text in enumerate(run.pad)])
-            for owner in owners:
-                keys = list(owner.memories)
-                ids = await run.add(list(owner.memories.items()))
-                id_of = dict(zip(keys, ids))
-                for q in owner.queries:
-                    candidates, evidence = await engine.rank(q.text)
-                    wanted = {id_of[key] for key in q.wanted}
-                    asked.append(Asked(f"owners:{pad}", q.kind, owner.half, evidence, candidates, wanted))
-                await run.remove(ids)
-        print(f"collected owners with {pad} turns", flush=True)
-    return asked
+def first_rows(a: Asked) -> dict[str, tuple[float, ...]]:
+    chosen = scored(a)
+    rows = ranking.evidence_rows(a.query, chosen, a.evidence, [a.texts.get(c.memory_id, "") for c in chosen])
+    return {c.memory_id: row for c, row in zip(chosen, rows)}
 
 
-async def collect_locomo(data_dir: Path) -> list[Asked]:
-    asked: list[Asked] = []
-    for path in sorted(data_dir.glob("*.json")):
-        conv = locomo_data.load_conversation(path)
-        with owners_eval.new_engine() as engine:
-            owner: dict[str, set[str]] = {}
-            for turn in conv.turns:
-                stored = await engine.store(turn.memory)
-                owner.setdefault(turn.dia_id, set()).add(stored.memory_id)
-            await engine.passages_indexed()
-            half = "fit" if conv.name.startswith("26") else "held"
-            for q in conv.questions:
-                candidates, evidence = await engine.rank(q.question)
-                wanted = set().union(*(owner.get(e, set()) for e in q.evidence))
-                asked.append(Asked("locomo", "locomo", half, evidence, candidates, wanted))
-        print(f"collected {conv.name}", flush=True)
-    return asked
+def second_rows(a: Asked, first: np.ndarray) -> dict[str, tuple[float, ...]]:
+    rows = first_rows(a)
+    z = {m: float(np.dot(first[:-1], row) + first[-1]) for m, row in rows.items()}
+    return dict(zip(z, ranking.among_rows(list(z.values()), len(a.candidates))))
 
 
-def rows(asked: list[Asked]) -> tuple[np.ndarray, np.ndarray]:
-    x, y = [], []
+def fit(asked: list[Asked], l2: float = 1e-2) -> tuple[np.ndarray, np.ndarray]:
+    """Both stages' coefficients (bias last), each store kind weighing the same, the classes at their shares."""
+    first = fit_rows(asked, first_rows, l2)
+    return first, fit_rows(asked, lambda a: second_rows(a, first), l2)
+
+
+def fit_rows(asked: list[Asked], make: Callable[[Asked], dict[str, tuple[float, ...]]], l2: float) -> np.ndarray:
+    x, y, store = [], [], []
     for a in asked:
-        for c in a.candidates[:LEADING]:
-            x.append([*ranking.features(c, a.evidence), 1.0])
-            y.append(1.0 if c.memory_id in a.wanted else 0.0)
-    return np.array(x), np.array(y)
+        for memory_id, row in make(a).items():
+            x.append([*row, 1.0])
+            y.append(1.0 if memory_id in a.wanted else 0.0)
+            store.append(a.store)
+    counts: dict[str, int] = defaultdict(int)
+    for s in store:
+        counts[s] += 1
+    weights = np.array([len(store) / (len(counts) * counts[s]) for s in store])
+    return fit_newton(np.array(x), np.array(y), weights, l2=l2, iters=100)
 
 
-def fit(asked: list[Asked], prior: float = 1.0, l2: float = 1e-2) -> np.ndarray:
-    """The coefficients, with the relevant rows weighing `prior` times the others in all."""
-    x, y = rows(asked)
-    return fit_newton(x, y, balanced_weights(y) * np.where(y == 1, prior, 1.0), l2=l2, iters=100)
+def model_scorer(first: np.ndarray, second: np.ndarray) -> Scorer:
+    def score(a: Asked) -> list[tuple[str, float, bool]]:
+        rows = second_rows(a, first)
+        out = []
+        for memory_id, row in rows.items():
+            z = float(np.dot(second[:-1], row) + second[-1])
+            p = 100.0 / (1.0 + np.exp(-max(min(z, 50.0), -50.0)))
+            out.append((memory_id, p, a.evidence.intent == "question" and p >= 50.0))
+        order = {c.memory_id: i for i, c in enumerate(a.candidates)}
+        out.sort(key=lambda row: (-row[1], order[row[0]]))
+        return out
+
+    return score
 
 
-def shown(asked: list[Asked], w: np.ndarray) -> float:
-    """The share of stored facts shown for direct questions, each owner's memories alone."""
-    picked = [a for a in asked if a.group == "owners:0" and a.kind == "direct"]
-    return sum(bool(set(kept(a, w)) & a.wanted) for a in picked) / max(len(picked), 1)
-
-
-def fit_to_target(asked: list[Asked], target: float = TARGET) -> tuple[float, np.ndarray]:
-    """The smallest prior (1, 1.25, 1.5, ...) whose fit shows `target` of the fitting half's stored facts:
-    the product's first promise is that a stored fact is shown; the prior says how much more a hidden
-    fact costs than a shown stranger."""
-    for prior in np.arange(1.0, 20.0, 0.25):
-        w = fit(asked, prior)
-        if shown(asked, w) >= target:
-            return float(prior), w
-    raise SystemExit(f"no prior up to 20 shows {target} of the fitting half's facts")
-
-
-def kept(a: Asked, w: np.ndarray, limit: int = 5) -> list[str]:
-    """What search_memory returns with these coefficients: scored, cut, best first."""
-    scored = []
+def before_scorer(a: Asked) -> list[tuple[str, float, bool]]:
+    """The score before the calibrated model (0.368 standing + 1.228 BM25 share + 1.516 topic - 1.602), for 'before'."""
+    out = []
     for c in a.candidates:
-        z = float(np.dot(w[:-1], ranking.features(c, a.evidence)) + w[-1])
-        scored.append((1 / (1 + np.exp(-z)), c.memory_id))
-    scored.sort(key=lambda pair: pair[0], reverse=True)  # stable: ties keep the fused order
-    return [memory_id for p, memory_id in scored if 100 * p >= CUTOFF][:limit]
+        z = 0.368 * a.evidence.closeness.standing(c.cosine) + 1.228 * c.keyword
+        z += 1.516 * ranking.topic_strength(c, a.evidence) - 1.602
+        p = 100.0 / (1.0 + np.exp(-max(min(z, 50.0), -50.0)))
+        out.append((c.memory_id, round(p, 1), a.evidence.intent == "question" and p >= 50.0))
+    out.sort(key=lambda row: row[1], reverse=True)
+    return out
 
 
-def report(asked: list[Asked], w: np.ndarray, label: str) -> None:
-    print(f"\n{label}: " + ", ".join(f"{n}={v:.3f}" for n, v in zip(("standing", "keyword", "topic", "bias"), w)))
-    groups = {
-        "direct shown": lambda a: a.kind == "direct",
-        "phrase shown": lambda a: a.kind == "phrase",
-        "task R@5": lambda a: a.kind == "task",
-        "never-stored any": lambda a: a.kind.startswith("never"),
-        "LoCoMo R@5": lambda a: a.kind == "locomo",
-    }
-    print(f"  {'':24}" + "".join(f"{g + ' ' + h:>14}" for g in ("alone", "400 turns") for h in ("fit", "held")))
-    for name, chosen in groups.items():
-        cells = []
-        for group in ("owners:0", "owners:400") if name != "LoCoMo R@5" else ("locomo",):
-            for half in ("fit", "held"):
-                picked = [a for a in asked if chosen(a) and a.half == half and a.group == group]
-                if name.startswith("never"):
-                    rate = sum(bool(kept(a, w)) for a in picked) / max(len(picked), 1)
-                else:
-                    rate = sum(bool(set(kept(a, w)) & a.wanted) for a in picked) / max(len(picked), 1)
-                cells.append(f"{rate:.2f} (n={len(picked)})")
-        print(f"  {name:24}" + "".join(f"{cell:>14}" for cell in cells))
+def cosine_scorer(a: Asked) -> list[tuple[str, float, bool]]:
+    ranked = sorted(a.candidates, key=lambda c: c.cosine, reverse=True)
+    return [(c.memory_id, 100.0, False) for c in ranked]
 
 
-async def main() -> None:
+def shown(scored: list[tuple[str, float, bool]], cutoff: float = CUTOFF) -> list[tuple[str, float, bool]]:
+    return [row for row in scored if row[1] >= cutoff][:LIMIT]
+
+
+def reliability(asked: Sequence[Asked], scorer: Scorer) -> tuple[list[tuple[int, int, float, float]], float]:
+    """Per score bin of the shown results: (low, n, mean score, share relevant), and the expected calibration error."""
+    cells: dict[int, list[tuple[float, bool]]] = defaultdict(list)
+    for a in asked:
+        for memory_id, score, _answer in shown(scorer(a)):
+            low = max(b for b in BINS if b <= score)
+            cells[low].append((score / 100, memory_id in a.wanted))
+    table, total, error = [], sum(len(v) for v in cells.values()), 0.0
+    for low in BINS[:-1]:
+        rows = cells.get(low, [])
+        if rows:
+            mean = float(np.mean([s for s, _ in rows]))
+            share = float(np.mean([r for _, r in rows]))
+            table.append((low, len(rows), mean, share))
+            error += len(rows) / total * abs(mean - share)
+    return table, error
+
+
+def rates(asked: Sequence[Asked], scorer: Scorer) -> dict[str, tuple[float, int]]:
+    """The metrics of one store kind and half: name -> (rate, n)."""
+    tallies: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+
+    def add(name: str, hit: bool) -> None:
+        tallies[name][0] += hit
+        tallies[name][1] += 1
+
+    for a in asked:
+        scored = scorer(a)
+        results = shown(scored)
+        ids = [row[0] for row in results]
+        if a.kind.startswith("never"):
+            add("never: any", bool(results))
+            add("never: answer", any(row[2] for row in results))
+        elif a.wanted:
+            add(f"{a.kind} shown@5", bool(a.wanted & set(ids)))
+            add(f"{a.kind} offered@5", bool(a.wanted & {row[0] for row in scored[:LIMIT]}))
+            add(f"{a.kind} first", bool(scored) and scored[0][0] in a.wanted)
+        for row in results:
+            if row[2]:
+                add("answer precision", row[0] in a.wanted)
+    return {name: (hits / n, n) for name, (hits, n) in tallies.items()}
+
+
+def report(asked: list[Asked], scorers: dict[str, Scorer]) -> None:
+    for store in STORES:
+        picked = {h: [a for a in asked if a.store == store and a.half == h] for h in ("fit", "held")}
+        if not picked["fit"] and not picked["held"]:
+            continue
+        print(f"\n== {store}: {len(picked['fit'])} fit / {len(picked['held'])} held queries")
+        figures = {(name, h): rates(picked[h], s) for name, s in scorers.items() for h in picked}
+        names = sorted({m for f in figures.values() for m in f})
+        header = "".join(f"{name + ' ' + h:>16}" for name in scorers for h in ("fit", "held"))
+        print(f"  {'':22}{header}")
+        for metric in names:
+            cells = []
+            for name in scorers:
+                for h in ("fit", "held"):
+                    rate = figures[(name, h)].get(metric)
+                    cells.append(f"{rate[0]:.2f} (n={rate[1]})" if rate else "-")
+            print(f"  {metric:22}" + "".join(f"{c:>16}" for c in cells))
+        for name, scorer in scorers.items():
+            if name == "cosine":
+                continue
+            for h in ("fit", "held"):
+                table, error = reliability(picked[h], scorer)
+                bins = "  ".join(f"{low}+:{share:.2f}/{mean:.2f}(n={n})" for low, n, mean, share in table)
+                print(f"  {name} {h} ECE {error:.3f}  [bin: share relevant/mean score]  {bins}")
+
+
+def plot(asked: list[Asked], scorer: Scorer, path: Path) -> None:
+    """A reliability plot, drawn with Pillow (a dependency already): one line per store kind, held-out half."""
+    from PIL import Image, ImageDraw
+
+    size, margin = 520, 50
+    image = Image.new("RGB", (size, size), "white")
+    draw = ImageDraw.Draw(image)
+
+    def at(x: float, y: float) -> tuple[float, float]:
+        return margin + x * (size - 2 * margin), size - margin - y * (size - 2 * margin)
+
+    draw.rectangle([at(0, 1), at(1, 0)], outline="black")
+    draw.line([at(0, 0), at(1, 1)], fill=(150, 150, 150), width=1)
+    for tick in range(0, 11, 2):
+        draw.text(at(tick / 10, 0), f"{tick * 10}", fill="black", anchor="mt")
+        draw.text(at(0, tick / 10), f"{tick / 10:.1f}", fill="black", anchor="rm")
+    draw.text((size / 2, size - 15), "relevance_score shown (held-out half)", fill="black", anchor="mm")
+    draw.text((10, 12), "share of those results that are relevant", fill="black")
+    colours = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189), (140, 86, 75)]
+    for index, store in enumerate(STORES):
+        table, error = reliability([a for a in asked if a.store == store and a.half == "held"], scorer)
+        points = [at(mean, share) for _low, n, mean, share in table if n >= 5]
+        if len(points) > 1:
+            draw.line(points, fill=colours[index], width=3)
+        for x, y in points:
+            draw.ellipse([x - 4, y - 4, x + 4, y + 4], fill=colours[index])
+        draw.text((margin + 10, margin + 10 + 16 * index), f"{store} (ECE {error:.2f})", fill=colours[index])
+    image.save(path)
+
+
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cache", type=Path, help="reuse (or write) the collected candidates here")
-    parser.add_argument(
-        "--locomo",
-        type=Path,
-        default=locomo_data.DATA_DIR,
-        help="LoCoMo conversations 26 and 30 (default: $SYMBIOTE_LOCOMO_DIR)",
-    )
+    parser.add_argument("--asked", type=Path, required=True, help="the prefix relevance_sets.py wrote")
+    parser.add_argument("--current", action="store_true", help="also report the coefficients in ranking.py")
+    parser.add_argument("--before", action="store_true", help="also report the score before this model")
+    parser.add_argument("--plot", type=Path, help="write the held-out half's reliability plot here (PNG)")
     args = parser.parse_args()
-    if args.cache and args.cache.exists():
-        asked = pickle.loads(args.cache.read_bytes())
-    else:
-        asked = await collect_owners() + await collect_locomo(locomo_data.data_dir(args.locomo))
-        if args.cache:
-            args.cache.write_bytes(pickle.dumps(asked))
-    fitting = [a for a in asked if a.half == "fit"]
-    report(asked, fit(fitting), "fitted on the fitting half, relevant and not weighing the same")
-    prior, w = fit_to_target(fitting)
-    report(asked, w, f"fitted on the fitting half, a relevant row weighing {prior:g} times (shows {TARGET} there)")
-    current = np.array([ranking.W_STANDING, ranking.W_KEYWORD, ranking.W_TOPIC, ranking.BIAS])
-    report(asked, current, "coefficients in ranking.py")
+    asked = relevance_sets.load(args.asked)
+    w, second = fit([a for a in asked if a.half == "fit"])
+    print("W_EVIDENCE = (" + ", ".join(f"{v:.3f}" for v in w) + ")  # " + ", ".join((*ranking.EVIDENCE, "bias")))
+    print("W_AMONG = (" + ", ".join(f"{v:.3f}" for v in second) + ")  # " + ", ".join((*ranking.AMONG, "bias")))
+    scorers: dict[str, Scorer] = {"fitted": model_scorer(w, second)}
+    if args.current:
+        scorers["ranking.py"] = model_scorer(np.array(ranking.W_EVIDENCE), np.array(ranking.W_AMONG))
+    if args.before:
+        scorers["before"] = before_scorer
+    scorers["cosine"] = cosine_scorer
+    report(asked, scorers)
+    if args.plot:
+        plot(asked, scorers["ranking.py" if args.current else "fitted"], args.plot)
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()

@@ -216,7 +216,9 @@ class ConversationHistory:
         if self._background is None:
             self._background = await background.embedded(self._embedder)
         found = await self._io.read(store.search, vector, k, cid)
-        scores = meaning_relevance([sim for _turn, sim in found], self._background.closeness(vector))
+        scores = meaning_relevance(
+            query.strip(), [turn.text for turn, _sim in found], [sim for _turn, sim in found], self._background.closeness(vector)
+        )
         hits = [
             HistoryHit(**asdict(turn), similarity=round(sim, 4), relevance_score=score)
             for (turn, sim), score in zip(found, scores)

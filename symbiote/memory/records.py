@@ -59,7 +59,12 @@ class SearchHit(Memory):
     """A memory found by a search, with how well it matched."""
 
     relevance_score: float = Field(
-        ge=0, le=100, description="Estimated chance (0-100) that this memory is what the query is about."
+        ge=0,
+        le=100,
+        description=(
+            "The chance, in percent, that this memory is relevant to the query: calibrated, so results scored "
+            "80 are relevant about 80 times in 100, in a new store and a full one."
+        ),
     )
     matched_by: Literal["semantic", "keyword", "both", "topic"] = Field(
         description=(
@@ -145,6 +150,14 @@ class SearchResults(BaseModel):
     results: list[SearchHit] = Field(description="Best first; matches under the cut-off are left out.")
     count: int
     message: str
+    below_cutoff: list[SearchHit] = Field(
+        default_factory=list,
+        description=(
+            "Not results: when fewer than `limit` memories reach the cut-off, the next likeliest ones, each "
+            "scored under it (its score is the chance that it is relevant). Offered for you to judge: use one "
+            "only if it plainly fits the request; never present one as the answer."
+        ),
+    )
 
 
 class DeleteResult(BaseModel):

@@ -21,7 +21,7 @@ from symbiote.memory.store_io import StoreIO
 from symbiote.retrieval import background
 from symbiote.retrieval.background import Background
 from symbiote.retrieval.intent import intent
-from symbiote.retrieval.ranking import Candidate, MatchKind, QueryEvidence, relevance, shortlist, with_members
+from symbiote.retrieval.ranking import Candidate, Judged, QueryEvidence, judge, shortlist, with_members
 from symbiote.retrieval.subjects import mentions, subjects_of
 from symbiote.retrieval.topics import TopicIndex
 from symbiote.storage.base import MemoryStore, StoredMemory, content_hash
@@ -34,6 +34,7 @@ TOPIC_CANDIDATES = 10  # memories carrying a vague question's topic words that j
 SUBJECT_POOL = 20  # leading candidates of a request among which its subject's members are marked
 SUBJECT_STRENGTH = 1.0  # how surely a word naming a subject makes a request about it
 RANK_PREFETCH = 15  # `rank` reads the contents a search for 5 results reads
+OFFER_FLOOR = 10.0  # under the cut-off, memories this likely or more are offered (`below_cutoff`), not shown
 
 
 class MemorySearch:
@@ -65,20 +66,18 @@ class MemorySearch:
         if where.tags and self._stored_tags is not None:
             where = where.spelled(await self._stored_tags())
         candidates, evidence, found = await self._rank(text, where, prefetch=count * 3)
-        scored = list(zip(candidates, relevance(candidates, evidence)))
-        scored.sort(key=lambda pair: pair[1][0], reverse=True)  # stable: equal scores keep the fused order
-        kept = [(c, judged) for c, judged in scored if judged[0] >= cutoff]
-        missing = [c.memory_id for c, _ in kept[: count * 3] if c.memory_id not in found]
-        if missing:  # a topic member that scoring moved up: rare, one more trip
-            found.update(await self._io.read((await self._io.opened()).get, missing))
-        hits = await self._newer_first(_hits(kept[: count * 3], found, where, count), where, count)
+        scored = [c for c in candidates if c.memory_id in found]  # the likely ones: their texts were read
+        texts = [found[c.memory_id].content for c in scored]
+        judged = judge(text, scored, evidence, texts, len(candidates))
+        kept = [j for j in judged if j.score >= cutoff]
+        hits = await self._newer_first(_hits(kept, found, where, count), where, count)
+        shown = {hit.memory_id for hit in hits}
+        below = [j for j in judged if OFFER_FLOOR <= j.score < cutoff and j.candidate.memory_id not in shown]
+        offered = _hits(below, found, where, count - len(hits)) if len(hits) < count else []
         self._timer.add(started)
-        message = (
-            f"{len(hits)} relevant {'memory' if len(hits) == 1 else 'memories'}."
-            if hits
-            else f"No stored memory is relevant to this query (none scored {cutoff:g} or more)."
+        return SearchResults(
+            query=text, results=hits, count=len(hits), message=_message(hits, offered, cutoff), below_cutoff=offered
         )
-        return SearchResults(query=text, results=hits, count=len(hits), message=message)
 
     async def _newer_first(self, hits: list[SearchHit], where: MemoryFilter, count: int) -> list[SearchHit]:
         """The memories that replace a result (`superseded_by`) join it, and are never shown below it:
@@ -192,16 +191,28 @@ def ordered_by_links(hits: list[SearchHit]) -> list[SearchHit]:
     return [hit.model_copy(update={"relevance_score": score[hit.memory_id]}) for hit in placed]
 
 
-def _hits(
-    kept: list[tuple[Candidate, tuple[float, MatchKind]]],
-    found: dict[str, StoredMemory],
-    where: MemoryFilter,
-    count: int,
-) -> list[SearchHit]:
-    """The first `count` kept candidates that resolve, pass the filter and say something new."""
+def _message(hits: list[SearchHit], offered: list[SearchHit], cutoff: float) -> str:
+    said = (
+        f"{len(hits)} relevant {'memory' if len(hits) == 1 else 'memories'}."
+        if hits
+        else f"No stored memory is relevant to this query (none scored {cutoff:g} or more)."
+    )
+    if offered:
+        said += (
+            f" {len(offered)} more under the cut-off in below_cutoff: each is unlikely to be relevant on its own"
+            " (its score is the chance that it is); use one only if it plainly fits, never as the answer."
+        )
+    return said
+
+
+def _hits(kept: list[Judged], found: dict[str, StoredMemory], where: MemoryFilter, count: int) -> list[SearchHit]:
+    """The first `count` judged candidates that resolve, pass the filter and say something new."""
     hits: list[SearchHit] = []
     seen: set[str] = set()
-    for candidate, (score, match) in kept:
+    if count <= 0:
+        return hits
+    for judged in kept:
+        candidate, score, match = judged.candidate, judged.score, judged.match
         memory = found.get(candidate.memory_id)
         if memory is None or not where.matches(memory):
             continue

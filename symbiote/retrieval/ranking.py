@@ -28,20 +28,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
+from symbiote.retrieval import holders
 from symbiote.retrieval.background import Closeness
-from symbiote.retrieval.intent import Intent
+from symbiote.retrieval.informative import QueryWords
+from symbiote.retrieval.intent import Intent, intent
 from symbiote.storage.base import Match
 from symbiote.storage.keywords import KeywordMatch
 
 KEYWORD_WEIGHT = 0.4
 TOPIC_BOOST = 0.25
 SEMANTIC_FLOOR = 0.25  # below this cosine, meaning alone is not why a memory matched
-
-# Logistic model of P(relevant) for one candidate; refit with benchmarks/calibrate_relevance.py.
-W_STANDING = 0.368
-W_KEYWORD = 1.228
-W_TOPIC = 1.516
-BIAS = -1.602
 
 MatchedBy = Literal["semantic", "keyword", "both", "topic"]
 MatchKind = Literal["answer", "context"]
@@ -71,37 +67,104 @@ class QueryEvidence:
     subject: float = 0.0  # how surely a request's words name a subject its members belong to (0: none)
 
 
-def features(c: Candidate, evidence: QueryEvidence) -> tuple[float, float, float]:
-    """The model's inputs for one candidate: standing, BM25, topic or subject membership."""
+def topic_strength(c: Candidate, evidence: QueryEvidence) -> float:
+    """How strongly a candidate belongs to the topic or subject the query names (0: not a member)."""
     if evidence.intent == "request":
         strength = max(evidence.subject, min(evidence.activation, 1.0))
     else:  # a vague question's member counts only if it holds what the question names
         strength = min(evidence.activation, 1.0) if c.holds_named else 0.0
-    return (evidence.closeness.standing(c.cosine), c.keyword, strength * c.topic)
+    return strength * c.topic
 
 
-def relevant(c: Candidate, evidence: QueryEvidence) -> float:
-    """P(relevant) for one candidate."""
-    standing, keyword, topic = features(c, evidence)
-    z = W_STANDING * standing + W_KEYWORD * keyword + W_TOPIC * topic + BIAS
-    return 1.0 / (1.0 + math.exp(-max(min(z, 50.0), -50.0)))
+# The model of P(relevant), fitted by benchmarks/calibrate_relevance.py on the fitting half of its sets
+# (every store kind weighing the same, the classes at their natural shares); refit there, paste here.
+# First stage: how strongly a candidate's own evidence says it is relevant (log-odds).
+EVIDENCE = ("standing", "coverage", "keyword", "topic", "holder", "gap", "request")
+W_EVIDENCE = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)  # the bias last
+# Second stage: that evidence judged among the other candidates (its rank, how many stand as close,
+# how far behind the best, how many candidates there are): a chance, calibrated in every store kind.
+AMONG = ("evidence", "rank", "rivals", "behind", "candidates")
+W_AMONG = (1.0, 0.0, 0.0, 0.0, 0.0, 0.0)  # the bias last
+RIVAL_SPAN = 1.0  # candidates whose evidence is this close (in log-odds) are rivals
 
 
-def relevance(candidates: Sequence[Candidate], evidence: QueryEvidence) -> list[tuple[float, MatchKind]]:
-    """Each candidate's `relevance_score` (0-100) and what kind of match it is, same order."""
-    judged: list[tuple[float, MatchKind]] = []
-    for c in candidates:
-        p = relevant(c, evidence)
-        answers = evidence.intent == "question" and p >= 0.5
-        judged.append((round(100.0 * p, 1), "answer" if answers else "context"))
+@dataclass(frozen=True)
+class Judged:
+    """A candidate's `relevance_score` and what kind of match it is."""
+
+    candidate: Candidate
+    score: float
+    match: MatchKind
+
+
+def evidence_rows(
+    query: str, candidates: Sequence[Candidate], evidence: QueryEvidence, texts: Sequence[str]
+) -> list[tuple[float, ...]]:
+    """Each candidate's first-stage features (`EVIDENCE`), given the memories' texts: its standing above
+    the background, the share of the query's information its words carry (`informative`), its BM25
+    relative to the best match, its topic or subject membership, whether it is about whom the query
+    asks (`holders`), how far its standing is behind the best, and whether the query is a request."""
+    words = QueryWords(query)
+    asker = holders.of_query(query)
+    standings = [evidence.closeness.standing(c.cosine) for c in candidates]
+    best = max(standings, default=0.0)
+    request = float(evidence.intent == "request")
+    rows: list[tuple[float, ...]] = []
+    for c, standing, text in zip(candidates, standings, texts):
+        holder = holders.agreement(asker, holders.of_memory(text), text)
+        coverage = words.coverage(text)
+        rows.append((standing, coverage, c.keyword, topic_strength(c, evidence), holder, standing - best, request))
+    return rows
+
+
+def among_rows(evidence: Sequence[float], candidates: int) -> list[tuple[float, ...]]:
+    """Each candidate's second-stage features (`AMONG`) from every scored candidate's first-stage log-odds."""
+    order = sorted(evidence, reverse=True)
+    best = order[0] if order else 0.0
+    many = math.log2(max(candidates, 1))
+    rows: list[tuple[float, ...]] = []
+    for z in evidence:
+        rank = sum(1 for other in order if other > z)
+        rivals = sum(1 for other in order if abs(other - z) <= RIVAL_SPAN) - 1
+        rows.append((z, math.log2(1 + rank), math.log2(1 + rivals), z - best, many))
+    return rows
+
+
+def _linear(weights: Sequence[float], row: Sequence[float]) -> float:
+    return sum(w * x for w, x in zip(weights, row)) + weights[-1]
+
+
+def chances(
+    query: str, candidates: Sequence[Candidate], evidence: QueryEvidence, texts: Sequence[str], total: int
+) -> list[float]:
+    """P(relevant) of each candidate, same order; `total` is how many candidates the search found."""
+    first = [_linear(W_EVIDENCE, row) for row in evidence_rows(query, candidates, evidence, texts)]
+    return [_sigmoid(_linear(W_AMONG, row)) for row in among_rows(first, total)]
+
+
+def judge(
+    query: str, candidates: Sequence[Candidate], evidence: QueryEvidence, texts: Sequence[str], total: int
+) -> list[Judged]:
+    """The candidates scored and ordered best first: a question's result is an `answer` when it is
+    more likely relevant than not; a request's results are context."""
+    judged = [
+        Judged(c, round(100.0 * p, 1), "answer" if evidence.intent == "question" and p >= 0.5 else "context")
+        for c, p in zip(candidates, chances(query, candidates, evidence, texts, total))
+    ]
+    judged.sort(key=lambda j: j.score, reverse=True)  # stable: equal scores keep the fused order
     return judged
 
 
-def meaning_relevance(cosines: Sequence[float], closeness: Closeness) -> list[float]:
+def meaning_relevance(query: str, texts: Sequence[str], cosines: Sequence[float], closeness: Closeness) -> list[float]:
     """The `relevance_score` (0-100) of texts found by meaning alone, as conversation turns are: the
     same model with no keyword or topic evidence, so a turn and a memory are on one scale."""
     candidates = [Candidate("", cosine, 0.0, 0.0, cosine, "semantic") for cosine in cosines]
-    return [score for score, _kind in relevance(candidates, QueryEvidence(closeness=closeness))]
+    evidence = QueryEvidence(closeness=closeness, intent=intent(query))
+    return [round(100.0 * p, 1) for p in chances(query, candidates, evidence, texts, len(candidates))]
+
+
+def _sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-max(min(z, 50.0), -50.0)))
 
 
 def with_members(candidates: Sequence[Candidate], members: set[str]) -> list[Candidate]:
@@ -155,12 +218,17 @@ def shortlist(
     pool: int = 0,
 ) -> tuple[list[Candidate], list[str]]:
     """What a search reads about its candidates once they are fused: the ranking, and those whose
-    records are read: the first
-    `prefetch` (the likely results), the first `pool` (a request's subject is marked among them) and
-    up to `prefetch` topic members further down. The store runs it between its two stages
-    (`MemoryStore.search`), so a search is one trip to the store's process."""
+    records are read (`likely`). The store runs it between its two stages (`MemoryStore.search`), so a
+    search is one trip to the store's process."""
     candidates = fuse(dense, keyword, members)
+    return candidates, likely(candidates, prefetch, pool)
+
+
+def likely(candidates: Sequence[Candidate], prefetch: int, pool: int = 0) -> list[str]:
+    """The candidates a search scores (their texts are read): the first `prefetch` of the fused ranking and
+    of plain cosine (so scoring never loses what meaning alone would show), the first `pool` (a request's
+    subject is marked among them) and up to `prefetch` topic members further down."""
     ids = [c.memory_id for c in candidates]
+    nearest = [c.memory_id for c in sorted(candidates, key=lambda c: c.cosine, reverse=True)[:prefetch]]
     further = [c.memory_id for c in candidates[prefetch:] if c.topic > 0][:prefetch]
-    likely = list(dict.fromkeys([*ids[:prefetch], *ids[:pool], *further]))
-    return candidates, likely
+    return list(dict.fromkeys([*ids[:prefetch], *nearest, *ids[:pool], *further]))
