@@ -54,9 +54,12 @@ def first_rows(a: Asked) -> dict[str, tuple[float, ...]]:
     return {c.memory_id: row for c, row in zip(chosen, rows)}
 
 
+def first_odds(a: Asked, first: np.ndarray) -> dict[str, float]:
+    return {m: float(np.dot(first[:-1], row) + first[-1]) for m, row in first_rows(a).items()}
+
+
 def second_rows(a: Asked, first: np.ndarray) -> dict[str, tuple[float, ...]]:
-    rows = first_rows(a)
-    z = {m: float(np.dot(first[:-1], row) + first[-1]) for m, row in rows.items()}
+    z = first_odds(a, first)
     return dict(zip(z, ranking.among_rows(list(z.values()), len(a.candidates))))
 
 
@@ -82,12 +85,14 @@ def fit_rows(asked: list[Asked], make: Callable[[Asked], dict[str, tuple[float, 
 
 def model_scorer(first: np.ndarray, second: np.ndarray) -> Scorer:
     def score(a: Asked) -> list[tuple[str, float, bool]]:
+        own = first_odds(a, first)
         rows = second_rows(a, first)
         out = []
         for memory_id, row in rows.items():
             z = float(np.dot(second[:-1], row) + second[-1])
             p = 100.0 / (1.0 + np.exp(-max(min(z, 50.0), -50.0)))
-            out.append((memory_id, p, a.evidence.intent == "question" and p >= 50.0))
+            answer = a.evidence.intent == "question" and p >= 50.0 and own[memory_id] >= 0.0  # as ranking.judge
+            out.append((memory_id, p, answer))
         order = {c.memory_id: i for i, c in enumerate(a.candidates)}
         out.sort(key=lambda row: (-row[1], order[row[0]]))
         return out

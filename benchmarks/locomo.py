@@ -4,7 +4,8 @@ For each conversation file: start `symbiote serve` on a fresh temporary CHROMADB
 every turn through `store_memory` (one memory per turn, "<session date> <speaker>: <text>",
 with "[shares a photo of ...]" when the turn carries a photo caption), then ask every
 category 1-4 question through `search_memory` (limit 10) and count a hit at k when any
-evidence turn is among the first k results. Prints recall@1/5/10 overall, per category and
+evidence turn is among the first k results (and, as "offered", among the results followed by what
+the server offers under its cut-off, `below_cutoff`). Prints recall@1/5/10 overall, per category and
 per file, and the client-side search latency p50/p95.
 
 The conversations are read from --data DIR or SYMBIOTE_LOCOMO_DIR (one file per conversation,
@@ -80,9 +81,11 @@ async def run_file(
                 found = structured(await client.call_tool("search_memory", query))
                 latencies.append((time.perf_counter() - t) * 1000)
                 ranks = [owner.get(r["memory_id"], set()) for r in found["results"]]
+                offered = ranks + [owner.get(r["memory_id"], set()) for r in found.get("below_cutoff", [])]
                 evidence = set(q.evidence)
                 for key in ("all", f"cat{q.category}", conv.name):
                     totals.setdefault(key, Tally()).add(ranks, evidence)
+                totals.setdefault("offered (results + below_cutoff)", Tally()).add(offered, evidence)
                 file_tally.add(ranks, evidence)
             print(
                 f"{conv.name}: stored {len(conv.turns)} turns in {store_s:.1f}s "
@@ -128,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{f'{cat} {name}':14}  {totals[f'cat{cat}'].row()}")
     for path in files:
         print(f"{path.name:14}  {totals[path.name].row()}")
+    print(f"{'offered':14}  {totals['offered (results + below_cutoff)'].row()}  (results + below_cutoff)")
     if latencies:
         p50, p95 = statistics.median(latencies), percentile(latencies, 95)
         print(f"\nsearch latency (client round trip, n={len(latencies)}): p50 {p50:.1f} ms, p95 {p95:.1f} ms")

@@ -30,7 +30,6 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import locomo_data  # noqa: E402
-import owners_eval  # noqa: E402
 from personal_set import new_engine  # noqa: E402
 
 from symbiote.retrieval import ranking  # noqa: E402
@@ -61,6 +60,9 @@ class Asked:
     wanted: set[str]
     texts: dict[str, str]  # memory id -> text, for every candidate
     padding: set[str]  # candidates that are padding, not the owner's own memories
+    results: list[tuple[str, float, str]]  # what search_memory returned (limit 5): id, score, match
+    offered: list[tuple[str, float, str]]  # and offered under the cut-off (`below_cutoff`)
+    ranked: list[str]  # the first 5 at min_relevance=0: the engine's ranking
 
 
 @dataclass(frozen=True)
@@ -75,8 +77,13 @@ class Case:
 
 def owners() -> list[Case]:
     return [
-        Case(o.key, o.half, o.memories, [(q.kind, q.text, q.wanted) for q in o.queries])
-        for o in owners_eval.load_owners(None, "both")
+        Case(
+            o["owner"],
+            o["half"],
+            {m["id"]: m["text"] for m in o["memories"]},
+            [(q["kind"], q["text"], tuple(q["wanted"])) for q in o["queries"]],
+        )
+        for o in json.loads((HERE / "owners_set.json").read_text())["owners"]
     ]
 
 
@@ -167,7 +174,13 @@ class Collector:
         candidates, evidence = await self.engine.rank(text)
         texts = {c.memory_id: self.text_of.get(c.memory_id, "") for c in candidates}
         pad = {c.memory_id for c in candidates if c.memory_id in self.padding}
-        self.asked.append(Asked(self.store, kind, half, text, evidence, candidates, wanted, texts, pad))
+        found = await self.engine.search(text, limit=5)
+        results = [(h.memory_id, h.relevance_score, h.match) for h in found.results]
+        offered = [(h.memory_id, h.relevance_score, h.match) for h in found.below_cutoff]
+        ranked = [h.memory_id for h in (await self.engine.search(text, limit=5, min_relevance=0)).results]
+        self.asked.append(
+            Asked(self.store, kind, half, text, evidence, candidates, wanted, texts, pad, results, offered, ranked)
+        )
 
     async def case(self, case: Case, keys: Iterable[str] | None = None, only: int | None = None) -> None:
         """Add the case's memories (or `keys` of them), ask its queries (or query `only`), remove them."""

@@ -217,7 +217,10 @@ class ConversationHistory:
             self._background = await background.embedded(self._embedder)
         found = await self._io.read(store.search, vector, k, cid)
         scores = meaning_relevance(
-            query.strip(), [turn.text for turn, _sim in found], [sim for _turn, sim in found], self._background.closeness(vector)
+            query.strip(),
+            [turn.text for turn, _sim in found],
+            [sim for _turn, sim in found],
+            self._background.closeness(vector),
         )
         hits = [
             HistoryHit(**asdict(turn), similarity=round(sim, 4), relevance_score=score)

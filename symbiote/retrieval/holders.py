@@ -16,6 +16,7 @@ from typing import NamedTuple
 RELATIONS = frozenset(
     """partner wife husband spouse girlfriend boyfriend fiance fiancee mum mom mother dad father parent parents
     son daughter kid kids child children baby brother sister sibling siblings twin grandma grandmother grandpa
+    family
     grandfather grandparents grandson granddaughter aunt uncle cousin niece nephew friend friends bestie
     roommate flatmate housemate neighbour neighbor boss manager colleague coworker teammate mentor
     landlord stepson stepdaughter stepmother stepfather inlaws""".split()
@@ -25,7 +26,7 @@ _TIME = re.compile(r"^.{0,40}?\b\d{4}\s+(?=[A-Z][a-z]+(?: [A-Z][a-z]+)?:\s)")  #
 _SPEAKER = re.compile(r"^([A-Z][a-z]+(?: [A-Z][a-z]+)?):\s")
 _POSSESSOR = re.compile(r"^(?:the )?(?:user|owner)(?:'s|’s)\s+(\w+)|^my\s+(\w+)", re.IGNORECASE)
 _OWNER_START = re.compile(r"^(?:the )?(?:user|owner)\b(?!'|’)|^i\b|^i'|^i’", re.IGNORECASE)
-_QUERY_RELATION = re.compile(r"\b(?:my|user's|user’s|the user's|our)\s+(\w+)", re.IGNORECASE)
+_QUERY_WORD = re.compile(r"[A-Za-z]+")
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|me|my|mine|myself|user|user's)\b", re.IGNORECASE)
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][a-z]{2,})\b")
 
@@ -71,10 +72,10 @@ def of_memory(text: str) -> Holder:
 
 
 def of_query(text: str) -> Holder:
-    """Whom a query asks about: a relation it names ("my partner"), else the owner if it speaks in the
-    first person ("when is my trip to Lisbon?"), else the people it names ("what did Melanie paint?")."""
+    """Whom a query asks about: a relation it names ("my partner", "any siblings"), else the owner if it
+    speaks in the first person ("when is my trip to Lisbon?"), else the people it names ("what did Melanie paint?")."""
     names = {m.group(1).lower() for m in _NAME.finditer(text.strip())}
-    relations = {r for m in _QUERY_RELATION.finditer(text) if (r := _relation(m.group(1)))}
+    relations = {r for m in _QUERY_WORD.finditer(text) if (r := _relation(m.group(0)))}
     if relations:
         return Holder("other", frozenset(relations | names))
     if _FIRST_PERSON.search(text):
@@ -88,7 +89,7 @@ def agreement(query: Holder, memory: Holder, memory_text: str) -> float:
         return 0.0
     if query.kind == "owner":
         return 1.0 if memory.kind == "owner" else -1.0
-    if memory.kind == "other":
-        return 1.0 if query.who & memory.who else -1.0
+    if memory.kind == "other":  # two relations may still be one person ("siblings", "my sister")
+        return 1.0 if query.who & memory.who else 0.0 if query.who <= RELATIONS else -1.0
     lowered = memory_text.lower()
     return 0.0 if any(re.search(rf"\b{re.escape(w)}", lowered) for w in query.who) else -1.0

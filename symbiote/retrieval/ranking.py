@@ -79,12 +79,12 @@ def topic_strength(c: Candidate, evidence: QueryEvidence) -> float:
 # The model of P(relevant), fitted by benchmarks/calibrate_relevance.py on the fitting half of its sets
 # (every store kind weighing the same, the classes at their natural shares); refit there, paste here.
 # First stage: how strongly a candidate's own evidence says it is relevant (log-odds).
-EVIDENCE = ("standing", "coverage", "keyword", "topic", "holder", "gap", "request")
-W_EVIDENCE = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)  # the bias last
+EVIDENCE = ("standing", "keyword", "topic", "holder", "gap", "request")
+W_EVIDENCE = (-0.003, 3.341, 1.220, 0.791, 0.998, 0.944, -2.744)  # the bias last
 # Second stage: that evidence judged among the other candidates (its rank, how many stand as close,
 # how far behind the best, how many candidates there are): a chance, calibrated in every store kind.
 AMONG = ("evidence", "rank", "rivals", "behind", "candidates")
-W_AMONG = (1.0, 0.0, 0.0, 0.0, 0.0, 0.0)  # the bias last
+W_AMONG = (0.584, -0.249, -0.522, 0.049, -0.114, 1.403)  # the bias last
 RIVAL_SPAN = 1.0  # candidates whose evidence is this close (in log-odds) are rivals
 
 
@@ -101,19 +101,21 @@ def evidence_rows(
     query: str, candidates: Sequence[Candidate], evidence: QueryEvidence, texts: Sequence[str]
 ) -> list[tuple[float, ...]]:
     """Each candidate's first-stage features (`EVIDENCE`), given the memories' texts: its standing above
-    the background, the share of the query's information its words carry (`informative`), its BM25
-    relative to the best match, its topic or subject membership, whether it is about whom the query
-    asks (`holders`), how far its standing is behind the best, and whether the query is a request."""
+    the background; its keyword evidence, its BM25 relative to the best match times the share of the
+    query's information (in English, `informative`) its words carry, so one common word shared with
+    a query is weak evidence however well it matches here; its topic or subject membership; whether it
+    is about whom the query asks (`holders`); how far its standing is behind the best; and whether the
+    query is a request."""
     words = QueryWords(query)
-    asker = holders.of_query(query)
+    asker = holders.of_query(query)  # a request's context is anyone's: whose it is counts for questions
     standings = [evidence.closeness.standing(c.cosine) for c in candidates]
     best = max(standings, default=0.0)
     request = float(evidence.intent == "request")
     rows: list[tuple[float, ...]] = []
     for c, standing, text in zip(candidates, standings, texts):
-        holder = holders.agreement(asker, holders.of_memory(text), text)
-        coverage = words.coverage(text)
-        rows.append((standing, coverage, c.keyword, topic_strength(c, evidence), holder, standing - best, request))
+        holder = holders.agreement(asker, holders.of_memory(text), text) if not request else 0.0
+        keyword = c.keyword * words.coverage(text) if c.keyword > 0 else 0.0
+        rows.append((standing, keyword, topic_strength(c, evidence), holder, standing - best, request))
     return rows
 
 
@@ -136,20 +138,23 @@ def _linear(weights: Sequence[float], row: Sequence[float]) -> float:
 
 def chances(
     query: str, candidates: Sequence[Candidate], evidence: QueryEvidence, texts: Sequence[str], total: int
-) -> list[float]:
-    """P(relevant) of each candidate, same order; `total` is how many candidates the search found."""
+) -> list[tuple[float, float]]:
+    """Each candidate's chance of being relevant, same order: on its own evidence (the first stage) and
+    among the other candidates (the second, the score); `total` is how many candidates the search found."""
     first = [_linear(W_EVIDENCE, row) for row in evidence_rows(query, candidates, evidence, texts)]
-    return [_sigmoid(_linear(W_AMONG, row)) for row in among_rows(first, total)]
+    among = [_sigmoid(_linear(W_AMONG, row)) for row in among_rows(first, total)]
+    return [(_sigmoid(own), p) for own, p in zip(first, among)]
 
 
 def judge(
     query: str, candidates: Sequence[Candidate], evidence: QueryEvidence, texts: Sequence[str], total: int
 ) -> list[Judged]:
-    """The candidates scored and ordered best first: a question's result is an `answer` when it is
-    more likely relevant than not; a request's results are context."""
+    """The candidates scored and ordered best first. A question's result is an `answer` when it is more
+    likely relevant than not both on its own evidence and among the others (the best of three unrelated
+    memories in a small store is likely only among them); a request's results are context."""
     judged = [
-        Judged(c, round(100.0 * p, 1), "answer" if evidence.intent == "question" and p >= 0.5 else "context")
-        for c, p in zip(candidates, chances(query, candidates, evidence, texts, total))
+        Judged(c, round(100.0 * p, 1), "answer" if evidence.intent == "question" and min(own, p) >= 0.5 else "context")
+        for c, (own, p) in zip(candidates, chances(query, candidates, evidence, texts, total))
     ]
     judged.sort(key=lambda j: j.score, reverse=True)  # stable: equal scores keep the fused order
     return judged
@@ -160,7 +165,7 @@ def meaning_relevance(query: str, texts: Sequence[str], cosines: Sequence[float]
     same model with no keyword or topic evidence, so a turn and a memory are on one scale."""
     candidates = [Candidate("", cosine, 0.0, 0.0, cosine, "semantic") for cosine in cosines]
     evidence = QueryEvidence(closeness=closeness, intent=intent(query))
-    return [round(100.0 * p, 1) for p in chances(query, candidates, evidence, texts, len(candidates))]
+    return [round(100.0 * p, 1) for _own, p in chances(query, candidates, evidence, texts, len(candidates))]
 
 
 def _sigmoid(z: float) -> float:

@@ -51,10 +51,12 @@ async def test_empty_store_search_is_an_empty_list(engine: MemoryEngine) -> None
     assert result.results == [] and result.count == 0
 
 
-async def test_unrelated_query_returns_nothing(engine: MemoryEngine) -> None:
+async def test_unrelated_query_gets_no_answer(engine: MemoryEngine) -> None:
+    """The only memory may be shown as context (a chance, honest in a store of one), never as an answer."""
     await engine.store("I love building web apps with React")
-    result = await engine.search("recipe for sourdough bread starter")
-    assert result.results == []
+    for query in ("recipe for sourdough bread starter", "what's my blood type?"):
+        result = await engine.search(query)
+        assert all(hit.match == "context" for hit in result.results + result.below_cutoff)
 
 
 @pytest.mark.parametrize(
@@ -89,7 +91,7 @@ async def test_ten_tags_of_fifty_characters_are_accepted(engine: MemoryEngine) -
 async def test_limit_caps_results_best_first(engine: MemoryEngine) -> None:
     for text in ["Uses React for the frontend", "Writes React components in TypeScript", "Likes React hooks"]:
         await engine.store(text)
-    result = await engine.search("React frontend work", limit=2)
+    result = await engine.search("React frontend work", limit=2, min_relevance=0)
     assert len(result.results) == 2
     scores = [hit.relevance_score for hit in result.results]
     assert scores == sorted(scores, reverse=True)

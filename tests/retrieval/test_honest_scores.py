@@ -26,17 +26,21 @@ QUESTIONS = [
     ("what do I drink in the morning?", FACTS[0]),
     ("what does my partner do?", FACTS[1]),
     ("what's the name of my studio?", FACTS[2]),
-    ("which dataframe library do I like?", FACTS[3]),
+    ("what do I use instead of pandas?", FACTS[3]),
     ("am I allergic to anything?", FACTS[4]),
     ("what sport do I play?", FACTS[5]),
 ]
 NEVER_STORED = ["what's my blood type?", "what car do I drive?", "where did I go to university?"]
+# A turn that shares one word with a question ("library", "type") is someone else's: never the answer.
+SHARED_WORD = ["which dataframe library do I like?", "what type of tea do I drink?", "what sport do I play?"]
 CHATTER = Path(__file__).resolve().parents[2] / "benchmarks" / "chatter.json"
 
 
 @pytest.fixture(scope="module")
 async def engine(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> AsyncIterator[MemoryEngine]:
-    settings = Settings(chromadb_path=tmp_path_factory.mktemp("honest") / "data", model_dir=model_dir, store_process=False)
+    settings = Settings(
+        chromadb_path=tmp_path_factory.mktemp("honest") / "data", model_dir=model_dir, store_process=False
+    )
     runtime = build_runtime(settings)
     speakers = ("Melanie", "Caroline")
     turns = json.loads(CHATTER.read_text())["turns"][:400]
@@ -58,6 +62,15 @@ async def test_each_fact_comes_first_and_no_turn_about_someone_else_is_an_answer
     assert offered and offered[0] == fact, (question, offered[:3])
     answers = [hit.content for hit in found.results if hit.match == "answer"]
     assert all(text in FACTS for text in answers), (question, answers)
+
+
+@pytest.mark.parametrize("question", SHARED_WORD)
+async def test_a_turn_sharing_one_word_is_never_an_answer(engine: MemoryEngine, question: str) -> None:
+    found = await engine.search(question)
+    turns = [hit for hit in found.results + found.below_cutoff if hit.content not in FACTS]
+    assert all(hit.match == "context" for hit in turns), question
+    facts = [hit.relevance_score for hit in found.results if hit.content in FACTS]
+    assert all(hit.relevance_score < max(facts, default=100) for hit in turns), question
 
 
 @pytest.mark.parametrize("question", NEVER_STORED)

@@ -67,7 +67,9 @@ async def contents(engine: MemoryEngine, query: str, **options: object) -> list[
 
 async def test_seed_scenarios_hold_together(engine: MemoryEngine) -> None:
     assert "I love building web apps with React" in await contents(engine, "frontend development preferences")
-    assert MEMORIES[0] in await contents(engine, "what am I building?")
+    # The project itself has a cosine of 0 to this question (MiniLM): its sibling answers it.
+    found = (await engine.search("what am I building?")).results
+    assert found[0].content in MEMORIES[:2] and found[0].match == "answer"
 
 
 @pytest.mark.parametrize(
@@ -196,13 +198,15 @@ def test_ties_go_to_the_newer_memory() -> None:
 
 def test_scores_stay_within_0_and_100_whatever_the_evidence() -> None:
     from symbiote.retrieval.background import Closeness
-    from symbiote.retrieval.ranking import Candidate, QueryEvidence, relevance
+    from symbiote.retrieval.ranking import Candidate, QueryEvidence, judge
 
     best = Candidate("mem_b", 1.0000001, 1.0, 1.0, 1.6500001, "both")
     other = Candidate("mem_a", -0.3, 0.0, 0.0, 0.0, "semantic")
     evidence = QueryEvidence(closeness=Closeness(0.0, 0.02), activation=1.0000002)
-    scores = [score for score, _match in relevance([best, other], evidence)]
-    assert scores[0] == 100.0 and 0.0 <= scores[1] < 1.0
+    texts = ["what is my cat called? Miso", "nothing at all"]
+    judged = judge("what is my cat called?", [best, other], evidence, texts, total=2)
+    assert [j.candidate.memory_id for j in judged] == ["mem_b", "mem_a"]
+    assert 0.0 <= judged[1].score < judged[0].score <= 100.0 and judged[0].match == "answer"
 
 
 def test_fusion_rewards_agreement_and_says_why() -> None:
