@@ -76,15 +76,16 @@ class Case:
 
 
 def owners() -> list[Case]:
-    return [
-        Case(
-            o["owner"],
-            o["half"],
-            {m["id"]: m["text"] for m in o["memories"]},
-            [(q["kind"], q["text"], tuple(q["wanted"])) for q in o["queries"]],
-        )
-        for o in json.loads((HERE / "owners_set.json").read_text())["owners"]
-    ]
+    """The owners, each also asked two off-topic requests (`off_topic.json`, from its half's share)."""
+    off = json.loads((HERE / "off_topic.json").read_text())["queries"]
+    pools = {"fit": off[: len(off) // 2], "held": off[len(off) // 2 :]}
+    cases = []
+    for index, o in enumerate(json.loads((HERE / "owners_set.json").read_text())["owners"]):
+        pool = pools[o["half"]]
+        extra = [("never_off", pool[(2 * index + k) % len(pool)], ()) for k in range(2)]
+        queries = [(q["kind"], q["text"], tuple(q["wanted"])) for q in o["queries"]]
+        cases.append(Case(o["owner"], o["half"], {m["id"]: m["text"] for m in o["memories"]}, queries + extra))
+    return cases
 
 
 def holders() -> list[Case]:

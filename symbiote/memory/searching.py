@@ -34,7 +34,9 @@ TOPIC_CANDIDATES = 10  # memories carrying a vague question's topic words that j
 SUBJECT_POOL = 20  # leading candidates of a request among which its subject's members are marked
 SUBJECT_STRENGTH = 1.0  # how surely a word naming a subject makes a request about it
 RANK_PREFETCH = 15  # `rank` reads the contents a search for 5 results reads
-OFFER_FLOOR = 10.0  # under the cut-off, memories this likely or more are offered (`below_cutoff`), not shown
+# Under the cut-off, memories this likely or more are offered (`below_cutoff`), not shown: set by hand so that
+# an off-topic query is not answered with five 1 % memories (docs/performance.md says what it costs).
+OFFER_FLOOR = 10.0
 
 
 class MemorySearch:

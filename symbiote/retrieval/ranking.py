@@ -5,20 +5,21 @@ A weighted sum keeps how strongly each retriever matched, not just the order, an
 reciprocal rank fusion on LoCoMo (docs/performance.md). A memory found only by keywords gets the
 weakest cosine of the semantic candidates (its own is lower still, by construction).
 
-Relevance is each candidate's own chance of being what the query needs, `100 * P(relevant)`,
-from a logistic model over three facts of the query and that memory alone:
-- how unusual its closeness to the query is: its cosine's standing above the query's cosines to
-  a fixed background of typical memories (`background.py`), in the background's deviations;
-- the share of the query's (IDF-weighted) words it contains;
-- for a vague question or a request, how strongly it belongs to the topic or subject named.
-Nothing in it depends on the other memories in the store or on the best candidate, so a fact
-scores the same in a store of 6 memories and of 5,000, and a short question's answer is judged
-against what is usual for short questions. Fitted by `benchmarks/calibrate_relevance.py` on the
-fitting half of `benchmarks/owners_set.json` and one LoCoMo conversation; the other half is
-held out (docs/performance.md). A question's result is an `answer` when it is more likely relevant
-than not, else `context` (the nearest memory, for the assistant to say what is and is not stored);
-a request's results are context. 30, the default cut-off, is where a result is more likely noise
-than help.
+Relevance is the chance, in percent, that a candidate is relevant: calibrated, so results scored 80
+are relevant about 80 times in 100, in a store of 6 memories and of 5,000 (docs/performance.md). Two
+logistic stages, fitted by `benchmarks/calibrate_relevance.py` on the fitting half of its sets (every
+store kind weighing the same, the classes at their natural shares), constants below:
+- its own evidence (`EVIDENCE`): its cosine's standing above the query's cosines to a fixed
+  background (`background.py`) and how far that is behind the best candidate's; its keyword
+  evidence, BM25 share times the share of the query's information in English its words carry
+  (`informative.py`: one common shared word is weak evidence); topic or subject membership; whether
+  it is about whom a question asks (`holders.py`); whether the query is a request;
+- that evidence among the other candidates (`AMONG`): its rank, how many stand as close, how far
+  behind the best, how many candidates there are. How likely the best of three memories is relevant
+  is not how likely the best of 5,000 is.
+A question's result is an `answer` when it is more likely relevant than not on both stages, else
+`context` (the nearest memory, for the assistant to say what is and is not stored); a request's
+results are context. 30, the default cut-off, leaves out what is more likely noise than help.
 """
 
 from __future__ import annotations
@@ -76,16 +77,17 @@ def topic_strength(c: Candidate, evidence: QueryEvidence) -> float:
     return strength * c.topic
 
 
-# The model of P(relevant), fitted by benchmarks/calibrate_relevance.py on the fitting half of its sets
-# (every store kind weighing the same, the classes at their natural shares); refit there, paste here.
+# The model of P(relevant), fitted on 2026-11-27 by benchmarks/calibrate_relevance.py on the fitting half of
+# benchmarks/relevance_sets.py (16 owners, 24 holder cases, the personal set's even queries, LoCoMo 26, in every
+# store kind; every kind weighing the same, the classes at their natural shares); refit there, paste here.
 # First stage: how strongly a candidate's own evidence says it is relevant (log-odds).
 EVIDENCE = ("standing", "keyword", "topic", "holder", "gap", "request")
-W_EVIDENCE = (-0.003, 3.341, 1.220, 0.791, 0.998, 0.944, -2.744)  # the bias last
+W_EVIDENCE = (-0.007, 3.414, 1.328, 0.811, 0.957, 0.813, -2.841)  # the bias last
 # Second stage: that evidence judged among the other candidates (its rank, how many stand as close,
 # how far behind the best, how many candidates there are): a chance, calibrated in every store kind.
 AMONG = ("evidence", "rank", "rivals", "behind", "candidates")
-W_AMONG = (0.584, -0.249, -0.522, 0.049, -0.114, 1.403)  # the bias last
-RIVAL_SPAN = 1.0  # candidates whose evidence is this close (in log-odds) are rivals
+W_AMONG = (0.587, -0.232, -0.558, 0.028, -0.090, 1.262)  # the bias last
+RIVAL_SPAN = 1.0  # candidates whose evidence is this close (in log-odds) are rivals; set by hand, one unit
 
 
 @dataclass(frozen=True)

@@ -61,13 +61,14 @@ async def test_bad_arguments_are_readable_tool_errors(server: ServerProcess) -> 
             assert "Traceback" not in text
 
 
-async def test_zero_results_is_an_empty_list(fresh_server: ServerProcess) -> None:
+async def test_zero_results_is_an_empty_list_and_an_unrelated_query_no_answer(fresh_server: ServerProcess) -> None:
     async with Client(fresh_server.mcp_url) as client:
         empty = await call(client, "search_memory", query="anything")
         await call(client, "store_memory", content="The user's favourite colour is teal")
         unrelated = await call(client, "search_memory", query="quarterly tax filing deadlines")
         stats = await call(client, "memory_stats")
-    assert empty["results"] == [] and unrelated["results"] == []
+    assert empty["results"] == [] and empty["below_cutoff"] == []
+    assert all(hit["match"] == "context" for hit in unrelated["results"] + unrelated["below_cutoff"])
     assert stats["total_memories"] == 1
 
 

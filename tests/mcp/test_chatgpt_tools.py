@@ -52,7 +52,8 @@ async def test_search_and_fetch_have_chatgpts_shapes(chatgpt_server: ServerProce
     assert set(hit) == {"id", "title", "url"} and hit["id"] == memory_id
     assert hit["title"].startswith("Our daughter Maya")
     assert hit["url"] == f"{chatgpt_server.base_url}/memories/{memory_id}"
-    assert nothing == {"results": []}
+    # A store of one memory: its only memory may come back for anything (as a chance, not an answer).
+    assert set(nothing) == {"results"} and [h["id"] for h in nothing["results"]] in ([], [memory_id])
 
     assert set(fetched) == {"id", "title", "text", "url", "metadata"}
     assert (

@@ -276,3 +276,15 @@ async def test_long_memory_found_by_its_last_paragraph_among_others(engine: Memo
 async def test_results_explain_why_they_matched(engine: MemoryEngine) -> None:
     for hit in (await engine.search("React", min_relevance=0, limit=10)).results:
         assert hit.matched_by in ("semantic", "keyword", "both", "topic")
+
+
+def test_the_scored_candidates_include_the_nearest_by_meaning() -> None:
+    """Keywords may push a memory down the fused order; scoring still sees what plain cosine would show."""
+    from symbiote.retrieval.ranking import likely
+
+    dense = [Match(f"mem_{i:020d}", 0.9 - i / 100) for i in range(6)]
+    keyword = [KeywordMatch(f"mem_{100 + i:020d}", 10.0) for i in range(4)]
+    ranked = fuse(dense, keyword)
+    chosen = likely(ranked, prefetch=2)
+    assert {"mem_00000000000000000000", "mem_00000000000000000001"} <= set(chosen)
+    assert ranked[0].memory_id in chosen
