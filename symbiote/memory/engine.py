@@ -150,6 +150,11 @@ class MemoryEngine:
             return {"store": "not_created", "model_loaded": loaded}
         return {"store": "not_opened", "model_loaded": loaded}
 
+    def background_problems(self) -> dict[str, str]:
+        """Background work that keeps failing (retried less and less often), by job: for `/health`."""
+        problem = self._writer.passages.problem
+        return {"passages": problem} if problem else {}
+
     async def count(self) -> int | None:
         """Number of memories: 0 before the store is created, None while it cannot be read. For
         health: never queued behind writes."""
