@@ -29,7 +29,9 @@ def max_batch_size(client: Any) -> int:
     the server's pre-flight answer), asked once when a store opens its collections."""
     size = int(client.get_max_batch_size())
     if size <= 0:  # a server that does not say: the embedded store's limit, which no server is below
-        log.warning("the Chroma server gave no maximum batch size; writing at most %d records at a time", FALLBACK_BATCH)
+        log.warning(
+            "the Chroma server gave no maximum batch size; writing at most %d records at a time", FALLBACK_BATCH
+        )
         return FALLBACK_BATCH
     return size
 
