@@ -131,6 +131,9 @@ class Settings:
     max_body_bytes: int = 4 * 1024 * 1024
     header_timeout_seconds: float = 5.0  # a request head must be complete this soon (symbiote.http.connections)
     max_connections: int = 1000  # open at once, within the open-file limit
+    max_header_bytes: int = 64 * 1024  # a request head, in bytes (431 past it)
+    max_header_line_bytes: int = 16 * 1024  # its request line or one header line
+    body_timeout_seconds: float = 10.0  # the longest silence within a request body
     # Telemetry (symbiote.telemetry; docs/observability.md). The exporters read the standard OTEL_* variables.
     log_format: str = DEFAULT_LOG_FORMAT  # LOG_FORMAT: text | json (unset: json on Azure)
     trace_content: bool = False  # SYMBIOTE_TRACE_CONTENT: tool arguments and results in span attributes
@@ -143,10 +146,8 @@ class Settings:
 
         def integer(name: str, default: int, low: int, high: int) -> int:
             raw = env.get(name, "").strip()
-            if not raw:
-                return default
             try:
-                value = int(raw)
+                value = int(raw or default)
             except ValueError:
                 problems.append(f"{name}={raw!r} is not a whole number")
                 return default
@@ -195,22 +196,19 @@ class Settings:
 
 
 def _transport_settings(env: Mapping[str, str], problems: list[str], integer: Any) -> dict[str, Any]:
-    """SYMBIOTE_TRANSPORT, the legacy SSE heartbeat and session lifetime, CORS, the request body cap,
-    the request-head timeout and the connection cap."""
+    """SYMBIOTE_TRANSPORT, the legacy SSE timings, CORS, and the HTTP limits (body, head, timeouts, connections)."""
 
     def seconds(name: str, default: float, low: float, high: float) -> float:
         raw = env.get(name, "").strip()
-        if not raw:
-            return default
         try:
-            value = float(raw)
+            value = float(raw or default)
         except ValueError:
             problems.append(f"{name}={raw!r} is not a number of seconds")
             return default
-        if not low <= value <= high:
-            problems.append(f"{name}={raw} is out of range ({low:g}..{high:g} seconds)")
-            return default
-        return value
+        if low <= value <= high:
+            return value
+        problems.append(f"{name}={raw} is out of range ({low:g}..{high:g} seconds)")
+        return default
 
     transport = env.get("SYMBIOTE_TRANSPORT", "").strip().lower() or Settings.transport
     if transport not in TRANSPORTS:
@@ -233,10 +231,11 @@ def _transport_settings(env: Mapping[str, str], problems: list[str], integer: An
         ),
         "cors_origins": tuple(o.rstrip("/") for o in cors if o != "*"),
         "max_body_bytes": integer("SYMBIOTE_MAX_BODY_BYTES", Settings.max_body_bytes, 1024, 256 * 1024 * 1024),
-        "header_timeout_seconds": seconds(
-            "SYMBIOTE_HEADER_TIMEOUT_SECONDS", Settings.header_timeout_seconds, 0.5, 300.0
-        ),
+        "header_timeout_seconds": seconds("SYMBIOTE_HEADER_TIMEOUT_SECONDS", Settings.header_timeout_seconds, 0.5, 300),
         "max_connections": integer("SYMBIOTE_MAX_CONNECTIONS", Settings.max_connections, 16, 1_000_000),
+        "max_header_bytes": integer("SYMBIOTE_MAX_HEADER_BYTES", Settings.max_header_bytes, 4096, 2**24),
+        "max_header_line_bytes": integer("SYMBIOTE_MAX_HEADER_LINE_BYTES", Settings.max_header_line_bytes, 1024, 2**24),
+        "body_timeout_seconds": seconds("SYMBIOTE_BODY_TIMEOUT_SECONDS", Settings.body_timeout_seconds, 0.5, 3600),
     }
 
 

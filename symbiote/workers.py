@@ -20,6 +20,7 @@ so reads in a closed loop still leave writes half the turns.
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import os
 import sys
@@ -132,6 +133,52 @@ class PriorityExecutor:
             for thread in self._threads:
                 if thread is not threading.current_thread():
                     thread.join()
+
+
+class Backoff:
+    """A background job that keeps failing: it waits `first` seconds after its first failure, twice as
+    long after each next one up to `cap`, so a failure that lasts costs a try every `cap` seconds and
+    never a spinning core. The log hears of it once (the first failure, then the recovery), not at
+    every try; meanwhile `problem` says what is wrong, for `/health`."""
+
+    def __init__(self, job: str, log: logging.Logger, first: float = 1.0, cap: float = 300.0) -> None:
+        self.job = job
+        self._log = log
+        self._first = first
+        self._cap = cap
+        self._delay = first
+        self.failures = 0  # in a row, since the job last succeeded
+        self._since = ""
+        self.problem: str | None = None
+
+    def failed(self, exc: BaseException) -> float:
+        """Note a failure; returns how long to wait before the next try."""
+        self.failures += 1
+        if self.failures == 1:
+            self._since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        self.problem = f"{self.job} failing since {self._since} ({self.failures} tries): {exc}"
+        delay = self._delay
+        if self.failures == 1:
+            self._log.warning(
+                "%s failed (%s); trying again after %.0f s, then less and less often (at most every %.0f s), "
+                "logged again only once it works",
+                self.job,
+                exc,
+                delay,
+                self._cap,
+            )
+        else:
+            self._log.debug("%s failed again (%d in a row): %s", self.job, self.failures, exc)
+        self._delay = min(self._delay * 2, self._cap)
+        return delay
+
+    def succeeded(self) -> None:
+        """The job worked: the next failure starts from `first` again."""
+        if self.failures:
+            self._log.warning("%s works again after %d failed tries", self.job, self.failures)
+        self.failures = 0
+        self.problem = None
+        self._delay = self._first
 
 
 _NUMPY_LOCK = threading.Lock()

@@ -172,7 +172,7 @@ Client id <code>{html.escape(client_id)}</code>{_publisher(client_id)}</p>
 
     async def decide(self, request: Request) -> Response:
         length = request.headers.get("content-length", "")
-        if not length.isdigit() or int(length) > MAX_FORM_BYTES:
+        if not (length.isascii() and length.isdigit()) or int(length) > MAX_FORM_BYTES:
             return _page("bad request", "<h1>Bad request.</h1>", status=400)
         form = await request.form()
         ticket, secret, decision = (str(form.get(key) or "") for key in ("ticket", "owner_secret", "decision"))

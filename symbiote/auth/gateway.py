@@ -34,7 +34,6 @@ from urllib.parse import urlsplit
 
 from mcp.server.auth.handlers.metadata import MetadataHandler
 from mcp.server.auth.handlers.register import RegistrationHandler
-from mcp.server.auth.handlers.token import TokenHandler
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend
 from mcp.server.auth.provider import ProviderTokenVerifier
@@ -68,7 +67,7 @@ from symbiote.auth.issuer import IssuerOnErrors, advertise_issuer_parameter
 from symbiote.auth.origin import OriginResolver, address_key, client_address, current_origin
 from symbiote.auth.overflow import OverflowTickets
 from symbiote.auth.owner import OwnerChecks
-from symbiote.auth.provider import SCOPE, SymbioteOAuthProvider
+from symbiote.auth.provider import SCOPE, SymbioteOAuthProvider, TokenEndpoint
 from symbiote.auth.rates import Budgeted, RateBudget
 from symbiote.auth.registration import LimitedRegistration
 from symbiote.auth.revocation import Revocation
@@ -219,7 +218,7 @@ class AuthGateway:
         routes: list[BaseRoute] = [
             Route("/.well-known/oauth-authorization-server", endpoint=describe, methods=["GET", "OPTIONS"]),
             Route(AUTHORIZATION_PATH, endpoint=authorize, methods=["GET", "POST"]),
-            post(TOKEN_PATH, TokenHandler(provider, authenticator).handle),
+            post(TOKEN_PATH, TokenEndpoint(provider, authenticator).handle),
             post(REVOCATION_PATH, Revocation(provider, authenticator).handle),
         ]
         if self.options.open_registration:

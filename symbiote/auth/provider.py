@@ -5,15 +5,21 @@ origin (the issuer); all origins share one `AuthStore`. The SDK's handlers do th
 (metadata, registration, PKCE S256 checks, redirect-URI checks, token and revocation endpoints);
 this class decides what is stored and when a code may be minted: only after the owner approves
 on the consent page (`symbiote.auth.consent`).
+
+RFC 8707 at `/token`: the SDK's token handler reads a `resource` but does not hand it on, so
+`TokenEndpoint` passes it to the provider (`requested_resource`), which refuses a code or refresh
+exchange naming any resource but the authorization's with `invalid_target`.
 """
 
 from __future__ import annotations
 
 import logging
+from contextvars import ContextVar
 from typing import Any
 from urllib.parse import urlsplit
 
 import anyio.to_thread
+from mcp.server.auth.handlers.token import TokenHandler
 from mcp.server.auth.provider import (
     AccessToken,
     AuthorizationCode,
@@ -25,6 +31,8 @@ from mcp.server.auth.provider import (
 )
 from mcp.shared.auth import InvalidRedirectUriError, OAuthClientInformationFull, OAuthToken
 from pydantic import AnyUrl, ValidationError
+from starlette.requests import Request
+from starlette.responses import Response
 
 from symbiote.auth.client_metadata import ClientMetadataDocuments, ClientMetadataError, is_metadata_url
 from symbiote.auth.overflow import OverflowTickets
@@ -40,6 +48,33 @@ FORBIDDEN_REDIRECT_SCHEMES = frozenset({"javascript", "data", "file", "vbscript"
 def _canonical_resource(url: str) -> str:
     parts = urlsplit(url.strip())
     return f"{parts.scheme.lower()}://{parts.netloc.lower()}{parts.path.rstrip('/')}"
+
+
+# The `resource` of the `/token` request being handled (None: the request names none).
+requested_resource: ContextVar[str | None] = ContextVar("requested_resource", default=None)
+
+
+def _check_target(granted: str | None) -> None:
+    """RFC 8707 §2: a token request may name only the authorization's resource (or its origin)."""
+    requested = requested_resource.get()
+    if requested is None or granted is None:
+        return
+    wanted = _canonical_resource(granted)
+    if _canonical_resource(requested) not in (wanted, wanted.removesuffix("/mcp")):
+        raise TokenError("invalid_target", f"This authorization is for {granted} only")
+
+
+class TokenEndpoint(TokenHandler):
+    """The SDK's `/token`, with the request's `resource` handed to the provider for the exchange."""
+
+    async def handle(self, request: Request) -> Response:
+        resource = (await request.form()).get("resource")  # Starlette keeps the form for the SDK's read
+        token = requested_resource.set(resource if isinstance(resource, str) and resource.strip() else None)
+        try:
+            response: Response = await super().handle(request)
+        finally:
+            requested_resource.reset(token)
+        return response
 
 
 class SymbioteClient(OAuthClientInformationFull):
@@ -205,6 +240,7 @@ class SymbioteOAuthProvider:
     async def exchange_authorization_code(
         self, client: OAuthClientInformationFull, authorization_code: AuthorizationCode
     ) -> OAuthToken:
+        _check_target(authorization_code.resource)
         issued = await self._run(
             lambda: self.store.exchange_code(
                 authorization_code.code,
@@ -242,6 +278,7 @@ class SymbioteOAuthProvider:
     async def exchange_refresh_token(
         self, client: OAuthClientInformationFull, refresh_token: RefreshToken, scopes: list[str]
     ) -> OAuthToken:
+        _check_target(refresh_token.resource)
         issued = await self._run(
             lambda: self.store.rotate_refresh(refresh_token.token, scopes, self.access_ttl, self.refresh_ttl)
         )

@@ -72,6 +72,8 @@ def serve(args: argparse.Namespace) -> int:
         connection_cap(settings.max_connections, raise_file_limit()),
         settings.header_timeout_seconds,
         KEEP_ALIVE_SECONDS + settings.header_timeout_seconds,
+        body_seconds=settings.body_timeout_seconds,
+        head_caps=(settings.max_header_bytes, settings.max_header_line_bytes),
     )
     failures: list[BaseException] = []
     app: Any
@@ -101,7 +103,8 @@ def serve(args: argparse.Namespace) -> int:
         # trust them from any local process or tunnel.
         proxy_headers=False,
         timeout_keep_alive=KEEP_ALIVE_SECONDS,
-        # Slow or silent connections are closed, and never more are open than the file limit allows.
+        # Slow or silent connections and oversized heads are closed, and never more are open than the
+        # file limit allows.
         http=guarded_protocol(guard),
     )
     server = _graceful_server_class()(config)

@@ -74,7 +74,9 @@ class Filters:
             type=params.get("type", "").strip().lower()[:30],
             start=params.get("from", "").strip()[:10],
             end=params.get("to", "").strip()[:10],
-            page=max(1, int(number)) if number.isdigit() and len(number) <= 6 else 1,  # past the last: the last
+            page=max(1, int(number))
+            if number.isascii() and number.isdigit() and len(number) <= 6
+            else 1,  # past the last: the last
             weaker=params.get("weaker") == "1",
         )
 

@@ -150,7 +150,11 @@ class Sessions:
         key = self._key.current()
         if not hmac.compare_digest(signature, self._sign(key, f"{expires_text}.{session_id}")):
             return None
-        if not expires_text.isdigit() or int(expires_text) <= self._now() or self._signed_out(session_id):
+        if (
+            not (expires_text.isascii() and expires_text.isdigit())
+            or int(expires_text) <= self._now()
+            or self._signed_out(session_id)
+        ):
             return None
         return Session(session_id, int(expires_text), self._sign(key, f"csrf:{session_id}"))
 

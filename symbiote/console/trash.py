@@ -110,7 +110,7 @@ async def delete_memories(request: Request) -> Response:
 
 async def trash_page(request: Request) -> Response:
     number = request.query_params.get("page", "1")
-    current = max(1, int(number)) if number.isdigit() and len(number) <= 6 else 1
+    current = max(1, int(number)) if number.isascii() and number.isdigit() and len(number) <= 6 else 1
     trash = request.app.state.console_engine.trash
     try:
         listed = await trash.page((current - 1) * PAGE_SIZE, PAGE_SIZE)
@@ -145,7 +145,7 @@ async def restore_memories(request: Request) -> Response:
     undo = str(form.get("undo", ""))
     try:
         if undo:
-            if not undo.isdigit() or len(undo) > 20:
+            if not (undo.isascii() and undo.isdigit()) or len(undo) > 20:
                 return problem(request, "That undo link is not one the console made.", status=400)
             ids = await trash.deletion(int(undo))
         else:

@@ -191,7 +191,7 @@ class HandshakeCache:
         if scope.get("type") != "http" or scope.get("method") != "POST" or scope.get("path") != "/mcp":
             return False
         length = _headers(scope).get("content-length", "")
-        return length.isdigit() and int(length) <= self.max_body
+        return length.isascii() and length.isdigit() and int(length) <= self.max_body
 
 
 def _headers(scope: Mapping[str, Any]) -> dict[str, str]:

@@ -33,6 +33,10 @@ async def health_report(runtime: Runtime, sessions: Sized) -> dict[str, Any]:
     }
     if "error" in status:
         report["store_error"] = status["error"]
+    problems = runtime.engine.background_problems()
+    if problems:  # a background job that keeps failing (retried less and less often): say which, and why
+        report["status"] = "degraded"
+        report["background_errors"] = problems
     if runtime.share is not None:
         report["writer"] = runtime.share.lease.status()
         report["share"] = await asyncio.to_thread(runtime.share.usage_report)  # a network call on Azure

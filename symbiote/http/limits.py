@@ -79,7 +79,12 @@ class BodyLimit:
             await self.app(scope, receive, send)
             return
         declared = Headers(scope=scope).get("content-length")
-        if declared is not None and declared.strip().isdigit() and int(declared) > self.max_bytes:
+        if (
+            declared is not None
+            and declared.strip().isascii()
+            and declared.strip().isdigit()
+            and int(declared) > self.max_bytes
+        ):
             await self.refuse(scope, receive, send, more_body=True)
             return
         body = bytearray()

@@ -69,10 +69,19 @@ class SymbioteMCP(MCPServer):
     async def get_prompt(
         self, name: str, arguments: dict[str, Any] | None = None, context: Context | None = None
     ) -> GetPromptResult | InputRequiredResult:
-        """An unknown prompt is the client's mistake: an invalid-params error naming it. The SDK raises a
-        bare ValueError, which the 2026-07-28 path can only answer as an internal server error."""
-        if self._prompt_manager.get_prompt(name) is None:
+        """An unknown prompt, an argument it does not take or one it needs left out is the client's
+        mistake: an invalid-params error naming it. The SDK raises a bare ValueError, answered as code 0
+        "Error rendering prompt" (or, on the 2026-07-28 path, an internal server error)."""
+        prompt = self._prompt_manager.get_prompt(name)
+        if prompt is None:
             raise MCPError(INVALID_PARAMS, f"Unknown prompt: {name}")
+        declared = {argument.name: argument.required for argument in prompt.arguments or []}
+        unexpected = sorted(set(arguments or {}) - set(declared))
+        missing = sorted(arg for arg, required in declared.items() if required and arg not in (arguments or {}))
+        if unexpected or missing:
+            takes = f"it takes {', '.join(sorted(declared))}" if declared else "it takes no arguments"
+            problem = f"unexpected {', '.join(unexpected)}" if unexpected else f"missing {', '.join(missing)}"
+            raise MCPError(INVALID_PARAMS, f"Invalid arguments for prompt {name}: {problem} ({takes}).")
         return await super().get_prompt(name, arguments, context)
 
     def add_tool(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import unicodedata
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
@@ -18,7 +19,9 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from symbiote.errors import SymbioteError
+from symbiote.memory.bulk import IMPORTED
 from symbiote.memory.engine import MemoryEngine
+from symbiote.memory.owner_stats import CONSOLE, UNKNOWN
 from symbiote.memory.records import (
     BatchStoreResult,
     DeleteResult,
@@ -54,18 +57,33 @@ def readable_errors(fn: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[
     return wrapper
 
 
+# The labels only the server writes: the owner's console, an import, no name at all.
+OWNER_LABELS = frozenset({CONSOLE, IMPORTED, UNKNOWN})
+SELF_DECLARED = " (self-declared)"
+MAX_CLIENT_NAME = 100
+
+
 def caller(ctx: Context | None) -> str | None:
     """What stores a memory, for the owner's statistics: the client's declared name (e.g.
     "claude-ai"), from its `initialize` or the 2026 protocol's envelope; on a stateless 2025 request,
     which carries neither, its User-Agent's product ("Claude-User/1.0 (...)" -> "Claude-User").
-    Self-declared either way: a label, never an identity. None when there is neither."""
+    Self-declared either way: a label, never an identity (`as_client_label`). None when there is neither."""
     if ctx is None:
         return None
     params = ctx.session.client_params
     if params is not None:
-        return str(params.client_info.name)
+        return as_client_label(str(params.client_info.name))
     agent = (ctx.headers or {}).get("user-agent", "")
-    return agent.split()[0].split("/")[0] if agent.strip() else None
+    return as_client_label(agent.split()[0].split("/")[0]) if agent.strip() else None
+
+
+def as_client_label(name: str) -> str:
+    """A client's declared name as stored: at most MAX_CLIENT_NAME characters, and marked
+    self-declared when it reads as one of the server's own labels ("console", "Console ", "ｃｏｎｓｏｌｅ"),
+    so that no MCP client passes for the owner's console or an import."""
+    name = name[:MAX_CLIENT_NAME]
+    folded = "".join(ch for ch in unicodedata.normalize("NFKC", name).casefold() if ch.isalnum())
+    return f"{name}{SELF_DECLARED}" if folded in OWNER_LABELS else name
 
 
 def register_tools(server: MCPServer, engine: MemoryEngine) -> None:

@@ -81,6 +81,11 @@ class MemoryBulk:
         self._stats = stats
         self._policy = policy
 
+    @property
+    def max_content_bytes(self) -> int:
+        """SYMBIOTE_MAX_CONTENT_BYTES as configured: an import holds each memory to it, as the tools do."""
+        return self._policy().max_content_bytes
+
     # -- reads -----------------------------------------------------------------------------
 
     async def browse(self, where: MemoryFilter | None, offset: int, limit: int) -> BrowsePage:
@@ -113,6 +118,13 @@ class MemoryBulk:
     async def delete_many(self, memory_ids: Sequence[str]) -> list[str]:
         """Move the owner's selection to the trash in one write; returns the ids that existed."""
         return await self._trash.move(memory_ids, OWNER)
+
+    async def write_links(self, memories: Sequence[StoredMemory]) -> None:
+        """Write only these memories' link fields, in one go (an import's links, checked, once both
+        ends of each are stored)."""
+        io = self._io
+        store = await io.opened()
+        await io.write(store.set_links, list(memories))
 
     async def matching_ids(self, where: MemoryFilter | None, limit: int) -> tuple[list[str], int]:
         """The ids of up to `limit` memories matching `where`, newest first, and how many match."""

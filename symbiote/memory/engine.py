@@ -51,7 +51,14 @@ __all__ = ["EnginePolicy", "MemoryEngine", "PolicyRefusedError", "QuotaExceededE
 log = logging.getLogger(__name__)
 
 RETENTION_INTERVAL_SECONDS = 24 * 3600
+COUNT_WAIT_SECONDS = 0.5  # health's wait for the store's count, at most
 READY_TIMEOUT_SECONDS = 30.0  # `ready()` never holds a caller longer, however slow the warm-up
+
+
+def _retrieved(future: asyncio.Future[int]) -> None:
+    """A count nobody waited for to the end: its failure is reported by the next count, not as "never retrieved"."""
+    if not future.cancelled():
+        future.exception()
 
 
 class MemoryEngine:
@@ -76,6 +83,8 @@ class MemoryEngine:
         self._absent = False  # the warm-up found no store yet: none is created until it is used
         self._warming: asyncio.Future[None] | None = None  # the warm-up's model load and store opening
         self._on_close = on_close  # e.g. end the memory store's process (symbiote.storage.process)
+        self._counting: asyncio.Future[int] | None = None  # health's count of memories, while in flight
+        self._last_count: int | None = None
         self.policy = policy or EnginePolicy()
         self._io = StoreIO(open_store, space)
         self._stats = Statistics(self._io, share_usage)
@@ -150,17 +159,30 @@ class MemoryEngine:
             return {"store": "not_created", "model_loaded": loaded}
         return {"store": "not_opened", "model_loaded": loaded}
 
+    def background_problems(self) -> dict[str, str]:
+        """Background work that keeps failing (retried less and less often), by job: for `/health`."""
+        problem = self._writer.passages.problem
+        return {"passages": problem} if problem else {}
+
     async def count(self) -> int | None:
         """Number of memories: 0 before the store is created, None while it cannot be read. For
-        health: never queued behind writes."""
+        health: never queued behind writes, and never waiting more than COUNT_WAIT_SECONDS: the
+        store's process serves one call at a time, and a large batch's write holds it for seconds,
+        so health answers with the count from before it (one count in flight at a time)."""
         store = self._io.store
         if store is None:
             return 0 if self._absent and not self._io.lazy.error else None
+        if self._counting is None or self._counting.done():
+            self._counting = asyncio.ensure_future(self._io.run(store.count, urgent=True))
+            self._counting.add_done_callback(_retrieved)
         try:
-            return await self._io.run(store.count, urgent=True)
+            self._last_count = await asyncio.wait_for(asyncio.shield(self._counting), COUNT_WAIT_SECONDS)
+        except TimeoutError:
+            return self._last_count  # the store is busy with a long write: the count from before it
         except Exception:  # health must never fail because of a count: logged, reported as unknown
             log.exception("counting memories failed")
             return None
+        return self._last_count
 
     async def store_size(self) -> int | None:
         """Bytes the store takes on disk, for the telemetry gauge: None while it is not open (this never

@@ -7,7 +7,8 @@ import secrets
 import threading
 import time
 
-ID_PATTERN = re.compile(r"^mem_\d{20}$")
+# ASCII digits only: `\d` takes any Unicode digit (fullwidth, Arabic-Indic), and `$` a trailing newline.
+ID_PATTERN = re.compile(r"mem_[0-9]{20}")
 
 
 class IdGenerator:
@@ -30,7 +31,7 @@ class IdGenerator:
 
 
 def is_memory_id(value: str) -> bool:
-    return bool(ID_PATTERN.match(value))
+    return ID_PATTERN.fullmatch(value) is not None
 
 
 def created_us(memory_id: str) -> int:

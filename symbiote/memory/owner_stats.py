@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 
 FRESH_SECONDS = 30.0  # the metadata is scanned again after this long, for other instances' writes
 UNKNOWN = "unknown"  # a memory stored without a client's name (or before names were recorded)
+CONSOLE = "console"  # what stored a memory the owner added in the console (an MCP client's name never equals it)
 PREVIEW = 160  # characters of a memory's text shown in a list
 
 

@@ -18,12 +18,14 @@ import time
 from symbiote.embedding.embedder import AsyncEmbedder
 from symbiote.memory.store_io import StoreIO
 from symbiote.storage.base import MemoryStore
+from symbiote.workers import Backoff
 
 log = logging.getLogger(__name__)
 
-BATCH = 32  # memories per round: one read of the queue, one write of their passages
+BATCH = 32  # memories read from the queue per round...
+ROUND_PASSAGES = 256  # ...of which a round embeds and writes the first up to this many passages (at least one memory's)
 RETRY_SECONDS = 1.0  # after a failed round; doubled each time, up to MAX_RETRY_SECONDS
-MAX_RETRY_SECONDS = 60.0
+MAX_RETRY_SECONDS = 300.0  # a failure that lasts costs one round (a few seconds of the model) per 5 minutes
 QUIET_SECONDS = 0.1  # a round starts once no write started for this long...
 MAX_DEFER_SECONDS = 30.0  # ...or after this long behind a steady stream of writes
 
@@ -37,6 +39,7 @@ class PassageIndexer:
         self._task: asyncio.Task[None] | None = None
         self._more = False  # a kick arrived while a round was running
         self._last_write = float("-inf")  # time.monotonic() when the last write began
+        self.backoff = Backoff("indexing passages", log, RETRY_SECONDS, MAX_RETRY_SECONDS)
 
     def write_began(self) -> None:
         """A write began: the next round waits until writes pause."""
@@ -60,21 +63,24 @@ class PassageIndexer:
         if self._task is not None:
             self._task.cancel()
 
+    @property
+    def problem(self) -> str | None:
+        """Why indexing keeps failing, while it does (for `/health`); None when it works."""
+        return self.backoff.problem
+
     async def _drain(self) -> None:
-        delay = RETRY_SECONDS
         while self._more:
             self._more = False
             try:
                 await self._quiet()
                 while await self._round():
+                    self.backoff.succeeded()
                     await self._quiet()
-                delay = RETRY_SECONDS
+                self.backoff.succeeded()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # the store or the model failed: keep the queue, try again later
-                log.warning("indexing passages failed (%s); trying again in %.0f s", exc, delay)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, MAX_RETRY_SECONDS)
+                await asyncio.sleep(self.backoff.failed(exc))  # logged once, not at every try
                 self._more = True
 
     async def _quiet(self) -> None:
@@ -92,11 +98,15 @@ class PassageIndexer:
         pending = await io.run(store.pending_passages, BATCH, idle=True)
         if not pending:
             return False
-        items = []
+        items: list[tuple[str, list[str]]] = []
+        passages = 0
         for memory_id, windows, text in pending:
             if windows is None:  # queued without its passages (after an index rebuild): work them out
                 windows = await self._embedder.windows(text)
+            if items and passages + len(windows) - 1 > ROUND_PASSAGES:
+                break  # the rest stay queued for the next round: a round's time and memory stay bounded
             items.append((memory_id, windows))
+            passages += len(windows) - 1
         flat = [text for _mid, windows in items for text in windows[1:]]
         vectors = await self._embedder.embed(flat, idle=True)
         batch = []
@@ -104,5 +114,5 @@ class PassageIndexer:
         for memory_id, windows in items:
             batch.append((memory_id, vectors[offset : offset + len(windows) - 1], windows))
             offset += len(windows) - 1
-        await io.write(store.add_passages, batch, idle=True)
+        await io.write(store.add_passages, batch, idle=True)  # within Chroma's maximum (`storage.batches`)
         return True

@@ -115,7 +115,10 @@ class StoreIO(Generic[S]):
                     log.warning("%s busy (%s); retrying in %.2f s", self.name, exc, delay)
                     await asyncio.sleep(delay)
                     continue
-                log.exception("%s write failed", self.name)
+                if idle:  # work that follows a write: its caller reports a failure, once (`workers.Backoff`)
+                    log.debug("%s write failed", self.name, exc_info=True)
+                else:
+                    log.exception("%s write failed", self.name)
                 if is_transient(exc):
                     raise StoreUnavailableError(
                         f"The memory store stayed busy after {WRITE_RETRIES} retries ({exc}); nothing was changed. "

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from symbiote.storage._chroma_records import check_identity, chroma_nearest, link_metadata, memory_from, metadata_of
 from symbiote.storage.base import Match, R, Shortlist, StoredMemory, TrashedMemory
+from symbiote.storage.batches import BatchedCollection, max_batch_size
 from symbiote.storage.bulk_reads import BulkReads, read_all
 from symbiote.storage.bulk_reads import chunk_ids as _chunk_ids
 from symbiote.storage.diskspace import directory_bytes
@@ -66,13 +67,17 @@ class ChromaMemoryStore:
         self._beside = ThreadPoolExecutor(1, thread_name_prefix="symbiote-keywords")
         identity = {"embedding_model": model_name, "embedding_dim": dimension}
         config = {"hnsw": {"space": "cosine"}}
-        self._memories = client.get_or_create_collection(
+        memories = client.get_or_create_collection(
             MEMORY_COLLECTION, metadata=identity, configuration=config, embedding_function=None
         )
-        check_identity(self._memories, model_name, dimension)
-        self._chunks = client.get_or_create_collection(
+        check_identity(memories, model_name, dimension)
+        chunks = client.get_or_create_collection(
             CHUNK_COLLECTION, metadata=identity, configuration=config, embedding_function=None
         )
+        # Every write within Chroma's maximum batch, asked of it once (`symbiote.storage.batches`).
+        most = max_batch_size(client)
+        self._memories: Any = BatchedCollection(memories, most)
+        self._chunks: Any = BatchedCollection(chunks, most)
         self._vectors: VectorIndex | None = None
         if vectors_in_memory:
             self._memories = MirroredCollection(self._memories, VectorRows(dimension, passages=False))

@@ -28,13 +28,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from symbiote.errors import InvalidInputError, StoreUnavailableError
+from symbiote.storage.batches import BatchedCollection, max_batch_size
 from symbiote.storage.bulk_reads import read_all
 
 if TYPE_CHECKING:  # numpy is imported when first needed: it is not on the way to `initialize`
     import numpy as np
 
 HISTORY_COLLECTION = "venom_history"
-DELETE_BATCH = 5_000  # ids per Chroma delete, well under its limit on one call
 RACE_RETRIES = 25  # a writer that keeps losing the race backs off a random, growing while
 
 
@@ -102,9 +102,10 @@ class ChromaHistoryStore:
 
     def __init__(self, client: Any, model_name: str, dimension: int) -> None:
         identity = {"embedding_model": model_name, "embedding_dim": dimension, "holds": "conversation turns"}
-        self._turns = client.get_or_create_collection(
+        turns = client.get_or_create_collection(
             HISTORY_COLLECTION, metadata=identity, configuration={"hnsw": {"space": "cosine"}}, embedding_function=None
         )
+        self._turns = BatchedCollection(turns, max_batch_size(client))  # deletes within Chroma's maximum
         meta = self._turns.metadata or {}
         if meta.get("embedding_model") != model_name or int(meta.get("embedding_dim") or 0) != dimension:
             raise StoreUnavailableError(
@@ -183,8 +184,7 @@ class ChromaHistoryStore:
         """Every turn of one conversation removed (the owner's choice, in the console); how many were.
         Only this conversation's records are touched: the memories and other conversations stay."""
         doomed = list(self._indexes(conversation).values())
-        for start in range(0, len(doomed), DELETE_BATCH):
-            self._turns.delete(ids=doomed[start : start + DELETE_BATCH])
+        self._turns.delete(ids=doomed)
         return len(doomed)
 
     def get_turns(self, conversation: str, n: int) -> tuple[list[StoredTurn], int]:

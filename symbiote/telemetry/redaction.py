@@ -6,12 +6,19 @@ it sends (a search result holds memories), uvicorn's access log prints query str
 handlers, so it sees every record that is written, whichever logger it came from. It works on
 shapes, not on known values: `key=value` pairs, JSON and Python mappings with a sensitive key,
 `Bearer` credentials and Symbiote's own token prefixes.
+
+It also escapes control characters (`escape_controls`) in every value interpolated into a line:
+a `client_id` carrying `%0A` would otherwise start a line of its own that reads like a real one.
+Only the values are escaped, never a message's own format, so tracebacks and deliberate line
+breaks stay as they are.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Mapping
+from typing import Any
 
 MASK = "[redacted]"
 # Keys whose values are secrets, and keys whose values are (or hold) memory or conversation text.
@@ -83,12 +90,39 @@ def redact(text: str) -> str:
     return text
 
 
+# C0 and C1 controls, DEL, and the Unicode line and paragraph separators some log viewers break on.
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def escape_controls(text: str) -> str:
+    """`text` with each control character written as its escape (a newline as `\\n`)."""
+    return _CONTROLS.sub(lambda found: found.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def _escaped(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    text = value if isinstance(value, str) else str(value)
+    return escape_controls(text) if _CONTROLS.search(text) else value
+
+
+def escape_arguments(record: logging.LogRecord) -> None:
+    """Escape control characters in what `record` interpolates into its message (the request data)."""
+    args = record.args
+    if isinstance(args, Mapping):
+        record.args = {key: _escaped(value) for key, value in args.items()}
+    elif isinstance(args, tuple):
+        record.args = tuple(_escaped(value) for value in args)
+
+
 class RedactingFilter(logging.Filter):
-    """Masks the message, the traceback and the stack of every record its handler writes."""
+    """Masks the message, the traceback and the stack of every record its handler writes, and
+    escapes control characters in the values the message interpolates."""
 
     _traceback = logging.Formatter()
 
     def filter(self, record: logging.LogRecord) -> bool:
+        escape_arguments(record)
         try:
             message = record.getMessage()
         except (TypeError, ValueError):  # a malformed call: the handler reports it with logging's own error

@@ -187,11 +187,12 @@ def _checked(check: Any, *args: Any) -> Any:
         raise LineError(str(exc)) from None
 
 
-def read_memory(record: dict[str, Any], now_us: int, dimension: int | None) -> IncomingMemory:
-    """A memory line, validated as the tools validate what they store. `dimension` None: vectors
-    in the line are not wanted (another model made them) and are not read."""
+def read_memory(record: dict[str, Any], now_us: int, dimension: int | None, max_bytes: int) -> IncomingMemory:
+    """A memory line, validated as the tools validate what they store, its text held to `max_bytes`
+    (SYMBIOTE_MAX_CONTENT_BYTES as configured). `dimension` None: vectors in the line are not
+    wanted (another model made them) and are not read."""
     memory_id = _checked(validation.memory_id, record["id"]) if record.get("id") is not None else ""
-    text = _checked(validation.content, record.get("content"))
+    text = _checked(validation.content, record.get("content"), max_bytes)
     tags = tuple(_checked(validation.tags, record.get("tags")))
     kind = _checked(validation.memory_type, record["type"]) if record.get("type") is not None else None
     meta = record.get("metadata") or {}

@@ -1,14 +1,15 @@
 """Reading an import: a Symbiote export, or the reference MCP memory server's knowledge graph.
 
-Line by line (each at most MAX_LINE_BYTES, `symbiote.transfer.lines`), a batch at a time. Each
-memory keeps its id and times and is compared with what is stored (`MemoryBulk.import_memories`),
+Line by line (each at most `line_cap`, `symbiote.transfer.lines`), a batch at a time, each text
+held to SYMBIOTE_MAX_CONTENT_BYTES as configured, as the tools hold it. Each memory keeps its id and times and is compared with what is stored (`MemoryBulk.import_memories`),
 so importing the same file twice adds nothing; a stored memory whose text differs is a conflict,
 reported and left as it is unless the owner asks to replace. A line that cannot be taken (not
 JSON, too long, nested too deeply, a field of the wrong type or out of range, a time in the
 future, an id seen earlier in the file) is refused with its line number and the rest goes on;
 the event loop gets a turn every few milliseconds however many lines are refused. Every batch is
 written all or nothing, so a failure of the store (a full disk, the quota) stops the import
-between batches, with nothing half-written and nothing already stored touched.
+between batches, with nothing half-written and nothing already stored touched. The file's links
+between memories are checked and written last (`symbiote.transfer.import_links`).
 """
 
 from __future__ import annotations
@@ -34,8 +35,9 @@ from symbiote.transfer.export_format import (
     read_header,
     read_memory,
 )
+from symbiote.transfer.import_links import NO_LINKS, ImportLinks, claim_of, with_claim
 from symbiote.transfer.knowledge_graph import graph_memories, is_graph_line
-from symbiote.transfer.lines import MAX_LINE_BYTES, read_lines
+from symbiote.transfer.lines import line_cap, read_lines
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +79,8 @@ class ImportReport:
     replaced: int = 0  # conflicts the owner asked to replace with the file's copy
     turns_added: int = 0
     turns_unchanged: int = 0
+    links_added: int = 0  # links between memories taken from the file (both ends stored, agreeing)
+    links_dropped: int = 0  # the file's link fields not taken (`symbiote.transfer.import_links`)
     refused_count: int = 0
     refused: list[tuple[int, str]] = field(default_factory=list)
     lines: int = 0
@@ -111,6 +115,13 @@ class ImportReport:
                 parts.append(f"{self.turns_added} conversation turns would be added (or are already there)")
             else:
                 parts.append(f"{self.turns_added} conversation turns added, {self.turns_unchanged} already there")
+        if self.links_added:
+            parts.append(f"{self.links_added} links between memories {verb}added")
+        if self.links_dropped:
+            parts.append(
+                f"{self.links_dropped} links dropped (naming a memory neither the file nor the store holds, "
+                "or one that does not name it back)"
+            )
         parts.append(f"{self.refused_count} refused")
         text = ("Dry run: " if self.dry_run else "") + ", ".join(parts) + "."
         if self.stopped:
@@ -130,6 +141,8 @@ class ImportReport:
             "conflicting": [{"line": line, "id": mid} for line, mid in self.conflicting],
             "turns_added": self.turns_added,
             "turns_unchanged": self.turns_unchanged,
+            "links_added": self.links_added,
+            "links_dropped": self.links_dropped,
             "refused_count": self.refused_count,
             "refused": [{"line": line, "reason": reason} for line, reason in self.refused],
             "lines": self.lines,
@@ -163,20 +176,24 @@ class Importer:
         self._clock = now_us()  # memories without times get this, one microsecond apart, in file order
         self._mode: str | None = None
         self._recognised = False  # the first line that is not blank was one of an export's
+        self._max_bytes = bulk.max_content_bytes
+        self._links = ImportLinks()
 
     async def run(self, stream: IO[bytes]) -> ImportReport:
         done = 0
         turn = time.monotonic()
-        for number, (raw, size) in enumerate(read_lines(stream), start=1):
+        cap = line_cap(self._max_bytes)
+        for number, (raw, size) in enumerate(read_lines(stream, cap), start=1):
             done += size
             self.report.lines = number
             if raw is None:
                 if not self._recognised:
                     raise NotAnExportError(NOT_AN_EXPORT)
-                self.report.refuse(number, f"longer than {MAX_LINE_BYTES:,} bytes (not read)")
+                self.report.refuse(number, f"longer than {cap:,} bytes (not read)")
             else:
                 await self._line(number, raw)
             if len(self._pending) >= BATCH and not await self._flush():
+                await self._finish_links()
                 return self.report
             if time.monotonic() - turn >= YIELD_SECONDS:  # however many lines are refused, others get their turn
                 if self._progress is not None:
@@ -186,6 +203,7 @@ class Importer:
         if not self._recognised:
             raise NotAnExportError(EMPTY_FILE)
         await self._flush()
+        await self._finish_links()
         if self._progress is not None:
             self._progress(done)
         return self.report
@@ -243,7 +261,7 @@ class Importer:
             raise LineError(f"unknown kind {kind!r} (memory or turn)")
 
     def _memory(self, number: int, record: dict[str, Any]) -> None:
-        incoming = read_memory(record, self._clock, self._dimension)
+        incoming = read_memory(record, self._clock, self._dimension, self._max_bytes)
         memory = incoming.memory
         if memory.memory_id:
             if memory.memory_id in self._seen_ids:
@@ -251,6 +269,7 @@ class Importer:
             self._seen_ids[memory.memory_id] = number
         if memory.content_hash in self._seen_texts:
             self.report.unchanged += 1  # the same text earlier in the file: stored once
+            self._links.unstored(memory)
             return
         self._seen_texts.add(memory.content_hash)
         if not memory.memory_id:
@@ -279,16 +298,23 @@ class Importer:
         """Write the pending memories; False when the import has to stop (reported)."""
         if not self._pending:
             return True
-        items = []
+        claimed = []
         for _number, incoming in self._pending:
             memory = incoming.memory
             if not memory.memory_id:  # an id carrying its creation time, as the engine makes them
                 memory = _with_id(memory)
-            items.append((memory, incoming.vectors))
+            self._links.claim(memory)
+            claimed.append((memory, incoming.vectors))
         numbers = [number for number, _incoming in self._pending]
         first = numbers[0]
         self._pending = []
         try:
+            # the file's links wait for the end of the file: each memory keeps the links it has
+            stored = await self._bulk.fetch([memory.memory_id for memory, _vectors in claimed])
+            items = [
+                (with_claim(m, claim_of(stored[m.memory_id]) if m.memory_id in stored else NO_LINKS), vectors)
+                for m, vectors in claimed
+            ]
             outcomes = await self._bulk.import_memories(
                 items, dry_run=self.report.dry_run, replace_conflicts=self._replace_conflicts
             )
@@ -296,12 +322,30 @@ class Importer:
             self.report.stopped = f"{exc} (nothing from line {first} on was written)"
             log.warning("import stopped: %s", exc)
             return False
+        for (memory, _vectors), (outcome, mid) in zip(items, outcomes):
+            self._links.stored(memory.memory_id, outcome, mid)
         for number, (outcome, mid) in zip(numbers, outcomes):
             if outcome == "conflict":
                 self.report.conflict(number, mid)
             else:
                 setattr(self.report, outcome, getattr(self.report, outcome) + 1)
         return True
+
+    async def _finish_links(self) -> None:
+        """Check the file's links against the store as the import left it, and write those kept,
+        each write holding both ends of its links (`symbiote.transfer.import_links`)."""
+        try:
+            result = await self._links.resolve(self._bulk.fetch)
+            self.report.links_dropped = result.dropped
+            if self.report.dry_run:
+                self.report.links_added = result.added
+                return
+            for records in result.writes:
+                await self._bulk.write_links(records)
+            self.report.links_added = result.added
+        except SymbioteError as exc:
+            self.report.stopped = self.report.stopped or f"{exc} (the file's links were not all written)"
+            log.warning("import's links not written: %s", exc)
 
 
 def _with_id(memory: StoredMemory) -> StoredMemory:

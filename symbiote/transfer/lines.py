@@ -10,10 +10,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import IO
 
-MAX_LINE_BYTES = (
-    8 * 1024 * 1024
-)  # a memory at the largest content size, JSON-escaped, with its vectors, fits many times
+# a memory of the default content size, JSON-escaped, with its vectors, fits many times
+MAX_LINE_BYTES = 8 * 1024 * 1024
 SKIP_CHUNK = 1024 * 1024
+
+
+def line_cap(max_content_bytes: int) -> int:
+    """The longest line read for a content cap (SYMBIOTE_MAX_CONTENT_BYTES): a memory at a raised
+    cap still fits with its text escaped and its vectors (about one per 400 bytes of text, 2 KB of
+    base64 each); never below MAX_LINE_BYTES."""
+    return max(MAX_LINE_BYTES, 32 * max_content_bytes)
 
 
 def read_lines(stream: IO[bytes], cap: int = MAX_LINE_BYTES) -> Iterator[tuple[bytes | None, int]]:

@@ -380,3 +380,32 @@ def test_oauth_without_owner_secret_accepts_only_api_keys(tmp_path: Path, model_
         flow.close()
     finally:
         server.stop()
+
+
+def test_token_and_refresh_hold_the_resource_to_the_authorizations(flow: OAuthFlow) -> None:
+    """RFC 8707: `/token` naming another resource is `invalid_target`, and spends nothing; the
+    authorization's own resource (or its origin) is accepted."""
+    client = flow.register("Resource")
+    code, verifier = flow.authorize(client)
+    data = {
+        "grant_type": "authorization_code",
+        "code": code,
+        "redirect_uri": REDIRECT_URI,
+        "client_id": client["client_id"],
+        "client_secret": client["client_secret"],
+        "code_verifier": verifier,
+    }
+    foreign = flow.http.post("/token", data={**data, "resource": "https://evil.example/mcp"})
+    assert foreign.status_code == 400 and foreign.json()["error"] == "invalid_target", foreign.text
+    issued = flow.http.post("/token", data={**data, "resource": f"{flow.base}/mcp/"})  # the code was not spent
+    assert issued.status_code == 200, issued.text
+    refresh = {
+        "grant_type": "refresh_token",
+        "refresh_token": issued.json()["refresh_token"],
+        "client_id": client["client_id"],
+        "client_secret": client["client_secret"],
+    }
+    foreign = flow.http.post("/token", data={**refresh, "resource": "https://evil.example/mcp"})
+    assert foreign.status_code == 400 and foreign.json()["error"] == "invalid_target", foreign.text
+    rotated = flow.http.post("/token", data={**refresh, "resource": flow.base})  # not rotated by the refusal
+    assert rotated.status_code == 200, rotated.text

@@ -112,3 +112,33 @@ async def test_the_owner_changes_type_confidence_and_bookmark_and_the_client_is_
         got = (await mcp.call_tool("get_memory", {"memory_id": memory_id})).structured_content
     assert got["bookmarked"] is False and got["type"] == "decision"
     await page.context.close()
+
+
+async def test_no_mcp_client_passes_for_the_console(browser: Any, server: ServerProcess, mcp_key: str) -> None:
+    """Issue 39: `User-Agent: console/1.0` on store_memory was counted as the owner's console. A
+    declared name that reads as one of the server's own labels is stored marked as self-declared."""
+    stored_by = {}
+    for agent, name in (("console/1.0", None), (None, "Console"), (None, "ｉｍｐｏｒｔ")):
+        http = httpx2.AsyncClient(
+            headers={"Authorization": f"Bearer {mcp_key}", **({"User-Agent": agent} if agent else {})}, timeout=60
+        )
+        transport = streamable_http_client(server.mcp_url, http_client=http)
+        client = (
+            Client(transport, mode="legacy")  # a stateless 2025 request: its User-Agent's product
+            if name is None
+            else Client(transport, client_info=Implementation(name=name, version="1.0"))
+        )
+        async with client as mcp:
+            stored = await mcp.call_tool("store_memory", {"content": f"Posing as the console: {agent or name}."})
+        stored_by[agent or name] = stored.structured_content["memory_id"]
+    page = await signed_in_page(browser, server)
+    shown = {}
+    for label, memory_id in stored_by.items():
+        await page.goto(f"{server.base_url}/console/memories/{memory_id}")
+        shown[label] = await page.inner_text("#stored-by")
+    assert shown == {
+        "console/1.0": "console (self-declared)",
+        "Console": "Console (self-declared)",
+        "ｉｍｐｏｒｔ": "ｉｍｐｏｒｔ (self-declared)",
+    }
+    await page.context.close()

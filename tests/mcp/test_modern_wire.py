@@ -31,6 +31,17 @@ async def test_an_unknown_prompt_is_invalid_params_naming_it(server: ServerProce
     assert "modern request handler raised" not in server.log()
 
 
+@pytest.mark.parametrize("mode", [MODERN, "legacy"])
+async def test_an_unexpected_prompt_argument_is_invalid_params_naming_it(server: ServerProcess, mode: str) -> None:
+    """Issue 39: `{"x": "y"}` for venom_identity (which takes none) was code 0, "Error rendering prompt"."""
+    async with Client(server.mcp_url, mode=mode) as client:
+        with pytest.raises(MCPError) as refused:
+            await client.get_prompt("venom_identity", {"x": "y"})
+        assert (await client.get_prompt("venom_identity")).messages  # the session goes on
+    assert refused.value.code == INVALID_PARAMS, (refused.value.code, refused.value.message)
+    assert refused.value.message == "Invalid arguments for prompt venom_identity: unexpected x (it takes no arguments)."
+
+
 async def raw_post(url: str, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
     """One HTTP/1.1 POST with the header values exactly as given."""
     parts = urlsplit(url)

@@ -1,0 +1,43 @@
+"""A background job that keeps failing backs off, says so once in the log and in /health, and
+never spins (issue 39: the passage indexer retried a refused batch every minute at 187 % CPU,
+logging every try). The failure is real: the passages' Chroma collection is dropped under the store."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+import pytest
+
+from symbiote.config import Settings
+from symbiote.http.health import health_report
+from symbiote.runtime import build_runtime
+from symbiote.storage.chroma_client import embedded_client
+from symbiote.storage.chroma_store import CHUNK_COLLECTION
+
+
+async def test_a_failing_indexer_backs_off_logs_once_and_shows_in_health(
+    settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    runtime = build_runtime(settings)
+    engine = runtime.engine
+    try:
+        await engine.store("A first sentence here. A second sentence there.")
+        await engine.passages_indexed()
+        embedded_client(settings.chromadb_path).delete_collection(CHUNK_COLLECTION)  # Chroma's own client, same path
+        caplog.set_level(logging.DEBUG, logger="symbiote")
+        started = time.monotonic()
+        await engine.store("Another first sentence. Another second one.")
+        await asyncio.sleep(3.6)  # tries at about 0, 1 and 3 s: then 4 s, 8 s, ... up to 5 minutes
+        indexer = engine._writer.passages
+        assert 2 <= indexer.backoff.failures <= 3, indexer.backoff.failures
+        warnings = [r for r in caplog.records if r.levelno >= logging.WARNING and "indexing passages" in r.message]
+        assert len(warnings) == 1, [r.message for r in warnings]
+        assert not [r for r in caplog.records if r.levelno >= logging.ERROR]  # no trace at every try
+        report = await health_report(runtime, [])
+        assert report["status"] == "degraded"
+        assert "indexing passages failing since" in report["background_errors"]["passages"]
+        assert time.monotonic() - started < 10
+    finally:
+        engine.close()

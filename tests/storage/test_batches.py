@@ -1,0 +1,65 @@
+"""Every write to Chroma within its maximum batch (5,461 records in the embedded store), asked of
+Chroma itself: past it, one call was refused whole ("Batch size of 9108 is greater than max batch
+size of 5461"), so the passages of 41 long memories and the links of 10,000 deleted ones were never
+written however often they were tried (issue 39). Real Chroma, past its real maximum."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from symbiote.embedding import MODEL_DIMENSION, MODEL_NAME
+from symbiote.storage.base import StoredMemory
+from symbiote.storage.batches import max_batch_size
+from symbiote.storage.chroma_store import ChromaMemoryStore
+from symbiote.storage.opening import open_embedded_store
+
+PAST_MAXIMUM = 5_600  # more records than the embedded Chroma takes in one call
+
+
+def _memory(i: int, text: str) -> StoredMemory:
+    return StoredMemory(f"mem_{1_000_000 + i}", text, "2026-11-27T00:00:00Z", 1_000_000 + i, (), content_hash=f"h{i}")
+
+
+def _unit(rows: int, seed: int) -> np.ndarray:
+    vectors = np.random.default_rng(seed).standard_normal((rows, MODEL_DIMENSION)).astype(np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+@pytest.fixture(params=[False, True], ids=["chroma", "vectors-in-memory"])
+def store(tmp_path: Path, request: pytest.FixtureRequest) -> ChromaMemoryStore:
+    return open_embedded_store(tmp_path / "data", MODEL_NAME, MODEL_DIMENSION, vectors_in_memory=request.param)
+
+
+def test_chroma_says_its_maximum(store: ChromaMemoryStore) -> None:
+    assert max_batch_size(store._client) == 5_461 < PAST_MAXIMUM  # the cases below are really past it
+
+
+def test_one_memorys_passages_past_the_maximum_are_indexed(store: ChromaMemoryStore) -> None:
+    windows = ["A long note.", *(f"Paragraph {i}." for i in range(PAST_MAXIMUM))]
+    memory = _memory(0, windows[0])
+    store.add_many([(memory, _unit(1, 0), windows)])  # one vector: its passages are queued
+    assert store.counts()["passages_queued"] == 1
+    assert store.add_passages([(memory.memory_id, _unit(PAST_MAXIMUM, 1), windows)]) == 1
+    assert store.counts() == {"memories": 1, "passages": PAST_MAXIMUM, "keyword_index": 1, "passages_queued": 0}
+    assert store.delete_many([memory.memory_id]) == [memory.memory_id]
+    assert store.counts()["passages"] == 0
+
+
+def test_links_of_more_memories_than_the_maximum_are_set_and_moved_to_the_trash(tmp_path: Path) -> None:
+    store = open_embedded_store(tmp_path / "data", MODEL_NAME, MODEL_DIMENSION, vectors_in_memory=True)
+    memories = [_memory(i, f"note {i}") for i in range(PAST_MAXIMUM)]
+    vectors = _unit(PAST_MAXIMUM, 2)
+    store.add_many([(m, vectors[i : i + 1], [m.content]) for i, m in enumerate(memories)])
+    linked = [
+        StoredMemory(**{**m.__dict__, "superseded_by": memories[i ^ 1].memory_id, "link_kind": "duplicate"})
+        for i, m in enumerate(memories)
+    ]
+    store.set_links(linked)
+    got = store.get([m.memory_id for m in memories])
+    assert len(got) == PAST_MAXIMUM and all(m.superseded_by for m in got.values())
+    moved = store.trash([m.memory_id for m in memories], "owner", 2_000_000)
+    assert len(moved) == PAST_MAXIMUM and store.count() == 0
+    assert len(store.restore(moved)) == PAST_MAXIMUM and store.count() == PAST_MAXIMUM
