@@ -34,9 +34,6 @@ TOPIC_CANDIDATES = 10  # memories carrying a vague question's topic words that j
 SUBJECT_POOL = 20  # leading candidates of a request among which its subject's members are marked
 SUBJECT_STRENGTH = 1.0  # how surely a word naming a subject makes a request about it
 RANK_PREFETCH = 15  # `rank` reads the contents a search for 5 results reads
-# Under the cut-off, memories this likely or more are offered (`below_cutoff`), not shown: set by hand so that
-# an off-topic query is not answered with five 1 % memories (docs/performance.md says what it costs).
-OFFER_FLOOR = 10.0
 
 
 class MemorySearch:
@@ -74,7 +71,7 @@ class MemorySearch:
         kept = [j for j in judged if j.score >= cutoff]
         hits = await self._newer_first(_hits(kept, found, where, count), where, count)
         shown = {hit.memory_id for hit in hits}
-        below = [j for j in judged if OFFER_FLOOR <= j.score < cutoff and j.candidate.memory_id not in shown]
+        below = [j for j in judged if j.score < cutoff and j.candidate.memory_id not in shown]
         offered = _hits(below, found, where, count - len(hits)) if len(hits) < count else []
         self._timer.add(started)
         return SearchResults(
