@@ -27,6 +27,10 @@ SHARED_COSINE = 0.45  # the cosine from which two memories sharing two content w
 ALONE_COSINE = 0.70  # the cosine from which they are, whatever words they share
 STANDOUT = 0.15  # how much closer than the other nearest memories the older one must be
 OPENING_TOKENS = 3  # a possessive this close to the start names what the memory is about
+# Offers (`may_replace`): what the rule above is not sure of, for the assistant to confirm. Set on
+# the fitting half and the fitting update-free stores (docs/performance.md, issue 41).
+OFFER_COSINE = 0.37  # the cosine from which an older memory of the same holder may be an earlier value
+OFFER_MARGIN = 0.05  # how far below the nearest one offered another may be
 
 LinkKind = Literal["update", "duplicate"]
 
@@ -102,6 +106,18 @@ def judge(older: str, newer: str, cosine: float) -> LinkKind | None:
     if old_all <= new_all or new_all <= old_all:  # a number changed is a new value, not a detail
         return "duplicate"
     return "update"
+
+
+def may_be_same(older: str, newer: str, cosine: float) -> bool:
+    """Whether `older` may hold an earlier value of what `newer` says: close enough by meaning, and
+    neither names another holder or speaker. Looser than `judge`: telling a new value from another
+    fact ("Koramangala" then "Whitefield") takes understanding the vectors lack, so it is offered."""
+    if cosine < OFFER_COSINE:
+        return False
+    labels = label(older), label(newer)
+    if labels[0] and labels[1] and labels[0] != labels[1]:
+        return False
+    return not _holders_differ(older, newer, content_words(older), content_words(newer))
 
 
 def _holders_differ(older: str, newer: str, old_words: frozenset[str], new_words: frozenset[str]) -> bool:
