@@ -82,7 +82,9 @@ async def test_offers_confirmed_and_who_linked_each(fresh_server: ServerProcess)
 
         phone = (await call(client, "store_memory", content="Uses an old Samsung Galaxy S8."))["memory_id"]
         await call(client, "store_memory", content="Does yoga on Wednesday evenings.")
-        iphone = await call(client, "store_memory", content="Got a new phone, an iPhone 13, from my son for my birthday.")
+        iphone = await call(
+            client, "store_memory", content="Got a new phone, an iPhone 13, from my son for my birthday."
+        )
         assert iphone["linked"] is None and [m["memory_id"] for m in iphone["may_replace"]] == [phone]
         assert "link_memories" in iphone["message"]
         linked = await call(client, "link_memories", newer_id=iphone["memory_id"], older_id=phone, kind="update")
