@@ -28,6 +28,7 @@ per owner (optionally after `--pad K` unrelated chat turns from `chatter.json`).
 
     .venv/bin/python benchmarks/updates_eval.py                 # both halves
     .venv/bin/python benchmarks/updates_eval.py --half fit --verbose
+    .venv/bin/python benchmarks/updates_eval.py --batch --no-confirm   # each owner in one store_memories
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ def content_words(text: str) -> set[str]:
 
 HERE = Path(__file__).resolve().parent
 HALVES = ("fit", "held")
+BATCH = False  # --batch: each owner's memories in one store_memories call
 
 
 def _link(memory: Any) -> tuple[str | None, str | None]:
@@ -69,8 +71,15 @@ async def _owner(engine: Any, owner: dict[str, Any], tally: Counter[str], verbos
     returned_existing: set[str] = set()
     offered: dict[str, list[str]] = {}
     older_of = {case["new"]: case["old"] for case in owner["updates"]}
-    for memory in owner["memories"]:
-        if confirm and memory["id"] in older_of:  # the assistant knows what changed: it says so
+    batch = (
+        []
+        if confirm or not BATCH
+        else (await engine.store_many([{"content": m["text"]} for m in owner["memories"]])).results
+    )
+    for position, memory in enumerate(owner["memories"]):
+        if batch:
+            result = batch[position]
+        elif confirm and memory["id"] in older_of:  # the assistant knows what changed: it says so
             result = await engine.store(memory["text"], replaces=[ids[older_of[memory["id"]]]])
         else:
             result = await engine.store(memory["text"])
@@ -177,9 +186,12 @@ def main() -> None:
     parser.add_argument("--half", choices=(*HALVES, "both"), default="both")
     parser.add_argument("--pad", type=int, default=0, help="unrelated chat turns stored before each owner")
     parser.add_argument("--verbose", action="store_true")
+    parser.add_argument("--batch", action="store_true", help="store each owner's memories in one batch")
     parser.add_argument("--no-confirm", action="store_true", help="skip the scripted assistant's run (replaces)")
     parser.add_argument("--json", type=Path, help="write the figures here too")
     args = parser.parse_args()
+    global BATCH
+    BATCH = args.batch
     data = json.loads((HERE / "updates_set.json").read_text())
     halves = HALVES if args.half == "both" else (args.half,)
     figures: dict[str, dict[str, float]] = {}

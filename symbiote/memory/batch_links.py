@@ -9,6 +9,7 @@ is linked as it would be in two stores, and an older value is offered the same w
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -56,6 +57,7 @@ async def link_batch(
     links: dict[str, NewLink] = {}
     offered: dict[str, list[tuple[StoredMemory, float]]] = {}
     for position, memory in enumerate(memories):
+        await asyncio.sleep(0)  # each item's judging is a moment's work: requests are served between them
         pool = [(current[mid], cosine) for mid, cosine in stored_nearest[position] if mid in current]
         pool += [
             (current[earlier.memory_id], float(vectors[position] @ vectors[index]))

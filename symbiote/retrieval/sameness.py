@@ -27,6 +27,7 @@ SHARED_COSINE = 0.45  # the cosine from which two memories sharing two content w
 ALONE_COSINE = 0.70  # the cosine from which they are, whatever words they share
 STANDOUT = 0.15  # how much closer than the other nearest memories the older one must be
 OPENING_TOKENS = 3  # a possessive this close to the start names what the memory is about
+JUDGED_CHARS = 4000  # what a memory says about its subject is in its head (the whole text's vector reads less)
 # Offers (`may_replace`): what the rule above is not sure of, for the assistant to confirm. Set on
 # the fitting half and the fitting update-free stores (docs/performance.md, issue 41).
 OFFER_COSINE = 0.37  # the cosine from which an older memory of the same holder may be an earlier value
@@ -46,10 +47,13 @@ def _stem(word: str) -> str:
     return word
 
 
+@functools.lru_cache(maxsize=512)
 def content_words(text: str, numbers: bool = False) -> frozenset[str]:
-    """The text's content words, crudely stemmed ("coaches" and "coach" are one word). Numbers
-    are values, not what a memory is about: left out unless asked for."""
-    return frozenset(_stem(word) for word in query_terms(text) if numbers or not any(ch.isdigit() for ch in word))
+    """The text's content words (of its first JUDGED_CHARS), crudely stemmed ("coaches" and "coach"
+    are one word). Numbers are values, not what a memory is about: left out unless asked for.
+    Cached: a store judges each of its nearest memories several ways, a batch each item against many."""
+    words = query_terms(text[:JUDGED_CHARS])
+    return frozenset(_stem(word) for word in words if numbers or not any(ch.isdigit() for ch in word))
 
 
 @functools.cache
