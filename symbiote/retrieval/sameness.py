@@ -75,6 +75,22 @@ def holders(text: str) -> frozenset[str]:
     return frozenset(found - {""})
 
 
+def names(text: str) -> frozenset[str]:
+    """The name an opening holder is given right after its noun ("User's sister Inês", "my coach
+    Mark"): "User's sister Inês" and "User's sister Anna" are two sisters. Only after a plain
+    lower-case noun ("my brother's Toyota" names a car, not a person)."""
+    tokens = _TOKEN.findall(text[:200])[: OPENING_TOKENS + 2]
+    found: set[str] = set()
+    for position, token in enumerate(tokens[:OPENING_TOKENS]):
+        word = token.lower().replace("\u2019", "'")
+        if not (word.endswith(("'s", "s'")) or word in _POSSESSORS) or position + 2 >= len(tokens):
+            continue
+        noun, name = tokens[position + 1], tokens[position + 2]
+        if noun.islower() and "'" not in noun and "\u2019" not in noun and name[:1].isupper():
+            found.add(_stem(name.lower()))
+    return frozenset(found)
+
+
 def label(text: str) -> str | None:
     """The label before a colon a memory opens with, if any ("Melanie: ...", a speaker's turn)."""
     found = _LABEL.match(text)
@@ -125,7 +141,11 @@ def may_be_same(older: str, newer: str, cosine: float) -> bool:
 
 
 def _holders_differ(older: str, newer: str, old_words: frozenset[str], new_words: frozenset[str]) -> bool:
-    """True when either memory opens by naming a holder the other never mentions."""
+    """True when either memory opens by naming a holder the other never mentions, or both name
+    their holder's noun by two different names."""
+    older_names, newer_names = names(older), names(newer)
+    if older_names and newer_names and not older_names & newer_names:
+        return True
     return any(holder not in new_words for holder in holders(older)) or any(
         holder not in old_words for holder in holders(newer)
     )
