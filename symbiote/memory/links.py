@@ -20,7 +20,7 @@ from symbiote.memory import validation
 from symbiote.memory.ids import created_us as id_created_us
 from symbiote.memory.records import LinkResult
 from symbiote.memory.store_io import StoreIO
-from symbiote.retrieval.sameness import OFFER_MARGIN, LinkKind, fuller_is_newer, judge, may_be_same, stands_out
+from symbiote.retrieval.sameness import LinkKind, fuller_is_newer, judge, may_be_same, stands_out
 from symbiote.storage.base import MemoryStore, StoredMemory
 
 SERVER, ASSISTANT, OWNER = "server", "assistant", "owner"  # who made a link (the server's is stored as None)
@@ -99,19 +99,23 @@ async def link_new(
 def offers(
     memory: StoredMemory, nearest: Sequence[tuple[StoredMemory, float]], linked: Sequence[str] = ()
 ) -> list[tuple[StoredMemory, float]]:
-    """The older memories that may hold an earlier value of what `memory` says, nearest first: of
-    the same holder, not already replaced, not linked by this store, and within OFFER_MARGIN of the
-    nearest offered. For the assistant to confirm (`replaces`, link_memories) or ignore."""
-    found = [
+    """The older memories that may hold an earlier value of what `memory` says: of the same holder,
+    not already replaced, not linked by this store, and standing out from the other nearest by
+    STANDOUT, as a link's must (in a conversation every turn is about as close as the next: none is
+    offered). For the assistant to confirm (`replaces`, link_memories) or ignore. At most MAX_OFFERS."""
+    live = [
         (old, cosine)
         for old, cosine in sorted(nearest, key=lambda pair: -pair[1])
-        if old.memory_id != memory.memory_id
-        and old.memory_id not in linked
-        and not old.superseded_by
-        and old.supersedes != memory.memory_id
-        and may_be_same(old.content, memory.content, cosine)
+        if old.memory_id != memory.memory_id and old.memory_id not in linked and not old.superseded_by
     ]
-    return [(old, cosine) for old, cosine in found[:MAX_OFFERS] if cosine >= found[0][1] - OFFER_MARGIN]
+    found = [
+        (old, cosine)
+        for old, cosine in live
+        if old.supersedes != memory.memory_id
+        and may_be_same(old.content, memory.content, cosine)
+        and stands_out(cosine, [c for other, c in live if other.memory_id != old.memory_id])
+    ]
+    return found[:MAX_OFFERS]
 
 
 def confirmed(
