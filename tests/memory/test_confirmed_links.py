@@ -114,3 +114,12 @@ async def test_a_batch_links_a_reworded_fact_and_offers_an_older_value(engine: M
     assert mac.linked is None and [m.memory_id for m in mac.may_replace] == [old]
     assert "may_replace" in batch.message
     assert "linked" in batch.message
+
+
+async def test_two_sisters_by_name_are_two_holders(engine: MemoryEngine) -> None:
+    """Before: "User's sister Anna" was linked as an update of "User's sister Inês" (one holder, "User's")."""
+    await engine.store("User's sister Inês lives in Porto and teaches chemistry.")
+    anna = await engine.store("User's sister Anna lives in Lisbon and works as an architect.")
+    assert anna.linked is None and anna.may_replace == []
+    moved = await engine.store("User's sister Anna moved to Madrid last year.")
+    assert moved.linked is not None or moved.may_replace  # the same sister: linked or offered
