@@ -103,6 +103,9 @@ async def test_offers_confirmed_and_who_linked_each(fresh_server: ServerProcess)
         async with httpx.AsyncClient(base_url=fresh_server.base_url, timeout=30) as http:
             page = (await http.get(f"/console/memories/{moved}")).text
             token = page.split('name="csrf-token" content="')[1].split('"')[0]
+            forged = await http.post(f"/console/memories/{moved}/link", data={"older_id": city, "kind": "update"})
+            assert forged.status_code == 403  # no CSRF token: nothing linked
+            assert (await call(client, "get_memory", memory_id=city))["superseded_by"] is None
             made = await http.post(
                 f"/console/memories/{moved}/link", data={"csrf": token, "older_id": city, "kind": "update"}
             )
