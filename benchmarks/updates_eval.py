@@ -18,9 +18,17 @@ per owner (optionally after `--pad K` unrelated chat turns from `chatter.json`).
   other_links   links the server made that are neither an update nor a duplicate of the set
   update_free_links  links made in stores that hold no update at all: the relevance sets' owners
                 (`owners_set.json`, by half) and, with the fitting half, `personal_set.json`'s 90
+  offered       the older memory auto-linked, or listed in the newer one's `may_replace`, when the
+                newer one is stored (what an assistant is given to confirm)
+  other_offers  `may_replace` entries in the update set that are no update or duplicate of the set
+  free_offer_rate    share of the update-free stores' store calls whose `may_replace` is not empty
+  free_offer_mean    `may_replace` entries per store call there (and per non-empty one: free_offer_size)
+  confirmed_first    newer_first when a scripted assistant passes `replaces=[the true older memory]`
+                with each update (and confirms nothing else), as the protocol asks
 
     .venv/bin/python benchmarks/updates_eval.py                 # both halves
     .venv/bin/python benchmarks/updates_eval.py --half fit --verbose
+    .venv/bin/python benchmarks/updates_eval.py --batch --no-confirm   # each owner in one store_memories
 """
 
 from __future__ import annotations
@@ -45,6 +53,7 @@ def content_words(text: str) -> set[str]:
 
 HERE = Path(__file__).resolve().parent
 HALVES = ("fit", "held")
+BATCH = False  # --batch: each owner's memories in one store_memories call
 
 
 def _link(memory: Any) -> tuple[str | None, str | None]:
@@ -52,12 +61,30 @@ def _link(memory: Any) -> tuple[str | None, str | None]:
     return getattr(memory, "supersedes", None), getattr(memory, "superseded_by", None)
 
 
-async def _owner(engine: Any, owner: dict[str, Any], tally: Counter[str], verbose: bool) -> None:
+def _offers(result: Any) -> list[str]:
+    """The ids a store result offers (none from a checkout from before offers)."""
+    return [m.memory_id for m in getattr(result, "may_replace", [])]
+
+
+async def _owner(engine: Any, owner: dict[str, Any], tally: Counter[str], verbose: bool, confirm: bool) -> None:
     ids: dict[str, str] = {}
     returned_existing: set[str] = set()
-    for memory in owner["memories"]:
-        result = await engine.store(memory["text"])
+    offered: dict[str, list[str]] = {}
+    older_of = {case["new"]: case["old"] for case in owner["updates"]}
+    batch = (
+        []
+        if confirm or not BATCH
+        else (await engine.store_many([{"content": m["text"]} for m in owner["memories"]])).results
+    )
+    for position, memory in enumerate(owner["memories"]):
+        if batch:
+            result = batch[position]
+        elif confirm and memory["id"] in older_of:  # the assistant knows what changed: it says so
+            result = await engine.store(memory["text"], replaces=[ids[older_of[memory["id"]]]])
+        else:
+            result = await engine.store(memory["text"])
         ids[memory["id"]] = result.memory_id
+        offered[memory["id"]] = _offers(result)
         if result.status == "duplicate":
             returned_existing.add(memory["id"])
     await engine.passages_indexed()
@@ -73,6 +100,9 @@ async def _owner(engine: Any, owner: dict[str, Any], tally: Counter[str], verbos
         tally["updates"] += 1
         tally["newer_first"] += first
         tally["marked"] += marked
+        tally["offered"] += marked or old in offered[case["new"]]
+        if verbose and not (marked or old in offered[case["new"]]):
+            print(f"  {owner['owner']} update {case['old']}->{case['new']} NOT OFFERED")
         if verbose and not (first and marked):
             shown = [next((k for k, v in ids.items() if v == mid), "?") for mid in order]
             print(f"  {owner['owner']} update {case['old']}->{case['new']} first={first} marked={marked} {shown}")
@@ -101,6 +131,13 @@ async def _owner(engine: Any, owner: dict[str, Any], tally: Counter[str], verbos
         if verbose and linked:
             print(f"  {owner['owner']} FALSE LINK control {case['a']}/{case['b']}")
     controls = {frozenset((ids[c["a"]], ids[c["b"]])) for c in owner["controls"]}
+    key_of = {mid: key for key, mid in ids.items()}
+    for key, offers in offered.items():
+        for mid in offers:
+            if frozenset((ids[key], mid)) not in expected:
+                tally["other_offers"] += 1
+                if verbose:
+                    print(f"  {owner['owner']} offered {key_of.get(mid, mid)} with {key}")
     for key, memory in got.items():
         newer = _link(memory)[1]
         if newer and frozenset((ids[key], newer)) not in expected | controls:
@@ -109,13 +146,18 @@ async def _owner(engine: Any, owner: dict[str, Any], tally: Counter[str], verbos
                 print(f"  {owner['owner']} FALSE LINK {key} superseded_by {newer}")
 
 
-async def _links_without_updates(texts: list[str]) -> int:
-    """Links made among memories that update nothing (every one of them is a false link)."""
+async def _links_without_updates(texts: list[str]) -> Counter[str]:
+    """Links made among memories that update nothing (every one of them is a false link), and the
+    offers their stores made (each one a question the assistant is asked for nothing)."""
+    tally: Counter[str] = Counter()
     with new_engine() as engine:
         for text in texts:
-            await engine.store(text)
-        total, _to_review = await engine.links.count()
-        return total
+            offers = _offers(await engine.store(text))
+            tally["free_stores"] += 1
+            tally["free_offering"] += bool(offers)
+            tally["free_offers"] += len(offers)
+        tally["update_free_links"], _to_review = await engine.links.count()
+    return tally
 
 
 def _update_free(half: str) -> list[list[str]]:
@@ -128,14 +170,14 @@ def _update_free(half: str) -> list[list[str]]:
     return stores
 
 
-async def _run(owners: list[dict[str, Any]], pad: int, verbose: bool) -> Counter[str]:
+async def _run(owners: list[dict[str, Any]], pad: int, verbose: bool, confirm: bool = False) -> Counter[str]:
     tally: Counter[str] = Counter()
     chatter = json.loads((HERE / "chatter.json").read_text())[:pad] if pad else []
     for owner in owners:
         with new_engine() as engine:
             for turn in chatter:
                 await engine.store(turn if isinstance(turn, str) else turn["text"])
-            await _owner(engine, owner, tally, verbose)
+            await _owner(engine, owner, tally, verbose and not confirm, confirm)
     return tally
 
 
@@ -144,16 +186,27 @@ def main() -> None:
     parser.add_argument("--half", choices=(*HALVES, "both"), default="both")
     parser.add_argument("--pad", type=int, default=0, help="unrelated chat turns stored before each owner")
     parser.add_argument("--verbose", action="store_true")
+    parser.add_argument("--batch", action="store_true", help="store each owner's memories in one batch")
+    parser.add_argument("--no-confirm", action="store_true", help="skip the scripted assistant's run (replaces)")
     parser.add_argument("--json", type=Path, help="write the figures here too")
     args = parser.parse_args()
+    global BATCH
+    BATCH = args.batch
     data = json.loads((HERE / "updates_set.json").read_text())
     halves = HALVES if args.half == "both" else (args.half,)
     figures: dict[str, dict[str, float]] = {}
     for half in halves:
         owners = [o for o in data["owners"] if o["half"] == half]
         tally = asyncio.run(_run(owners, args.pad, args.verbose))
-        tally["update_free_links"] = sum(asyncio.run(_links_without_updates(t)) for t in _update_free(half))
+        for texts in _update_free(half):
+            tally.update(asyncio.run(_links_without_updates(texts)))
+        if not args.no_confirm:
+            confirmed = asyncio.run(_run(owners, args.pad, args.verbose, confirm=True))
+            tally["confirmed_first"] = confirmed["newer_first"]
+        stores = max(tally["free_stores"], 1)
         figures[half] = {
+            "offered": tally["offered"] / max(tally["updates"], 1),
+            "confirmed_first": tally["confirmed_first"] / max(tally["updates"], 1),
             "newer_first": tally["newer_first"] / max(tally["updates"], 1),
             "marked": tally["marked"] / max(tally["updates"], 1),
             "dup_once": tally["dup_once"] / max(tally["duplicates"], 1),
@@ -161,17 +214,24 @@ def main() -> None:
             "control_links": tally["control_links"],
             "other_links": tally["other_links"],
             "update_free_links": tally["update_free_links"],
+            "other_offers": tally["other_offers"],
+            "free_offer_rate": tally["free_offering"] / stores,
+            "free_offer_mean": tally["free_offers"] / stores,
+            "free_offer_size": tally["free_offers"] / max(tally["free_offering"], 1),
+            "free_stores": tally["free_stores"],
             "updates": tally["updates"],
             "duplicates": tally["duplicates"],
             "controls": tally["controls"],
         }
-    print(f"{'':14}" + "".join(f"{h:>10}" for h in halves))
-    for row in ("newer_first", "marked", "dup_once", "dup_fuller", "control_links", "other_links", "update_free_links"):
+    print(f"{'':18}" + "".join(f"{h:>10}" for h in halves))
+    rows = ("newer_first", "marked", "offered", "confirmed_first", "dup_once", "dup_fuller", "control_links")
+    rows += ("other_links", "update_free_links", "other_offers", "free_offer_rate", "free_offer_mean")
+    for row in (*rows, "free_offer_size", "free_stores"):
         cells = "".join(
             f"{figures[h][row]:>10.2f}" if isinstance(figures[h][row], float) else f"{figures[h][row]:>10}"
             for h in halves
         )
-        print(f"{row:14}{cells}")
+        print(f"{row:18}{cells}")
     print(
         "cases: "
         + ", ".join(

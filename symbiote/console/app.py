@@ -106,6 +106,7 @@ def create_console(
         Route("/stats", overview.stats_page, methods=["GET"]),
         Route("/links", links_review.links_page, methods=["GET"]),
         Route("/links/{memory_id}/{action}", links_review.review_link, methods=["POST"]),
+        Route("/memories/{memory_id}/link", links_review.link_memory, methods=["POST"]),
         Route("/history", overview.history_page, methods=["GET"]),
         Route("/history/delete", overview.delete_history, methods=["POST"]),
         Route("/transfer", transfer_pages.transfer_page, methods=["GET"]),

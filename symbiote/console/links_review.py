@@ -1,5 +1,6 @@
-"""The console's review of the links the server made between memories about the same thing
-(`symbiote.memory.links`): newest first, each with keep both, merge and undo, one click each."""
+"""The console's review of the links between memories about the same thing (`symbiote.memory.links`),
+made by the server's rule, the assistant or the owner: newest first, each saying who made it, with
+keep both, merge and undo, one click each; and the owner's own link, from a memory's page."""
 
 from __future__ import annotations
 
@@ -9,8 +10,14 @@ from starlette.responses import RedirectResponse, Response
 from symbiote.console.memories import checked_form
 from symbiote.console.rendering import page, problem
 from symbiote.errors import InvalidInputError, MemoryNotFoundError, SymbioteError
+from symbiote.memory.links import OWNER
 
-DONE = {"keep": "Kept both, linked.", "merge": "Merged: the replaced memory was deleted.", "undo": "Link undone."}
+DONE = {
+    "keep": "Kept both, linked.",
+    "merge": "Merged: the replaced memory was deleted.",
+    "undo": "Link undone.",
+    "link": "Linked: the newer memory is shown first.",
+}
 
 
 async def links_page(request: Request) -> Response:
@@ -41,3 +48,21 @@ async def review_link(request: Request) -> Response:
     except SymbioteError as exc:
         return problem(request, str(exc), status=503)
     return RedirectResponse(f"{request.scope.get('root_path', '')}/links?done={action}", status_code=303)
+
+
+async def link_memory(request: Request) -> Response:
+    """The owner's link: the memory in the path replaces the one named in the form."""
+    form = await checked_form(request)
+    if form is None:
+        return problem(request, "This form has expired; reload the page and try again.", status=403)
+    links = request.app.state.console_engine.links
+    older = str(form.get("older_id", "")).strip()
+    try:
+        await links.link(request.path_params["memory_id"], older, str(form.get("kind", "update")), OWNER)
+    except MemoryNotFoundError as exc:
+        return problem(request, str(exc), status=404)
+    except InvalidInputError as exc:
+        return problem(request, str(exc), status=400)
+    except SymbioteError as exc:
+        return problem(request, str(exc), status=503)
+    return RedirectResponse(f"{request.scope.get('root_path', '')}/links?done=link", status_code=303)

@@ -11,7 +11,7 @@ import functools
 import logging
 import unicodedata
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -21,10 +21,12 @@ from pydantic import Field
 from symbiote.errors import SymbioteError
 from symbiote.memory.bulk import IMPORTED
 from symbiote.memory.engine import MemoryEngine
+from symbiote.memory.links import ASSISTANT
 from symbiote.memory.owner_stats import CONSOLE, UNKNOWN
 from symbiote.memory.records import (
     BatchStoreResult,
     DeleteResult,
+    LinkResult,
     Memory,
     MemoryList,
     MemoryPage,
@@ -92,6 +94,7 @@ def register_tools(server: MCPServer, engine: MemoryEngine) -> None:
     _register_search(server, engine)
     _register_reading(server, engine)
     _register_editing(server, engine)
+    _register_linking(server, engine)
     _register_browsing(server, engine)
 
 
@@ -105,7 +108,12 @@ def _register_storing(server: MCPServer, engine: MemoryEngine) -> None:
             "project, decision (with its reason), person, date or goal. Write one self-contained sentence "
             "that will make sense months later without context. Call it proactively, without being asked. "
             "Never store passwords or other secrets. Storing identical text again returns the existing "
-            "memory (status 'duplicate'); near_duplicates lists memories that say nearly the same."
+            "memory (status 'duplicate'); near_duplicates lists memories that say nearly the same. "
+            "When the fact is a new value of something already stored (a new city, job, coach, dose, plan), "
+            "search_memory first and pass the old memory's id in `replaces`: it is kept, marked as replaced, "
+            "and the new one is shown first. The result's may_replace lists older memories that may hold an "
+            "earlier value of the same thing: if the new memory replaces one, call link_memories for it; "
+            "otherwise ignore them."
         ),
         annotations=ToolAnnotations(
             title="Store memory", read_only_hint=False, destructive_hint=False, idempotent_hint=False
@@ -131,9 +139,16 @@ def _register_storing(server: MCPServer, engine: MemoryEngine) -> None:
             ),
         ] = None,
         bookmarked: Annotated[bool, Field(description="Keep forever, even under a retention policy.")] = False,
+        replaces: Annotated[
+            list[str] | None,
+            Field(
+                description="Ids of older memories this one replaces (an earlier value of the same thing, found "
+                "with search_memory first): they are kept, marked superseded_by this one, and shown after it."
+            ),
+        ] = None,
         ctx: Context | None = None,
     ) -> StoreResult:
-        return await engine.store(content, tags, type, confidence, conversation_id, bookmarked, caller(ctx))
+        return await engine.store(content, tags, type, confidence, conversation_id, bookmarked, caller(ctx), replaces)
 
     @server.tool(
         title="Store memories (batch)",
@@ -255,6 +270,50 @@ def _register_editing(server: MCPServer, engine: MemoryEngine) -> None:
         memory_id: Annotated[str, Field(description="The id of the memory to delete.")],
     ) -> DeleteResult:
         return await engine.delete(memory_id)
+
+
+def _register_linking(server: MCPServer, engine: MemoryEngine) -> None:
+    """link_memories and unlink_memories: the assistant's word on what replaces what."""
+
+    @server.tool(
+        title="Link memories",
+        description=(
+            "Mark an older memory as replaced by a newer one about the same thing: kind 'update' (a new value: "
+            "a new city, job, coach, dose) or 'duplicate' (the same fact said again). Both are kept; the newer "
+            "is shown first and the older is marked superseded_by it. Use it for a store result's may_replace "
+            "entry that the new memory does replace. The owner sees and can undo every link."
+        ),
+        annotations=ToolAnnotations(
+            title="Link memories", read_only_hint=False, destructive_hint=False, idempotent_hint=True
+        ),
+    )
+    @readable_errors
+    async def link_memories(
+        newer_id: Annotated[str, Field(description="The memory that holds the current value (shown first).")],
+        older_id: Annotated[str, Field(description="The memory it replaces (kept, marked superseded_by).")],
+        kind: Annotated[
+            Literal["update", "duplicate"],
+            Field(description="'update': a new value of the same thing; 'duplicate': the same fact said again."),
+        ] = "update",
+    ) -> LinkResult:
+        return await engine.links.link(newer_id, older_id, kind, ASSISTANT)
+
+    @server.tool(
+        title="Unlink memories",
+        description=(
+            "Undo a link between two memories (made by link_memories, store_memory's replaces or the server): "
+            "both stay, and neither replaces the other. For a link that was wrong."
+        ),
+        annotations=ToolAnnotations(
+            title="Unlink memories", read_only_hint=False, destructive_hint=False, idempotent_hint=False
+        ),
+    )
+    @readable_errors
+    async def unlink_memories(
+        newer_id: Annotated[str, Field(description="The memory shown first (its supersedes).")],
+        older_id: Annotated[str, Field(description="The memory it replaced (its superseded_by is newer_id).")],
+    ) -> LinkResult:
+        return await engine.links.unlink(newer_id, older_id)
 
 
 def _register_browsing(server: MCPServer, engine: MemoryEngine) -> None:

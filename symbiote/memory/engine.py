@@ -218,9 +218,11 @@ class MemoryEngine:
         conversation_id: object = None,
         bookmarked: object = False,
         client: str | None = None,
+        replaces: object = None,
     ) -> StoreResult:
-        """`client`: the name of what stores it (an MCP client's, "console"), kept for the owner's statistics."""
-        return await self._writer.store(content, tags, type, confidence, conversation_id, bookmarked, client)
+        """`client`: the name of what stores it (an MCP client's, "console"), kept for the owner's statistics.
+        `replaces`: ids of older memories it replaces, linked at once (symbiote.memory.links)."""
+        return await self._writer.store(content, tags, type, confidence, conversation_id, bookmarked, client, replaces)
 
     async def store_many(self, items: object, client: str | None = None) -> BatchStoreResult:
         """Store a batch: every item valid or none stored; one embedding pass, one write."""

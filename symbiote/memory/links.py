@@ -1,10 +1,13 @@
 """Links between two memories about the same thing: made at store time, shown by every surface,
-reviewed by the owner.
+confirmed by the assistant, reviewed by the owner.
 
 A store finds the nearest older memories anyway (the near-duplicate check); when one of them is
 about the same thing (`symbiote.retrieval.sameness`), the two are linked on both records: the one
 to show first carries `supersedes`, the other `superseded_by`. Nothing is deleted by a link, and
-the owner can keep it, merge the two (delete the one replaced) or undo it.
+the owner can keep it, merge the two (delete the one replaced) or undo it. What the rule is not
+sure of is offered instead (`offers`, a store's `may_replace`), and the assistant, which understands
+what changed, confirms it: `replaces` at store time, or `link` afterwards. Each link records who made
+it (`link_by` on the memory replaced: None for the server's rule, ASSISTANT, OWNER).
 """
 
 from __future__ import annotations
@@ -15,9 +18,14 @@ from dataclasses import dataclass, replace
 from symbiote.errors import InvalidInputError, MemoryNotFoundError
 from symbiote.memory import validation
 from symbiote.memory.ids import created_us as id_created_us
+from symbiote.memory.records import LinkResult
 from symbiote.memory.store_io import StoreIO
-from symbiote.retrieval.sameness import LinkKind, fuller_is_newer, judge, stands_out
+from symbiote.retrieval.sameness import LinkKind, fuller_is_newer, judge, may_be_same, stands_out
 from symbiote.storage.base import MemoryStore, StoredMemory
+
+SERVER, ASSISTANT, OWNER = "server", "assistant", "owner"  # who made a link (the server's is stored as None)
+MAX_OFFERS = 3
+MAX_CHAIN = 1000  # links followed when looking for a cycle, at most
 
 
 @dataclass(frozen=True)
@@ -37,22 +45,29 @@ class Link:
     first: StoredMemory | None  # None when the memory shown first is gone
     kind: str
     kept: bool
+    by: str = SERVER  # who made it: SERVER, ASSISTANT or OWNER
 
 
-def _linked(first: StoredMemory, replaced: StoredMemory, kind: LinkKind) -> tuple[StoredMemory, StoredMemory]:
+def made_by(memory: StoredMemory) -> str:
+    """Who made the link that replaces `memory` (links from before 2026-11-27 were all the server's)."""
+    return memory.link_by or SERVER
+
+
+def _linked(
+    first: StoredMemory, replaced: StoredMemory, kind: str, by: str | None = None
+) -> tuple[StoredMemory, StoredMemory]:
     """Both records with the link written in. The link belongs to the replaced memory (its
-    `superseded_by`, kind and review); a memory replacing several names the latest in `supersedes`."""
+    `superseded_by`, kind, review and maker); a memory replacing several names the latest in `supersedes`."""
     return (
         replace(first, supersedes=replaced.memory_id, link_kind=first.link_kind if first.superseded_by else kind),
-        replace(replaced, superseded_by=first.memory_id, link_kind=kind, link_kept=False),
+        replace(replaced, superseded_by=first.memory_id, link_kind=kind, link_kept=False, link_by=by),
     )
 
 
-async def link_new(
-    io: StoreIO[MemoryStore], store: MemoryStore, memory: StoredMemory, nearest: list[tuple[StoredMemory, float]]
-) -> NewLink | None:
-    """Link a memory just stored to the nearest older one about the same thing, if there is one.
-    The store returned the nearest with their links, so this costs one write, and only for a link."""
+def decide(
+    memory: StoredMemory, nearest: Sequence[tuple[StoredMemory, float]]
+) -> tuple[NewLink, tuple[StoredMemory, StoredMemory]] | None:
+    """The link the server's rule makes for a memory just stored, and both records with it, if any."""
     for old, cosine in nearest:
         kind = judge(old.content, memory.content, cosine)
         if kind is None:
@@ -65,9 +80,62 @@ async def link_new(
         if not stands_out(cosine, rivals):
             continue
         pair = _linked(memory, old, kind) if new_first else _linked(old, memory, kind)
-        await io.write(store.set_links, list(pair))
-        return NewLink(other=old.memory_id, kind=kind, new_first=new_first)
+        return NewLink(other=old.memory_id, kind=kind, new_first=new_first), pair
     return None
+
+
+async def link_new(
+    io: StoreIO[MemoryStore], store: MemoryStore, memory: StoredMemory, nearest: list[tuple[StoredMemory, float]]
+) -> NewLink | None:
+    """Link a memory just stored to the nearest older one about the same thing, if there is one.
+    The store returned the nearest with their links, so this costs one write, and only for a link."""
+    decided = decide(memory, nearest)
+    if decided is None:
+        return None
+    await io.write(store.set_links, list(decided[1]))
+    return decided[0]
+
+
+def offers(
+    memory: StoredMemory, nearest: Sequence[tuple[StoredMemory, float]], linked: Sequence[str] = ()
+) -> list[tuple[StoredMemory, float]]:
+    """The older memories that may hold an earlier value of what `memory` says: of the same holder,
+    not already replaced, not linked by this store, and standing out from the other nearest by
+    STANDOUT, as a link's must (in a conversation every turn is about as close as the next: none is
+    offered). For the assistant to confirm (`replaces`, link_memories) or ignore. At most MAX_OFFERS."""
+    live = [
+        (old, cosine)
+        for old, cosine in sorted(nearest, key=lambda pair: -pair[1])
+        if old.memory_id != memory.memory_id and old.memory_id not in linked and not old.superseded_by
+    ]
+    found = [
+        (old, cosine)
+        for old, cosine in live
+        if old.supersedes != memory.memory_id
+        and may_be_same(old.content, memory.content, cosine)
+        and stands_out(cosine, [c for other, c in live if other.memory_id != old.memory_id])
+    ]
+    return found[:MAX_OFFERS]
+
+
+def confirmed(
+    newer: StoredMemory, olders: Sequence[StoredMemory], kind: str, by: str, partners: dict[str, StoredMemory]
+) -> list[StoredMemory]:
+    """Every record a confirmed link changes: `newer` replacing each of `olders`. An older memory
+    already replaced by a third one moves to `newer` (that one no longer names it). `partners`:
+    the memories replacing the olders now, by id, as read."""
+    changed: dict[str, StoredMemory] = {}
+    first = newer
+    for old in olders:
+        previous = old.superseded_by
+        if previous and previous != newer.memory_id and previous in partners:
+            other = changed.get(previous, partners[previous])
+            if other.supersedes == old.memory_id:
+                changed[previous] = _without_replaced(other)
+        first, replaced = _linked(first, old, kind, by)
+        changed[replaced.memory_id] = replaced
+    changed[first.memory_id] = first
+    return list(changed.values())
 
 
 def _without_replaced(memory: StoredMemory) -> StoredMemory:
@@ -129,6 +197,7 @@ class MemoryLinks:
                 first=found.get(m.superseded_by or ""),
                 kind=m.link_kind or "update",
                 kept=m.link_kept,
+                by=made_by(m),
             )
             for m in heads
             if m.memory_id in found
@@ -154,6 +223,65 @@ class MemoryLinks:
         store = await self._io.opened()
         await self._io.write(store.set_links, changed)
 
+    async def link(self, newer_id: object, older_id: object, kind: object, by: str) -> LinkResult:
+        """`newer` replaces `older` (kind "update": a new value; "duplicate": the same fact, said
+        again), as `by` confirms. Both must exist, be two, and make no cycle."""
+        newer_mid, older_mid = validation.memory_id(newer_id), validation.memory_id(older_id)
+        checked = validation.link_kind(kind)
+        if newer_mid == older_mid:
+            raise InvalidInputError(f"{newer_mid} cannot replace itself: pass two different memories.")
+        found = await self._get([newer_mid, older_mid])
+        for mid in (newer_mid, older_mid):
+            if mid not in found:
+                raise MemoryNotFoundError(mid)
+        newer, older = found[newer_mid], found[older_mid]
+        if older.superseded_by == newer_mid and older.link_kind == checked:
+            return _result(newer_mid, older_mid, checked, made_by(older), "Already linked: nothing changed.")
+        await self._no_cycle(newer, older_mid)
+        previous = older.superseded_by
+        partners = await self._get([previous]) if previous and previous != newer_mid else {}
+        store = await self._io.opened()
+        await self._io.write(store.set_links, confirmed(newer, [older], checked, by, partners))
+        moved = f" It was replaced by {previous} before; not any more." if partners else ""
+        return _result(
+            newer_mid, older_mid, checked, by, f"Linked: {newer_mid} replaces {older_mid} and is shown first.{moved}"
+        )
+
+    async def _no_cycle(self, newer: StoredMemory, older_id: str) -> None:
+        """Refuse a link that would make `older_id` replace itself through `newer`'s replacements."""
+        current, seen = newer, 0
+        while current.superseded_by and seen < MAX_CHAIN:
+            if current.superseded_by == older_id:
+                raise InvalidInputError(
+                    f"{older_id} already replaces {newer.memory_id} (directly or through others): "
+                    f"linking {newer.memory_id} as its replacement would make a cycle. Unlink them first."
+                )
+            following = (await self._get([current.superseded_by])).get(current.superseded_by)
+            if following is None:
+                return
+            current, seen = following, seen + 1
+
+    async def unlink(self, newer_id: object, older_id: object) -> LinkResult:
+        """Undo the link by which `newer` replaces `older`: both stay, unlinked."""
+        newer_mid, older_mid = validation.memory_id(newer_id), validation.memory_id(older_id)
+        found = await self._get([newer_mid, older_mid])
+        for mid in (newer_mid, older_mid):
+            if mid not in found:
+                raise MemoryNotFoundError(mid)
+        older = found[older_mid]
+        if older.superseded_by != newer_mid:
+            raise InvalidInputError(f"{older_mid} is not replaced by {newer_mid}: there is no such link to undo.")
+        await self.undo(older_mid)
+        kind = older.link_kind or "update"
+        return _result(
+            newer_mid,
+            older_mid,
+            kind,
+            made_by(older),
+            "Unlinked: both memories stay, neither replaces the other.",
+            False,
+        )
+
     async def merge(self, memory_id: object) -> None:
         """Keep the memory shown first only: the one it replaces is deleted."""
         replaced, first = await self._link(memory_id)
@@ -161,6 +289,10 @@ class MemoryLinks:
             await self.undo(replaced.memory_id)
             return
         await self._delete(replaced.memory_id)
+
+
+def _result(newer: str, older: str, kind: str, by: str, message: str, linked: bool = True) -> LinkResult:
+    return LinkResult(newer_id=newer, older_id=older, kind=kind, linked=linked, by=by, message=message)
 
 
 async def unlink(io: StoreIO[MemoryStore], store: MemoryStore, memories: Sequence[StoredMemory]) -> None:

@@ -90,6 +90,15 @@ class NearDuplicate(BaseModel):
     similarity: float = Field(description="Cosine similarity, 0-1.")
 
 
+class MayReplace(BaseModel):
+    """An older memory that may hold an earlier value of what the new one says: the server is not
+    sure, the assistant decides (link_memories, or store_memory's `replaces`)."""
+
+    memory_id: str
+    content: str
+    similarity: float = Field(description="Cosine similarity to the new memory, 0-1.")
+
+
 class StoreResult(BaseModel):
     """The outcome of storing one memory."""
 
@@ -112,6 +121,26 @@ class StoreResult(BaseModel):
     )
     linked_to: str | None = Field(default=None, description="The existing memory it was linked to.")
     link_kind: str | None = Field(default=None, description="Why they were linked: 'update' or 'duplicate'.")
+    replaced: list[str] = Field(
+        default_factory=list, description="The older memories this one replaces, as `replaces` asked: linked."
+    )
+    may_replace: list[MayReplace] = Field(
+        default_factory=list,
+        description="Up to 3 older memories that may hold an earlier value of the same thing (nearest first), "
+        "not linked. If this memory replaces one, call link_memories(newer_id=memory_id, older_id=..., "
+        "kind='update'); otherwise ignore them. Empty when nothing stored is close.",
+    )
+    message: str
+
+
+class LinkResult(BaseModel):
+    """The outcome of link_memories or unlink_memories."""
+
+    newer_id: str = Field(description="The memory shown first (it replaces the older one).")
+    older_id: str = Field(description="The memory replaced: kept, marked superseded_by newer_id.")
+    kind: str = Field(description="'update' (a new value) or 'duplicate' (the same fact, said again).")
+    linked: bool = Field(description="True when the two are linked now; false after unlink_memories.")
+    by: str = Field(description="Who made the link: 'server' (its own rule), 'assistant' or 'owner'.")
     message: str
 
 

@@ -200,6 +200,27 @@ def memory_ids(value: Any) -> list[str]:
     return [memory_id(v) for v in value]
 
 
+MAX_REPLACES = 10  # older memories one store may replace
+
+
+def replaces(value: Any) -> list[str]:
+    """store_memory's `replaces`: the ids of older memories the new one replaces (none when omitted)."""
+    if value is None:
+        return []
+    if not isinstance(value, (list, tuple)):
+        raise InvalidInputError("replaces must be a list of memory ids, like ['mem_17321234567890120042'].")
+    if len(value) > MAX_REPLACES:
+        raise InvalidInputError(f"replaces names {len(value)} memories; at most {MAX_REPLACES}. Nothing was stored.")
+    return list(dict.fromkeys(memory_id(v) for v in value))
+
+
+def link_kind(value: Any) -> str:
+    """link_memories' `kind`: an update (a new value) or a duplicate (the same fact, said again)."""
+    if value not in ("update", "duplicate"):
+        raise InvalidInputError(f"kind must be 'update' (a new value) or 'duplicate' (the same fact); got {value!r}.")
+    return str(value)
+
+
 def batch(value: Any) -> list[dict[str, Any]]:
     """store_memories items: 1..100 objects, each at least {"content": ...}."""
     if not isinstance(value, (list, tuple)) or not value:

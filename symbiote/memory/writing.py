@@ -20,15 +20,15 @@ from symbiote.config import MAX_CONTENT_BYTES
 from symbiote.embedding.embedder import AsyncEmbedder
 from symbiote.errors import InvalidInputError, MemoryNotFoundError
 from symbiote.memory import validation
+from symbiote.memory.batch_links import link_batch, nearest_older
 from symbiote.memory.clock import iso_utc, now_us
 from symbiote.memory.ids import IdGenerator, created_us
 from symbiote.memory.keyed_lock import KeyedLock
-from symbiote.memory.links import NewLink, link_new
+from symbiote.memory.links import ASSISTANT, confirmed, link_new, offers
 from symbiote.memory.passages import PassageIndexer
 from symbiote.memory.policy import EnginePolicy, check_conversation, check_quota
 from symbiote.memory.records import (
     BatchStoreResult,
-    NearDuplicate,
     RetentionResult,
     StoreResult,
     UpdateResult,
@@ -36,12 +36,12 @@ from symbiote.memory.records import (
 )
 from symbiote.memory.statistics import Statistics
 from symbiote.memory.store_io import StoreIO
+from symbiote.memory.store_results import batch_results, duplicate_result, offered_as, stored_result
 from symbiote.storage.base import MemoryStore, StoredMemory, content_hash
 from symbiote.storage.filters import MemoryFilter
 
 log = logging.getLogger(__name__)
 
-NEAR_DUPLICATE = 0.92  # cosine at or above which a new memory is reported as a near-duplicate
 NEAR_CANDIDATES = 3  # nearest memories checked for near-duplicates
 
 
@@ -97,59 +97,15 @@ def _batch_drafts(items: Any, max_bytes: int) -> list[StoredMemory]:
     return drafts
 
 
-def _batch_results(
-    drafts: list[StoredMemory],
-    existing: dict[str, StoredMemory],
-    fresh: dict[str, StoredMemory],
-    stamped: dict[str, StoredMemory],
-) -> list[StoreResult]:
-    """One result per item, in order: stored, already remembered, or repeated within the batch."""
-    results = []
-    for item in drafts:
-        if item.content_hash in existing:
-            old = existing[item.content_hash]
-            results.append(
-                StoreResult(
-                    memory_id=old.memory_id,
-                    timestamp=old.timestamp,
-                    tags=list(old.tags),
-                    status="duplicate",
-                    message="Already remembered; no copy made.",
-                )
-            )
-        else:
-            memory = stamped[item.content_hash]
-            first = fresh[item.content_hash] is item
-            results.append(
-                StoreResult(
-                    memory_id=memory.memory_id,
-                    timestamp=memory.timestamp,
-                    tags=list(memory.tags),
-                    status="stored" if first else "duplicate",
-                    message="Memory stored." if first else "Repeated within the batch; stored once.",
-                )
-            )
-    return results
-
-
-def _duplicate(existing: StoredMemory) -> StoreResult:
-    return StoreResult(
-        memory_id=existing.memory_id,
-        timestamp=existing.timestamp,
-        tags=list(existing.tags),
-        status="duplicate",
-        message=f"Already remembered: identical content is stored as {existing.memory_id}; no copy made.",
-    )
-
-
-def _link_message(link: NewLink | None) -> str:
-    if link is None:
-        return ""
-    if link.kind == "update":
-        return f" It updates {link.other}, which is kept, marked superseded_by this memory, and shown after it."
-    if link.new_first:
-        return f" It says what {link.other} says, and more: both are kept, this one is shown first."
-    return f" {link.other} already says this, and more: both are kept, {link.other} is shown first."
+async def _existing(io: StoreIO[MemoryStore], store: MemoryStore, ids: list[str]) -> list[StoredMemory]:
+    """The memories `replaces` names, in its order; an id not stored is an error naming it."""
+    if not ids:
+        return []
+    found = await io.read(store.get, ids, urgent=False)
+    for mid in ids:
+        if mid not in found:
+            raise InvalidInputError(f"replaces names {mid}, which is not a stored memory. Nothing was stored.")
+    return [found[mid] for mid in ids]
 
 
 def _changes(
@@ -208,20 +164,25 @@ class MemoryWriter:
         conversation_id: Any = None,
         bookmarked: Any = False,
         client: str | None = None,
+        replaces: Any = None,
     ) -> StoreResult:
+        """`replaces`: ids of older memories the new one replaces (the assistant's word): linked at
+        once, by the assistant, instead of by the server's rule. Each must exist; none is stored if not."""
         started = time.perf_counter()
         policy = self._policy()
         item = draft(content, tags, type, confidence, conversation_id, bookmarked, policy.max_content_bytes)
         item = replace(item, client=client_name(client))
+        replacing = validation.replaces(replaces)
         io = self._io
         store = await io.opened()
+        olders = await _existing(io, store, replacing)
         await check_conversation(policy, io, store, item)
         warning = None
         async with self._same_content.hold(item.content_hash):  # two identical stores at once make one memory
             if policy.max_memories is not None:  # a quota counts first; an existing text is not refused by it
                 existing = await io.read(store.find_content, item.content_hash, urgent=False)
                 if existing is not None:
-                    return _duplicate(existing)
+                    return await self._again(existing, olders)
                 warning = await check_quota(policy, io, store, 1)
             self.passages.write_began()
             windows, vector = await self._embedder.first(item.content)
@@ -229,37 +190,40 @@ class MemoryWriter:
             memory = self._stamp(item)
             existing, nearest = await io.write(store.store_new, memory, vector[None, :], windows, NEAR_CANDIDATES)
             if existing is not None:
-                return _duplicate(existing)
+                return await self._again(existing, olders)
             self._stats.added(memory)
-            link = await link_new(io, store, memory, nearest)
+            link = None
+            if olders:
+                await self._confirm(memory, olders)
+            else:
+                link = await link_new(io, store, memory, nearest)
         if len(windows) > 1:
             self.passages.kick()
         self._stats.store_timer.add(started)
-        near = [
-            NearDuplicate(memory_id=other.memory_id, content=other.content, similarity=round(similarity, 3))
-            for other, similarity in nearest
-            if similarity >= NEAR_DUPLICATE
-        ]
-        message = "Memory stored." + _link_message(link)
-        if near:
-            message += f" {len(near)} existing memory(ies) say nearly the same; see near_duplicates."
-        if warning:
-            message += f" {warning}"
-        return StoreResult(
-            memory_id=memory.memory_id,
-            timestamp=memory.timestamp,
-            tags=list(memory.tags),
-            status="stored",
-            near_duplicates=near,
-            warning=warning,
-            linked=None if link is None else "supersedes" if link.new_first else "superseded_by",
-            linked_to=link.other if link else None,
-            link_kind=link.kind if link else None,
-            message=message,
-        )
+        linked = [o.memory_id for o in olders] or ([link.other] if link else [])
+        return stored_result(memory, nearest, link, olders, offered_as(offers(memory, nearest, linked)), warning)
+
+    async def _confirm(self, memory: StoredMemory, olders: list[StoredMemory]) -> None:
+        """Write the links `replaces` asked for: `memory` replaces each of `olders`, by the assistant."""
+        store = await self._io.opened()
+        previous = [o.superseded_by for o in olders if o.superseded_by]
+        partners = await self._io.read(store.get, list(dict.fromkeys(previous)), urgent=False) if previous else {}
+        await self._io.write(store.set_links, confirmed(memory, olders, "update", ASSISTANT, partners))
+
+    async def _again(self, existing: StoredMemory, olders: list[StoredMemory]) -> StoreResult:
+        """The text is stored already: that memory replaces the older ones `replaces` named (not itself)."""
+        others = [o for o in olders if o.memory_id != existing.memory_id and o.superseded_by != existing.memory_id]
+        if others:
+            await self._confirm(existing, others)
+        result = duplicate_result(existing)
+        if others:
+            result.replaced = [o.memory_id for o in others]
+            result.message += f" It now replaces {', '.join(result.replaced)}, as asked."
+        return result
 
     async def store_many(self, items: Any, client: str | None = None) -> BatchStoreResult:
-        """Store a batch: every item valid or none stored; one embedding pass, one write."""
+        """Store a batch: every item valid or none stored; one embedding pass, one write of the
+        memories and one of their links (each item linked and offered as a store of it alone would be)."""
         name = client_name(client)
         drafts = [replace(d, client=name) for d in _batch_drafts(items, self._policy().max_content_bytes)]
         self.passages.write_began()
@@ -275,17 +239,24 @@ class MemoryWriter:
         await io.ensure_space([text for group in windows for text in group])
         vectors = await self._embedder.embed([group[0] for group in windows])  # passages follow (see store)
         stamped = {digest: self._stamp(d) for digest, d in fresh.items()}
-        batch = [
-            (memory, vectors[i : i + 1], group) for i, (memory, group) in enumerate(zip(stamped.values(), windows))
-        ]
+        memories = list(stamped.values())
+        older = await nearest_older(io, store, vectors, NEAR_CANDIDATES)
+        linking = await link_batch(io, store, memories, vectors, older, NEAR_CANDIDATES)
+        batch = [(memory, vectors[i : i + 1], group) for i, (memory, group) in enumerate(zip(memories, windows))]
         await io.write(store.add_many, batch)
+        if linking.changed:
+            await io.write(store.set_links, linking.changed)
         for memory, _vectors, _windows in batch:
             self._stats.added(memory)
         if any(len(group) > 1 for group in windows):
             self.passages.kick()
-        results = _batch_results(drafts, existing, fresh, stamped)
+        results = batch_results(drafts, existing, fresh, stamped, linking)
         stored = len(batch)
         message = f"{stored} stored, {len(drafts) - stored} already remembered."
+        if linking.links:
+            message += f" {len(linking.links)} linked to a memory about the same thing (see each result)."
+        if any(r.may_replace for r in results):
+            message += " Some results list may_replace: confirm with link_memories the ones they replace."
         if warning:
             message += f" {warning}"
         return BatchStoreResult(

@@ -27,6 +27,10 @@ SHARED_COSINE = 0.45  # the cosine from which two memories sharing two content w
 ALONE_COSINE = 0.70  # the cosine from which they are, whatever words they share
 STANDOUT = 0.15  # how much closer than the other nearest memories the older one must be
 OPENING_TOKENS = 3  # a possessive this close to the start names what the memory is about
+JUDGED_CHARS = 4000  # what a memory says about its subject is in its head (the whole text's vector reads less)
+# Offers (`may_replace`): what the rule above is not sure of, for the assistant to confirm. Set on
+# the fitting half, its update-free stores and LoCoMo conversation 26 (docs/performance.md, issue 41).
+OFFER_COSINE = 0.30  # the cosine from which an older memory of the same holder that stands out may be an earlier value
 
 LinkKind = Literal["update", "duplicate"]
 
@@ -42,10 +46,13 @@ def _stem(word: str) -> str:
     return word
 
 
+@functools.lru_cache(maxsize=512)
 def content_words(text: str, numbers: bool = False) -> frozenset[str]:
-    """The text's content words, crudely stemmed ("coaches" and "coach" are one word). Numbers
-    are values, not what a memory is about: left out unless asked for."""
-    return frozenset(_stem(word) for word in query_terms(text) if numbers or not any(ch.isdigit() for ch in word))
+    """The text's content words (of its first JUDGED_CHARS), crudely stemmed ("coaches" and "coach"
+    are one word). Numbers are values, not what a memory is about: left out unless asked for.
+    Cached: a store judges each of its nearest memories several ways, a batch each item against many."""
+    words = query_terms(text[:JUDGED_CHARS])
+    return frozenset(_stem(word) for word in words if numbers or not any(ch.isdigit() for ch in word))
 
 
 @functools.cache
@@ -65,6 +72,22 @@ def holders(text: str) -> frozenset[str]:
         elif word in _POSSESSORS and position + 1 < len(tokens):
             found.add(_stem(tokens[position + 1].lower().split("'", 1)[0].split("\u2019", 1)[0]))
     return frozenset(found - {""})
+
+
+def names(text: str) -> frozenset[str]:
+    """The name an opening holder is given right after its noun ("User's sister Inês", "my coach
+    Mark"): "User's sister Inês" and "User's sister Anna" are two sisters. Only after a plain
+    lower-case noun ("my brother's Toyota" names a car, not a person)."""
+    tokens = _TOKEN.findall(text[:200])[: OPENING_TOKENS + 2]
+    found: set[str] = set()
+    for position, token in enumerate(tokens[:OPENING_TOKENS]):
+        word = token.lower().replace("\u2019", "'")
+        if not (word.endswith(("'s", "s'")) or word in _POSSESSORS) or position + 2 >= len(tokens):
+            continue
+        noun, name = tokens[position + 1], tokens[position + 2]
+        if noun.islower() and "'" not in noun and "\u2019" not in noun and name[:1].isupper():
+            found.add(_stem(name.lower()))
+    return frozenset(found)
 
 
 def label(text: str) -> str | None:
@@ -104,8 +127,24 @@ def judge(older: str, newer: str, cosine: float) -> LinkKind | None:
     return "update"
 
 
+def may_be_same(older: str, newer: str, cosine: float) -> bool:
+    """Whether `older` may hold an earlier value of what `newer` says: close enough by meaning, and
+    neither names another holder or speaker. Looser than `judge`: telling a new value from another
+    fact ("Koramangala" then "Whitefield") takes understanding the vectors lack, so it is offered."""
+    if cosine < OFFER_COSINE:
+        return False
+    labels = label(older), label(newer)
+    if labels[0] and labels[1] and labels[0] != labels[1]:
+        return False
+    return not _holders_differ(older, newer, content_words(older), content_words(newer))
+
+
 def _holders_differ(older: str, newer: str, old_words: frozenset[str], new_words: frozenset[str]) -> bool:
-    """True when either memory opens by naming a holder the other never mentions."""
+    """True when either memory opens by naming a holder the other never mentions, or both name
+    their holder's noun by two different names."""
+    older_names, newer_names = names(older), names(newer)
+    if older_names and newer_names and not older_names & newer_names:
+        return True
     return any(holder not in new_words for holder in holders(older)) or any(
         holder not in old_words for holder in holders(newer)
     )

@@ -42,6 +42,7 @@ def link_metadata(memory: StoredMemory, clear_missing: bool) -> dict[str, Any]:
         "superseded_by": memory.superseded_by,
         "link_kind": memory.link_kind,
         "link_kept": True if memory.link_kept else None,
+        "link_by": memory.link_by,
     }
     return {key: value for key, value in fields.items() if value is not None or clear_missing}
 
@@ -67,6 +68,7 @@ def memory_from(memory_id: str, document: str | None, meta: dict[str, Any] | Non
         superseded_by=meta.get("superseded_by"),
         link_kind=meta.get("link_kind"),
         link_kept=bool(meta.get("link_kept", False)),
+        link_by=meta.get("link_by"),
         edits=int(meta.get("edits") or 0),
         client=meta.get("client"),
     )

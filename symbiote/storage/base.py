@@ -54,16 +54,18 @@ class StoredMemory:
     conversation_id: str | None = None
     # A link the server made between two memories about the same thing (symbiote.memory.links):
     # the one to show first names the other in `supersedes`, the other names it in `superseded_by`;
-    # both carry its kind ("update" or "duplicate"); `link_kept` once the owner reviewed it.
+    # both carry its kind ("update" or "duplicate"); `link_kept` once the owner reviewed it;
+    # `link_by`, on the one replaced, who made it: None for the server's rule, "assistant", "owner".
     supersedes: str | None = None
     superseded_by: str | None = None
     link_kind: str | None = None
     link_kept: bool = False
+    link_by: str | None = None
     edits: int = 0  # times changed since it was stored (kept from 2026-11-26 on; 0 before)
     client: str | None = None  # the name of what stored it: an MCP client's, "console", "import"
 
 
-LINK_FIELDS = ("supersedes", "superseded_by", "link_kind", "link_kept")
+LINK_FIELDS = ("supersedes", "superseded_by", "link_kind", "link_kept", "link_by")
 
 
 @dataclass(frozen=True)

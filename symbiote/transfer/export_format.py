@@ -147,6 +147,7 @@ def memory_record(memory: StoredMemory, vectors: np.ndarray | None = None) -> di
             "superseded_by": memory.superseded_by,
             "kind": memory.link_kind,
             "kept": memory.link_kept,
+            "by": (memory.link_by or "server") if memory.superseded_by else None,
         }
     if vectors is not None:
         record["vectors"] = encode_vectors(vectors)
@@ -169,7 +170,16 @@ def _links(value: Any) -> dict[str, Any]:
     if not any(ids.values()):
         return {}
     kept = _checked(validation.flag, value.get("kept", False), "links.kept")
-    return {**ids, "link_kind": kind or "update", "link_kept": kept and ids["superseded_by"] is not None}
+    by = value.get("by")
+    if by not in ("server", "assistant", "owner", None):
+        raise LineError("links.by must be 'server', 'assistant' or 'owner'")
+    made_by = by if by != "server" and ids["superseded_by"] is not None else None
+    return {
+        **ids,
+        "link_kind": kind or "update",
+        "link_kept": kept and ids["superseded_by"] is not None,
+        "link_by": made_by,
+    }
 
 
 @dataclass(frozen=True)

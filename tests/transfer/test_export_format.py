@@ -44,7 +44,13 @@ async def test_links_go_out_and_come_back(runtimes: tuple[Runtime, Runtime]) -> 
     header, *lines = [json.loads(line) for line in text.splitlines()]
     assert header["version"] == 2
     by_id = {line["id"]: line for line in lines}
-    assert by_id[old]["links"] == {"supersedes": None, "superseded_by": new, "kind": "update", "kept": True}
+    assert by_id[old]["links"] == {
+        "supersedes": None,
+        "superseded_by": new,
+        "kind": "update",
+        "kept": True,
+        "by": "server",
+    }
     assert by_id[new]["links"]["supersedes"] == old
 
     report = await import_text(target, text)
@@ -54,6 +60,24 @@ async def test_links_go_out_and_come_back(runtimes: tuple[Runtime, Runtime]) -> 
     assert await target.engine.links.count() == (1, 0)  # reviewed, as it was
     assert (await export_text(target)).splitlines()[1:] == text.splitlines()[1:]
     assert (await import_text(target, text)).unchanged == 2
+
+
+async def test_who_made_a_link_goes_out_and_comes_back(runtimes: tuple[Runtime, Runtime]) -> None:
+    source, target = runtimes
+    old = (await source.engine.store("Uses an old Samsung Galaxy S8.")).memory_id
+    new = (await source.engine.store("Got an iPhone 13 from my son.", replaces=[old])).memory_id
+    text = await export_text(source)
+    by_id = {line["id"]: line for line in map(json.loads, text.splitlines()[1:])}
+    assert by_id[old]["links"]["by"] == "assistant" and by_id[new]["links"]["by"] is None
+    assert (await import_text(target, text)).added == 2
+    [link] = await target.engine.links.links()
+    assert link.by == "assistant"
+    header, *lines = map(json.loads, text.splitlines())
+    for line in lines:
+        if line["id"] == old:
+            line["links"]["by"] = "someone"
+    unmade = "\n".join(json.dumps(line) for line in (header, *lines))
+    assert (await import_text(target, unmade)).refused_count == 1
 
 
 async def test_a_file_of_format_1_imports_without_links_and_a_later_format_is_refused(
