@@ -98,8 +98,11 @@ def _item(number: int, entry: dict[str, Any]) -> SourceItem:
 def database_items(path: Path, left_out: list[int]) -> Iterator[SourceItem]:
     """Every live row of its database, read-only, numbered by the row's id; `left_out` gets the
     number of deleted rows."""
+    # a database with no write-ahead log beside it (its server stopped, or an uploaded copy) is read
+    # as immutable, so reading it leaves no -shm or -wal file behind; a live one read-only
+    live = Path(f"{path}-wal").exists()
     try:
-        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?{'mode=ro' if live else 'immutable=1'}", uri=True)
     except sqlite3.Error as exc:
         raise NotMemoryServiceError(f"The database cannot be opened ({exc}).") from exc
     try:

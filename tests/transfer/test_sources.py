@@ -56,6 +56,7 @@ async def test_memory_service_database_keeps_text_tags_type_times_and_leaves_the
     shutil.copy(SERVICE / "sqlite_vec.db", database)
     report = await import_path(runtime.engine.bulk, database)
     assert (report.source, report.added, report.left_out, report.refused_count) == ("memory-service", 5, 1, 0)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("sqlite_vec")) == ["sqlite_vec.db"]
     memories = {m["content"]: m for m in await stored(runtime)}
     assert expected["deleted"] not in memories
     for want in expected["memories"]:
