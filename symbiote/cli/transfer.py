@@ -39,27 +39,42 @@ def export_memories(args: argparse.Namespace) -> int:
 
 
 def import_memories(args: argparse.Namespace) -> int:
-    """Import a Symbiote export or the reference MCP memory server's memory.jsonl."""
+    """Import a Symbiote export, a memory.jsonl, mcp-memory-service's database or export, a
+    basic-memory folder, or (--text) a pasted list."""
     from symbiote.errors import SymbioteError
     from symbiote.runtime import build_runtime
+    from symbiote.transfer.pasted import batch_tag
+    from symbiote.transfer.sources import import_text
     from symbiote.transfer.terminal import import_from, report_lines
 
-    path = Path(args.file)
-    if not path.is_file():
-        print(f"symbiote: {path} is not a file", file=sys.stderr)
+    path = Path(args.text or args.file or "")
+    if not (args.text or args.file) or not (path.is_file() or (path.is_dir() and not args.text)):
+        print(f"symbiote: {path} is not a file{'' if args.text else ' or a folder'}", file=sys.stderr)
         return 2
+    if args.text:
+        try:
+            text = path.read_text(encoding="utf-8-sig")
+        except UnicodeDecodeError:
+            print(f"symbiote: {path} is not UTF-8 text", file=sys.stderr)
+            return 1
     runtime = build_runtime(settings_from_env())
     history = runtime.history.history if runtime.history is not None else None
     try:
-        report = asyncio.run(
-            import_from(runtime.engine.bulk, path, history, dry_run=args.dry_run, replace=args.replace)
-        )
+        if args.text:
+            tag = args.tag or batch_tag()
+            report = asyncio.run(import_text(runtime.engine.bulk, text, tag, dry_run=args.dry_run))
+        else:
+            report = asyncio.run(
+                import_from(runtime.engine.bulk, path, history, dry_run=args.dry_run, replace=args.replace)
+            )
     except SymbioteError as exc:
         print(f"symbiote: {exc}", file=sys.stderr)
         return 1
     finally:
         runtime.close()
     print("\n".join(report_lines(report)))
+    if args.text and report.added and not report.dry_run:
+        print(f"Tagged {tag}: to undo, delete the memories with that tag (they go to the trash).")
     return 1 if report.stopped else 0
 
 
@@ -77,9 +92,13 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     export_cmd.set_defaults(run=export_memories)
     import_cmd = commands.add_parser(
-        "import", help="import an export or a reference MCP memory server's memory.jsonl (stop the server first)"
+        "import",
+        help="import an export, a memory.jsonl, mcp-memory-service's database or JSON export, a basic-memory "
+        "folder, or a pasted list (stop the server first; see docs/export-format.md)",
     )
-    import_cmd.add_argument("file", help="the JSON Lines file")
+    import_cmd.add_argument("file", nargs="?", help="the file or folder (its format is told by what it holds)")
+    import_cmd.add_argument("--text", metavar="FILE", help="a pasted list of memories, one per line or bullet")
+    import_cmd.add_argument("--tag", help="with --text: the tag for the batch (default: pasted-<date>-<time>)")
     import_cmd.add_argument("--dry-run", action="store_true", help="report what would change, change nothing")
     import_cmd.add_argument(
         "--replace", action="store_true", help="memories stored under the same id with other text take the file's text"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
@@ -21,13 +21,14 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from symbiote.auth.origin import OriginResolver
 from symbiote.auth.owner import OwnerChecks
-from symbiote.console import editing, links_review, memories, overview, signin, transfer_pages, trash
+from symbiote.console import editing, links_review, memories, overview, pasted_page, signin, transfer_pages, trash
 from symbiote.console.gate import Access, ConsoleGate
 from symbiote.console.jobs import UPLOADS, ImportJobs
 from symbiote.console.rendering import STATIC
 from symbiote.console.session import SessionKey, Sessions, key_path
 from symbiote.transfer.history_access import turn_reader
-from symbiote.transfer.importing import Importer, ImportReport
+from symbiote.transfer.importing import ImportReport
+from symbiote.transfer.sources import import_path
 
 if TYPE_CHECKING:
     from symbiote.auth.store import AuthStore
@@ -85,10 +86,8 @@ def create_console(
     kept in `data_dir` (the private data directory)."""
     bulk = engine.bulk
 
-    async def run_import(
-        stream: IO[bytes], dry_run: bool, replace: bool, progress: Callable[[int], None]
-    ) -> ImportReport:
-        return await Importer(bulk, history, dry_run=dry_run, replace_conflicts=replace, progress=progress).run(stream)
+    async def run_import(path: Path, dry_run: bool, replace: bool, progress: Callable[[int], None]) -> ImportReport:
+        return await import_path(bulk, path, history, dry_run=dry_run, replace=replace, progress=progress)
 
     routes = [
         Route("/", memories.memories_page, methods=["GET"]),
@@ -112,6 +111,8 @@ def create_console(
         Route("/transfer", transfer_pages.transfer_page, methods=["GET"]),
         Route("/export", transfer_pages.export_download, methods=["GET"]),
         Route("/import", transfer_pages.import_create, methods=["POST"]),
+        Route("/import/text", pasted_page.import_text_page, methods=["POST"]),
+        Route("/import/undo", pasted_page.undo_batch, methods=["POST"]),
         Route("/import/{job_id}", transfer_pages.import_status, methods=["GET"]),
         Route("/import/{job_id}/part", transfer_pages.import_part, methods=["POST"]),
         Route("/import/{job_id}/start", transfer_pages.import_start, methods=["POST"]),

@@ -20,7 +20,6 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
 
 from symbiote.errors import SymbioteError
 from symbiote.transfer.importing import ImportReport
@@ -33,8 +32,8 @@ MAX_JOBS = 20
 UPLOADS = "import-uploads"  # in the data directory
 
 RunImport = Callable[
-    [IO[bytes], bool, bool, Callable[[int], None]], Awaitable[ImportReport]
-]  # stream, dry run, replace, progress
+    [Path, bool, bool, Callable[[int], None]], Awaitable[ImportReport]
+]  # the uploaded file (its format told by what it holds), dry run, replace, progress
 
 
 class JobError(SymbioteError):
@@ -91,7 +90,7 @@ class ImportJobs:
             oldest.path.unlink(missing_ok=True)
             del self._jobs[oldest.job_id]
         job_id = secrets.token_urlsafe(12)
-        path = self._directory / f"{job_id}.jsonl"
+        path = self._directory / f"{job_id}.upload"
         try:
             self._directory.mkdir(parents=True, exist_ok=True, mode=0o700)
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))  # readable by this user only
@@ -140,8 +139,7 @@ class ImportJobs:
         async with self._one_at_a_time:
             job.state = "running"
             try:
-                with job.path.open("rb") as stream:
-                    job.report = await self._run_import(stream, job.dry_run, job.replace, progress)
+                job.report = await self._run_import(job.path, job.dry_run, job.replace, progress)
                 job.state = "done"
             except SymbioteError as exc:
                 job.state, job.error = "failed", str(exc)

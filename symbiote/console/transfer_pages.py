@@ -15,6 +15,7 @@ from symbiote.console.rendering import page, problem
 from symbiote.console.session import Sessions
 from symbiote.errors import SymbioteError
 from symbiote.transfer.exporting import export_lines
+from symbiote.transfer.pasted import batch_tag
 
 CHUNK_BYTES = 1024 * 1024
 
@@ -35,6 +36,7 @@ async def transfer_page(request: Request) -> Response:
         jobs=jobs.recent(),
         busy=jobs.busy,
         running=next((job for job in jobs.recent() if job.state in ("waiting", "running")), None),
+        paste_tag=batch_tag(),
     )
 
 

@@ -1,4 +1,5 @@
-"""Reading an import: a Symbiote export, or the reference MCP memory server's knowledge graph.
+"""Reading an import: a Symbiote export, or the reference MCP memory server's knowledge graph, or
+records another program's memories became (`run_items`, fed by `symbiote.transfer.sources`).
 
 Line by line (each at most `line_cap`, `symbiote.transfer.lines`), a batch at a time, each text
 held to SYMBIOTE_MAX_CONTENT_BYTES as configured, as the tools hold it. Each memory keeps its id and times and is compared with what is stored (`MemoryBulk.import_memories`),
@@ -19,7 +20,7 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import IO, Any, Protocol
 
@@ -46,14 +47,28 @@ MAX_REFUSALS_KEPT = 1000  # a report lists at most this many refused lines (all 
 YIELD_SECONDS = 0.02  # the longest an import holds the event loop between two turns for everyone else
 
 
-NOT_AN_EXPORT = (
-    "This file is not a Symbiote export or a memory.jsonl from the MCP memory server, so nothing was imported."
+FORMATS = (
+    "a Symbiote export (.jsonl), the MCP memory server's memory.jsonl, an mcp-memory-service database "
+    "(its sqlite_vec .db file) or JSON export, a basic-memory folder of notes (or a .zip of it, or one .md note), "
+    "or a pasted list of memories (one per line)"
 )
+NOT_AN_EXPORT = f"This file is none of the formats Symbiote imports, so nothing was imported. It imports {FORMATS}."
 EMPTY_FILE = "This file is empty, so nothing was imported."
 
 
 class NotAnExportError(SymbioteError):
     """The file is not one Symbiote imports (its first line says so): refused whole, nothing written."""
+
+
+@dataclass(frozen=True)
+class SourceItem:
+    """One memory another program's file became, as a memory record of the export format, or (with
+    `refused`) why its line, row or entry could not become one."""
+
+    number: int  # the line, row or entry it came from (counted from 1)
+    record: dict[str, Any] | None = None
+    refused: str = ""
+    where: str = ""  # said before a refusal's reason (a note's file and line)
 
 
 class TurnSink(Protocol):
@@ -69,7 +84,8 @@ class ImportReport:
     """What an import did (or, dry, would do); `refused` lists (line number, why)."""
 
     dry_run: bool = False
-    source: str = "symbiote"  # or "knowledge-graph"
+    source: str = "symbiote"  # or "knowledge-graph", "memory-service", "basic-memory", "pasted"
+    unit: str = "line"  # what `refused` numbers: a line, or a database's row, or an entry of a JSON export
     added: int = 0
     unchanged: int = 0
     updated: int = 0
@@ -83,6 +99,7 @@ class ImportReport:
     links_dropped: int = 0  # the file's link fields not taken (`symbiote.transfer.import_links`)
     refused_count: int = 0
     refused: list[tuple[int, str]] = field(default_factory=list)
+    left_out: int = 0  # deleted in the source (mcp-memory-service keeps a deleted row until it is purged)
     lines: int = 0
     reembedded: bool = True
     stopped: str | None = None  # why the import stopped before the end of the file
@@ -122,6 +139,8 @@ class ImportReport:
                 f"{self.links_dropped} links dropped (naming a memory neither the file nor the store holds, "
                 "or one that does not name it back)"
             )
+        if self.left_out:
+            parts.append(f"{self.left_out} deleted in the source, left out")
         parts.append(f"{self.refused_count} refused")
         text = ("Dry run: " if self.dry_run else "") + ", ".join(parts) + "."
         if self.stopped:
@@ -145,6 +164,8 @@ class ImportReport:
             "links_dropped": self.links_dropped,
             "refused_count": self.refused_count,
             "refused": [{"line": line, "reason": reason} for line, reason in self.refused],
+            "unit": self.unit,
+            "left_out": self.left_out,
             "lines": self.lines,
             "stopped": self.stopped,
         }
@@ -206,6 +227,31 @@ class Importer:
         await self._finish_links()
         if self._progress is not None:
             self._progress(done)
+        return self.report
+
+    async def run_items(self, items: Iterable[SourceItem]) -> ImportReport:
+        """Import the memories another program's file became (`symbiote.transfer.sources`), a batch
+        at a time as a file's lines, refusing an item with its number and reason."""
+        self._recognised = True
+        turn = time.monotonic()
+        for item in items:
+            self.report.lines = max(self.report.lines, item.number)
+            if item.record is None:
+                self.report.refuse(item.number, item.refused)
+            else:
+                try:
+                    self._memory(item.number, item.record)
+                except LineError as exc:
+                    self.report.refuse(item.number, f"{item.where}: {exc}" if item.where else str(exc))
+                except (TypeError, ValueError) as exc:  # a field of a type no check expected
+                    log.info("import %s %d refused: %r", self.report.unit, item.number, exc)
+                    self.report.refuse(item.number, f"a field cannot be read ({type(exc).__name__})")
+            if len(self._pending) >= BATCH and not await self._flush():
+                return self.report
+            if time.monotonic() - turn >= YIELD_SECONDS:
+                await asyncio.sleep(0)
+                turn = time.monotonic()
+        await self._flush()
         return self.report
 
     async def _line(self, number: int, raw: bytes) -> None:

@@ -32,7 +32,7 @@ def _text(record: dict[str, Any], key: str) -> str:
     return value.strip()
 
 
-def _tags(*names: str) -> list[str]:
+def as_tags(*names: str) -> list[str]:
     """Names as tags: cut to the tag length limit, duplicates (any case) dropped."""
     tags: list[str] = []
     for name in names:
@@ -51,10 +51,10 @@ def graph_memories(record: dict[str, Any]) -> list[dict[str, Any]]:
         observations = record.get("observations") or []
         if not isinstance(observations, list) or not all(isinstance(o, str) for o in observations):
             raise LineError("observations must be a list of strings")
-        tags = _tags(name, kind)
+        tags = as_tags(name, kind)
         texts = [o.strip() for o in observations if o.strip()]
         if not texts:
             return [{"content": f"{name} is a {kind}.", "tags": tags, "type": OBSERVATION_TYPE}]
         return [{"content": f"{name}: {text}", "tags": tags, "type": OBSERVATION_TYPE} for text in texts]
     source, target, relation = _text(record, "from"), _text(record, "to"), _text(record, "relationType")
-    return [{"content": f"{source} {relation} {target}", "tags": _tags(source, target), "type": RELATION_TYPE}]
+    return [{"content": f"{source} {relation} {target}", "tags": as_tags(source, target), "type": RELATION_TYPE}]

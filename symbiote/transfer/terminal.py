@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from symbiote.transfer.exporting import TurnSource, export_lines
-from symbiote.transfer.importing import Importer, ImportReport, TurnSink
+from symbiote.transfer.importing import ImportReport, TurnSink
+from symbiote.transfer.sources import import_path
 
 if TYPE_CHECKING:
     from symbiote.memory.bulk import MemoryBulk
@@ -82,18 +83,16 @@ async def import_from(
     progress_stream: IO[str] = sys.stderr,
     replace: bool = False,
 ) -> ImportReport:
-    """Import a file (a Symbiote export or a knowledge-graph memory.jsonl) with a progress bar."""
-    bar = _bar(path.stat().st_size, "B", "checking" if dry_run else "importing", progress_stream)
+    """Import a file or folder of any format read (`symbiote.transfer.sources`) with a progress bar."""
+    size = path.stat().st_size if path.is_file() else 0
+    bar = _bar(size, "B", "checking" if dry_run else "importing", progress_stream)
 
     def progress(done: int) -> None:
         bar.n = done
         bar.refresh()
 
     try:
-        with path.open("rb") as stream:
-            return await Importer(bulk, history, dry_run=dry_run, replace_conflicts=replace, progress=progress).run(
-                stream
-            )
+        return await import_path(bulk, path, history, dry_run=dry_run, replace=replace, progress=progress)
     finally:
         bar.close()
 
@@ -101,8 +100,14 @@ async def import_from(
 def report_lines(report: ImportReport, shown: int = 50) -> list[str]:
     """The report as a person reads it: the counts, then the refused lines with their numbers."""
     lines = [report.summary()]
-    if report.source == "knowledge-graph":
-        lines.append("(read as the knowledge graph of the reference MCP memory server)")
+    read_as = {
+        "knowledge-graph": "the knowledge graph of the reference MCP memory server",
+        "memory-service": "mcp-memory-service's memories (their text embedded again by Symbiote's model)",
+        "basic-memory": "basic-memory's notes (their observations and relations)",
+        "pasted": "a pasted list, one memory per line or bullet",
+    }
+    if report.source in read_as:
+        lines.append(f"(read as {read_as[report.source]})")
     for line, memory_id in report.conflicting[:shown]:
         lines.append(
             f"  line {line}: {memory_id} is stored with other text (left as it is; --replace takes the file's)"
@@ -110,7 +115,7 @@ def report_lines(report: ImportReport, shown: int = 50) -> list[str]:
     if report.conflicts > shown:
         lines.append(f"  ... and {report.conflicts - shown} more conflicts")
     for line, reason in report.refused[:shown]:
-        lines.append(f"  line {line}: {reason}")
+        lines.append(f"  {report.unit} {line}: {reason}")
     if report.refused_count > shown:
-        lines.append(f"  ... and {report.refused_count - shown} more refused lines")
+        lines.append(f"  ... and {report.refused_count - shown} more refused")
     return lines

@@ -1,0 +1,70 @@
+"""A pasted list of memories on the console's import page: a preview of what would be stored (and
+what is already there), then the store, every memory tagged with the batch's tag, and its undo as
+one step (the batch's memories go to the trash, with the list's usual Undo to bring them back)."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from symbiote.console.memories import Filters, checked_form
+from symbiote.console.rendering import page, problem
+from symbiote.console.trash import ALL_MATCHING
+from symbiote.errors import InvalidInputError, SymbioteError
+from symbiote.memory import validation
+from symbiote.memory.clock import now_us
+from symbiote.memory.trash import OWNER
+from symbiote.transfer.pasted import batch_tag, pasted_lines
+from symbiote.transfer.sources import import_text
+
+SHOWN = 200  # lines the preview lists (all are counted and stored)
+
+
+async def import_text_page(request: Request) -> Response:
+    """POST: `preview` shows what the paste becomes (nothing stored); `store` stores it."""
+    form = await checked_form(request)
+    if form is None:
+        return problem(request, "This form has expired; reload the page and try again.", status=403)
+    text = str(form.get("text", ""))
+    tag = " ".join(str(form.get("tag", "")).split()) or batch_tag()
+    storing = form.get("action") == "store"
+    try:
+        report = await import_text(request.app.state.console_bulk, text, tag, dry_run=not storing)
+    except InvalidInputError as exc:
+        return problem(request, str(exc), status=400)
+    except SymbioteError as exc:
+        return problem(request, str(exc), status=503)
+    lines = list(pasted_lines(text))
+    return page(
+        request,
+        "import_text.html",
+        report=report,
+        lines=lines[:SHOWN],
+        more=max(0, len(lines) - SHOWN),
+        text=text,
+        tag=tag,
+        stored=storing,
+    )
+
+
+async def undo_batch(request: Request) -> Response:
+    """POST: every memory tagged with the batch's tag goes to the trash, in one step; the list then
+    offers its Undo (restore) as after any delete."""
+    form = await checked_form(request)
+    if form is None:
+        return problem(request, "This form has expired; reload the page and try again.", status=403)
+    try:
+        (tag,) = validation.tags([str(form.get("tag", ""))])
+        ids, _total = await request.app.state.console_bulk.matching_ids(
+            Filters.read({"tag": tag}).where(), ALL_MATCHING
+        )
+        at = now_us()
+        removed = await request.app.state.console_engine.trash.move(ids, OWNER, at) if ids else []
+    except InvalidInputError as exc:
+        return problem(request, str(exc), status=400)
+    except SymbioteError as exc:
+        return problem(request, str(exc), status=503)
+    said = [("deleted", len(removed))] + ([("undo", at)] if removed else [])
+    return RedirectResponse(f"{request.scope.get('root_path', '')}/?{urlencode(said)}", status_code=303)
