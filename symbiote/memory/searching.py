@@ -33,6 +33,7 @@ CANDIDATES = 50  # per retriever, before fusion
 TOPIC_CANDIDATES = 10  # memories carrying a vague question's topic words that join the candidates
 SUBJECT_POOL = 20  # leading candidates of a request among which its subject's members are marked
 SUBJECT_STRENGTH = 1.0  # how surely a word naming a subject makes a request about it
+CHAIN_SHOWN = 3  # memories of one chain of updates among a search's results: the newest and two before it
 RANK_PREFETCH = 15  # `rank` reads the contents a search for 5 results reads
 
 
@@ -69,7 +70,7 @@ class MemorySearch:
         texts = [found[c.memory_id].content for c in scored]
         judged = judge(text, scored, evidence, texts, len(candidates))
         kept = [j for j in judged if j.score >= cutoff]
-        hits = await self._newer_first(_hits(kept, found, where, count), where, count)
+        hits = await self._newer_first(_hits(kept, found, where, 3 * count), where, count)
         shown = {hit.memory_id for hit in hits}
         below = [j for j in judged if j.score < cutoff and j.candidate.memory_id not in shown]
         offered = _hits(below, found, where, count - len(hits)) if len(hits) < count else []
@@ -91,7 +92,7 @@ class MemorySearch:
                     shown.add(newer.memory_id)
                     fields = public(newer).model_dump()
                     hits.append(SearchHit(**fields, relevance_score=0, matched_by=hit.matched_by, match=hit.match))
-        return ordered_by_links(hits)[:count]
+        return few_of_each_chain(ordered_by_links(hits))[:count]
 
     async def rank(self, text: str, where: MemoryFilter | None = None) -> tuple[list[Candidate], QueryEvidence]:
         """All candidates for a query, best first, and the query-level evidence for scoring them."""
@@ -162,6 +163,23 @@ def _annotated(
             c = c._replace(holds_named=memory is not None and mentions(memory.content, particular))
         annotated.append(c)
     return annotated
+
+
+def few_of_each_chain(hits: list[SearchHit]) -> list[SearchHit]:
+    """Of a chain of updates among the results, the newest and the two values before it: how it changed;
+    older values would fill the results with one fact (the owner sees every one in the console)."""
+    by_id = {hit.memory_id: hit for hit in hits}
+    shown: dict[str, int] = {}
+    kept = []
+    for hit in hits:
+        newest, seen = hit, {hit.memory_id}
+        while newest.superseded_by in by_id and newest.superseded_by not in seen:
+            newest = by_id[newest.superseded_by]
+            seen.add(newest.memory_id)
+        if shown.get(newest.memory_id, 0) < CHAIN_SHOWN:
+            shown[newest.memory_id] = shown.get(newest.memory_id, 0) + 1
+            kept.append(hit)
+    return kept
 
 
 def ordered_by_links(hits: list[SearchHit]) -> list[SearchHit]:
