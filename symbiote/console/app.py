@@ -27,7 +27,7 @@ from symbiote.console.jobs import UPLOADS, ImportJobs
 from symbiote.console.rendering import STATIC
 from symbiote.console.session import SessionKey, Sessions, key_path
 from symbiote.transfer.history_access import turn_reader
-from symbiote.transfer.importing import ImportReport
+from symbiote.transfer.import_report import ImportReport
 from symbiote.transfer.sources import import_path
 
 if TYPE_CHECKING:

@@ -19,10 +19,10 @@ from symbiote.errors import InvalidInputError
 from symbiote.memory import validation
 from symbiote.memory.bulk import MemoryBulk
 from symbiote.transfer import basic_memory, memory_service
+from symbiote.transfer.import_report import ImportReport
 from symbiote.transfer.importing import (
     NOT_AN_EXPORT,
     Importer,
-    ImportReport,
     NotAnExportError,
     SourceItem,
     TurnSink,

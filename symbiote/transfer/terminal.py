@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from symbiote.transfer.exporting import TurnSource, export_lines
-from symbiote.transfer.importing import ImportReport, TurnSink
+from symbiote.transfer.import_report import ImportReport
+from symbiote.transfer.importing import TurnSink
 from symbiote.transfer.sources import import_path
 
 if TYPE_CHECKING:

@@ -13,7 +13,8 @@ import pytest_asyncio
 from symbiote.config import Settings
 from symbiote.runtime import Runtime, build_runtime
 from symbiote.transfer.exporting import export_lines
-from symbiote.transfer.importing import Importer, ImportReport
+from symbiote.transfer.import_report import ImportReport
+from symbiote.transfer.importing import Importer
 
 
 @pytest_asyncio.fixture

@@ -21,7 +21,8 @@ from symbiote.config import Settings
 from symbiote.memory.ids import is_memory_id
 from symbiote.runtime import Runtime, build_runtime
 from symbiote.storage.base import StoredMemory
-from symbiote.transfer.importing import BATCH, Importer, ImportReport
+from symbiote.transfer.import_report import ImportReport
+from symbiote.transfer.importing import BATCH, Importer
 from tests.conftest import ServerProcess
 from tests.transfer.test_hardening import HEADER, Console
 

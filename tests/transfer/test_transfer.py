@@ -22,7 +22,8 @@ from symbiote.memory.policy import EnginePolicy
 from symbiote.runtime import Runtime, build_runtime
 from symbiote.transfer.exporting import export_lines
 from symbiote.transfer.history_access import turn_reader
-from symbiote.transfer.importing import BATCH, Importer, ImportReport
+from symbiote.transfer.import_report import ImportReport
+from symbiote.transfer.importing import BATCH, Importer
 from tests.conftest import MODEL_DIR
 
 KNOWLEDGE_GRAPH = "\n".join(
