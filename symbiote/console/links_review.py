@@ -4,6 +4,8 @@ keep both, merge and undo, one click each; and the owner's own link, from a memo
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
@@ -39,15 +41,7 @@ async def review_link(request: Request) -> Response:
     operations = {"keep": links.keep, "merge": links.merge, "undo": links.undo}
     if action not in operations:
         return problem(request, "Unknown action: keep, merge or undo.", status=404)
-    try:
-        await operations[action](request.path_params["memory_id"])
-    except MemoryNotFoundError as exc:
-        return problem(request, str(exc), status=404)
-    except InvalidInputError as exc:
-        return problem(request, str(exc), status=400)
-    except SymbioteError as exc:
-        return problem(request, str(exc), status=503)
-    return RedirectResponse(f"{request.scope.get('root_path', '')}/links?done={action}", status_code=303)
+    return await _done(request, operations[action](request.path_params["memory_id"]), action)
 
 
 async def link_memory(request: Request) -> Response:
@@ -57,12 +51,18 @@ async def link_memory(request: Request) -> Response:
         return problem(request, "This form has expired; reload the page and try again.", status=403)
     links = request.app.state.console_engine.links
     older = str(form.get("older_id", "")).strip()
+    linking = links.link(request.path_params["memory_id"], older, str(form.get("kind", "update")), OWNER)
+    return await _done(request, linking, "link")
+
+
+async def _done(request: Request, change: Awaitable[object], action: str) -> Response:
+    """Run a change of links; back to the review, saying what was done, or a page saying why not."""
     try:
-        await links.link(request.path_params["memory_id"], older, str(form.get("kind", "update")), OWNER)
+        await change
     except MemoryNotFoundError as exc:
         return problem(request, str(exc), status=404)
     except InvalidInputError as exc:
         return problem(request, str(exc), status=400)
     except SymbioteError as exc:
         return problem(request, str(exc), status=503)
-    return RedirectResponse(f"{request.scope.get('root_path', '')}/links?done=link", status_code=303)
+    return RedirectResponse(f"{request.scope.get('root_path', '')}/links?done={action}", status_code=303)
