@@ -5,7 +5,9 @@ stores every turn of the conversation as one memory, waits until Symbiote has in
 stored memories' passages (they follow a store; `--no-settle` asks at once), asks every category
 1-4 question (limit 10), stops it, then does the same with the other. Prints, for both and as ratios (Symbiote / peer):
 search and store p50 / p95, the first store after the start, start to `tools/list`, peak RSS of the
-server and its child processes, recall@1/5/10, and whether the targets of issue 19 hold.
+server and its child processes, recall@1/5/10 (Symbiote's over its results followed by `below_cutoff`,
+what it offers under its cut-off: the peer returns its first ten whatever their score), and whether
+the targets of issue 19 hold.
 
 The peer is PyPI `mcp-memory-service` with its `sqlite_vec` backend. That backend loads an SQLite
 extension, which pyenv's and many other Pythons' `sqlite3` cannot; Debian's `python3.11` can.
@@ -134,7 +136,11 @@ def symbiote(checkout: Path | None = None) -> Contender:
         "store_memory",
         "search_memory",
         stored_id=lambda r: structured(r)["memory_id"],
-        found_ids=lambda r: [hit["memory_id"] for hit in structured(r)["results"]],
+        # what the assistant is handed: the results, then what is offered under the cut-off (`below_cutoff`,
+        # marked as such); the peer hands its first ten whatever their score
+        found_ids=lambda r: [
+            hit["memory_id"] for hit in structured(r)["results"] + structured(r).get("below_cutoff", [])
+        ],
         settle=passages_indexed,
     )
 

@@ -11,6 +11,7 @@ are English's closed class of relations (family, partner, friend, work), like th
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import NamedTuple
 
 RELATIONS = frozenset(
@@ -50,6 +51,7 @@ class Holder(NamedTuple):
 UNKNOWN = Holder("unknown")
 
 
+@lru_cache(maxsize=4096)  # the same memories come back search after search
 def of_memory(text: str) -> Holder:
     body = _TIME.sub("", text.strip(), count=1)
     speaker = _SPEAKER.match(body)

@@ -48,6 +48,7 @@ def information(word: str) -> float:
     return UNSEEN if zipf <= 0 else max(0.0, 9.0 - zipf)
 
 
+@lru_cache(maxsize=4096)  # the same memories come back search after search
 def stems(text: str) -> frozenset[str]:
     """The stems of every word in a text."""
     return frozenset(stem(w) for w in _WORD.findall(text.lower().replace("\u2019", "'")))

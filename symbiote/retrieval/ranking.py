@@ -24,6 +24,7 @@ results are context. 30, the default cut-off, leaves out what is more likely noi
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -123,13 +124,13 @@ def evidence_rows(
 
 def among_rows(evidence: Sequence[float], candidates: int) -> list[tuple[float, ...]]:
     """Each candidate's second-stage features (`AMONG`) from every scored candidate's first-stage log-odds."""
-    order = sorted(evidence, reverse=True)
-    best = order[0] if order else 0.0
+    ascending = sorted(evidence)
+    best = ascending[-1] if ascending else 0.0
     many = math.log2(max(candidates, 1))
     rows: list[tuple[float, ...]] = []
     for z in evidence:
-        rank = sum(1 for other in order if other > z)
-        rivals = sum(1 for other in order if abs(other - z) <= RIVAL_SPAN) - 1
+        rank = len(ascending) - bisect.bisect_right(ascending, z)  # how many stand above it
+        rivals = bisect.bisect_right(ascending, z + RIVAL_SPAN) - bisect.bisect_left(ascending, z - RIVAL_SPAN) - 1
         rows.append((z, math.log2(1 + rank), math.log2(1 + rivals), z - best, many))
     return rows
 
