@@ -56,7 +56,7 @@ def chunk_ids(memory_id: str, passages: int) -> list[str]:
 
 
 class BulkReads:
-    """The console's pages and the stored vectors, read from a store's two collections and its
+    """The console's pages, the stored vectors and memories by their text, read from a store's two collections and its
     keyword index (`ChromaMemoryStore` holds one and hands it what it reads)."""
 
     def __init__(
@@ -121,3 +121,14 @@ class BulkReads:
         """Every (matching) memory without its content: for statistics and retention."""
         heads = read_all(self._memories, ["metadatas"], where=where.chroma_where() if where else None)
         return [memory_from(mid, None, meta) for mid, meta in zip(heads["ids"], heads["metadatas"] or [])]
+
+    def by_content(self, hashes: Sequence[str]) -> dict[str, StoredMemory]:
+        """Stored memories by content hash, one query for a whole batch; the newest holding each text."""
+        got = self._memories.get(
+            where={"content_hash": {"$in": list(dict.fromkeys(hashes))}}, include=["documents", "metadatas"]
+        )
+        found = [
+            memory_from(mid, doc, meta)
+            for mid, doc, meta in zip(got["ids"], got["documents"] or [], got["metadatas"] or [])
+        ]
+        return {m.content_hash: m for m in sorted(found, key=lambda m: m.created_us, reverse=True)}

@@ -311,14 +311,7 @@ class ChromaMemoryStore:
         """Existing memories by content hash, one query for a whole batch."""
         if not hashes or self._surely_new(hashes):
             return {}
-        got = self._memories.get(
-            where={"content_hash": {"$in": list(dict.fromkeys(hashes))}}, include=["documents", "metadatas"]
-        )
-        found = [
-            memory_from(mid, doc, meta)
-            for mid, doc, meta in zip(got["ids"], got["documents"] or [], got["metadatas"] or [])
-        ]
-        return {m.content_hash: m for m in sorted(found, key=lambda m: m.created_us, reverse=True)}
+        return self._bulk.by_content(hashes)
 
     def counts(self) -> dict[str, int]:
         """Records per collection: memories, extra passages, keyword index entries, and memories whose
