@@ -258,14 +258,11 @@ async def main() -> None:
     parser.add_argument("--locomo", type=Path, default=locomo_data.DATA_DIR)
     args = parser.parse_args()
     locomo_dir = locomo_data.data_dir(args.locomo)
+    Asked.__module__ = "relevance_sets"  # pickled as this module's, so that other scripts can read them
+    sys.modules.setdefault("relevance_sets", sys.modules[__name__])
     for store in args.kinds.split(","):
         asked = await collect(store, locomo_dir)
         Path(f"{args.out}.{store}").write_bytes(pickle.dumps(asked))
-
-
-if __name__ == "__main__":  # pickled as this module's, so that other scripts can read them
-    Asked.__module__ = "relevance_sets"
-    sys.modules.setdefault("relevance_sets", sys.modules[__name__])
 
 
 def load(prefix: Path, kinds: Iterable[str] = KINDS) -> list[Asked]:

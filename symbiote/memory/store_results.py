@@ -24,29 +24,12 @@ def batch_results(
     results = []
     for item in drafts:
         if item.content_hash in existing:
-            old = existing[item.content_hash]
-            results.append(
-                StoreResult(
-                    memory_id=old.memory_id,
-                    timestamp=old.timestamp,
-                    tags=list(old.tags),
-                    status="duplicate",
-                    message="Already remembered; no copy made.",
-                )
-            )
+            results.append(_duplicate(existing[item.content_hash], "Already remembered; no copy made."))
         else:
             memory = stamped[item.content_hash]
             first = fresh[item.content_hash] is item
             if not first:
-                results.append(
-                    StoreResult(
-                        memory_id=memory.memory_id,
-                        timestamp=memory.timestamp,
-                        tags=list(memory.tags),
-                        status="duplicate",
-                        message="Repeated within the batch; stored once.",
-                    )
-                )
+                results.append(_duplicate(memory, "Repeated within the batch; stored once."))
                 continue
             link = linking.links.get(memory.memory_id)
             offered = offered_as(linking.offered.get(memory.memory_id, []))
@@ -147,4 +130,15 @@ def stored_result(
         may_replace=offered,
         message=message,
         **fields,
+    )
+
+
+def _duplicate(memory: StoredMemory, message: str) -> StoreResult:
+    """The result for an item whose text is already stored: the stored memory, no copy."""
+    return StoreResult(
+        memory_id=memory.memory_id,
+        timestamp=memory.timestamp,
+        tags=list(memory.tags),
+        status="duplicate",
+        message=message,
     )

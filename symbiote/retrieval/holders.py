@@ -14,6 +14,8 @@ import re
 from functools import lru_cache
 from typing import NamedTuple
 
+from symbiote.retrieval.informative import information
+
 RELATIONS = frozenset(
     """partner wife husband spouse girlfriend boyfriend fiance fiancee mum mom mother dad father parent parents
     son daughter kid kids child children baby brother sister sibling siblings twin grandma grandmother grandpa
@@ -57,8 +59,6 @@ def of_memory(text: str) -> Holder:
     speaker = _SPEAKER.match(body)
     if speaker and speaker.group(1).lower() not in OWNER_WORDS:
         name = speaker.group(1).lower()
-        from symbiote.retrieval.informative import information
-
         if information(name.split()[0]) >= 4.0:  # a name, not "Note:" or "Update:" (common words)
             return Holder("other", frozenset(name.split()))
     possessor = _POSSESSOR.match(body)
