@@ -41,7 +41,6 @@ from symbiote.memory.statistics import Statistics
 from symbiote.memory.store_io import StoreIO
 from symbiote.memory.trash import ASSISTANT, TRASH_DAYS, MemoryTrash
 from symbiote.memory.writing import MemoryWriter
-from symbiote.retrieval import informative
 from symbiote.retrieval.ranking import Candidate, QueryEvidence
 from symbiote.storage.base import MemoryStore
 from symbiote.storage.diskspace import DiskSpace
@@ -120,12 +119,7 @@ class MemoryEngine:
             await asyncio.sleep(RETENTION_INTERVAL_SECONDS)
 
     async def _prepare(self) -> None:
-        results = await asyncio.gather(
-            self._open_if_created(),
-            self._search.topic_index(),
-            asyncio.to_thread(informative.prepare),
-            return_exceptions=True,
-        )
+        results = await asyncio.gather(self._open_if_created(), self._search.topic_index(), return_exceptions=True)
         for result in results:
             if isinstance(result, BaseException):
                 log.warning("memory warm-up incomplete: %s", result)

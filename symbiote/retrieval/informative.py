@@ -48,12 +48,6 @@ def information(word: str) -> float:
     return UNSEEN if zipf <= 0 else max(0.0, 9.0 - zipf)
 
 
-def prepare() -> None:
-    """Load the stemmer and the word lists (0.2 s) before the first search needs them."""
-    information("the")
-    stem("prepared")
-
-
 @lru_cache(maxsize=4096)  # the same memories come back search after search
 def stems(text: str) -> frozenset[str]:
     """The stems of every word in a text."""
