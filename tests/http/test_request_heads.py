@@ -87,6 +87,10 @@ def send_head(port: int, head: bytes) -> tuple[bytes, float]:
 
 def test_a_30_mb_header_is_refused_at_once_and_never_held(heads: ServerProcess) -> None:
     assert heads.proc is not None
+    deadline = time.monotonic() + 60  # the baseline after the warm-up's model load, not during it
+    while not httpx.get(f"{heads.base_url}/health", timeout=5).json().get("model_loaded"):
+        assert time.monotonic() < deadline, "the model never loaded"
+        time.sleep(0.2)
     before = rss_mib(heads.proc.pid)
     head = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * BIG + b"\r\n\r\n"
     peak = [before]
