@@ -13,7 +13,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from symbiote.embedding.model import Embedder, WarmModel
+from symbiote.embedding.model import Embedder, Passages, WarmModel
 from symbiote.telemetry.stages import stage
 from symbiote.workers import PriorityExecutor
 
@@ -97,22 +97,31 @@ class AsyncEmbedder:
         model = await self.model()
         return await self._executor.run(model.windows, text)
 
-    async def first(self, text: str) -> tuple[list[str], np.ndarray]:
-        """`text`'s passages and the vector of the first (the whole text) in one trip to the worker:
-        all the model work a store waits for (an `embedding` span, as `embed` makes)."""
-        with stage("embedding", **{"symbiote.embedding.texts": 1}):
-            return await self._first(text)
+    async def passages(self, texts: Sequence[str], complete: bool = False, idle: bool = False) -> list[Passages]:
+        """Each text's passages and their vectors, one run of the model per slice of texts
+        (`Embedder.embed_passages`): all the model work a store waits for (an `embedding` span).
+        A long text gets its whole vector only, its paragraphs and spans being indexed after the
+        store (`symbiote.memory.passages`); with `complete`, they are embedded here too."""
+        with stage("embedding", **{"symbiote.embedding.texts": len(texts)}):
+            return await self._passages(texts, complete, idle)
 
-    async def _first(self, text: str) -> tuple[list[str], np.ndarray]:
+    async def _passages(self, texts: Sequence[str], complete: bool, idle: bool) -> list[Passages]:
         model = await self.model()
-        cached = self._cache.get(text)
+        import numpy as np
 
-        def work() -> tuple[list[str], np.ndarray]:
-            return model.windows(text), cached if cached is not None else model.embed([text])[0]
-
-        windows, vector = await self._executor.run(work)
-        self._remember(text, vector)
-        return windows, vector
+        made: list[Passages] = []
+        size = _IDLE_SLICE if idle else _SLICE
+        for start in range(0, len(texts), size):
+            made += await self._executor.run(model.embed_passages, texts[start : start + size], idle=idle)
+        for passages in made:
+            if not idle:
+                self._remember(passages.windows[0], passages.vectors[0])
+        if complete:
+            for row, passages in enumerate(made):
+                if not passages.complete:
+                    rest = await self._embed(passages.windows[1:], urgent=False, idle=idle)
+                    made[row] = Passages(passages.windows, np.concatenate([passages.vectors, rest]))
+        return made
 
     def _remember(self, text: str, vector: np.ndarray) -> None:
         if self._cache_size <= 0:

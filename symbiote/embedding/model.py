@@ -55,6 +55,19 @@ class ModelMissingError(SymbioteError):
     """The exported model is not where configuration says it is."""
 
 
+@dataclasses.dataclass(frozen=True)
+class Passages:
+    """A text's passages (the whole text first) and the vectors made of them so far: one per
+    passage, or the whole text's alone when the others need runs of their own."""
+
+    windows: list[str]
+    vectors: np.ndarray
+
+    @property
+    def complete(self) -> bool:
+        return len(self.vectors) == len(self.windows)
+
+
 class Embedder(Protocol):
     """Anything that turns texts into L2-normalised vectors of a fixed dimension."""
 
@@ -62,6 +75,8 @@ class Embedder(Protocol):
     dimension: int
 
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def embed_passages(self, texts: Sequence[str]) -> list[Passages]: ...
 
     def windows(self, text: str) -> list[str]: ...
 
@@ -112,6 +127,43 @@ class OnnxEmbedder:
 
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
+        tokens, mask, _encodings = self._run(texts)
+        return _pooled(tokens, mask)
+
+    def embed_passages(self, texts: Sequence[str]) -> list[Passages]:
+        """Each text's passages and their vectors, from one run of the model over the texts.
+
+        A text that fits the window gets every passage's vector: its sentences are pooled from the
+        whole text's token states ("late chunking"), so each sentence is read in its context (who
+        speaks, of what) and costs no run of its own. A longer text gets its whole vector only: its
+        paragraphs and spans lie past the window and need runs of their own (`windows`, `embed`).
+        """
+        import numpy as np
+
+        if not texts:
+            return []
+        tokens, mask, encodings = self._run(texts)
+        whole = _pooled(tokens, mask)
+        made: list[Passages] = []
+        for row, (text, encoding) in enumerate(zip(texts, encodings)):
+            if len(encoding.ids) >= MAX_TOKENS:  # cut by the window (or filling it exactly): spans instead
+                made.append(Passages(self.windows(text), whole[row : row + 1]))
+                continue
+            sentences = _sentences(text)
+            if len(sentences) < 2:
+                made.append(Passages([text], whole[row : row + 1]))
+                continue
+            vectors = [whole[row]]
+            for start, end in _spans(text, sentences):
+                picked = [i for i, (a, b) in enumerate(encoding.offsets) if b > a and a >= start and b <= end]
+                vectors.append(_unit(tokens[row, picked].mean(axis=0)) if picked else whole[row])
+            made.append(Passages([text, *sentences], np.stack(vectors).astype(np.float32)))
+        return made
+
+    def _run(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, list[Any]]:
+        """The model's token states for `texts` (padded to the longest), the mask, the encodings."""
+        import numpy as np
+
         encodings = self._encode(texts)
         width = max(len(e.ids) for e in encodings)
         ids = np.zeros((len(encodings), width), dtype=np.int64)
@@ -125,11 +177,7 @@ class OnnxEmbedder:
         (tokens,) = self._session.run(
             None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}, shrink
         )
-        weights = mask[:, :, None].astype(np.float32)
-        pooled = (tokens * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        unit: np.ndarray = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
-        return unit
+        return tokens, mask, encodings
 
     def _encode(self, texts: Sequence[str]) -> list[Any]:
         """Each text's tokens in the model's window. A long text is tokenized from its head (cut at a
@@ -153,8 +201,8 @@ class OnnxEmbedder:
         instead, long paragraphs cut into overlapping 128-token spans, so a question about the
         last paragraph is not drowned by the rest.
         """
-        if len(self._splitter.encode(text, add_special_tokens=False).ids) <= _WINDOW_BODY:
-            sentences = [s.strip() for s in _SENTENCE.split(text) if len(s.strip()) > 2]
+        if len(self._splitter.encode(text, add_special_tokens=False).ids) < _WINDOW_BODY:
+            sentences = _sentences(text)
             return [text, *sentences] if len(sentences) > 1 else [text]
         spans = [text]
         for paragraph in _PARAGRAPH.split(text):
@@ -173,6 +221,40 @@ class OnnxEmbedder:
                     break
                 start += _SPAN_STRIDE
         return spans
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE.split(text) if len(s.strip()) > 2]
+
+
+def _spans(text: str, sentences: Sequence[str]) -> list[tuple[int, int]]:
+    """Where each of `text`'s sentences (in order, as `_sentences` cut them) begins and ends."""
+    found = []
+    at = 0
+    for sentence in sentences:
+        start = text.find(sentence, at)
+        at = start + len(sentence)
+        found.append((start, at))
+    return found
+
+
+def _pooled(tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Mean pooling over the attention mask, then unit length: sentence-transformers' vector."""
+    import numpy as np
+
+    weights = mask[:, :, None].astype(np.float32)
+    pooled = (tokens * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+    norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+    unit: np.ndarray = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+    return unit
+
+
+def _unit(vector: np.ndarray) -> np.ndarray:
+    import numpy as np
+
+    norm = float(np.linalg.norm(vector))
+    unit: np.ndarray = (vector / max(norm, 1e-12)).astype(np.float32)
+    return unit
 
 
 def load_embedder(model_dir: Path) -> Embedder:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from symbiote.embedding.embedder import AsyncEmbedder
+    from symbiote.embedding.model import Passages
     from symbiote.memory.statistics import Statistics
     from symbiote.memory.store_io import StoreIO
     from symbiote.memory.trash import MemoryTrash
@@ -206,18 +207,22 @@ class MemoryBulk:
         self, items: Sequence[tuple[StoredMemory, np.ndarray | None]]
     ) -> list[tuple[StoredMemory, np.ndarray, list[str]]]:
         """Each memory with its vectors and passages: the given vectors when there is one per
-        passage, else the model's, made in one pass for all of them. The texts go to the model
-        shortest first, so each slice is padded to a similar length rather than to its longest."""
-        import numpy as np
-
+        passage, else the model's (`AsyncEmbedder.passages`). The texts go to the model shortest
+        first, so each slice is padded to a similar length rather than to its longest."""
         passages = [await self._embedder.windows(memory.content) for memory, _ in items]
         reuse = [
             vectors is not None and len(vectors) == len(windows) and vectors.shape[1] == MODEL_DIMENSION
             for (_m, vectors), windows in zip(items, passages)
         ]
-        wanted = sorted({text for windows, ok in zip(passages, reuse) if not ok for text in windows}, key=len)
-        made = dict(zip(wanted, await self._embedder.embed(wanted))) if wanted else {}
+        wanted = sorted({memory.content for (memory, _v), ok in zip(items, reuse) if not ok}, key=len)
+        made = dict(zip(wanted, await self._embedder.passages(wanted, complete=True))) if wanted else {}
         return [
-            (memory, vectors if vectors is not None and ok else np.stack([made[text] for text in windows]), windows)
+            (memory, vectors, windows)
+            if vectors is not None and ok
+            else (memory, *_vectors_windows(made[memory.content]))
             for (memory, vectors), windows, ok in zip(items, passages, reuse)
         ]
+
+
+def _vectors_windows(passages: Passages) -> tuple[np.ndarray, list[str]]:
+    return passages.vectors, passages.windows

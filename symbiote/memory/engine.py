@@ -89,7 +89,9 @@ class MemoryEngine:
         self._io = StoreIO(open_store, space)
         self._stats = Statistics(self._io, share_usage)
         self._writer = MemoryWriter(embedder, self._io, self._stats, lambda: self.policy)
-        self._search = MemorySearch(embedder, self._io, self._stats.search_timer, stored_tags=self.tags)
+        self._search = MemorySearch(
+            embedder, self._io, self._stats.search_timer, stored_tags=self.tags, indexing=self._writer.passages.busy
+        )
         # The owner's bulk operations (console, export, import) over the same store access.
         self.trash = MemoryTrash(self._io, self._stats, self._writer.passages.kick)  # deletes are kept a while
         self.bulk = MemoryBulk(embedder, self._io, self._stats, lambda: self.policy, self.trash)

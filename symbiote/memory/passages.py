@@ -1,12 +1,14 @@
-"""Indexing stored memories' passages right after their store was acknowledged.
+"""Indexing the passages a store did not embed: a long memory's paragraphs and spans, and whatever a
+crash or an index rebuild left queued.
 
-A store acknowledges once the whole text's vector and the memory are durable; its passages (each
-sentence of a short memory, the paragraphs and spans of a long one) wait in the store's durable
-queue (`symbiote.storage.passages`). This task drains that queue as idle work: once writes have
+A memory within the model's window brings its sentences' vectors with its store (one run of the
+model; `symbiote.storage.passages` writes them to Chroma between requests). A longer one's spans
+each need a run of their own, so its store acknowledges once the whole text's vector is durable and
+they wait in the store's durable queue. This task drains that queue as idle work: once writes have
 paused (or after a bounded wait behind a steady stream of them), embedded only when no search or
-write waits for the model, added only when no other store call waits. So a burst of writes does
-not wait for its own passages, and they are indexed in batches after it. The queue is read from
-the store, so what a crash or a restart left is indexed at the next open.
+write waits for the model, added only when no other store call waits. Until it is done, a search
+says so (`busy`). The queue is read from the store, so what a crash or a restart left is indexed at
+the next open.
 """
 
 from __future__ import annotations
@@ -14,11 +16,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from typing import TYPE_CHECKING
 
 from symbiote.embedding.embedder import AsyncEmbedder
 from symbiote.memory.store_io import StoreIO
 from symbiote.storage.base import MemoryStore
 from symbiote.workers import Backoff
+
+if TYPE_CHECKING:
+    import numpy as np
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +69,10 @@ class PassageIndexer:
         if self._task is not None:
             self._task.cancel()
 
+    def busy(self) -> bool:
+        """Whether queued passages are being indexed now (a search may miss them until they are)."""
+        return self._task is not None and not self._task.done()
+
     @property
     def problem(self) -> str | None:
         """Why indexing keeps failing, while it does (for `/health`); None when it works."""
@@ -98,21 +108,23 @@ class PassageIndexer:
         pending = await io.run(store.pending_passages, BATCH, idle=True)
         if not pending:
             return False
-        items: list[tuple[str, list[str]]] = []
+        items: list[tuple[str, np.ndarray, list[str]]] = []
+        spans: list[tuple[str, list[str]]] = []  # a long text's spans, each embedded apart
         passages = 0
-        for memory_id, windows, text in pending:
-            if windows is None:  # queued without its passages (after an index rebuild): work them out
-                windows = await self._embedder.windows(text)
-            if items and passages + len(windows) - 1 > ROUND_PASSAGES:
+        made = await self._embedder.passages([text for _mid, _windows, text in pending], idle=True)
+        for (memory_id, _windows, _text), found in zip(pending, made):
+            if found.complete:  # a text within the window: its passages came with the run, as in a store
+                items.append((memory_id, found.vectors[1:], found.windows))
+                continue
+            if spans and passages + len(found.windows) - 1 > ROUND_PASSAGES:
                 break  # the rest stay queued for the next round: a round's time and memory stay bounded
-            items.append((memory_id, windows))
-            passages += len(windows) - 1
-        flat = [text for _mid, windows in items for text in windows[1:]]
+            spans.append((memory_id, found.windows))
+            passages += len(found.windows) - 1
+        flat = [text for _mid, windows in spans for text in windows[1:]]
         vectors = await self._embedder.embed(flat, idle=True)
-        batch = []
         offset = 0
-        for memory_id, windows in items:
-            batch.append((memory_id, vectors[offset : offset + len(windows) - 1], windows))
+        for memory_id, windows in spans:
+            items.append((memory_id, vectors[offset : offset + len(windows) - 1], windows))
             offset += len(windows) - 1
-        await io.write(store.add_passages, batch, idle=True)  # within Chroma's maximum (`storage.batches`)
+        await io.write(store.add_passages, items, idle=True)  # within Chroma's maximum (`storage.batches`)
         return True

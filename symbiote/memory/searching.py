@@ -46,8 +46,11 @@ class MemorySearch:
         io: StoreIO[MemoryStore],
         timer: Timer,
         stored_tags: Callable[[], Awaitable[Iterable[str]]] | None = None,
+        indexing: Callable[[], bool] = lambda: False,
     ) -> None:
+        """`indexing`: whether long memories' passages are still being indexed (said in the message)."""
         self._embedder = embedder
+        self._indexing = indexing
         self._stored_tags = stored_tags  # every stored tag: a tag filter matches each spelling of its tags
         self._io = io
         self._timer = timer
@@ -76,7 +79,11 @@ class MemorySearch:
         offered = _hits(below, found, where, count - len(hits)) if len(hits) < count else []
         self._timer.add(started)
         return SearchResults(
-            query=text, results=hits, count=len(hits), message=_message(hits, offered, cutoff), below_cutoff=offered
+            query=text,
+            results=hits,
+            count=len(hits),
+            message=_message(hits, offered, cutoff) + (INDEXING if self._indexing() else ""),
+            below_cutoff=offered,
         )
 
     async def _newer_first(self, hits: list[SearchHit], where: MemoryFilter, count: int) -> list[SearchHit]:
@@ -206,6 +213,12 @@ def ordered_by_links(hits: list[SearchHit]) -> list[SearchHit]:
 
     placed = sorted(hits, key=lambda hit: (-score[hit.memory_id], depth(hit)))
     return [hit.model_copy(update={"relevance_score": score[hit.memory_id]}) for hit in placed]
+
+
+INDEXING = (
+    " The newest long memories are still being indexed passage by passage: a search in a few seconds may"
+    " find more in them."
+)
 
 
 def _message(hits: list[SearchHit], offered: list[SearchHit], cutoff: float) -> str:

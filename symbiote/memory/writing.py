@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from symbiote.config import MAX_CONTENT_BYTES
+from symbiote.embedding import MODEL_DIMENSION
 from symbiote.embedding.embedder import AsyncEmbedder
 from symbiote.errors import InvalidInputError, MemoryNotFoundError
 from symbiote.memory import validation
@@ -185,10 +186,11 @@ class MemoryWriter:
                     return await self._again(existing, olders)
                 warning = await check_quota(policy, io, store, 1)
             self.passages.write_began()
-            windows, vector = await self._embedder.first(item.content)
+            (made,) = await self._embedder.passages([item.content])
+            windows = made.windows
             await io.ensure_space(windows)
             memory = self._stamp(item)
-            existing, nearest = await io.write(store.store_new, memory, vector[None, :], windows, NEAR_CANDIDATES)
+            existing, nearest = await io.write(store.store_new, memory, made.vectors, windows, NEAR_CANDIDATES)
             if existing is not None:
                 return await self._again(existing, olders)
             self._stats.added(memory)
@@ -197,7 +199,7 @@ class MemoryWriter:
                 await self._confirm(memory, olders)
             else:
                 link = await link_new(io, store, memory, nearest)
-        if len(windows) > 1:
+        if not made.complete:
             self.passages.kick()
         self._stats.store_timer.add(started)
         linked = [o.memory_id for o in olders] or ([link.other] if link else [])
@@ -235,20 +237,24 @@ class MemoryWriter:
             if item.content_hash not in existing:
                 fresh.setdefault(item.content_hash, item)
         warning = await check_quota(self._policy(), io, store, len(fresh))
-        windows = [await self._embedder.windows(d.content) for d in fresh.values()]
+        made = await self._embedder.passages([d.content for d in fresh.values()])
+        windows = [passages.windows for passages in made]
         await io.ensure_space([text for group in windows for text in group])
-        vectors = await self._embedder.embed([group[0] for group in windows])  # passages follow (see store)
+        import numpy as np  # loaded with the model: not on the way to `initialize`
+
+        whole = [passages.vectors[0] for passages in made]
+        vectors = np.stack(whole) if whole else np.zeros((0, MODEL_DIMENSION), dtype=np.float32)
         stamped = {digest: self._stamp(d) for digest, d in fresh.items()}
         memories = list(stamped.values())
         older = await nearest_older(io, store, vectors, NEAR_CANDIDATES)
         linking = await link_batch(io, store, memories, vectors, older, NEAR_CANDIDATES)
-        batch = [(memory, vectors[i : i + 1], group) for i, (memory, group) in enumerate(zip(memories, windows))]
+        batch = [(memory, passages.vectors, passages.windows) for memory, passages in zip(memories, made)]
         await io.write(store.add_many, batch)
         if linking.changed:
             await io.write(store.set_links, linking.changed)
         for memory, _vectors, _windows in batch:
             self._stats.added(memory)
-        if any(len(group) > 1 for group in windows):
+        if not all(passages.complete for passages in made):
             self.passages.kick()
         results = batch_results(drafts, existing, fresh, stamped, linking)
         stored = len(batch)
@@ -285,10 +291,9 @@ class MemoryWriter:
             return UpdateResult(memory=public(old), reembedded=False, message="Nothing to change.")
         memory = replace(old, updated_us=now_us(), edits=old.edits + 1, **changes)
         if "content" in changes:
-            windows = await self._embedder.windows(memory.content)
-            await io.ensure_space(windows)
-            vectors = await self._embedder.embed(windows)
-            await io.write(store.replace, memory, vectors, windows)
+            (made,) = await self._embedder.passages([memory.content], complete=True)
+            await io.ensure_space(made.windows)
+            await io.write(store.replace, memory, made.vectors, made.windows)
         else:
             await io.ensure_space([""])
             await io.write(store.replace, memory, None, [])

@@ -44,6 +44,9 @@ def _portable(exc: BaseException) -> BaseException:
     return RemoteStoreError(text, errnos[0] if errnos else None)
 
 
+IDLE_AFTER_SECONDS = 0.05
+
+
 def _open(kind: str, path: str, model: str, dimension: int) -> MemoryStore | HistoryStore:
     if kind == "memories":
         from symbiote.storage.opening import open_embedded_store
@@ -59,8 +62,12 @@ def _open(kind: str, path: str, model: str, dimension: int) -> MemoryStore | His
 
 def _idle_work(conn: Connection, idle: list[MemoryStore | HistoryStore]) -> None:
     """Steps of the open objects' idle work until a request arrives or none is left for now (a
-    request can give an object more). A step that fails ends that object's idle work for good
-    (logged): its reads keep the way they had before it."""
+    request can give an object more). None starts until no request came for IDLE_AFTER_SECONDS:
+    a client storing or searching in a loop sends its next request within milliseconds, and a
+    step started just before it would make it wait. A step that fails ends that object's idle
+    work for good (logged): its reads keep the way they had before it."""
+    if not idle or conn.poll(IDLE_AFTER_SECONDS):
+        return
     for obj in list(idle):
         more = True
         while more and not conn.poll(0):

@@ -89,10 +89,13 @@ class ChromaMemoryStore:
         self._sync_lexical()
 
     def idle_step(self) -> bool:
-        """A step of the work done while no call waits: reading the vectors into memory, then
-        holding the keyword scores searches asked for. True while there is more to do."""
+        """A step of the work done while no call waits: reading the vectors into memory, writing
+        the passages held in memory to Chroma, then holding the keyword scores searches asked for.
+        True while there is more to do."""
         if self._vectors is not None and self._vectors.load_step():
             return True
+        if self._passages.holding:
+            return self._passages.write_step() or True
         return self._lexical.idle_step()
 
     def writing(self) -> AbstractContextManager[None]:
@@ -163,13 +166,21 @@ class ChromaMemoryStore:
         if not items:
             return
         written = False
+        rows: VectorRows | None = self._chunks.rows if self._vectors is not None and self._vectors.ready else None
+        held = []
+        for _m, vectors, windows in items:
+            whole = len(windows) > 1 and len(vectors) == len(windows)
+            held.append(whole and self._passages.may_hold(rows, sum(len(w) - 1 for _m, _v, w in items)))
         try:
             with self._lexical.transaction() as tx:
-                for memory, vectors, windows in items:
+                for (memory, vectors, windows), holding in zip(items, held):
                     tx.add(memory.memory_id, memory.created_us, memory.content)
-                    if len(windows) > 1 and len(vectors) < len(windows):
+                    if len(windows) > 1 and (holding or len(vectors) < len(windows)):
                         tx.queue_passages(memory.memory_id, windows)
-                self._add_vectors(items)
+                self._add_vectors(items, held)
+                for (memory, vectors, windows), holding in zip(items, held):
+                    if holding and rows is not None:
+                        self._passages.hold(rows, memory, vectors, windows)
                 written = True
         except BaseException:
             if written:  # the index commit failed after Chroma took the write: undo it
@@ -202,14 +213,15 @@ class ChromaMemoryStore:
         self.add_many([(memory, vectors, windows)])
         return None, close
 
-    def _add_vectors(self, items: Sequence[tuple[StoredMemory, np.ndarray, Sequence[str]]]) -> None:
+    def _add_vectors(self, items: Sequence[tuple[StoredMemory, np.ndarray, Sequence[str]]], held: list[bool]) -> None:
+        """The memories to Chroma, with the passages neither queued nor `held` (`symbiote.storage.passages`)."""
         chunk_ids: list[str] = []
         chunk_vectors: list[list[float]] = []
         chunk_docs: list[str] = []
         chunk_meta: list[dict[str, Any]] = []
-        for memory, vectors, windows in items:
-            if len(vectors) < len(windows):
-                continue  # queued instead
+        for (memory, vectors, windows), holding in zip(items, held):
+            if holding or len(vectors) < len(windows):
+                continue  # held or queued instead
             ids, part_vectors, docs, meta = chunk_records(memory, vectors[1:], windows)
             chunk_ids += ids
             chunk_vectors += part_vectors

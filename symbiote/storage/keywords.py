@@ -189,13 +189,13 @@ class LexicalIndex:
                 self._counts[""] = int(self._conn.execute("SELECT count(*) FROM docs").fetchone()[0])
             return self._counts[""]
 
-    def pending(self, limit: int) -> list[tuple[str, list[str] | None, str]]:
-        """Queued passages, oldest first: (memory id, its passages or None, its text)."""
+    def pending(self, limit: int, exclude: Sequence[str] = ()) -> list[tuple[str, list[str] | None, str]]:
+        """Queued passages, oldest first, but those of `exclude`: (memory id, its passages or None, its text)."""
         with self._lock:
             rows = self._conn.execute(
-                "SELECT pending.memory_id, pending.windows, docs.body FROM pending "
-                "JOIN docs USING (memory_id) ORDER BY pending.rowid LIMIT ?",
-                (limit,),
+                "SELECT pending.memory_id, pending.windows, docs.body FROM pending JOIN docs USING (memory_id) "
+                "WHERE pending.memory_id NOT IN (SELECT value FROM json_each(?)) ORDER BY pending.rowid LIMIT ?",
+                (json.dumps(list(exclude)), limit),
             ).fetchall()
         return [
             (str(mid), json.loads(windows) if windows is not None else None, str(body)) for mid, windows, body in rows

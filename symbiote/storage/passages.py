@@ -1,11 +1,19 @@
-"""A memory's extra passages (its sentences, or a long text's paragraphs and spans), indexed after
-the store that wrote the memory was acknowledged.
+"""A memory's extra passages (its sentences, or a long text's paragraphs and spans), written to
+Chroma after the store that wrote the memory was acknowledged.
 
-A store needs only the whole text's vector to be findable by meaning; its passages sharpen search
-for one sentence of a longer memory. Embedding them took most of a store's time, so the store
-queues them in the keyword index's file (`LexicalIndex.queue_passages`), in the transaction that
-writes the memory, and the engine indexes them right after (`symbiote.memory.passages`). The queue
-is durable: what a crash interrupts is indexed after the next open.
+A store needs only the whole text's vector in Chroma to be durable; its passages sharpen search
+for one sentence of a longer memory. Writing them to Chroma took a third of a store's time, and
+embedding a long text's spans most of it. So the store queues them in the keyword index's file
+(`LexicalIndex.queue_passages`), in the transaction that writes the memory, and:
+
+- a text within the model's window brings its passages' vectors with it (one run of the model,
+  `Embedder.embed_passages`): they are searched at once among the vectors held in memory, and
+  written to Chroma by the store's own work between requests (`write_step`), never while a
+  request waits;
+- a longer text's spans are embedded and indexed by the engine right after
+  (`symbiote.memory.passages`).
+
+The queue is durable: what a crash interrupts is indexed after the next open.
 """
 
 from __future__ import annotations
@@ -20,6 +28,10 @@ if TYPE_CHECKING:
 
     from symbiote.storage.base import StoredMemory
     from symbiote.storage.keywords import LexicalIndex
+    from symbiote.storage.vectors import VectorRows
+
+WRITE_STEP = 8  # memories whose held passages one step of work between requests writes to Chroma
+HELD_PASSAGES = 5_000  # passages held at most; past them a store writes its passages itself
 
 
 def chunk_records(
@@ -35,8 +47,8 @@ def chunk_records(
 
 
 class DeferredPassages:
-    """The queue of passages still to index, and indexing them into a store's passage collection
-    (`ChromaMemoryStore` holds one and hands it what it writes)."""
+    """The queue of passages still to index, the passages held in memory until written, and
+    writing them into a store's passage collection (`ChromaMemoryStore` holds one)."""
 
     def __init__(
         self, chunks: Any, lexical: LexicalIndex, get: Callable[[Sequence[str]], dict[str, StoredMemory]]
@@ -45,11 +57,39 @@ class DeferredPassages:
         self._chunks = chunks
         self._lexical = lexical
         self.get = get
+        self._held: dict[str, tuple[np.ndarray, list[str]]] = {}  # memory id -> vectors of windows[1:], windows
+        self._held_count = 0
+
+    def may_hold(self, rows: VectorRows | None, passages: int) -> bool:
+        """Whether a store's passages may wait in memory: searches must see them (`rows`, the
+        vectors held of the passage collection, searched while ready) and memory stays bounded."""
+        return rows is not None and not rows.dropped and self._held_count + passages <= HELD_PASSAGES
+
+    def hold(self, rows: VectorRows, memory: StoredMemory, vectors: np.ndarray, windows: Sequence[str]) -> None:
+        """Hold a stored memory's passages (queued in the same transaction): searchable at once, in
+        `rows`; written to Chroma by `write_step`."""
+        ids, part_vectors, _docs, meta = chunk_records(memory, vectors[1:], windows)
+        rows.put(ids, vectors[1:], meta)
+        self._held[memory.memory_id] = (vectors[1:], list(windows))
+        self._held_count += len(ids)
+
+    @property
+    def holding(self) -> bool:
+        return bool(self._held)
+
+    def write_step(self) -> bool:
+        """Write up to WRITE_STEP memories' held passages to Chroma; True while more are held."""
+        batch = list(self._held.items())[:WRITE_STEP]
+        for mid, (vectors, _windows) in batch:
+            del self._held[mid]
+            self._held_count -= len(vectors)
+        self.add_passages([(mid, vectors, windows) for mid, (vectors, windows) in batch])
+        return bool(self._held)
 
     def pending_passages(self, limit: int) -> list[tuple[str, list[str] | None, str]]:
-        """Up to `limit` queued memories, oldest first: (memory id, its passages or None to work
-        them out from the text, the text)."""
-        return self._lexical.pending(limit)
+        """Up to `limit` queued memories not held here, oldest first: (memory id, its passages or
+        None to work them out from the text, the text)."""
+        return self._lexical.pending(limit, exclude=list(self._held))
 
     def add_passages(self, items: Sequence[tuple[str, np.ndarray, Sequence[str]]]) -> int:
         """Index queued passages: (memory id, the vectors of windows[1:], the windows, the whole text

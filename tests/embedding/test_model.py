@@ -116,3 +116,20 @@ async def test_texts_a_warm_model_brings_are_not_embedded_again(model_dir: Path)
         assert np.allclose(got[1], model.embed(["where do I live?"])[0], atol=1e-6)
     finally:
         embedder.close()
+
+
+def test_a_text_within_the_window_brings_its_sentences_vectors_from_one_run(onnx: OnnxEmbedder) -> None:
+    text = "8 May 2023 Caroline: I went to the LGBTQ support group yesterday. It was so powerful! We hugged."
+    (made,) = onnx.embed_passages([text])
+    assert made.complete and made.windows == onnx.windows(text) and len(made.windows) == 4
+    assert float(made.vectors[0] @ onnx.embed([text])[0]) > 0.9999  # the whole text's vector is the usual one
+    assert np.allclose(np.linalg.norm(made.vectors, axis=1), 1.0, atol=1e-5)
+    question = onnx.embed(["When did Caroline go to the support group?"])[0]
+    best = int(np.argmax(made.vectors[1:] @ question))
+    assert made.windows[1 + best].startswith("8 May 2023 Caroline: I went")  # each sentence is its own vector
+
+
+def test_a_text_past_the_window_brings_its_whole_vector_only(onnx: OnnxEmbedder) -> None:
+    short, long = onnx.embed_passages(["One line", TEXTS[-1]])
+    assert short.complete and short.windows == ["One line"]
+    assert not long.complete and len(long.vectors) == 1 and long.windows == onnx.windows(TEXTS[-1])
