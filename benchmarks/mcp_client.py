@@ -42,7 +42,7 @@ async def timed_calls(
     return times
 
 
-async def passages_indexed(client: Client, poll: float = 0.05) -> float:
+async def passages_indexed(client: Client, poll: float = 0.25) -> float:
     """Wait until every stored memory's passages are indexed (they follow each store; `memory_stats`
     counts the memories still queued); the seconds it took."""
     began = time.perf_counter()

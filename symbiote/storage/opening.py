@@ -59,11 +59,46 @@ def _not_writable(path: Path, problem: str) -> StoreUnavailableError:
     )
 
 
+def make_ahead(model_name: str, dimension: int) -> Path:
+    """A new, empty store made in a directory of its own under the system's temporary directory:
+    creating Chroma's catalogue takes most of a first store's time, and a start creates nothing in
+    the data directory (`embedded_store_exists`). The first memory operation copies it in
+    (`open_embedded_store`'s `ahead`); the caller removes it (`discard_ahead`)."""
+    import tempfile
+
+    path = Path(tempfile.mkdtemp(prefix="symbiote-new-store-")) / "data"
+    open_embedded_store(path, model_name, dimension).close()
+    _forget_chroma_system(path, None)
+    return path
+
+
+def discard_ahead(ahead: Path) -> None:
+    shutil.rmtree(ahead.parent, ignore_errors=True)  # a temporary directory: what is left, the system clears
+
+
+def _copy_ahead(ahead: Path, path: Path) -> None:
+    """Copy the store made ahead into `path`, Chroma's file last and under another name until whole:
+    that file is what says a store exists, so a copy cut short is made again at the next open."""
+    path.mkdir(parents=True, exist_ok=True)
+    for item in ahead.iterdir():  # not SQLite's shared-memory index: the first connection makes its own
+        if item.name != CHROMA_FILE and not item.name.endswith("-shm"):
+            shutil.copy2(item, path / item.name)
+    partial = path / f"{CHROMA_FILE}.partial"
+    shutil.copy2(ahead / CHROMA_FILE, partial)
+    os.replace(partial, path / CHROMA_FILE)
+
+
 def open_embedded_store(
-    path: Path, model_name: str, dimension: int, vectors_in_memory: bool = False
+    path: Path, model_name: str, dimension: int, vectors_in_memory: bool = False, ahead: Path | None = None
 ) -> ChromaMemoryStore:
     """Open (creating if needed) the embedded Chroma store and its keyword index at `path`.
-    `vectors_in_memory`: only where nothing else writes to it (`ChromaMemoryStore`)."""
+    `vectors_in_memory`: only where nothing else writes to it (`ChromaMemoryStore`). `ahead`: a
+    new store made ahead (`make_ahead`), copied in if there is none at `path` yet."""
+    if ahead is not None and not (path / CHROMA_FILE).is_file():
+        try:
+            _copy_ahead(ahead, path)
+        except OSError as exc:  # the directory is created below, or refused with what to fix
+            logging.getLogger(__name__).info("the store made ahead could not be copied into %s (%s)", path, exc)
     try:
         path.mkdir(parents=True, exist_ok=True)
         record_format(path)  # refuses a newer release's directory before anything else touches it

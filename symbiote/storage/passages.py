@@ -18,6 +18,7 @@ The queue is durable: what a crash interrupts is indexed after the next open.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,9 @@ if TYPE_CHECKING:
     from symbiote.storage.base import StoredMemory
     from symbiote.storage.keywords import LexicalIndex
     from symbiote.storage.vectors import VectorRows
+
+Written = tuple["StoredMemory", "np.ndarray", Sequence[str]]  # a memory, its vectors (all or the first), its passages
+log = logging.getLogger(__name__)
 
 WRITE_STEP = 8  # memories whose held passages one step of work between requests writes to Chroma
 HELD_PASSAGES = 5_000  # passages held at most; past them a store writes its passages itself
@@ -46,6 +50,24 @@ def chunk_records(
     return ids, passage_vectors.tolist(), list(windows[1:]), meta
 
 
+def passage_records(
+    items: Sequence[Written], held: Sequence[bool]
+) -> tuple[list[str], list[list[float]], list[str], list[dict[str, Any]]]:
+    """`chunk_records` of the memories written with all their vectors, but those `held`."""
+    ids: list[str] = []
+    passage_vectors: list[list[float]] = []
+    docs: list[str] = []
+    meta: list[dict[str, Any]] = []
+    for (memory, vectors, windows), holding in zip(items, held):
+        if not holding and len(vectors) == len(windows) > 1:
+            part = chunk_records(memory, vectors[1:], windows)
+            ids += part[0]
+            passage_vectors += part[1]
+            docs += part[2]
+            meta += part[3]
+    return ids, passage_vectors, docs, meta
+
+
 class DeferredPassages:
     """The queue of passages still to index, the passages held in memory until written, and
     writing them into a store's passage collection (`ChromaMemoryStore` holds one)."""
@@ -60,18 +82,25 @@ class DeferredPassages:
         self._held: dict[str, tuple[np.ndarray, list[str]]] = {}  # memory id -> vectors of windows[1:], windows
         self._held_count = 0
 
-    def may_hold(self, rows: VectorRows | None, passages: int) -> bool:
-        """Whether a store's passages may wait in memory: searches must see them (`rows`, the
-        vectors held of the passage collection, searched while ready) and memory stays bounded."""
-        return rows is not None and not rows.dropped and self._held_count + passages <= HELD_PASSAGES
+    def to_hold(
+        self, rows: VectorRows | None, items: Sequence[tuple[StoredMemory, np.ndarray, Sequence[str]]]
+    ) -> list[bool]:
+        """Which of these memories' passages may wait in memory: those that came with their vectors,
+        where searches see them (`rows`, the passage vectors held in memory, searched while ready)
+        and while memory stays bounded."""
+        passages = sum(len(windows) - 1 for _m, _v, windows in items)
+        room = rows is not None and not rows.dropped and self._held_count + passages <= HELD_PASSAGES
+        return [room and len(windows) > 1 and len(vectors) == len(windows) for _m, vectors, windows in items]
 
-    def hold(self, rows: VectorRows, memory: StoredMemory, vectors: np.ndarray, windows: Sequence[str]) -> None:
-        """Hold a stored memory's passages (queued in the same transaction): searchable at once, in
-        `rows`; written to Chroma by `write_step`."""
-        ids, part_vectors, _docs, meta = chunk_records(memory, vectors[1:], windows)
-        rows.put(ids, vectors[1:], meta)
-        self._held[memory.memory_id] = (vectors[1:], list(windows))
-        self._held_count += len(ids)
+    def hold(self, rows: VectorRows | None, items: Sequence[Written], held: Sequence[bool]) -> None:
+        """Hold the `held` memories' passages (queued in the same transaction): searchable at once,
+        in `rows`; written to Chroma by `write_step`."""
+        for (memory, vectors, windows), holding in zip(items, held):
+            if holding and rows is not None:
+                ids, _vectors, _docs, meta = chunk_records(memory, vectors[1:], windows)
+                rows.put(ids, vectors[1:], meta)
+                self._held[memory.memory_id] = (vectors[1:], list(windows))
+                self._held_count += len(ids)
 
     @property
     def holding(self) -> bool:
@@ -85,6 +114,16 @@ class DeferredPassages:
             self._held_count -= len(vectors)
         self.add_passages([(mid, vectors, windows) for mid, (vectors, windows) in batch])
         return bool(self._held)
+
+    def write_all(self) -> None:
+        """Write every held passage (at close). What fails stays queued, for the next open to index."""
+        try:
+            while self.write_step():
+                pass
+        except Exception as exc:  # noqa: BLE001 - a store being closed: the queue keeps what was not written
+            log.warning(
+                "passages held in memory were not written at close (%s); they are indexed at the next open", exc
+            )
 
     def pending_passages(self, limit: int) -> list[tuple[str, list[str] | None, str]]:
         """Up to `limit` queued memories not held here, oldest first: (memory id, its passages or

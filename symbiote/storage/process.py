@@ -100,6 +100,18 @@ class StoreProcess:
 
         threading.Thread(target=run, name=f"symbiote-preopen-{kind}", daemon=True).start()
 
+    def make_ahead(self, model: str, dimension: int) -> None:
+        """Have the child make a new, empty store now, in a thread, to be copied in by the first
+        memory operation (`symbiote.storage.opening.make_ahead`): the data directory has none yet."""
+
+        def run() -> None:
+            try:
+                self._request(("ahead", model, dimension))
+            except Exception as exc:  # noqa: BLE001 - the first operation then creates the store itself
+                log.info("making a new store ahead failed (%s); the first memory operation creates it", exc)
+
+        threading.Thread(target=run, name="symbiote-store-ahead", daemon=True).start()
+
     def _start(self) -> None:
         ours, theirs = socket.socketpair()
         code = (
@@ -297,15 +309,18 @@ def _reap(proc: subprocess.Popen[bytes], conn: Connection) -> None:
 _PRESTARTED: dict[Path, StoreProcess] = {}
 
 
-def prestart(path: Path, preopen: tuple[str, str, int] | None = None) -> None:
+def prestart(path: Path, preopen: tuple[str, str, int] | None = None, ahead: tuple[str, int] | None = None) -> None:
     """Start the child for `path` now (at process start), so that it imports Chroma while the
     server imports everything else; `for_path` hands it to the runtime. `preopen` (kind, model,
-    dimension) opens that store as soon as Chroma is imported."""
+    dimension) opens that store as soon as Chroma is imported; `ahead` (model, dimension) makes a
+    new one ahead instead, where there is none yet."""
     key = path.expanduser().resolve()
     if key not in _PRESTARTED:
         _PRESTARTED[key] = StoreProcess(path)
         if preopen is not None:
             _PRESTARTED[key].preopen(*preopen)
+        elif ahead is not None:
+            _PRESTARTED[key].make_ahead(*ahead)
 
 
 def for_path(path: Path) -> StoreProcess:

@@ -130,6 +130,42 @@ def test_a_preopened_store_is_the_one_handed_out(tmp_path: Path) -> None:
         host.close()
 
 
+def test_a_new_store_made_ahead_is_copied_in_by_the_first_operation(tmp_path: Path) -> None:
+    """The data directory gets nothing until the first memory operation, which then finds the
+    catalogue made already (elsewhere); the store works as one made on the spot."""
+    import tempfile
+
+    from symbiote.embedding.model import MODEL_DIMENSION, MODEL_NAME
+    from symbiote.storage.base import CHROMA_FILE, StoredMemory
+
+    data = tmp_path / "new" / "data"
+    made_before = set(Path(tempfile.gettempdir()).glob("symbiote-new-store-*"))
+    host = StoreProcess(data)
+    try:
+        host.make_ahead(MODEL_NAME, MODEL_DIMENSION)
+        host.ping()
+        deadline = time.monotonic() + 30
+        while not set(Path(tempfile.gettempdir()).glob("symbiote-new-store-*")) - made_before:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert not (tmp_path / "new").exists()  # made elsewhere: not even the directory
+        store = host.open("memories", MODEL_NAME, MODEL_DIMENSION)
+        assert (data / CHROMA_FILE).is_file() and store.count() == 0
+        memory = StoredMemory("mem_00000000000000000001", "I keep bees", "2026-11-27T00:00:00Z", 1, ())
+        import numpy as np
+
+        store.add(memory, np.ones((1, MODEL_DIMENSION), dtype=np.float32), [memory.content])
+        assert store.count() == 1 and store.keyword("bees", 3)[0].memory_id == memory.memory_id
+    finally:
+        host.close()
+    assert not set(Path(tempfile.gettempdir()).glob("symbiote-new-store-*")) - made_before  # removed once used
+    again = StoreProcess(data)
+    try:
+        assert again.open("memories", MODEL_NAME, MODEL_DIMENSION).count() == 1
+    finally:
+        again.close()
+
+
 def test_a_preopen_that_failed_is_opened_again_and_says_why(tmp_path: Path) -> None:
     from symbiote.embedding.model import MODEL_DIMENSION, MODEL_NAME
 
