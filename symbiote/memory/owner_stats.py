@@ -151,10 +151,11 @@ class OwnerFigures:
             self._refresh = asyncio.create_task(self._scan_quietly())
         return await owner_stats(self._io, list((self._heads or {}).values()), weeks, top)
 
-    async def _scan(self) -> None:
+    async def _scan(self, idle: bool = False) -> None:
+        """`idle`: a refresh nobody waits for, read only once no other store call waits."""
         writes = self._io.writes
         store = await self._io.opened()
-        heads = await self._io.read(store.scan, None)
+        heads = await self._io.read(store.scan, None, idle=idle)
         if self._io.writes != writes:  # a write landed meanwhile: the scan may or may not show it
             if self._heads is not None:
                 return  # kept current by that write; scanned again later
@@ -165,7 +166,7 @@ class OwnerFigures:
 
     async def _scan_quietly(self) -> None:
         try:
-            await self._scan()
+            await self._scan(idle=True)
         except SymbioteError as exc:  # a background refresh: the figures kept stay, the next report tries again
             log.warning("owner statistics refresh failed: %s", exc)
 

@@ -124,9 +124,10 @@ class Statistics:
             self._refresh = asyncio.create_task(self._rescan_quietly(store))
         return summary
 
-    async def _rescan(self, store: MemoryStore) -> Summary:
+    async def _rescan(self, store: MemoryStore, idle: bool = False) -> Summary:
+        """`idle`: a refresh nobody waits for, read only once no other store call waits."""
         writes = self._io.writes
-        fresh = Summary(await self._io.read(store.scan, urgent=False), iso_utc)
+        fresh = Summary(await self._io.read(store.scan, urgent=False, idle=idle), iso_utc)
         if self._io.writes != writes:  # a write landed meanwhile: the scan may or may not show it
             if self._summary is not None:
                 return self._summary  # kept current by that write; try again later
@@ -136,7 +137,7 @@ class Statistics:
 
     async def _rescan_quietly(self, store: MemoryStore) -> Summary | None:
         try:
-            return await self._rescan(store)
+            return await self._rescan(store, idle=True)
         except Exception as exc:  # a background refresh: the last summary stays, the next stats call tries again
             log.warning("memory statistics refresh failed: %s", exc)
             return None

@@ -70,11 +70,12 @@ class StoreIO(Generic[S]):
     async def run(self, fn: Callable[..., T], *args: Any, urgent: bool = False, idle: bool = False) -> T:
         return await self._io.run(fn, *args, urgent=urgent, idle=idle)
 
-    async def read(self, fn: Callable[..., T], *args: Any, urgent: bool = True) -> T:
-        """A read; `urgent` unless it only prepares a write (then it queues with the writes)."""
+    async def read(self, fn: Callable[..., T], *args: Any, urgent: bool = True, idle: bool = False) -> T:
+        """A read; `urgent` unless it only prepares a write (then it queues with the writes); `idle`
+        when nobody waits for it (a refresh): only once no other store call waits."""
         try:
             with stage(_op(fn)):
-                return await self.run(fn, *args, urgent=urgent)
+                return await self.run(fn, *args, urgent=urgent and not idle, idle=idle)
         except Exception as exc:  # any driver failure: logged with its trace, reported in words
             if worded(exc):
                 raise
