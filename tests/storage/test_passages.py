@@ -9,6 +9,7 @@ from dataclasses import replace
 
 from symbiote.config import Settings
 from symbiote.memory.engine import MemoryEngine
+from symbiote.memory.requests import SearchRequest, StoreRequest, UpdateRequest
 from symbiote.runtime import build_runtime
 from symbiote.storage.base import LEXICAL_FILE
 
@@ -36,13 +37,15 @@ async def _queued(engine: MemoryEngine) -> list[str]:
 async def test_sentences_follow_the_store_and_leave_the_queue(settings: Settings) -> None:
     engine = build_runtime(settings).engine
     try:
-        stored = await engine.store(TEXT)
+        stored = await engine.store(StoreRequest(TEXT))
         await engine.passages_indexed()
         assert (await _counts(engine))["passages"] == 3
         assert await _queued(engine) == []
-        hits = (await engine.search(SENTENCE_QUESTION)).results
+        hits = (await engine.search(SearchRequest(SENTENCE_QUESTION))).results
         assert hits and hits[0].memory_id == stored.memory_id
-        assert (await engine.store(TEXT)).status == "duplicate"  # the one-call store still sees duplicates
+        assert (
+            await engine.store(StoreRequest(TEXT))
+        ).status == "duplicate"  # the one-call store still sees duplicates
     finally:
         engine.close()
 
@@ -50,7 +53,7 @@ async def test_sentences_follow_the_store_and_leave_the_queue(settings: Settings
 async def test_what_a_stop_left_queued_is_indexed_at_the_next_open(settings: Settings) -> None:
     engine = build_runtime(settings).engine
     _hold(engine)
-    stored = await engine.store(TEXT)
+    stored = await engine.store(StoreRequest(TEXT))
     batch = await engine.store_many([{"content": "First point. Second point here."}, {"content": "One line"}])
     assert len(await _queued(engine)) == 2 and (await _counts(engine))["passages"] == 0
     engine.close()
@@ -59,7 +62,7 @@ async def test_what_a_stop_left_queued_is_indexed_at_the_next_open(settings: Set
         await again.passages_indexed()
         assert await _queued(again) == []
         assert (await _counts(again))["passages"] == 3 + 2
-        hits = (await again.search(SENTENCE_QUESTION)).results
+        hits = (await again.search(SearchRequest(SENTENCE_QUESTION))).results
         assert hits and hits[0].memory_id == stored.memory_id
         assert batch.stored == 2
     finally:
@@ -70,10 +73,10 @@ async def test_a_memory_deleted_or_rewritten_before_indexing_gets_no_stale_passa
     engine = build_runtime(settings).engine
     try:
         _hold(engine)
-        gone = await engine.store("Delete me soon. I have two sentences.")
-        kept = await engine.store("Rewrite me soon. I have two sentences too.")
+        gone = await engine.store(StoreRequest("Delete me soon. I have two sentences."))
+        kept = await engine.store(StoreRequest("Rewrite me soon. I have two sentences too."))
         await engine.delete(gone.memory_id)
-        await engine.update(kept.memory_id, content="Rewritten now. Three sentences. All new.")
+        await engine.update(UpdateRequest(kept.memory_id, content="Rewritten now. Three sentences. All new."))
         _release(engine)
         await engine.passages_indexed()
         assert await _queued(engine) == []
@@ -85,7 +88,7 @@ async def test_a_memory_deleted_or_rewritten_before_indexing_gets_no_stale_passa
 async def test_a_lost_keyword_index_queues_the_passages_chroma_lacks(settings: Settings) -> None:
     engine = build_runtime(settings).engine
     _hold(engine)
-    await engine.store(TEXT)
+    await engine.store(StoreRequest(TEXT))
     engine.close()
     for suffix in ("", "-wal", "-shm"):
         path = settings.chromadb_path / f"{LEXICAL_FILE}{suffix}"
@@ -105,14 +108,14 @@ async def test_a_killed_store_process_loses_no_queued_sentence(settings: Setting
     engine = runtime.engine
     try:
         _hold(engine)
-        stored = await engine.store(TEXT)  # its sentences are queued, not indexed, when the store dies
+        stored = await engine.store(StoreRequest(TEXT))  # its sentences are queued, not indexed, when the store dies
         host = runtime.store_process
         assert host is not None and host.pid is not None
         os.kill(host.pid, signal.SIGKILL)
         _release(engine)
         await engine.passages_indexed()  # the next call starts a new store process, which has the queue
         assert (await _counts(engine))["passages"] == 3
-        hits = (await engine.search(SENTENCE_QUESTION)).results
+        hits = (await engine.search(SearchRequest(SENTENCE_QUESTION))).results
         assert hits and hits[0].memory_id == stored.memory_id
     finally:
         engine.close()
