@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_core import synthetic_memory  # noqa: E402
 
 from symbiote.config import Settings  # noqa: E402
+from symbiote.memory.requests import SearchRequest, StoreRequest
 from symbiote.runtime import build_runtime  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "personal_set.json"
@@ -102,7 +103,7 @@ def new_engine() -> Iterator[Any]:
 
 async def fill(engine: Any, texts: list[str]) -> dict[str, str]:
     """Store `texts` one by one; memory id -> text."""
-    stored = {(await engine.store(text)).memory_id: text for text in texts}
+    stored = {(await engine.store(StoreRequest(text))).memory_id: text for text in texts}
     await engine.passages_indexed()  # the passages follow the stores
     return stored
 
@@ -143,7 +144,7 @@ async def whole_store(
         key_of = {memory_id: next(k for k, t in memories.items() if t == text) for memory_id, text in ids.items()}
         tallies: dict[tuple[str, int], Tally] = defaultdict(Tally)
         for q in queries:
-            results = (await engine.search(q.text, limit=5, min_relevance=min_relevance)).results
+            results = (await engine.search(SearchRequest(q.text, limit=5, min_relevance=min_relevance))).results
             score(q, results, key_of, tallies[(q.kind, q.index % 2)], verbose)
         return tallies
 
@@ -161,7 +162,7 @@ async def fresh_stores(memories: dict[str, str], queries: list[Query], verbose: 
         with new_engine() as engine:
             key_of = {memory_id: key for memory_id in await fill(engine, [text])}
             for q in asking:
-                results = (await engine.search(q.text, limit=5)).results
+                results = (await engine.search(SearchRequest(q.text, limit=5))).results
                 alone = Query(q.index, q.kind, q.text, q.wanted & {key})
                 score(alone, results, key_of, tallies[(q.kind, q.index % 2)], verbose)
     return tallies

@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import locomo_data  # noqa: E402
 from personal_set import new_engine  # noqa: E402
 
+from symbiote.memory.requests import SearchRequest, StoreRequest
 from symbiote.retrieval import ranking  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -175,10 +176,12 @@ class Collector:
         candidates, evidence = await self.engine.rank(text)
         texts = {c.memory_id: self.text_of.get(c.memory_id, "") for c in candidates}
         pad = {c.memory_id for c in candidates if c.memory_id in self.padding}
-        found = await self.engine.search(text, limit=5)
+        found = await self.engine.search(SearchRequest(text, limit=5))
         results = [(h.memory_id, h.relevance_score, h.match) for h in found.results]
         offered = [(h.memory_id, h.relevance_score, h.match) for h in found.below_cutoff]
-        ranked = [h.memory_id for h in (await self.engine.search(text, limit=5, min_relevance=0)).results]
+        ranked = [
+            h.memory_id for h in (await self.engine.search(SearchRequest(text, limit=5, min_relevance=0))).results
+        ]
         self.asked.append(
             Asked(self.store, kind, half, text, evidence, candidates, wanted, texts, pad, results, offered, ranked)
         )
@@ -226,7 +229,7 @@ async def locomo(collector: Collector, locomo_dir: Path) -> None:
             sub = Collector(engine, "locomo")
             of_turn: dict[str, str] = {}
             for turn in conv.turns:
-                stored = await engine.store(turn.memory)
+                stored = await engine.store(StoreRequest(turn.memory))
                 sub.text_of[stored.memory_id] = turn.memory
                 of_turn.setdefault(turn.dia_id, stored.memory_id)
             await engine.passages_indexed()

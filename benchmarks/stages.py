@@ -31,6 +31,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from percentiles import percentile
 
+from symbiote.memory.requests import SearchRequest, StoreRequest
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -74,12 +76,12 @@ async def run_on_store(args: argparse.Namespace) -> None:
         engine = build_runtime(settings).engine
         try:
             for i in range(20):
-                await engine.search(synthetic_query(i, rng), limit=5)
+                await engine.search(SearchRequest(synthetic_query(i, rng), limit=5))
             await asyncio.sleep(4)  # the store's process reads its vectors while nothing is asked
             exporter.clear()
             for i in range(300):
                 with tracer.start_as_current_span("search"):
-                    await engine.search(synthetic_query(1000 + i, rng), limit=5)
+                    await engine.search(SearchRequest(synthetic_query(1000 + i, rng), limit=5))
             searches = _by_stage(exporter, "search")
             count = (await engine.stats()).total_memories
         finally:
@@ -106,11 +108,11 @@ async def run(args: argparse.Namespace) -> None:
         settings = Settings(chromadb_path=Path(tmp) / "data", model_dir=PROJECT_ROOT / "models" / "all-MiniLM-L6-v2")
         engine = build_runtime(settings).engine
         try:
-            await engine.search("warm up the model and the store", limit=1)
+            await engine.search(SearchRequest("warm up the model and the store", limit=1))
             exporter.clear()
             for turn in turns:
                 with tracer.start_as_current_span("store"):
-                    await engine.store(turn.memory)
+                    await engine.store(StoreRequest(turn.memory))
             stores = _by_stage(exporter, "store")
             started = time.perf_counter()
             await engine.passages_indexed()
@@ -118,7 +120,7 @@ async def run(args: argparse.Namespace) -> None:
             exporter.clear()
             for question in conv.questions:
                 with tracer.start_as_current_span("search"):
-                    await engine.search(question.question, limit=10)
+                    await engine.search(SearchRequest(question.question, limit=10))
             searches = _by_stage(exporter, "search")
             for _ in range(100):
                 with tracer.start_as_current_span("memory_stats"):

@@ -44,6 +44,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from personal_set import new_engine  # noqa: E402  (an engine on a new store, removed afterwards)
 
+from symbiote.memory.requests import SearchRequest, StoreRequest
 from symbiote.storage.terms import query_terms  # noqa: E402
 
 
@@ -80,9 +81,9 @@ async def _owner(engine: Any, owner: dict[str, Any], tally: Counter[str], verbos
         if batch:
             result = batch[position]
         elif confirm and memory["id"] in older_of:  # the assistant knows what changed: it says so
-            result = await engine.store(memory["text"], replaces=[ids[older_of[memory["id"]]]])
+            result = await engine.store(StoreRequest(memory["text"], replaces=[ids[older_of[memory["id"]]]]))
         else:
-            result = await engine.store(memory["text"])
+            result = await engine.store(StoreRequest(memory["text"]))
         ids[memory["id"]] = result.memory_id
         offered[memory["id"]] = _offers(result)
         if result.status == "duplicate":
@@ -94,7 +95,7 @@ async def _owner(engine: Any, owner: dict[str, Any], tally: Counter[str], verbos
     for case in owner["updates"]:
         old, new = ids[case["old"]], ids[case["new"]]
         expected.add(frozenset((old, new)))
-        order = [r.memory_id for r in (await engine.search(case["query"])).results]
+        order = [r.memory_id for r in (await engine.search(SearchRequest(case["query"]))).results]
         first = new in order and (old not in order or order.index(new) < order.index(old))
         marked = _link(got[case["old"]])[1] == new
         tally["updates"] += 1
@@ -112,7 +113,7 @@ async def _owner(engine: Any, owner: dict[str, Any], tally: Counter[str], verbos
         linked = _link(got[case["first"]])[1] == two or _link(got[case["second"]])[1] == one
         once = linked or case["second"] in returned_existing
         words = {key: len(content_words(text[key])) for key in (case["first"], case["second"])}
-        order = [r.memory_id for r in (await engine.search(case["query"])).results]
+        order = [r.memory_id for r in (await engine.search(SearchRequest(case["query"]))).results]
         ahead = any(  # the one with more content words above the other, or alone (a reworded one: either)
             ids[fuller] in order and (ids[other] not in order or order.index(ids[fuller]) < order.index(ids[other]))
             for fuller, other in ((case["second"], case["first"]), (case["first"], case["second"]))
@@ -152,7 +153,7 @@ async def _links_without_updates(texts: list[str]) -> Counter[str]:
     tally: Counter[str] = Counter()
     with new_engine() as engine:
         for text in texts:
-            offers = _offers(await engine.store(text))
+            offers = _offers(await engine.store(StoreRequest(text)))
             tally["free_stores"] += 1
             tally["free_offering"] += bool(offers)
             tally["free_offers"] += len(offers)
@@ -176,7 +177,7 @@ async def _run(owners: list[dict[str, Any]], pad: int, verbose: bool, confirm: b
     for owner in owners:
         with new_engine() as engine:
             for turn in chatter:
-                await engine.store(turn if isinstance(turn, str) else turn["text"])
+                await engine.store(StoreRequest(turn if isinstance(turn, str) else turn["text"]))
             await _owner(engine, owner, tally, verbose and not confirm, confirm)
     return tally
 

@@ -26,6 +26,7 @@ from symbiote.console.gate import Access, ConsoleGate
 from symbiote.console.jobs import UPLOADS, ImportJobs
 from symbiote.console.rendering import STATIC
 from symbiote.console.session import SessionKey, Sessions, key_path
+from symbiote.console.state import ConsoleState
 from symbiote.transfer.history_access import turn_reader
 from symbiote.transfer.import_report import ImportReport
 from symbiote.transfer.sources import import_path
@@ -125,12 +126,12 @@ def create_console(
     if after_gate is not None:
         middleware.append(Middleware(_Wrapped, wrap=after_gate))
     app = Starlette(routes=routes, middleware=middleware)
-    app.state.console_mode = access.mode
-    app.state.console_access = access
-    app.state.console_engine = engine
-    app.state.console_bulk = bulk
-    app.state.console_history = history
-    app.state.console_turns = turn_reader(history) if history is not None else None
-    app.state.console_jobs = ImportJobs(run_import, data_dir / UPLOADS)
-    app.state.console_max_body = max_body_bytes
+    app.state.console = ConsoleState(
+        access=access,
+        engine=engine,
+        history=history,
+        turns=turn_reader(history) if history is not None else None,
+        jobs=ImportJobs(run_import, data_dir / UPLOADS),
+        max_body=max_body_bytes,
+    )
     return app

@@ -9,15 +9,18 @@ stored it, for the statistics.
 from __future__ import annotations
 
 import math
-from typing import Any
 
+from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from symbiote.console.memories import checked_form, split_tags
+from symbiote.console.forms import checked_form, text
+from symbiote.console.memories import split_tags
 from symbiote.console.rendering import page, problem
+from symbiote.console.state import console_state
 from symbiote.errors import InvalidInputError, MemoryNotFoundError, SymbioteError
 from symbiote.memory.owner_stats import CONSOLE  # what stored a memory the owner added here
+from symbiote.memory.requests import StoreRequest, UpdateRequest
 
 TYPES = ("preference", "fact", "project", "decision", "personal")  # offered; any other short word is accepted too
 
@@ -36,12 +39,12 @@ def confidence_of(text: str) -> float | None:
     return value
 
 
-def _values(form: Any) -> dict[str, str]:
+def _values(form: FormData) -> dict[str, str]:
     return {
-        "content": str(form.get("content", "")),
-        "tags": str(form.get("tags", "")),
-        "type": str(form.get("type", "")).strip(),
-        "confidence": str(form.get("confidence", "")),
+        "content": text(form, "content"),
+        "tags": text(form, "tags"),
+        "type": text(form, "type").strip(),
+        "confidence": text(form, "confidence"),
         "bookmarked": "on" if form.get("bookmarked") else "",
     }
 
@@ -57,14 +60,15 @@ async def add_memory(request: Request) -> Response:
         return problem(request, "This form has expired; reload the page and try again.", status=403)
     values = _values(form)
     try:
-        result = await request.app.state.console_engine.store(
-            values["content"],
-            split_tags(values["tags"]),
-            values["type"] or None,
-            confidence_of(values["confidence"]),
-            None,
-            bool(values["bookmarked"]),
-            CONSOLE,
+        result = await console_state(request).engine.store(
+            StoreRequest(
+                content=values["content"],
+                tags=split_tags(values["tags"]),
+                type=values["type"] or None,
+                confidence=confidence_of(values["confidence"]),
+                bookmarked=bool(values["bookmarked"]),
+                client=CONSOLE,
+            )
         )
     except InvalidInputError as exc:
         return page(request, "new_memory.html", status=400, values=values, error=f"Not added: {exc}", types=TYPES)
@@ -82,13 +86,15 @@ async def save_memory(request: Request) -> Response:
         return problem(request, "This form has expired; reload the page and try again.", status=403)
     values = _values(form)
     try:
-        result = await request.app.state.console_engine.update(
-            memory_id,
-            content=values["content"],
-            tags=split_tags(values["tags"]),
-            type=values["type"] or None,  # blank keeps the type
-            confidence=confidence_of(values["confidence"]),  # blank keeps the confidence
-            bookmarked=bool(values["bookmarked"]) if form.get("has_bookmark") else None,  # the box was on the form
+        result = await console_state(request).engine.update(
+            UpdateRequest(
+                memory_id,
+                content=values["content"],
+                tags=split_tags(values["tags"]),
+                type=values["type"] or None,  # blank keeps the type
+                confidence=confidence_of(values["confidence"]),  # blank keeps the confidence
+                bookmarked=bool(values["bookmarked"]) if form.get("has_bookmark") else None,  # the box was on the form
+            )
         )
     except MemoryNotFoundError:
         return problem(request, f"No memory has the id {memory_id}.", status=404)

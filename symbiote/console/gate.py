@@ -67,7 +67,11 @@ class Visit:
 
 
 def visit_of(request: Request) -> Visit:
-    return request.scope["symbiote_console"]  # type: ignore[no-any-return]
+    """What the gate found out about this request (it runs in front of every page)."""
+    visit = request.scope["symbiote_console"]
+    if not isinstance(visit, Visit):
+        raise TypeError("no console visit: the request did not come through ConsoleGate")
+    return visit
 
 
 def cookie_header(value: str, *, path: str, secure: bool, max_age: int) -> str:

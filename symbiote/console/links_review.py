@@ -9,8 +9,9 @@ from collections.abc import Awaitable
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from symbiote.console.memories import checked_form
+from symbiote.console.forms import checked_form, text
 from symbiote.console.rendering import page, problem
+from symbiote.console.state import console_state
 from symbiote.errors import InvalidInputError, MemoryNotFoundError, SymbioteError
 from symbiote.memory.links import OWNER
 
@@ -24,7 +25,7 @@ DONE = {
 
 async def links_page(request: Request) -> Response:
     try:
-        links = await request.app.state.console_engine.links.links()
+        links = await console_state(request).engine.links.links()
     except SymbioteError as exc:
         return problem(request, str(exc), status=503)
     done = DONE.get(request.query_params.get("done", ""), "")
@@ -37,7 +38,7 @@ async def review_link(request: Request) -> Response:
     if form is None:
         return problem(request, "This form has expired; reload the page and try again.", status=403)
     action = request.path_params["action"]
-    links = request.app.state.console_engine.links
+    links = console_state(request).engine.links
     operations = {"keep": links.keep, "merge": links.merge, "undo": links.undo}
     if action not in operations:
         return problem(request, "Unknown action: keep, merge or undo.", status=404)
@@ -49,9 +50,9 @@ async def link_memory(request: Request) -> Response:
     form = await checked_form(request)
     if form is None:
         return problem(request, "This form has expired; reload the page and try again.", status=403)
-    links = request.app.state.console_engine.links
-    older = str(form.get("older_id", "")).strip()
-    linking = links.link(request.path_params["memory_id"], older, str(form.get("kind", "update")), OWNER)
+    links = console_state(request).engine.links
+    older = text(form, "older_id").strip()
+    linking = links.link(request.path_params["memory_id"], older, text(form, "kind", "update"), OWNER)
     return await _done(request, linking, "link")
 
 

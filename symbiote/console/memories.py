@@ -17,13 +17,13 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.responses import Response
 
-from symbiote.console.gate import visit_of
 from symbiote.console.rendering import fragment, page, problem
-from symbiote.console.session import Sessions
+from symbiote.console.state import console_state
 from symbiote.errors import InvalidInputError, SymbioteError
 from symbiote.memory import validation
 from symbiote.memory.clock import instant_us
 from symbiote.memory.ids import is_memory_id
+from symbiote.memory.requests import SearchRequest
 from symbiote.memory.searching import RELEVANCE_CUTOFF
 from symbiote.memory.trash import TRASH_DAYS
 from symbiote.storage.filters import MemoryFilter
@@ -125,7 +125,7 @@ class Filters:
 
 
 async def memories_page(request: Request) -> Response:
-    state = request.app.state
+    state = console_state(request)
     filters = Filters.of(request)
     context: dict[str, Any] = {
         "filters": filters,
@@ -140,25 +140,27 @@ async def memories_page(request: Request) -> Response:
     try:
         if filters.q:
             after, before = filters.bounds()
-            found = await state.console_engine.search(
-                filters.q,
-                limit=SEARCH_LIMIT,
-                after=after,
-                before=before,
-                tags=split_tags(filters.tag) or None,
-                type=filters.type or None,
-                min_relevance=WEAKER_CUTOFF if filters.weaker else None,
+            found = await state.engine.search(
+                SearchRequest(
+                    filters.q,
+                    limit=SEARCH_LIMIT,
+                    after=after,
+                    before=before,
+                    tags=split_tags(filters.tag) or None,
+                    type=filters.type or None,
+                    min_relevance=WEAKER_CUTOFF if filters.weaker else None,
+                )
             )
             context.update(hits=found.results, message=found.message, memories=None, total=found.count, pages=1)
         else:
             where = filters.where()
             if where.tags:  # every stored spelling of the tags asked for (counted once, then kept current)
-                where = where.spelled(await state.console_engine.tags())
-            listed = await state.console_bulk.browse(where, (filters.page - 1) * PAGE_SIZE, PAGE_SIZE)
+                where = where.spelled(await state.engine.tags())
+            listed = await state.bulk.browse(where, (filters.page - 1) * PAGE_SIZE, PAGE_SIZE)
             pages = max(1, -(-listed.total // PAGE_SIZE))
             if filters.page > pages:  # past the end (e.g. after deleting): the last page
                 filters = replace(filters, page=pages)
-                listed = await state.console_bulk.browse(where, (pages - 1) * PAGE_SIZE, PAGE_SIZE)
+                listed = await state.bulk.browse(where, (pages - 1) * PAGE_SIZE, PAGE_SIZE)
                 context["filters"] = filters
             context.update(hits=None, memories=listed.memories, total=listed.total, pages=pages, message="")
     except InvalidInputError as exc:
@@ -173,7 +175,7 @@ async def tag_options(request: Request) -> Response:
     """The tag picker's suggestions, most used first: asked for by the list page once it is shown, so
     the first page after a start does not wait for the tags to be counted."""
     try:
-        tags = list(await request.app.state.console_engine.tags())[:MAX_TAGS_OFFERED]
+        tags = list(await console_state(request).engine.tags())[:MAX_TAGS_OFFERED]
     except SymbioteError as exc:
         return problem(request, str(exc), status=503)
     return fragment("_tag_options.html", tags=tags)
@@ -184,17 +186,9 @@ async def memory_page(request: Request) -> Response:
     if not is_memory_id(memory_id):
         return problem(request, "No such memory.", status=404)
     try:
-        found = await request.app.state.console_bulk.fetch([memory_id])
+        found = await console_state(request).bulk.fetch([memory_id])
     except SymbioteError as exc:
         return problem(request, str(exc), status=503)
     if memory_id not in found:
         return problem(request, f"No memory has the id {memory_id}.", status=404)
     return page(request, "memory.html", memory=found[memory_id], saved=request.query_params.get("saved"))
-
-
-async def checked_form(request: Request) -> Any:
-    """The posted form, or None when its CSRF token is not this session's."""
-    form = await request.form()
-    if not Sessions.csrf_ok(visit_of(request).session, str(form.get("csrf", ""))):
-        return None
-    return form

@@ -11,10 +11,12 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from symbiote.console.memories import checked_form
+from symbiote.console.forms import checked_form, text
 from symbiote.console.rendering import page, problem
+from symbiote.console.state import console_state
 from symbiote.errors import InvalidInputError, SymbioteError
 from symbiote.memory import validation
+from symbiote.memory.owner_stats import OwnerStats
 from symbiote.memory.searching import RELEVANCE_CUTOFF
 from symbiote.storage.filters import MemoryFilter
 
@@ -24,22 +26,22 @@ NEWEST_SHOWN = 5
 TAGS_SHOWN = 12
 
 
-async def _owner_statistics(request: Request) -> Any:
+async def _owner_statistics(request: Request) -> OwnerStats:
     """The owner's record (additions per week, by client and conversation, newest, most edited,
     duplicates the server linked)."""
-    return await request.app.state.console_engine.owner_stats()
+    return await console_state(request).engine.owner_stats()
 
 
 async def stats_page(request: Request) -> Response:
-    state = request.app.state
-    engine = state.console_engine
-    reader = state.console_turns
+    state = console_state(request)
+    engine = state.engine
+    reader = state.turns
     context: dict[str, Any] = {"status_info": engine.status(), "error": "", "cutoff": RELEVANCE_CUTOFF}
     try:
         stats, count, newest, tags, owner, links = await asyncio.gather(
             engine.stats(),
             engine.count(),
-            state.console_bulk.browse(MemoryFilter(), 0, NEWEST_SHOWN),
+            state.bulk.browse(MemoryFilter(), 0, NEWEST_SHOWN),
             engine.tags(),
             _owner_statistics(request),
             engine.links.count(),
@@ -64,8 +66,8 @@ async def stats_page(request: Request) -> Response:
 
 
 async def history_page(request: Request) -> Response:
-    history = request.app.state.console_history
-    reader = request.app.state.console_turns
+    state = console_state(request)
+    history, reader = state.history, state.turns
     conversation = request.query_params.get("conversation", "").strip()[:200]
     query = request.query_params.get("q", "").strip()[:1000]
     context: dict[str, Any] = {
@@ -101,14 +103,14 @@ async def history_page(request: Request) -> Response:
 async def delete_history(request: Request) -> Response:
     """One conversation's turns deleted: first a confirmation page saying what goes and what stays,
     then (confirmed) the deletion. Memories stored from that conversation are kept."""
-    history = request.app.state.console_history
+    history = console_state(request).history
     form = await checked_form(request)
     if form is None:
         return problem(request, "This form has expired; reload the page and try again.", status=403)
     if history is None:
         return problem(request, "This server keeps no conversation history.", status=404)
     try:
-        conversation = validation.conversation_id(str(form.get("conversation", "")).strip())
+        conversation = validation.conversation_id(text(form, "conversation").strip())
         if form.get("confirm") != "yes":
             found = await history.get(conversation, 1)
             return page(request, "confirm_history.html", conversation=conversation, total=found.total_turns)

@@ -9,8 +9,10 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from symbiote.console.memories import Filters, checked_form
+from symbiote.console.forms import checked_form, text
+from symbiote.console.memories import Filters
 from symbiote.console.rendering import page, problem
+from symbiote.console.state import console_state
 from symbiote.console.trash import ALL_MATCHING
 from symbiote.errors import InvalidInputError, SymbioteError
 from symbiote.memory import validation
@@ -27,23 +29,23 @@ async def import_text_page(request: Request) -> Response:
     form = await checked_form(request)
     if form is None:
         return problem(request, "This form has expired; reload the page and try again.", status=403)
-    text = str(form.get("text", ""))
-    tag = " ".join(str(form.get("tag", "")).split()) or batch_tag()
+    pasted = text(form, "text")
+    tag = " ".join(text(form, "tag").split()) or batch_tag()
     storing = form.get("action") == "store"
     try:
-        report = await import_text(request.app.state.console_bulk, text, tag, dry_run=not storing)
+        report = await import_text(console_state(request).bulk, pasted, tag, dry_run=not storing)
     except InvalidInputError as exc:
         return problem(request, str(exc), status=400)
     except SymbioteError as exc:
         return problem(request, str(exc), status=503)
-    lines = list(pasted_lines(text))
+    lines = list(pasted_lines(pasted))
     return page(
         request,
         "import_text.html",
         report=report,
         lines=lines[:SHOWN],
         more=max(0, len(lines) - SHOWN),
-        text=text,
+        text=pasted,
         tag=tag,
         stored=storing,
     )
@@ -56,12 +58,10 @@ async def undo_batch(request: Request) -> Response:
     if form is None:
         return problem(request, "This form has expired; reload the page and try again.", status=403)
     try:
-        (tag,) = validation.tags([str(form.get("tag", ""))])
-        ids, _total = await request.app.state.console_bulk.matching_ids(
-            Filters.read({"tag": tag}).where(), ALL_MATCHING
-        )
+        (tag,) = validation.tags([text(form, "tag")])
+        ids, _total = await console_state(request).bulk.matching_ids(Filters.read({"tag": tag}).where(), ALL_MATCHING)
         at = now_us()
-        removed = await request.app.state.console_engine.trash.move(ids, OWNER, at) if ids else []
+        removed = await console_state(request).engine.trash.move(ids, OWNER, at) if ids else []
     except InvalidInputError as exc:
         return problem(request, str(exc), status=400)
     except SymbioteError as exc:

@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 from symbiote.console.gate import context_of
+from symbiote.console.state import console_state
 from symbiote.memory.clock import iso_utc
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -45,7 +46,7 @@ _ENV = _environment()
 
 
 def page(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
-    values = {**context_of(request), "mode": request.app.state.console_mode, "path": request.url.path, **context}
+    values = {**context_of(request), "mode": console_state(request).mode, "path": request.url.path, **context}
     return HTMLResponse(_ENV.get_template(template).render(values), status_code=status)
 
 

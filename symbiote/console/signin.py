@@ -15,9 +15,10 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from symbiote.auth.origin import address_key, client_address
-from symbiote.console.gate import Access, visit_of
-from symbiote.console.memories import checked_form
+from symbiote.console.forms import checked_form, text
+from symbiote.console.gate import visit_of
 from symbiote.console.rendering import page, problem
+from symbiote.console.state import console_state
 
 MAX_SECRET_LENGTH = 1024
 
@@ -27,7 +28,7 @@ def _home(request: Request) -> str:
 
 
 async def signin_page(request: Request) -> Response:
-    access: Access = request.app.state.console_access
+    access = console_state(request).access
     if access.mode == "none" or visit_of(request).session is not None:
         return RedirectResponse(_home(request), status_code=303)
     configured = access.checks is not None and access.checks.owner.configured
@@ -43,7 +44,7 @@ def _wait_page(request: Request, wait: float) -> Response:
 
 
 async def signin(request: Request) -> Response:
-    access: Access = request.app.state.console_access
+    access = console_state(request).access
     if access.mode == "none":
         return RedirectResponse(_home(request), status_code=303)
     checks = access.checks
@@ -53,7 +54,7 @@ async def signin(request: Request) -> Response:
     if checks.retry_after(source) > 0:  # fast path: no form read, no queueing, no hashing
         return _wait_page(request, checks.retry_after(source))
     form = await request.form()
-    attempt = str(form.get("secret", ""))[:MAX_SECRET_LENGTH]
+    attempt = text(form, "secret")[:MAX_SECRET_LENGTH]
     correct = await checks.check(source, attempt)
     if correct is None:
         return _wait_page(request, checks.retry_after(source))
@@ -65,7 +66,7 @@ async def signin(request: Request) -> Response:
 
 
 async def signout(request: Request) -> Response:
-    access: Access = request.app.state.console_access
+    access = console_state(request).access
     form = await checked_form(request)
     if form is None:
         return problem(request, "This form has expired; reload the page and try again.", status=403)

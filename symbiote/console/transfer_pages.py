@@ -10,9 +10,10 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response, StreamingResponse
 
 from symbiote.console.gate import visit_of
-from symbiote.console.jobs import ImportJob, ImportJobs, JobError
+from symbiote.console.jobs import ImportJob, JobError
 from symbiote.console.rendering import page, problem
 from symbiote.console.session import Sessions
+from symbiote.console.state import console_state
 from symbiote.errors import SymbioteError
 from symbiote.transfer.exporting import export_lines
 from symbiote.transfer.pasted import batch_tag
@@ -22,17 +23,18 @@ CHUNK_BYTES = 1024 * 1024
 
 def _chunk_bytes(request: Request) -> int:
     """Upload parts well under the server's request body cap."""
-    cap: int = request.app.state.console_max_body
+    cap = console_state(request).max_body
     return max(16 * 1024, min(CHUNK_BYTES, cap // 2))
 
 
 async def transfer_page(request: Request) -> Response:
-    jobs: ImportJobs = request.app.state.console_jobs
+    state = console_state(request)
+    jobs = state.jobs
     return page(
         request,
         "transfer.html",
         chunk=_chunk_bytes(request),
-        history=request.app.state.console_turns is not None,
+        history=state.turns is not None,
         jobs=jobs.recent(),
         busy=jobs.busy,
         running=next((job for job in jobs.recent() if job.state in ("waiting", "running")), None),
@@ -41,10 +43,10 @@ async def transfer_page(request: Request) -> Response:
 
 
 async def export_download(request: Request) -> Response:
-    state = request.app.state
-    with_history = request.query_params.get("history") == "1" and state.console_turns is not None
+    state = console_state(request)
+    with_history = request.query_params.get("history") == "1" and state.turns is not None
     with_vectors = request.query_params.get("vectors") == "1"
-    lines = export_lines(state.console_bulk, state.console_turns if with_history else None, with_vectors=with_vectors)
+    lines = export_lines(state.bulk, state.turns if with_history else None, with_vectors=with_vectors)
     try:
         header = await anext(lines)  # the store is read before the download starts, so a failure is a page
     except SymbioteError as exc:
@@ -70,8 +72,7 @@ def _csrf_refused(request: Request) -> Response | None:
 
 
 def _job(request: Request) -> ImportJob | None:
-    jobs: ImportJobs = request.app.state.console_jobs
-    return jobs.get(request.path_params["job_id"])
+    return console_state(request).jobs.get(request.path_params["job_id"])
 
 
 async def import_create(request: Request) -> Response:
@@ -79,7 +80,7 @@ async def import_create(request: Request) -> Response:
     if refused is not None:
         return refused
     try:
-        job = request.app.state.console_jobs.create(request.query_params.get("name", ""))
+        job = console_state(request).jobs.create(request.query_params.get("name", ""))
     except JobError as exc:
         return PlainTextResponse(str(exc), status_code=429)
     return JSONResponse({"job": job.job_id, "chunk": _chunk_bytes(request)})
@@ -94,7 +95,7 @@ async def import_part(request: Request) -> Response:
         return PlainTextResponse("No such import.", status_code=404)
     body = await request.body()
     try:
-        await request.app.state.console_jobs.append(job, body)
+        await console_state(request).jobs.append(job, body)
     except JobError as exc:
         return PlainTextResponse(str(exc), status_code=409)
     return JSONResponse({"received": job.received})
@@ -109,7 +110,7 @@ async def import_start(request: Request) -> Response:
         return PlainTextResponse("No such import.", status_code=404)
     try:
         query = request.query_params
-        request.app.state.console_jobs.start(job, query.get("dry_run") == "1", replace=query.get("replace") == "1")
+        console_state(request).jobs.start(job, query.get("dry_run") == "1", replace=query.get("replace") == "1")
     except JobError as exc:
         return PlainTextResponse(str(exc), status_code=409)
     return page(request, "import_status.html", job=job)

@@ -8,14 +8,16 @@ the owner came from rides along (`back`) to the confirmation, its Cancel and the
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 from urllib.parse import parse_qsl, urlencode
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from symbiote.console.memories import PAGE_SIZE, Filters, checked_form
+from symbiote.console.forms import Fields, checked_form, text, texts
+from symbiote.console.memories import PAGE_SIZE, Filters
 from symbiote.console.rendering import page, problem
+from symbiote.console.state import console_state
 from symbiote.errors import InvalidInputError, SymbioteError
 from symbiote.memory import validation
 from symbiote.memory.clock import now_us
@@ -27,15 +29,15 @@ SHOWN = 20  # memories the confirmation lists
 BACK_KEYS = ("q", "tag", "type", "from", "to", "page", "weaker")
 
 
-def back_of(values: Any) -> str:
+def back_of(values: Fields) -> str:
     """The list's query string the owner came from, rebuilt from its known keys only."""
-    pairs = parse_qsl(str(values.get("back", ""))[:3000], keep_blank_values=False)
+    pairs = parse_qsl(text(values, "back")[:3000], keep_blank_values=False)
     return urlencode([(key, value[:1000]) for key, value in pairs if key in BACK_KEYS])
 
 
-def _list_url(request: Request, back: str, extra: list[tuple[str, Any]] | None = None) -> str:
+def _list_url(request: Request, back: str, extra: Sequence[tuple[str, str | int]] = ()) -> str:
     """The list the owner came from (`back`), with what the page after a change says (`extra`)."""
-    query = "&".join(part for part in (back, urlencode(extra or [])) if part)
+    query = "&".join(part for part in (back, urlencode(extra)) if part)
     return f"{request.scope.get('root_path', '')}/" + (f"?{query}" if query else "")
 
 
@@ -44,15 +46,15 @@ def _filters(back: str) -> Filters:
     return Filters.read(dict(parse_qsl(back)))
 
 
-async def _selection(request: Request, values: Any, back: str) -> tuple[list[str], int]:
+async def _selection(request: Request, values: Fields, back: str) -> tuple[list[str], int]:
     """The ids chosen, and how many: ticked ones, or (`all`) every memory the list's filters match."""
     if values.get("all") == "matching":
         if _filters(back).q:  # a search shows all it found on one page: its boxes are the selection
             raise InvalidInputError("All matching applies to the list and its filters, not to a search.")
         where = _filters(back).where()
-        ids, total = await request.app.state.console_bulk.matching_ids(where, ALL_MATCHING)
+        ids, total = await console_state(request).bulk.matching_ids(where, ALL_MATCHING)
         return ids, total
-    ids = list(dict.fromkeys(str(v) for v in values.getlist("ids")))[:MAX_SELECTION]
+    ids = list(dict.fromkeys(texts(values, "ids")))[:MAX_SELECTION]
     return (validation.memory_ids(ids) if ids else []), len(ids)
 
 
@@ -64,7 +66,7 @@ async def confirm_delete(request: Request) -> Response:
         ids, total = await _selection(request, params, back)
         if not ids:
             return problem(request, "Select at least one memory to delete.", status=400)
-        found = await request.app.state.console_bulk.fetch(ids[:SHOWN])
+        found = await console_state(request).bulk.fetch(ids[:SHOWN])
     except InvalidInputError as exc:
         return problem(request, str(exc), status=400)
     except SymbioteError as exc:
@@ -90,7 +92,7 @@ async def delete_memories(request: Request) -> Response:
         return problem(request, "This form has expired; reload the page and try again.", status=403)
     back = back_of(form)
     if form.get("confirm") != "yes":  # the list's form posted straight here: confirm first, by GET
-        query = [("back", back)] + [("ids", str(v)) for v in form.getlist("ids")][:MAX_SELECTION]
+        query = [("back", back)] + [("ids", v) for v in texts(form, "ids")][:MAX_SELECTION]
         if form.get("all") == "matching":
             query.append(("all", "matching"))
         return RedirectResponse(f"{request.scope.get('root_path', '')}/delete?{urlencode(query)}", status_code=303)
@@ -99,7 +101,7 @@ async def delete_memories(request: Request) -> Response:
         if not ids:
             return problem(request, "Select at least one memory to delete.", status=400)
         at = now_us()
-        removed = await request.app.state.console_engine.trash.move(ids, OWNER, at)
+        removed = await console_state(request).engine.trash.move(ids, OWNER, at)
     except InvalidInputError as exc:
         return problem(request, str(exc), status=400)
     except SymbioteError as exc:
@@ -111,7 +113,7 @@ async def delete_memories(request: Request) -> Response:
 async def trash_page(request: Request) -> Response:
     number = request.query_params.get("page", "1")
     current = max(1, int(number)) if number.isascii() and number.isdigit() and len(number) <= 6 else 1
-    trash = request.app.state.console_engine.trash
+    trash = console_state(request).engine.trash
     try:
         listed = await trash.page((current - 1) * PAGE_SIZE, PAGE_SIZE)
         pages = max(1, -(-listed.total // PAGE_SIZE))
@@ -141,15 +143,15 @@ async def restore_memories(request: Request) -> Response:
     form = await checked_form(request)
     if form is None:
         return problem(request, "This form has expired; reload the page and try again.", status=403)
-    trash = request.app.state.console_engine.trash
-    undo = str(form.get("undo", ""))
+    trash = console_state(request).engine.trash
+    undo = text(form, "undo")
     try:
         if undo:
             if not (undo.isascii() and undo.isdigit()) or len(undo) > 20:
                 return problem(request, "That undo link is not one the console made.", status=400)
             ids = await trash.deletion(int(undo))
         else:
-            picked = list(dict.fromkeys(str(v) for v in form.getlist("ids")))[:MAX_SELECTION]
+            picked = list(dict.fromkeys(texts(form, "ids")))[:MAX_SELECTION]
             ids = validation.memory_ids(picked) if picked else []
         if not ids:
             return problem(request, "Nothing to restore: the trash holds none of these memories any more.", status=400)
@@ -168,7 +170,7 @@ async def restore_memories(request: Request) -> Response:
 
 async def confirm_empty(request: Request) -> Response:
     try:
-        listed = await request.app.state.console_engine.trash.page(0, 1)
+        listed = await console_state(request).engine.trash.page(0, 1)
     except SymbioteError as exc:
         return problem(request, str(exc), status=503)
     return page(request, "confirm_empty.html", total=listed.total)
@@ -181,7 +183,7 @@ async def empty_trash(request: Request) -> Response:
     if form.get("confirm") != "yes":
         return RedirectResponse(f"{request.scope.get('root_path', '')}/trash/empty", status_code=303)
     try:
-        purged = await request.app.state.console_engine.trash.purge(None)
+        purged = await console_state(request).engine.trash.purge(None)
     except SymbioteError as exc:
         return problem(request, str(exc), status=503)
     return RedirectResponse(f"{request.scope.get('root_path', '')}/trash?purged={len(purged)}", status_code=303)

@@ -46,6 +46,7 @@ from symbiote.auth.store import AuthStore, AuthStoreUnavailable, default_auth_db
 from symbiote.azure.share import FileShare
 from symbiote.config import ConfigError, Settings
 from symbiote.console.app import console_access, create_console
+from symbiote.console.state import console_state
 from symbiote.http.headers import TrimmedHeaders
 from symbiote.http.health import health_endpoint
 from symbiote.http.limits import body_limits, cors_middleware
@@ -125,7 +126,7 @@ def create_app(
     forwarded = [Middleware(ForwardedClient)] if resolver.trust_forwarded else []
     app = Starlette(
         routes=routes,
-        lifespan=_lifespan(runtime, store, warm_up, console.state.console_jobs.close),
+        lifespan=_lifespan(runtime, store, warm_up, console_state(console).jobs.close),
         middleware=[
             Middleware(TrimmedHeaders),
             *forwarded,

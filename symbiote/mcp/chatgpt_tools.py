@@ -23,6 +23,7 @@ from starlette.responses import JSONResponse
 
 from symbiote.errors import MemoryNotFoundError, SymbioteError
 from symbiote.memory.engine import MemoryEngine
+from symbiote.memory.requests import SearchRequest
 
 log = logging.getLogger(__name__)
 SEARCH_LIMIT = 10
@@ -83,7 +84,7 @@ def register_chatgpt_tools(server: MCPServer, engine: MemoryEngine, origin: Orig
         query: Annotated[str, Field(description="What to look for, in natural language.")],
     ) -> SearchOutput:
         try:
-            found = await engine.search(query, limit=SEARCH_LIMIT)
+            found = await engine.search(SearchRequest(query, limit=SEARCH_LIMIT))
         except SymbioteError as exc:
             raise ToolError(str(exc)) from exc
         except Exception as exc:

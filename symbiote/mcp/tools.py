@@ -35,7 +35,7 @@ from symbiote.memory.records import (
     StoreResult,
     UpdateResult,
 )
-from symbiote.memory.requests import SearchRequest, takes
+from symbiote.memory.requests import SearchRequest, StoreRequest, UpdateRequest, takes
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")
@@ -148,7 +148,8 @@ def _register_storing(server: MCPServer, engine: MemoryEngine) -> None:
         ] = None,
         ctx: Context | None = None,
     ) -> StoreResult:
-        return await engine.store(content, tags, type, confidence, conversation_id, bookmarked, caller(ctx), replaces)
+        request = StoreRequest(content, tags, type, confidence, conversation_id, bookmarked, caller(ctx), replaces)
+        return await engine.store(request)
 
     @server.tool(
         title="Store memories (batch)",
@@ -195,7 +196,7 @@ def _register_search(server: MCPServer, engine: MemoryEngine) -> None:
     @readable_errors
     @takes(SearchRequest)
     async def search_memory(**request: Any) -> SearchResults:
-        return await engine.search(**request)
+        return await engine.search(SearchRequest(**request))
 
 
 def _register_reading(server: MCPServer, engine: MemoryEngine) -> None:
@@ -252,7 +253,7 @@ def _register_editing(server: MCPServer, engine: MemoryEngine) -> None:
         confidence: Annotated[float | None, Field(description="New confidence 0-1 (omit to keep).")] = None,
         bookmarked: Annotated[bool | None, Field(description="Bookmark (keep forever) or not (omit to keep).")] = None,
     ) -> UpdateResult:
-        return await engine.update(memory_id, content, tags, type, confidence, bookmarked)
+        return await engine.update(UpdateRequest(memory_id, content, tags, type, confidence, bookmarked))
 
     @server.tool(
         title="Delete memory",

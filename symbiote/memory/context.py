@@ -21,14 +21,15 @@ import math
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
 from symbiote.errors import InvalidInputError
 from symbiote.memory import validation
 from symbiote.memory.history import ConversationHistory, Turn
-from symbiote.memory.records import Memory
+from symbiote.memory.records import Memory, SearchResults
+from symbiote.memory.requests import SearchRequest
 
 MIN_BUDGET = 64  # below this the section headers leave too little to be useful
 MAX_BUDGET = 200_000
@@ -151,13 +152,19 @@ def fit(
     return kept_memories, turns, cut_turns or cut_memories
 
 
+class Searcher(Protocol):
+    """What the builder needs of the memory engine: its search."""
+
+    async def search(self, request: SearchRequest) -> SearchResults: ...
+
+
 class ContextBuilder:
     """Builds the context for a message from one conversation's history and the memory engine's search."""
 
     def __init__(
         self,
         history: ConversationHistory,
-        engine: Any,
+        engine: Searcher,
         counter: TokenCounter,
         tail_n: int = 16,
         top_k: int = 8,
@@ -180,7 +187,7 @@ class ContextBuilder:
                 f"token_budget must be a whole number from {MIN_BUDGET} to {MAX_BUDGET} (got {token_budget!r})."
             )
         tail, found = await asyncio.gather(
-            self._history.get(cid, self.tail_n), self._engine.search(message.strip(), limit=self.top_k)
+            self._history.get(cid, self.tail_n), self._engine.search(SearchRequest(message.strip(), limit=self.top_k))
         )
         hits = list(found.results)
         turns = list(tail.turns)

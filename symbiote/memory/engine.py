@@ -35,7 +35,7 @@ from symbiote.memory.records import (
     UpdateResult,
     public,
 )
-from symbiote.memory.requests import SearchRequest
+from symbiote.memory.requests import SearchRequest, StoreRequest, UpdateRequest
 from symbiote.memory.searching import MemorySearch
 from symbiote.memory.statistics import Statistics
 from symbiote.memory.store_io import StoreIO
@@ -211,36 +211,18 @@ class MemoryEngine:
 
     # -- writes (symbiote.memory.writing) --------------------------------------------------
 
-    async def store(
-        self,
-        content: object,
-        tags: object = None,
-        type: object = None,  # noqa: A002 - the tool's argument name
-        confidence: object = None,
-        conversation_id: object = None,
-        bookmarked: object = False,
-        client: str | None = None,
-        replaces: object = None,
-    ) -> StoreResult:
-        """`client`: the name of what stores it (an MCP client's, "console"), kept for the owner's statistics.
-        `replaces`: ids of older memories it replaces, linked at once (symbiote.memory.links)."""
-        return await self._writer.store(content, tags, type, confidence, conversation_id, bookmarked, client, replaces)
+    async def store(self, request: StoreRequest) -> StoreResult:
+        """`request.client`: what stores it (an MCP client's name, "console"), kept for the owner's
+        statistics. `request.replaces`: ids of older memories it replaces, linked at once (symbiote.memory.links)."""
+        return await self._writer.store(request)
 
     async def store_many(self, items: object, client: str | None = None) -> BatchStoreResult:
         """Store a batch: every item valid or none stored; one embedding pass, one write."""
         return await self._writer.store_many(items, client)
 
-    async def update(
-        self,
-        memory_id: object,
-        content: object = None,
-        tags: object = None,
-        type: object = None,  # noqa: A002
-        confidence: object = None,
-        bookmarked: object = None,
-    ) -> UpdateResult:
+    async def update(self, request: UpdateRequest) -> UpdateResult:
         """Change a memory in place: same id and original timestamp; new text is re-embedded."""
-        return await self._writer.update(memory_id, content, tags, type, confidence, bookmarked)
+        return await self._writer.update(request)
 
     async def delete(self, memory_id: object, deleted_by: str = ASSISTANT) -> DeleteResult:
         """Gone from search and reads at once; the owner can restore it from the trash for TRASH_DAYS."""
@@ -259,10 +241,9 @@ class MemoryEngine:
 
     # -- reads -----------------------------------------------------------------------------
 
-    async def search(self, query: Any, *args: Any, **options: Any) -> SearchResults:
-        """Memories for a query: the arguments are `SearchRequest`'s fields in its order (query,
-        limit, min_relevance, ...), defined there once; each is checked by the searcher."""
-        return await self._search.search(SearchRequest(query, *args, **options))
+    async def search(self, request: SearchRequest) -> SearchResults:
+        """Memories for a query: `SearchRequest`'s fields are defined there once; each is checked by the searcher."""
+        return await self._search.search(request)
 
     async def rank(self, text: str, where: MemoryFilter | None = None) -> tuple[list[Candidate], QueryEvidence]:
         """All candidates for a query, best first, and the query-level evidence for scoring them."""

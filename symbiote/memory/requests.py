@@ -1,6 +1,8 @@
-"""What a search asks for, written once: the search tool publishes these fields as its input
-schema, the engine forwards them and the searcher reads them, so a new search option is added in
-one place. The values arrive as the caller sent them; `symbiote.memory.validation` checks each."""
+"""What the engine's entry points ask for, one typed request each, so that strict mypy checks every
+caller's field names. A search's fields are written once: the search tool publishes them as its
+input schema, the engine forwards them and the searcher reads them, so a new search option is added
+in one place. The values arrive as the caller sent them (a client may send any JSON):
+`symbiote.memory.validation` checks each where the engine uses it."""
 
 from __future__ import annotations
 
@@ -41,6 +43,32 @@ class SearchRequest:
     min_confidence: Annotated[
         float | None, Field(description="Only memories stored with at least this confidence (0-1).")
     ] = None
+
+
+@dataclass(frozen=True)
+class StoreRequest:
+    """One memory to store (store_memory's arguments, and what stores it)."""
+
+    content: str
+    tags: list[str] | None = None
+    type: str | None = None
+    confidence: float | None = None
+    conversation_id: str | None = None  # drawn from a conversation: the write policy applies
+    bookmarked: bool = False
+    client: str | None = None  # what stores it (an MCP client's name, "console"), for the owner's statistics
+    replaces: list[str] | None = None  # ids of older memories it replaces, linked at once
+
+
+@dataclass(frozen=True)
+class UpdateRequest:
+    """A change to one memory in place (update_memory's arguments): None keeps a field as it is."""
+
+    memory_id: str
+    content: str | None = None
+    tags: list[str] | None = None
+    type: str | None = None
+    confidence: float | None = None
+    bookmarked: bool | None = None
 
 
 def takes(request: type[Any]) -> Callable[[F], F]:

@@ -35,6 +35,7 @@ from symbiote.memory.records import (
     UpdateResult,
     public,
 )
+from symbiote.memory.requests import StoreRequest, UpdateRequest
 from symbiote.memory.statistics import Statistics
 from symbiote.memory.store_io import StoreIO
 from symbiote.memory.store_results import batch_results, duplicate_result, offered_as, stored_result
@@ -109,30 +110,22 @@ async def _existing(io: StoreIO[MemoryStore], store: MemoryStore, ids: list[str]
     return [found[mid] for mid in ids]
 
 
-def _changes(
-    old: StoredMemory,
-    content: Any,
-    tags: Any,
-    type: Any,
-    confidence: Any,
-    bookmarked: Any,  # noqa: A002
-    max_bytes: int,
-) -> dict[str, Any]:
+def _changes(old: StoredMemory, request: UpdateRequest, max_bytes: int) -> dict[str, Any]:
     """update_memory's validated changes to `old`; text equal to the stored text is no change."""
     changes: dict[str, Any] = {}
-    if content is not None:
-        text = validation.content(content, max_bytes)
+    if request.content is not None:
+        text = validation.content(request.content, max_bytes)
         if text != old.content:
             changes["content"] = text
             changes["content_hash"] = content_hash(text)
-    if tags is not None:
-        changes["tags"] = tuple(validation.tags(tags))
-    if type is not None:
-        changes["type"] = validation.memory_type(type)
-    if confidence is not None:
-        changes["confidence"] = validation.confidence(confidence)
-    if bookmarked is not None:
-        changes["bookmarked"] = validation.flag(bookmarked, "bookmarked")
+    if request.tags is not None:
+        changes["tags"] = tuple(validation.tags(request.tags))
+    if request.type is not None:
+        changes["type"] = validation.memory_type(request.type)
+    if request.confidence is not None:
+        changes["confidence"] = validation.confidence(request.confidence)
+    if request.bookmarked is not None:
+        changes["bookmarked"] = validation.flag(request.bookmarked, "bookmarked")
     return changes
 
 
@@ -156,24 +149,15 @@ class MemoryWriter:
         micros = created_us(memory_id)
         return replace(item, memory_id=memory_id, created_us=micros, timestamp=iso_utc(micros))
 
-    async def store(
-        self,
-        content: Any,
-        tags: Any = None,
-        type: Any = None,  # noqa: A002 - the tool's argument name
-        confidence: Any = None,
-        conversation_id: Any = None,
-        bookmarked: Any = False,
-        client: str | None = None,
-        replaces: Any = None,
-    ) -> StoreResult:
+    async def store(self, request: StoreRequest) -> StoreResult:
         """`replaces`: ids of older memories the new one replaces (the assistant's word): linked at
         once, by the assistant, instead of by the server's rule. Each must exist; none is stored if not."""
         started = time.perf_counter()
         policy = self._policy()
-        item = draft(content, tags, type, confidence, conversation_id, bookmarked, policy.max_content_bytes)
-        item = replace(item, client=client_name(client))
-        replacing = validation.replaces(replaces)
+        r = request
+        item = draft(r.content, r.tags, r.type, r.confidence, r.conversation_id, r.bookmarked, policy.max_content_bytes)
+        item = replace(item, client=client_name(r.client))
+        replacing = validation.replaces(r.replaces)
         io = self._io
         store = await io.opened()
         olders = await _existing(io, store, replacing)
@@ -269,24 +253,16 @@ class MemoryWriter:
             results=results, stored=stored, duplicates=len(drafts) - stored, warning=warning, message=message
         )
 
-    async def update(
-        self,
-        memory_id: Any,
-        content: Any = None,
-        tags: Any = None,
-        type: Any = None,  # noqa: A002
-        confidence: Any = None,
-        bookmarked: Any = None,
-    ) -> UpdateResult:
+    async def update(self, request: UpdateRequest) -> UpdateResult:
         """Change a memory in place: same id and original timestamp; new text is re-embedded."""
-        mid = validation.memory_id(memory_id)
+        mid = validation.memory_id(request.memory_id)
         io = self._io
         store = await io.opened()
         found = await io.read(store.get, [mid])
         if mid not in found:
             raise MemoryNotFoundError(mid)
         old = found[mid]
-        changes = _changes(old, content, tags, type, confidence, bookmarked, self._policy().max_content_bytes)
+        changes = _changes(old, request, self._policy().max_content_bytes)
         if not changes:
             return UpdateResult(memory=public(old), reembedded=False, message="Nothing to change.")
         memory = replace(old, updated_us=now_us(), edits=old.edits + 1, **changes)

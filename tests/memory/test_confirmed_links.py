@@ -13,6 +13,7 @@ from symbiote.config import Settings
 from symbiote.errors import InvalidInputError, MemoryNotFoundError
 from symbiote.memory.engine import MemoryEngine
 from symbiote.memory.links import ASSISTANT, OWNER
+from symbiote.memory.requests import SearchRequest, StoreRequest
 from symbiote.runtime import build_runtime
 
 MISSING = "mem_17000000000000000000"
@@ -26,43 +27,43 @@ async def engine(settings: Settings) -> AsyncIterator[MemoryEngine]:
 
 
 async def test_a_new_value_sharing_no_word_is_offered_not_linked(engine: MemoryEngine) -> None:
-    old = (await engine.store("Salary is £48,000.")).memory_id
-    await engine.store("Does yoga on Wednesday evenings.")
-    new = await engine.store("Pay rise to £53,000 after becoming a partner in the practice.")
+    old = (await engine.store(StoreRequest("Salary is £48,000."))).memory_id
+    await engine.store(StoreRequest("Does yoga on Wednesday evenings."))
+    new = await engine.store(StoreRequest("Pay rise to £53,000 after becoming a partner in the practice."))
     assert new.linked is None  # no word shared with the old value: the server's rule is not sure
     assert [m.memory_id for m in new.may_replace] == [old]
     assert "link_memories" in new.message and old in new.message
-    unrelated = await engine.store("My cat is called Miso.")
+    unrelated = await engine.store(StoreRequest("My cat is called Miso."))
     assert unrelated.may_replace == [] and "may_replace" not in unrelated.message
 
 
 async def test_replaces_links_at_store_time_by_the_assistant(engine: MemoryEngine) -> None:
-    old = (await engine.store("I live in Koramangala, near the lake.")).memory_id
+    old = (await engine.store(StoreRequest("I live in Koramangala, near the lake."))).memory_id
     before = await engine.stats()
-    result = await engine.store("We moved to Whitefield last month.", replaces=[old])
+    result = await engine.store(StoreRequest("We moved to Whitefield last month.", replaces=[old]))
     assert result.replaced == [old] and (result.linked, result.linked_to) == ("supersedes", old)
     assert old not in [m.memory_id for m in result.may_replace]  # linked: not offered too
     assert (await engine.get(old)).superseded_by == result.memory_id
     [link] = await engine.links.links()
     assert link.by == ASSISTANT and link.replaced.memory_id == old
-    order = [r.memory_id for r in (await engine.search("where do I live?", min_relevance=0)).results]
+    order = [r.memory_id for r in (await engine.search(SearchRequest("where do I live?", min_relevance=0))).results]
     assert order.index(result.memory_id) < order.index(old)
     assert (await engine.stats()).total_memories == before.total_memories + 1
 
 
 async def test_a_bad_id_in_replaces_is_named_and_nothing_is_stored(engine: MemoryEngine) -> None:
-    await engine.store("Drives a 2015 VW Golf to work.")
+    await engine.store(StoreRequest("Drives a 2015 VW Golf to work."))
     with pytest.raises(InvalidInputError, match=MISSING):
-        await engine.store("Cycles to work on a Brompton now.", replaces=[MISSING])
+        await engine.store(StoreRequest("Cycles to work on a Brompton now.", replaces=[MISSING]))
     with pytest.raises(InvalidInputError, match="not a memory id"):
-        await engine.store("Cycles to work on a Brompton now.", replaces=["golf"])
+        await engine.store(StoreRequest("Cycles to work on a Brompton now.", replaces=["golf"]))
     assert (await engine.stats()).total_memories == 1
 
 
 async def test_link_is_validated_and_undone(engine: MemoryEngine) -> None:
-    one = (await engine.store("Team lead is Priya Nair.")).memory_id
-    two = (await engine.store("I play the cello in a community orchestra.")).memory_id
-    three = (await engine.store("Plays chess at the club on Sunday afternoons.")).memory_id
+    one = (await engine.store(StoreRequest("Team lead is Priya Nair."))).memory_id
+    two = (await engine.store(StoreRequest("I play the cello in a community orchestra."))).memory_id
+    three = (await engine.store(StoreRequest("Plays chess at the club on Sunday afternoons."))).memory_id
     with pytest.raises(InvalidInputError, match="itself"):
         await engine.links.link(one, one, "update", ASSISTANT)
     with pytest.raises(MemoryNotFoundError, match=MISSING):
@@ -89,9 +90,9 @@ async def test_link_is_validated_and_undone(engine: MemoryEngine) -> None:
 
 
 async def test_relinking_an_older_memory_moves_it(engine: MemoryEngine) -> None:
-    old = (await engine.store("Our dentist is Smile Dental on Park Road.")).memory_id
-    wrong = (await engine.store("I floss every evening.")).memory_id
-    right = (await engine.store("Dr Okafor opened her own practice; we go there now.")).memory_id
+    old = (await engine.store(StoreRequest("Our dentist is Smile Dental on Park Road."))).memory_id
+    wrong = (await engine.store(StoreRequest("I floss every evening."))).memory_id
+    right = (await engine.store(StoreRequest("Dr Okafor opened her own practice; we go there now."))).memory_id
     await engine.links.link(wrong, old, "update", ASSISTANT)
     await engine.links.link(right, old, "update", ASSISTANT)
     assert (await engine.get(old)).superseded_by == right
@@ -99,7 +100,7 @@ async def test_relinking_an_older_memory_moves_it(engine: MemoryEngine) -> None:
 
 
 async def test_a_batch_links_a_reworded_fact_and_offers_an_older_value(engine: MemoryEngine) -> None:
-    old = (await engine.store("Uses an old Samsung Galaxy S8.")).memory_id
+    old = (await engine.store(StoreRequest("Uses an old Samsung Galaxy S8."))).memory_id
     batch = await engine.store_many(
         [
             {"content": "Takes coffee black, no sugar."},
@@ -118,8 +119,8 @@ async def test_a_batch_links_a_reworded_fact_and_offers_an_older_value(engine: M
 
 async def test_two_sisters_by_name_are_two_holders(engine: MemoryEngine) -> None:
     """Before: "User's sister Anna" was linked as an update of "User's sister Inês" (one holder, "User's")."""
-    await engine.store("User's sister Inês lives in Porto and teaches chemistry.")
-    anna = await engine.store("User's sister Anna lives in Lisbon and works as an architect.")
+    await engine.store(StoreRequest("User's sister Inês lives in Porto and teaches chemistry."))
+    anna = await engine.store(StoreRequest("User's sister Anna lives in Lisbon and works as an architect."))
     assert anna.linked is None and anna.may_replace == []
-    moved = await engine.store("User's sister Anna moved to Madrid last year.")
+    moved = await engine.store(StoreRequest("User's sister Anna moved to Madrid last year."))
     assert moved.linked is not None or moved.may_replace  # the same sister: linked or offered

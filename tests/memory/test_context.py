@@ -15,6 +15,7 @@ from tokenizers import Tokenizer
 from symbiote.config import Settings
 from symbiote.errors import InvalidInputError
 from symbiote.memory.context import HISTORY_HEADER, MEMORY_HEADER, ContextBuilder, TokenCounter, fit
+from symbiote.memory.requests import StoreRequest
 from symbiote.runtime import Runtime, build_runtime
 from tests.conftest import ServerProcess
 
@@ -111,8 +112,8 @@ def test_memories_short_of_their_half_leave_the_rest_to_the_conversation(counter
 async def test_context_has_relevant_memories_then_the_recent_conversation(
     runtime: Runtime, builder: ContextBuilder
 ) -> None:
-    tabs = await runtime.engine.store("The user prefers tabs over spaces in Python code", ["editor"])
-    await runtime.engine.store("Caroline adopted a dog named Biscuit last spring")
+    tabs = await runtime.engine.store(StoreRequest("The user prefers tabs over spaces in Python code", ["editor"]))
+    await runtime.engine.store(StoreRequest("Caroline adopted a dog named Biscuit last spring"))
     cid = new_id()
     assert runtime.history is not None
     for _i, (role, text) in enumerate(
@@ -151,7 +152,7 @@ async def test_a_small_budget_keeps_the_newest_turns(runtime: Runtime, builder: 
 
 
 async def test_unknown_conversation_gives_memories_only(runtime: Runtime, builder: ContextBuilder) -> None:
-    await runtime.engine.store("The user's sourdough starter is named Clint Yeastwood")
+    await runtime.engine.store(StoreRequest("The user's sourdough starter is named Clint Yeastwood"))
     built = await builder.build(new_id(), "how is my sourdough starter called?")
     assert built.history_turns == [] and HISTORY_HEADER not in built.context
     assert "Clint Yeastwood" in built.context
@@ -173,7 +174,7 @@ async def test_defaults_come_from_settings(runtime: Runtime, tmp_path: Path) -> 
         for i in range(9):
             await small.history.history.append(cid, "user", f"note {i}")
         for text in ("Favourite fruit: mango", "Favourite fruit used to be apples", "Favourite fruit juice: orange"):
-            await small.engine.store(text)
+            await small.engine.store(StoreRequest(text))
         built = await small.history.context.build(cid, "favourite fruit")
         assert built.history_turns == [5, 6, 7, 8] and built.history_available == 4
         assert len(built.memory_ids) == 1 == built.memories_found and built.token_budget == 500

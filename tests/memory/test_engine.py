@@ -16,6 +16,7 @@ from symbiote.config import Settings
 from symbiote.errors import InvalidInputError, MemoryNotFoundError, StoreUnavailableError
 from symbiote.memory.engine import MemoryEngine
 from symbiote.memory.ids import IdGenerator, is_memory_id
+from symbiote.memory.requests import SearchRequest, StoreRequest
 from symbiote.runtime import build_runtime
 from symbiote.storage.chroma_store import MEMORY_COLLECTION
 
@@ -28,9 +29,9 @@ async def engine(settings: Settings) -> AsyncIterator[MemoryEngine]:
 
 
 async def test_store_and_find_by_meaning(engine: MemoryEngine) -> None:
-    stored = await engine.store("I love building web apps with React", ["frontend", "preferences"])
-    await engine.store("My sister lives in Lisbon and works as an architect")
-    found = await engine.search("frontend development preferences")
+    stored = await engine.store(StoreRequest("I love building web apps with React", ["frontend", "preferences"]))
+    await engine.store(StoreRequest("My sister lives in Lisbon and works as an architect"))
+    found = await engine.search(SearchRequest("frontend development preferences"))
     assert [hit.memory_id for hit in found.results][:1] == [stored.memory_id]
     top = found.results[0]
     assert 30 <= top.relevance_score <= 100
@@ -39,7 +40,7 @@ async def test_store_and_find_by_meaning(engine: MemoryEngine) -> None:
 
 
 async def test_get_returns_tags_and_timestamp(engine: MemoryEngine) -> None:
-    stored = await engine.store("  Prefers tabs over spaces  ", ["editor", "Editor", " style "])
+    stored = await engine.store(StoreRequest("  Prefers tabs over spaces  ", ["editor", "Editor", " style "]))
     memory = await engine.get(stored.memory_id)
     assert memory.content == "Prefers tabs over spaces"
     assert memory.tags == ["editor", "style"]  # trimmed, duplicates (any case) dropped
@@ -47,15 +48,15 @@ async def test_get_returns_tags_and_timestamp(engine: MemoryEngine) -> None:
 
 
 async def test_empty_store_search_is_an_empty_list(engine: MemoryEngine) -> None:
-    result = await engine.search("anything at all")
+    result = await engine.search(SearchRequest("anything at all"))
     assert result.results == [] and result.count == 0
 
 
 async def test_unrelated_query_gets_no_answer(engine: MemoryEngine) -> None:
     """The only memory may be shown as context (a chance, honest in a store of one), never as an answer."""
-    await engine.store("I love building web apps with React")
+    await engine.store(StoreRequest("I love building web apps with React"))
     for query in ("recipe for sourdough bread starter", "what's my blood type?"):
-        result = await engine.search(query)
+        result = await engine.search(SearchRequest(query))
         assert all(hit.match == "context" for hit in result.results + result.below_cutoff)
 
 
@@ -73,45 +74,45 @@ async def test_unrelated_query_gets_no_answer(engine: MemoryEngine) -> None:
 )
 async def test_store_rejects_bad_input(engine: MemoryEngine, content: object, tags: object, message: str) -> None:
     with pytest.raises(InvalidInputError, match=message):
-        await engine.store(content, tags)
+        await engine.store(StoreRequest(content, tags))
 
 
 @pytest.mark.parametrize(("query", "limit"), [("", 5), ("  ", 5), ("ok", 0), ("ok", 21), ("ok", True), ("ok", "5")])
 async def test_search_rejects_bad_input(engine: MemoryEngine, query: str, limit: object) -> None:
     with pytest.raises(InvalidInputError):
-        await engine.search(query, limit)
+        await engine.search(SearchRequest(query, limit))
 
 
 async def test_ten_tags_of_fifty_characters_are_accepted(engine: MemoryEngine) -> None:
     tags = [f"{i}" + "x" * 49 for i in range(10)]
-    stored = await engine.store("boundary case", tags)
+    stored = await engine.store(StoreRequest("boundary case", tags))
     assert (await engine.get(stored.memory_id)).tags == tags
 
 
 async def test_limit_caps_results_best_first(engine: MemoryEngine) -> None:
     for text in ["Uses React for the frontend", "Writes React components in TypeScript", "Likes React hooks"]:
-        await engine.store(text)
-    result = await engine.search("React frontend work", limit=2, min_relevance=0)
+        await engine.store(StoreRequest(text))
+    result = await engine.search(SearchRequest("React frontend work", limit=2, min_relevance=0))
     assert len(result.results) == 2
     scores = [hit.relevance_score for hit in result.results]
     assert scores == sorted(scores, reverse=True)
 
 
 async def test_delete_removes_it_and_missing_ids_are_reported(engine: MemoryEngine) -> None:
-    stored = await engine.store("temporary note about the dentist appointment")
+    stored = await engine.store(StoreRequest("temporary note about the dentist appointment"))
     deleted = await engine.delete(stored.memory_id)
     assert deleted.deleted
     with pytest.raises(MemoryNotFoundError, match="search_memory"):
         await engine.get(stored.memory_id)
     with pytest.raises(MemoryNotFoundError):
         await engine.delete(stored.memory_id)
-    assert (await engine.search("dentist appointment")).results == []
+    assert (await engine.search(SearchRequest("dentist appointment"))).results == []
     with pytest.raises(InvalidInputError, match="not a memory id"):
         await engine.get("12345")
 
 
 async def test_list_pages_newest_first(engine: MemoryEngine) -> None:
-    ids = [(await engine.store(f"note number {i}")).memory_id for i in range(7)]
+    ids = [(await engine.store(StoreRequest(f"note number {i}"))).memory_id for i in range(7)]
     first = await engine.list_memories(limit=3)
     assert [m.memory_id for m in first.memories] == ids[::-1][:3]
     assert first.next_before == ids[4]
@@ -129,19 +130,19 @@ async def test_long_content_is_stored_whole_and_found_by_its_last_paragraph(engi
     )
     ending = "Finally, the user's childhood dog was a golden retriever named Biscuit."
     content = f"{filler}\n\n{ending}"
-    stored = await engine.store(content)
-    await engine.store("The user's cat is called Miso")
+    stored = await engine.store(StoreRequest(content))
+    await engine.store(StoreRequest("The user's cat is called Miso"))
     assert (await engine.get(stored.memory_id)).content == content
     await engine.passages_indexed()  # the paragraphs are indexed right after the store
-    found = await engine.search("what was the name of my dog when I was a kid?")
+    found = await engine.search(SearchRequest("what was the name of my dog when I was a kid?"))
     assert found.results and found.results[0].memory_id == stored.memory_id
     assert [hit.memory_id for hit in found.results].count(stored.memory_id) == 1
 
 
 async def test_stats_count_tags_and_latency(engine: MemoryEngine) -> None:
-    await engine.store("one", ["a", "b"])
-    await engine.store("two", ["a"])
-    await engine.search("one")
+    await engine.store(StoreRequest("one", ["a", "b"]))
+    await engine.store(StoreRequest("two", ["a"]))
+    await engine.search(SearchRequest("one"))
     stats = await engine.stats()
     assert stats.total_memories == 2
     assert stats.top_tags == {"a": 2, "b": 1}
@@ -150,7 +151,7 @@ async def test_stats_count_tags_and_latency(engine: MemoryEngine) -> None:
 
 
 async def test_concurrent_stores_are_all_kept(engine: MemoryEngine) -> None:
-    results = await asyncio.gather(*(engine.store(f"parallel fact {i}") for i in range(40)))
+    results = await asyncio.gather(*(engine.store(StoreRequest(f"parallel fact {i}")) for i in range(40)))
     ids = {r.memory_id for r in results}
     assert len(ids) == 40
     assert (await engine.stats()).total_memories == 40
@@ -177,7 +178,7 @@ async def test_data_from_another_model_is_refused(settings: Settings) -> None:
     runtime = build_runtime(settings)
     try:
         with pytest.raises(StoreUnavailableError, match="text-embedding-3-small"):
-            await runtime.engine.store("hello")
+            await runtime.engine.store(StoreRequest("hello"))
         assert runtime.engine.status()["store"] == "unavailable"
     finally:
         runtime.engine.close()
@@ -190,9 +191,9 @@ async def test_unwritable_path_is_reported_then_recovers(tmp_path: Path, setting
     runtime = build_runtime(Settings(chromadb_path=locked / "data", model_dir=settings.model_dir))
     try:
         with pytest.raises(StoreUnavailableError, match="CHROMADB_PATH"):
-            await runtime.engine.store("hello")
+            await runtime.engine.store(StoreRequest("hello"))
         locked.chmod(0o700)
-        assert (await runtime.engine.store("hello")).memory_id
+        assert (await runtime.engine.store(StoreRequest("hello"))).memory_id
     finally:
         runtime.engine.close()
 
@@ -204,7 +205,9 @@ async def test_warm_up_opens_an_existing_store_but_creates_none(tmp_path: Path, 
         await runtime.engine.warm_up()
         assert runtime.engine.status()["store"] == "not_created" and await runtime.engine.count() == 0
         assert not (tmp_path / "new").exists()  # not even the directory
-        assert (await runtime.engine.search("anything stored?")).results == []  # a memory operation creates it
+        assert (
+            await runtime.engine.search(SearchRequest("anything stored?"))
+        ).results == []  # a memory operation creates it
         assert (fresh.chromadb_path / "chroma.sqlite3").is_file() and runtime.engine.status()["store"] == "ready"
     finally:
         runtime.engine.close()
@@ -222,11 +225,11 @@ async def test_path_that_is_a_file_is_reported_then_recovers(tmp_path: Path, set
     runtime = build_runtime(Settings(chromadb_path=blocker, model_dir=settings.model_dir))
     try:
         with pytest.raises(StoreUnavailableError, match="CHROMADB_PATH"):
-            await runtime.engine.search("hello")
+            await runtime.engine.search(SearchRequest("hello"))
         status = runtime.engine.status()
         assert status["store"] == "unavailable" and "not writable" in status["error"]
         blocker.unlink()
-        assert (await runtime.engine.search("hello")).results == []
+        assert (await runtime.engine.search(SearchRequest("hello"))).results == []
         assert runtime.engine.status()["store"] == "ready"
     finally:
         runtime.engine.close()

@@ -13,6 +13,7 @@ from mcp import Client
 
 from symbiote.errors import InvalidInputError
 from symbiote.memory.history import ConversationHistory
+from symbiote.memory.requests import SearchRequest
 from symbiote.runtime import Runtime, build_runtime
 from tests.chroma_server import Backend, chroma_server  # noqa: F401  (fixture)
 from tests.conftest import ServerProcess
@@ -165,7 +166,7 @@ async def test_history_search_only_when_asked(runtime: Runtime, history: Convers
     await history.append(cid, "assistant", "Poor Biscuit! A quiet room helps.")
     hits = await history.search("what scares the dog?", cid, 1)
     assert hits[0].text == "Our dog Biscuit hates thunderstorms" and hits[0].similarity > 0.3
-    found = await runtime.engine.search("Biscuit hates thunderstorms", min_relevance=0)
+    found = await runtime.engine.search(SearchRequest("Biscuit hates thunderstorms", min_relevance=0))
     assert all("Biscuit" not in hit.content for hit in found.results)  # memory search never sees turns
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from symbiote.errors import InvalidInputError
 from symbiote.memory.history import ConversationHistory
+from symbiote.memory.requests import StoreRequest
 from symbiote.memory.searching import RELEVANCE_CUTOFF
 from symbiote.runtime import Runtime, build_runtime
 from tests.chroma_server import Backend, chroma_server  # noqa: F401  (fixture)
@@ -58,7 +59,7 @@ async def test_deleting_a_conversation_removes_its_turns_only(runtime: Runtime, 
     for n in range(3):
         await history.append(gone, "user", f"turn {n} of the conversation that goes")
     await history.append(stays, "user", "this conversation stays")
-    memory = await runtime.engine.store("Keeps bees on the allotment.")
+    memory = await runtime.engine.store(StoreRequest("Keeps bees on the allotment."))
     assert await history.delete_conversation(gone) == 3
     assert (await history.get(gone)).total_turns == 0
     assert (await history.get(stays)).total_turns == 1

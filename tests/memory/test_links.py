@@ -12,6 +12,7 @@ import pytest_asyncio
 from symbiote.config import Settings
 from symbiote.errors import InvalidInputError
 from symbiote.memory.engine import MemoryEngine
+from symbiote.memory.requests import SearchRequest, StoreRequest
 from symbiote.runtime import build_runtime
 
 
@@ -34,8 +35,8 @@ LOOK_ALIKES = [
 
 async def test_look_alikes_about_different_subjects_are_never_linked(engine: MemoryEngine) -> None:
     for first, second in LOOK_ALIKES:
-        await engine.store(first)
-        result = await engine.store(second)
+        await engine.store(StoreRequest(first))
+        result = await engine.store(StoreRequest(second))
         assert result.linked is None, (first, second)
     assert await engine.links.count() == (0, 0)
 
@@ -43,17 +44,19 @@ async def test_look_alikes_about_different_subjects_are_never_linked(engine: Mem
 async def test_links_survive_a_reopen_and_a_chain_keeps_the_newest_first(settings: Settings) -> None:
     engine = build_runtime(settings).engine
     try:
-        one = (await engine.store("Daily standup is at 9:30.")).memory_id
-        two = await engine.store("Standup moved to 10:00 so the Lisbon folks can join.")
+        one = (await engine.store(StoreRequest("Daily standup is at 9:30."))).memory_id
+        two = await engine.store(StoreRequest("Standup moved to 10:00 so the Lisbon folks can join."))
         assert (two.linked, two.linked_to, two.link_kind) == ("supersedes", one, "update")
     finally:
         engine.close()
     engine = build_runtime(settings).engine  # a new engine on the same directory
     try:
         assert (await engine.get(one)).superseded_by == two.memory_id
-        three = await engine.store("Standup is at 10:30 now, after the planning meeting.")
+        three = await engine.store(StoreRequest("Standup is at 10:30 now, after the planning meeting."))
         assert three.linked_to == two.memory_id  # the newest of the chain, not the first
-        order = [r.memory_id for r in (await engine.search("what time is standup?", min_relevance=0)).results]
+        order = [
+            r.memory_id for r in (await engine.search(SearchRequest("what time is standup?", min_relevance=0))).results
+        ]
         shown = [mid for mid in order if mid in (one, two.memory_id, three.memory_id)]
         assert shown == [three.memory_id, two.memory_id, one]
     finally:
@@ -61,17 +64,17 @@ async def test_links_survive_a_reopen_and_a_chain_keeps_the_newest_first(setting
 
 
 async def test_search_brings_the_newer_memory_to_a_question_only_the_older_answers(engine: MemoryEngine) -> None:
-    old = (await engine.store("Drives a 2015 VW Golf to work.")).memory_id
-    new = (await engine.store("Sold the Golf in May; now cycles to work on a Brompton.")).memory_id
-    results = (await engine.search("what year is my VW Golf?")).results
+    old = (await engine.store(StoreRequest("Drives a 2015 VW Golf to work."))).memory_id
+    new = (await engine.store(StoreRequest("Sold the Golf in May; now cycles to work on a Brompton."))).memory_id
+    results = (await engine.search(SearchRequest("what year is my VW Golf?"))).results
     ids = [r.memory_id for r in results]
     assert ids.index(new) < ids.index(old)
     assert results[ids.index(new)].relevance_score >= results[ids.index(old)].relevance_score
 
 
 async def test_deleting_a_linked_memory_leaves_no_link_pointing_at_nothing(engine: MemoryEngine) -> None:
-    old = (await engine.store("Salary is £48,000 a year.")).memory_id
-    new = (await engine.store("Salary went up to £53,000 a year after the promotion.")).memory_id
+    old = (await engine.store(StoreRequest("Salary is £48,000 a year."))).memory_id
+    new = (await engine.store(StoreRequest("Salary went up to £53,000 a year after the promotion."))).memory_id
     assert (await engine.get(old)).superseded_by == new
     await engine.delete(new)
     assert (await engine.get(old)).superseded_by is None
@@ -87,8 +90,8 @@ async def test_deleting_a_linked_memory_leaves_no_link_pointing_at_nothing(engin
 
 
 async def test_the_owner_keeps_undoes_or_merges(engine: MemoryEngine) -> None:
-    old = (await engine.store("Uses VS Code for all my projects.")).memory_id
-    new = (await engine.store("Switched from VS Code to Neovim last month and not going back.")).memory_id
+    old = (await engine.store(StoreRequest("Uses VS Code for all my projects."))).memory_id
+    new = (await engine.store(StoreRequest("Switched from VS Code to Neovim last month and not going back."))).memory_id
     [link] = await engine.links.links()
     assert (link.replaced.memory_id, link.first and link.first.memory_id, link.kind, link.kept) == (
         old,
@@ -101,7 +104,7 @@ async def test_the_owner_keeps_undoes_or_merges(engine: MemoryEngine) -> None:
     await engine.links.undo(old)
     assert (await engine.get(old)).superseded_by is None and (await engine.get(new)).supersedes is None
     assert await engine.links.count() == (0, 0)
-    newer = (await engine.store("Switched from Neovim to Helix; VS Code is long gone.")).memory_id
+    newer = (await engine.store(StoreRequest("Switched from Neovim to Helix; VS Code is long gone."))).memory_id
     assert (await engine.get(new)).superseded_by == newer
     await engine.links.merge(new)
     assert [m.memory_id for m in (await engine.list_memories(limit=10)).memories] == [newer, old]

@@ -12,6 +12,7 @@ from symbiote.config import Settings
 from symbiote.memory.clock import instant_us, now_us
 from symbiote.memory.engine import MemoryEngine
 from symbiote.memory.owner_stats import WeekCount, weekly
+from symbiote.memory.requests import StoreRequest, UpdateRequest
 from symbiote.memory.writing import draft
 from symbiote.runtime import build_runtime
 
@@ -31,17 +32,19 @@ async def test_who_stored_what_when_and_what_was_edited(engine: MemoryEngine) ->
         created_us=now_us() - 3 * week,
     )
     await engine.bulk.import_memories([(old, None)])
-    a = await engine.store("Prefers aisle seats on short flights.", client="claude-ai")
-    b = await engine.store("Learning Portuguese on Duolingo.", client="claude-ai")
-    await engine.store("Drinks oolong tea in the afternoon.", client="ChatGPT")
+    a = await engine.store(StoreRequest("Prefers aisle seats on short flights.", client="claude-ai"))
+    b = await engine.store(StoreRequest("Learning Portuguese on Duolingo.", client="claude-ai"))
+    await engine.store(StoreRequest("Drinks oolong tea in the afternoon.", client="ChatGPT"))
     await engine.store(
-        "Plans a trip to Lisbon in spring.", confidence=0.9, conversation_id="trip-chat", client="claude-ai"
+        StoreRequest(
+            "Plans a trip to Lisbon in spring.", confidence=0.9, conversation_id="trip-chat", client="claude-ai"
+        )
     )
-    await engine.store("Own note typed in the console.", client="console")
-    gone = await engine.store("A memory deleted afterwards.", client="claude-ai")
-    await engine.update(b.memory_id, tags=["languages"])
-    await engine.update(b.memory_id, confidence=0.8)
-    await engine.update(a.memory_id, bookmarked=True)
+    await engine.store(StoreRequest("Own note typed in the console.", client="console"))
+    gone = await engine.store(StoreRequest("A memory deleted afterwards.", client="claude-ai"))
+    await engine.update(UpdateRequest(b.memory_id, tags=["languages"]))
+    await engine.update(UpdateRequest(b.memory_id, confidence=0.8))
+    await engine.update(UpdateRequest(a.memory_id, bookmarked=True))
     await engine.delete(gone.memory_id)
 
     stats = await engine.owner_stats(weeks=5, top=3)
@@ -82,10 +85,10 @@ def test_weeks_run_monday_to_sunday_in_utc() -> None:
 
 
 async def test_the_figures_follow_this_instance_s_writes_without_a_new_scan(engine: MemoryEngine) -> None:
-    first = await engine.store("Keeps the spare key with the neighbour.", client="claude-ai")
+    first = await engine.store(StoreRequest("Keeps the spare key with the neighbour.", client="claude-ai"))
     assert (await engine.owner_stats()).total == 1  # the one scan
-    second = await engine.store("Prefers trains to planes in Europe.", client="ChatGPT")
-    await engine.update(first.memory_id, type="fact")
+    second = await engine.store(StoreRequest("Prefers trains to planes in Europe.", client="ChatGPT"))
+    await engine.update(UpdateRequest(first.memory_id, type="fact"))
     figures = await engine.owner_stats(top=2)
     assert figures.total == 2 and [(s.name, s.memories) for s in figures.by_client] == [
         ("ChatGPT", 1),

@@ -12,6 +12,7 @@ import pytest
 
 from symbiote.config import Settings
 from symbiote.http.health import health_report
+from symbiote.memory.requests import StoreRequest
 from symbiote.runtime import build_runtime
 from symbiote.storage.chroma_client import embedded_client
 from symbiote.storage.chroma_store import CHUNK_COLLECTION
@@ -23,12 +24,12 @@ async def test_a_failing_indexer_backs_off_logs_once_and_shows_in_health(
     runtime = build_runtime(settings)
     engine = runtime.engine
     try:
-        await engine.store("A first sentence here. A second sentence there.")
+        await engine.store(StoreRequest("A first sentence here. A second sentence there."))
         await engine.passages_indexed()
         embedded_client(settings.chromadb_path).delete_collection(CHUNK_COLLECTION)  # Chroma's own client, same path
         caplog.set_level(logging.DEBUG, logger="symbiote")
         started = time.monotonic()
-        await engine.store("Another first sentence. Another second one.")
+        await engine.store(StoreRequest("Another first sentence. Another second one."))
         await asyncio.sleep(3.6)  # tries at about 0, 1 and 3 s: then 4 s, 8 s, ... up to 5 minutes
         indexer = engine._writer.passages
         assert 2 <= indexer.backoff.failures <= 3, indexer.backoff.failures

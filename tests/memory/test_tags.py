@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from symbiote.memory.requests import SearchRequest, StoreRequest
 from symbiote.runtime import Runtime, build_runtime
 from symbiote.storage.filters import MemoryFilter
 from tests.chroma_server import Backend
@@ -22,12 +23,12 @@ def runtime(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterat
 
 async def test_a_tag_in_any_case_finds_every_spelling_and_changes_none(runtime: Runtime) -> None:
     engine = runtime.engine
-    first = await engine.store("Project Atlas launches on March 14.", tags=["Work"])
-    second = await engine.store("Atlas uses PostgreSQL 16 with logical replication.", tags=["work", "db"])
-    await engine.store("Waters the balcony tomatoes every evening.", tags=["garden"])
-    await engine.store("Atlas standup at 9:30 on weekdays.", tags=["work"])
+    first = await engine.store(StoreRequest("Project Atlas launches on March 14.", tags=["Work"]))
+    second = await engine.store(StoreRequest("Atlas uses PostgreSQL 16 with logical replication.", tags=["work", "db"]))
+    await engine.store(StoreRequest("Waters the balcony tomatoes every evening.", tags=["garden"]))
+    await engine.store(StoreRequest("Atlas standup at 9:30 on weekdays.", tags=["work"]))
     assert list((await engine.tags()).items()) == [("work", 2), ("Work", 1), ("db", 1), ("garden", 1)]
-    found = await engine.search("Atlas", tags=["WORK"], min_relevance=0)
+    found = await engine.search(SearchRequest("Atlas", tags=["WORK"], min_relevance=0))
     assert {first.memory_id, second.memory_id} <= {hit.memory_id for hit in found.results}
     where = MemoryFilter(tags=("WORK",)).spelled(await engine.tags())
     listed = await engine.bulk.browse(where, 0, 10)

@@ -13,6 +13,7 @@ from symbiote.config import Settings
 from symbiote.errors import MemoryNotFoundError
 from symbiote.memory import trash as trash_module
 from symbiote.memory.engine import MemoryEngine
+from symbiote.memory.requests import SearchRequest, StoreRequest
 from symbiote.memory.trash import ASSISTANT, OWNER
 from symbiote.runtime import build_runtime
 
@@ -26,18 +27,22 @@ async def engine(settings: Settings) -> AsyncIterator[MemoryEngine]:
 
 async def test_a_deleted_memory_is_gone_from_search_and_comes_back_whole(engine: MemoryEngine) -> None:
     text = "The owner's sister Ana lives in Porto. She teaches the cello at the conservatory."
-    stored = await engine.store(text, ["family"], "personal", 0.9, bookmarked=True)
-    await engine.store("Prefers tea to coffee in the morning")
+    stored = await engine.store(StoreRequest(text, ["family"], "personal", 0.9, bookmarked=True))
+    await engine.store(StoreRequest("Prefers tea to coffee in the morning"))
     await engine.passages_indexed()
-    before = await engine.search("where does Ana live")
+    before = await engine.search(SearchRequest("where does Ana live"))
     assert before.results[0].memory_id == stored.memory_id
     vectors_before = (await engine.bulk.vectors([stored.memory_id]))[stored.memory_id]
     assert len(vectors_before) == 3  # the whole text and its two sentences
 
     deleted = await engine.delete(stored.memory_id)
     assert deleted.deleted and "restore" in deleted.message
-    assert stored.memory_id not in [hit.memory_id for hit in (await engine.search("where does Ana live")).results]
-    assert stored.memory_id not in [hit.memory_id for hit in (await engine.search("conservatory cello")).results]
+    assert stored.memory_id not in [
+        hit.memory_id for hit in (await engine.search(SearchRequest("where does Ana live"))).results
+    ]
+    assert stored.memory_id not in [
+        hit.memory_id for hit in (await engine.search(SearchRequest("conservatory cello"))).results
+    ]
     with pytest.raises(MemoryNotFoundError):
         await engine.get(stored.memory_id)
     assert (await engine.stats()).total_memories == 1
@@ -61,8 +66,10 @@ async def test_a_deleted_memory_is_gone_from_search_and_comes_back_whole(engine:
         stored.timestamp,
     )
     await engine.passages_indexed()
-    assert (await engine.search("where does Ana live")).results[0].memory_id == stored.memory_id
-    assert (await engine.search("conservatory cello")).results[0].memory_id == stored.memory_id  # keyword index
+    assert (await engine.search(SearchRequest("where does Ana live"))).results[0].memory_id == stored.memory_id
+    assert (await engine.search(SearchRequest("conservatory cello"))).results[
+        0
+    ].memory_id == stored.memory_id  # keyword index
     vector_after = (await engine.bulk.vectors([stored.memory_id]))[stored.memory_id]
     assert float(vector_after[0] @ vectors_before[0]) > 0.9999 and len(vector_after) == 3  # passages indexed again
     assert (await engine.trash.page(0, 10)).total == 0
@@ -70,7 +77,10 @@ async def test_a_deleted_memory_is_gone_from_search_and_comes_back_whole(engine:
 
 
 async def test_the_owner_deletes_a_selection_restores_part_and_empties_the_rest(engine: MemoryEngine) -> None:
-    ids = [(await engine.store(f"Reading list entry number {n}: a novel by author {n}")).memory_id for n in range(5)]
+    ids = [
+        (await engine.store(StoreRequest(f"Reading list entry number {n}: a novel by author {n}"))).memory_id
+        for n in range(5)
+    ]
     assert sorted(await engine.bulk.delete_many(ids)) == sorted(ids)
     page = await engine.trash.page(0, 3)
     assert page.total == 5 and len(page.items) == 3 and {i.deleted_by for i in page.items} == {OWNER}
@@ -82,9 +92,9 @@ async def test_the_owner_deletes_a_selection_restores_part_and_empties_the_rest(
 
 
 async def test_a_restore_never_makes_a_second_copy_of_a_text(engine: MemoryEngine) -> None:
-    first = await engine.store("Allergic to penicillin")
+    first = await engine.store(StoreRequest("Allergic to penicillin"))
     await engine.delete(first.memory_id)
-    again = await engine.store("Allergic to penicillin")  # the assistant stores it anew meanwhile
+    again = await engine.store(StoreRequest("Allergic to penicillin"))  # the assistant stores it anew meanwhile
     assert again.memory_id != first.memory_id and again.status == "stored"
     report = await engine.trash.restore([first.memory_id])
     assert report.restored == [] and report.clashes == [
@@ -96,8 +106,8 @@ async def test_a_restore_never_makes_a_second_copy_of_a_text(engine: MemoryEngin
 async def test_the_trash_empties_itself_after_its_period_and_says_so(
     engine: MemoryEngine, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    old = await engine.store("A memory deleted long ago")
-    recent = await engine.store("A memory deleted just now")
+    old = await engine.store(StoreRequest("A memory deleted long ago"))
+    recent = await engine.store(StoreRequest("A memory deleted just now"))
     await engine.delete(old.memory_id)
     real_now = trash_module.now_us
     monkeypatch.setattr(
@@ -117,7 +127,7 @@ async def test_an_undo_and_the_expiry_read_the_trash_from_either_end_past_one_re
     engine: MemoryEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(trash_module, "SCAN", 2)  # several reads of the trash for a handful of memories
-    ids = [(await engine.store(f"Shopping list item {n}: {n} apples")).memory_id for n in range(7)]
+    ids = [(await engine.store(StoreRequest(f"Shopping list item {n}: {n} apples"))).memory_id for n in range(7)]
     real_now = trash_module.now_us
     day = trash_module.DAY_US
     await engine.trash.move(ids[:3], OWNER, real_now() - (trash_module.TRASH_DAYS + 2) * day)  # expired

@@ -12,6 +12,7 @@ import pytest
 
 from symbiote.config import Settings
 from symbiote.memory.engine import MemoryEngine
+from symbiote.memory.requests import SearchRequest
 from symbiote.runtime import build_runtime
 
 FACTS = [
@@ -57,7 +58,7 @@ async def engine(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> A
 async def test_each_fact_comes_first_and_no_turn_about_someone_else_is_an_answer(
     engine: MemoryEngine, question: str, fact: str
 ) -> None:
-    found = await engine.search(question)
+    found = await engine.search(SearchRequest(question))
     offered = [hit.content for hit in found.results + found.below_cutoff]
     assert offered and offered[0] == fact, (question, offered[:3])
     answers = [hit.content for hit in found.results if hit.match == "answer"]
@@ -66,7 +67,7 @@ async def test_each_fact_comes_first_and_no_turn_about_someone_else_is_an_answer
 
 @pytest.mark.parametrize("question", SHARED_WORD)
 async def test_a_turn_sharing_one_word_is_never_an_answer(engine: MemoryEngine, question: str) -> None:
-    found = await engine.search(question)
+    found = await engine.search(SearchRequest(question))
     turns = [hit for hit in found.results + found.below_cutoff if hit.content not in FACTS]
     assert all(hit.match == "context" for hit in turns), question
     facts = [hit.relevance_score for hit in found.results if hit.content in FACTS]
@@ -75,16 +76,16 @@ async def test_a_turn_sharing_one_word_is_never_an_answer(engine: MemoryEngine, 
 
 @pytest.mark.parametrize("question", NEVER_STORED)
 async def test_a_never_stored_question_gets_no_answer(engine: MemoryEngine, question: str) -> None:
-    found = await engine.search(question)
+    found = await engine.search(SearchRequest(question))
     assert all(hit.match == "context" for hit in found.results + found.below_cutoff), question
 
 
 async def test_what_the_cut_off_hides_is_offered_apart_and_scored_under_it(engine: MemoryEngine) -> None:
-    found = await engine.search("what do I do on Thursday evenings?", limit=5)
+    found = await engine.search(SearchRequest("what do I do on Thursday evenings?", limit=5))
     assert all(hit.relevance_score >= 30 for hit in found.results)
     assert all(hit.relevance_score < 30 and hit.match == "context" for hit in found.below_cutoff)
     assert len(found.results) + len(found.below_cutoff) <= 5
     if found.below_cutoff:
         assert "below_cutoff" in found.message
-    strict = await engine.search("what do I do on Thursday evenings?", limit=5, min_relevance=0)
+    strict = await engine.search(SearchRequest("what do I do on Thursday evenings?", limit=5, min_relevance=0))
     assert strict.below_cutoff == []  # nothing is under a cut-off of 0

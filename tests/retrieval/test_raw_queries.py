@@ -15,6 +15,7 @@ import pytest
 from symbiote.config import Settings
 from symbiote.memory.engine import MemoryEngine
 from symbiote.memory.records import SearchResults
+from symbiote.memory.requests import SearchRequest, StoreRequest
 from symbiote.retrieval.intent import intent
 from symbiote.retrieval.subjects import subjects_of
 from symbiote.runtime import build_runtime
@@ -58,8 +59,8 @@ async def engine(settings: Settings) -> AsyncIterator[MemoryEngine]:
 
 @pytest.mark.parametrize(("query", "memory"), SEEDS)
 async def test_a_seed_finds_its_memory_alone_in_a_new_store(engine: MemoryEngine, query: str, memory: str) -> None:
-    await engine.store(memory)
-    found = (await engine.search(query)).results
+    await engine.store(StoreRequest(memory))
+    found = (await engine.search(SearchRequest(query))).results
     assert [hit.content for hit in found] == [memory]
     assert found[0].relevance_score >= 30
 
@@ -69,8 +70,8 @@ async def test_a_seed_finds_its_memory_among_many(engine: MemoryEngine, query: s
     """Shown, or offered under the cut-off; "what am I building?" may be answered by either React memory
     (the project's own cosine to it is 0: only its topic links them)."""
     for text in dict.fromkeys([*OTHERS, REACT_LOVE, REACT_PROJECT, TYPESCRIPT, LOGIN_FORM]):
-        await engine.store(text)
-    found = await engine.search(query)
+        await engine.store(StoreRequest(text))
+    found = await engine.search(SearchRequest(query))
     offered = [hit.content for hit in found.results + found.below_cutoff]
     wanted = {memory, REACT_LOVE} if memory == REACT_PROJECT else {memory}
     assert wanted & set(offered)
@@ -78,21 +79,21 @@ async def test_a_seed_finds_its_memory_among_many(engine: MemoryEngine, query: s
 
 async def test_each_result_says_whether_it_answers_or_is_context(engine: MemoryEngine) -> None:
     for text in (REACT_PROJECT, TYPESCRIPT, NEW_OWNER[1]):
-        await engine.store(text)
-    request = (await engine.search("Help me write a script")).results
+        await engine.store(StoreRequest(text))
+    request = (await engine.search(SearchRequest("Help me write a script"))).results
     assert request[0].content == TYPESCRIPT and all(hit.match == "context" for hit in request)
-    question = (await engine.search("what camera do I use?")).results
+    question = (await engine.search(SearchRequest("what camera do I use?"))).results
     assert question[0].content == NEW_OWNER[1] and question[0].relevance_score >= 30
     assert all(hit.match == "context" for hit in question[1:])
-    vague = await engine.search("what am I building?")
+    vague = await engine.search(SearchRequest("what am I building?"))
     assert REACT_PROJECT in [hit.content for hit in vague.results + vague.below_cutoff]
 
 
 async def test_what_was_never_stored_finds_nothing_or_only_context(engine: MemoryEngine) -> None:
     for text in OTHERS:
-        await engine.store(text)
+        await engine.store(StoreRequest(text))
     for question in ("explain how tides work", "what's my passport number?", "who is my insurance provider?"):
-        assert all(hit.match == "context" for hit in (await engine.search(question)).results), question
+        assert all(hit.match == "context" for hit in (await engine.search(SearchRequest(question))).results), question
 
 
 async def test_a_new_owners_plain_questions_find_their_facts_in_a_small_store_and_a_large_one(
@@ -101,18 +102,18 @@ async def test_a_new_owners_plain_questions_find_their_facts_in_a_small_store_an
     """The same fact is shown, or offered under the cut-off, among 6 memories and among 400 more (its score
     may change: it is the chance of being relevant among the memories there are)."""
     for text in NEW_OWNER:
-        await engine.store(text)
+        await engine.store(StoreRequest(text))
 
     def offered(found: SearchResults) -> list[str]:
         return [hit.content for hit in found.results + found.below_cutoff]
 
     for question, fact in PLAIN_QUESTIONS:
-        assert fact in offered(await engine.search(question)), question
+        assert fact in offered(await engine.search(SearchRequest(question))), question
     others = [f"{text} (note {i})" for i in range(12) for text in OTHERS][:400]
     for start in range(0, len(others), 100):
         await engine.store_many(others[start : start + 100])
     for question, fact in PLAIN_QUESTIONS:  # still among the first five of 400 more, however likely
-        assert fact in offered(await engine.search(question, min_relevance=0)), question
+        assert fact in offered(await engine.search(SearchRequest(question, min_relevance=0))), question
 
 
 def test_questions_and_requests_are_told_apart() -> None:

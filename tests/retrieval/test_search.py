@@ -18,6 +18,7 @@ from symbiote.errors import InvalidInputError
 from symbiote.memory import timeparse
 from symbiote.memory.clock import iso_utc
 from symbiote.memory.engine import MemoryEngine
+from symbiote.memory.requests import SearchRequest, StoreRequest
 from symbiote.retrieval.ranking import fuse
 from symbiote.runtime import Runtime, build_runtime
 from symbiote.storage.base import LEXICAL_FILE, Match, StoredMemory, content_hash
@@ -57,18 +58,18 @@ async def runtime(settings: Settings) -> AsyncIterator[Runtime]:
 @pytest.fixture
 async def engine(runtime: Runtime) -> AsyncIterator[MemoryEngine]:
     for memory in MEMORIES:
-        await runtime.engine.store(memory)
+        await runtime.engine.store(StoreRequest(memory))
     yield runtime.engine
 
 
 async def contents(engine: MemoryEngine, query: str, **options: object) -> list[str]:
-    return [hit.content for hit in (await engine.search(query, **options)).results]  # type: ignore[arg-type]
+    return [hit.content for hit in (await engine.search(SearchRequest(query, **options))).results]  # type: ignore[arg-type]
 
 
 async def test_seed_scenarios_hold_together(engine: MemoryEngine) -> None:
     assert "I love building web apps with React" in await contents(engine, "frontend development preferences")
     # The project itself has a cosine of 0 to this question (MiniLM): its sibling answers it.
-    found = (await engine.search("what am I building?")).results
+    found = (await engine.search(SearchRequest("what am I building?"))).results
     assert found[0].content in MEMORIES[:2] and found[0].match == "answer"
 
 
@@ -79,11 +80,11 @@ async def test_seed_scenarios_hold_together(engine: MemoryEngine) -> None:
 async def test_questions_about_things_never_stored_are_never_answered(engine: MemoryEngine, question: str) -> None:
     """The nearest memory may be shown, as context ("not stored; this is the nearest"), never as the answer.
     (Not every time: the share answered is measured by benchmarks/owners_eval.py.)"""
-    assert all(hit.match == "context" for hit in (await engine.search(question)).results)
+    assert all(hit.match == "context" for hit in (await engine.search(SearchRequest(question))).results)
 
 
 async def test_names_are_found_by_keyword(engine: MemoryEngine) -> None:
-    result = await engine.search("Priya")
+    result = await engine.search(SearchRequest("Priya"))
     assert result.results and result.results[0].content == "User's manager is Priya Shah."
     assert result.results[0].matched_by in ("keyword", "both")
 
@@ -97,31 +98,35 @@ async def test_natural_questions_find_their_memory(engine: MemoryEngine) -> None
 
 
 async def test_relevance_is_bounded_ordered_and_adjustable(engine: MemoryEngine) -> None:
-    default = (await engine.search("what do I like to eat and drink?", limit=20)).results
-    everything = (await engine.search("what do I like to eat and drink?", limit=20, min_relevance=0)).results
+    default = (await engine.search(SearchRequest("what do I like to eat and drink?", limit=20))).results
+    everything = (
+        await engine.search(SearchRequest("what do I like to eat and drink?", limit=20, min_relevance=0))
+    ).results
     assert len(everything) >= len(default)
     scores = [hit.relevance_score for hit in everything]
     assert scores == sorted(scores, reverse=True)
     assert all(0 <= s <= 100 for s in scores)
     assert all(hit.relevance_score >= 30 for hit in default)
-    strict = (await engine.search("what do I like to eat and drink?", limit=20, min_relevance=90)).results
+    strict = (
+        await engine.search(SearchRequest("what do I like to eat and drink?", limit=20, min_relevance=90))
+    ).results
     assert all(hit.relevance_score >= 90 for hit in strict)
     for bad in (-1, 101, "high", True):
         with pytest.raises(InvalidInputError, match="min_relevance"):
-            await engine.search("coffee", min_relevance=bad)
+            await engine.search(SearchRequest("coffee", min_relevance=bad))
 
 
 async def test_identical_content_returns_the_existing_memory(engine: MemoryEngine) -> None:
-    again = await engine.store("  user prefers DARK roast coffee,   black, no sugar. ")
+    again = await engine.store(StoreRequest("  user prefers DARK roast coffee,   black, no sugar. "))
     assert again.status == "duplicate"
-    original = await engine.search("dark roast coffee")
+    original = await engine.search(SearchRequest("dark roast coffee"))
     assert again.memory_id == original.results[0].memory_id
     assert "no copy" in again.message
     assert (await engine.stats()).total_memories == len(MEMORIES)
 
 
 async def test_near_duplicates_are_reported_not_refused(engine: MemoryEngine) -> None:
-    result = await engine.store("User prefers dark roast coffee, black, without sugar.")
+    result = await engine.store(StoreRequest("User prefers dark roast coffee, black, without sugar."))
     assert result.status == "stored"
     assert [n.content for n in result.near_duplicates] == ["User prefers dark roast coffee, black, no sugar."]
     assert result.near_duplicates[0].similarity >= 0.92
@@ -166,9 +171,9 @@ async def test_time_filters(runtime: Runtime) -> None:
     older = await contents(engine, "Marco grant", before="last week", min_relevance=0)
     assert older == ["Dinner with Marco to celebrate the grant"]
     with pytest.raises(InvalidInputError, match="not a date or time phrase"):
-        await engine.search("Marco", when="around teatime")
+        await engine.search(SearchRequest("Marco", when="around teatime"))
     with pytest.raises(InvalidInputError, match="no period"):
-        await engine.search("Marco", after="today", before="yesterday")
+        await engine.search(SearchRequest("Marco", after="today", before="yesterday"))
 
 
 def test_time_phrases() -> None:
@@ -219,7 +224,7 @@ def test_fusion_rewards_agreement_and_says_why() -> None:
 
 
 async def test_delete_removes_from_both_indexes(engine: MemoryEngine) -> None:
-    target = (await engine.search("Priya")).results[0]
+    target = (await engine.search(SearchRequest("Priya"))).results[0]
     await engine.delete(target.memory_id)
     assert await contents(engine, "Priya", min_relevance=0) == [] or all(
         c != target.content for c in await contents(engine, "Priya", min_relevance=0)
@@ -230,8 +235,8 @@ async def test_delete_removes_from_both_indexes(engine: MemoryEngine) -> None:
 
 async def test_keyword_index_is_rebuilt_from_chroma_when_missing(settings: Settings) -> None:
     first = build_runtime(settings)
-    await first.engine.store("User's manager is Priya Shah.")
-    await first.engine.store("User drives a 2019 Toyota Corolla hybrid.")
+    await first.engine.store(StoreRequest("User's manager is Priya Shah."))
+    await first.engine.store(StoreRequest("User drives a 2019 Toyota Corolla hybrid."))
     first.engine.close()
     (settings.chromadb_path / LEXICAL_FILE).unlink()
     for suffix in ("-wal", "-shm"):
@@ -240,14 +245,16 @@ async def test_keyword_index_is_rebuilt_from_chroma_when_missing(settings: Setti
     try:
         store = await second.engine._store_or_raise()
         assert [m.memory_id for m in store.keyword("Corolla", 5)]
-        assert (await second.engine.search("Priya")).results[0].content == "User's manager is Priya Shah."
+        assert (await second.engine.search(SearchRequest("Priya"))).results[
+            0
+        ].content == "User's manager is Priya Shah."
     finally:
         second.engine.close()
 
 
 async def test_a_failed_chroma_write_leaves_no_keyword_entry(runtime: Runtime) -> None:
     engine = runtime.engine
-    await engine.store("A healthy memory fixes the collection's dimension at 384")
+    await engine.store(StoreRequest("A healthy memory fixes the collection's dimension at 384"))
     store = await engine._store_or_raise()
     text = "This write will fail in Chroma"
     micros = 1_750_000_000_000_000
@@ -267,14 +274,14 @@ async def test_long_memory_found_by_its_last_paragraph_among_others(engine: Memo
         f"Section {i}: quarterly planning notes about hiring, budget and office moves." for i in range(40)
     )
     ending = "Last paragraph: the spare house key is hidden under the blue flowerpot."
-    stored = await engine.store(f"{body}\n\n{ending}")
+    stored = await engine.store(StoreRequest(f"{body}\n\n{ending}"))
     await engine.passages_indexed()  # a long memory's paragraphs are indexed right after the store
-    found = await engine.search("where is the spare key hidden?")
+    found = await engine.search(SearchRequest("where is the spare key hidden?"))
     assert found.results and found.results[0].memory_id == stored.memory_id
 
 
 async def test_results_explain_why_they_matched(engine: MemoryEngine) -> None:
-    for hit in (await engine.search("React", min_relevance=0, limit=10)).results:
+    for hit in (await engine.search(SearchRequest("React", min_relevance=0, limit=10))).results:
         assert hit.matched_by in ("semantic", "keyword", "both", "topic")
 
 

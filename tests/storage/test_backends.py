@@ -22,6 +22,7 @@ from symbiote.errors import InvalidInputError, MemoryNotFoundError, StoreUnavail
 from symbiote.memory.history import parse_ts
 from symbiote.memory.ids import IdGenerator
 from symbiote.memory.ids import created_us as id_micros
+from symbiote.memory.requests import SearchRequest, StoreRequest
 from symbiote.runtime import build_runtime
 from symbiote.storage.base import StoredMemory, content_hash
 from symbiote.storage.chroma_client import ChromaClients, ChromaServer
@@ -200,9 +201,9 @@ async def test_engine_and_history_work_the_same_on_both_backends(backend: Backen
     runtime = build_runtime(backend.settings())
     engine = runtime.engine
     try:
-        stored = await engine.store("I love building web apps with React", ["frontend"])
-        sister = await engine.store("My sister lives in Lisbon and works as an architect")
-        found = await engine.search("Which frontend library do I like for web apps?")
+        stored = await engine.store(StoreRequest("I love building web apps with React", ["frontend"]))
+        sister = await engine.store(StoreRequest("My sister lives in Lisbon and works as an architect"))
+        found = await engine.search(SearchRequest("Which frontend library do I like for web apps?"))
         assert found.results[0].memory_id == stored.memory_id
         assert (await engine.get(stored.memory_id)).tags == ["frontend"]
         assert [m.memory_id for m in (await engine.list_memories(limit=1)).memories] == [sister.memory_id]
@@ -216,7 +217,7 @@ async def test_engine_and_history_work_the_same_on_both_backends(backend: Backen
             "I love building web apps with React"
         ]
         await runtime.history.history.append("conv", "assistant", "Noted: the user's bicycle is a red Brompton")
-        found = await engine.search("the user's red Brompton bicycle")  # history is not memory
+        found = await engine.search(SearchRequest("the user's red Brompton bicycle"))  # history is not memory
         assert all("Brompton" not in hit.content and hit.match == "context" for hit in found.results)
         assert engine.status()["store"] == "ready"
     finally:

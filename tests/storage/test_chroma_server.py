@@ -25,6 +25,7 @@ from symbiote.config import PROJECT_ROOT, ConfigError, Settings
 from symbiote.embedding.model import MODEL_DIMENSION, MODEL_NAME, OnnxEmbedder
 from symbiote.errors import StoreUnavailableError
 from symbiote.memory.ids import created_us
+from symbiote.memory.requests import StoreRequest
 from symbiote.runtime import build_runtime
 from symbiote.storage.base import LEXICAL_FILE, StoredMemory, content_hash
 from symbiote.storage.chroma_client import ChromaServer, ServerMemoryStore, connect_server
@@ -212,14 +213,14 @@ async def test_unreachable_server_is_reported_then_used_once_it_is_up(tmp_path: 
     late: ChromaServerProcess | None = None
     try:
         with pytest.raises(StoreUnavailableError, match=rf"Chroma server at http://127\.0\.0\.1:{port}.*CHROMA_HOST"):
-            await runtime.engine.store("hello")
+            await runtime.engine.store(StoreRequest("hello"))
         status = runtime.engine.status()
         assert status["store"] == "unavailable" and "Chroma server" in status["error"]
         assert runtime.history is not None
         with pytest.raises(StoreUnavailableError, match="Chroma server"):
             await runtime.history.history.append("c", "user", "hi")
         late = ChromaServerProcess(tmp_path / "late-db", port=port).start()
-        assert (await runtime.engine.store("hello")).status == "stored"  # no restart needed
+        assert (await runtime.engine.store(StoreRequest("hello"))).status == "stored"  # no restart needed
         assert (await runtime.history.history.append("c", "user", "hi")).turn_index == 0
     finally:
         runtime.engine.close()
@@ -298,10 +299,10 @@ async def test_auth_token_is_sent_and_a_wrong_one_is_reported(
 
     good, bad = build_runtime(settings("let-me-in", "good")), build_runtime(settings("not-the-token", "bad"))
     try:
-        stored = await good.engine.store("Stored through an authenticating proxy")
+        stored = await good.engine.store(StoreRequest("Stored through an authenticating proxy"))
         assert (await good.engine.get(stored.memory_id)).content == "Stored through an authenticating proxy"
         with pytest.raises(StoreUnavailableError, match="refused the credentials.*CHROMA_AUTH_TOKEN") as refused:
-            await bad.engine.store("never stored")
+            await bad.engine.store(StoreRequest("never stored"))
         assert "not-the-token" not in str(refused.value) and "let-me-in" not in str(refused.value)
         assert "Bearer let-me-in" in proxy.seen and "Bearer not-the-token" in proxy.seen
     finally:

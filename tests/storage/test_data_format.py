@@ -21,6 +21,7 @@ import pytest
 from symbiote.auth.store import AuthStore, AuthStoreUnavailable, default_auth_db
 from symbiote.config import Settings
 from symbiote.errors import DataFormatError, StoreUnavailableError
+from symbiote.memory.requests import SearchRequest, StoreRequest
 from symbiote.runtime import Runtime, build_runtime
 from symbiote.storage.data_format import FORMAT_FILE, FORMAT_VERSION, record_format, recorded_format
 
@@ -64,9 +65,9 @@ async def test_every_memory_is_found_by_get_and_by_search(opened: Runtime, old_d
         assert got.tags == memory["tags"]
         assert got.type == memory.get("type") and got.confidence == memory.get("confidence")
         assert got.bookmarked == memory.get("bookmarked", False)
-        found = await opened.engine.search(memory["content"])
+        found = await opened.engine.search(SearchRequest(memory["content"]))
         assert found.results and found.results[0].memory_id == memory["memory_id"], memory["content"]
-    lisbon = await opened.engine.search("Lisbon")  # one word: the keyword index the release wrote
+    lisbon = await opened.engine.search(SearchRequest("Lisbon"))  # one word: the keyword index the release wrote
     assert EXPECTED["memories"][0]["memory_id"] in [hit.memory_id for hit in lisbon.results]
     assert recorded_format(old_data) == FORMAT_VERSION  # opening an older directory records format 1
 
@@ -109,9 +110,9 @@ async def test_a_newer_format_is_refused_and_never_rewritten(
     runtime = build_runtime(Settings(chromadb_path=old_data, model_dir=settings.model_dir, store_process=store_process))
     try:
         with pytest.raises(StoreUnavailableError) as refused:
-            await runtime.engine.search("Lisbon")
+            await runtime.engine.search(SearchRequest("Lisbon"))
         with pytest.raises(StoreUnavailableError):
-            await runtime.engine.store("a new memory must not be written there")
+            await runtime.engine.store(StoreRequest("a new memory must not be written there"))
         assert runtime.history is not None
         with pytest.raises(StoreUnavailableError):
             await runtime.history.history.append("c1", "user", "nor a turn")
@@ -145,7 +146,7 @@ def test_a_format_file_that_says_nothing_known_is_refused(tmp_path: Path, text: 
 async def test_the_server_records_the_format_of_the_directory_it_creates(settings: Settings) -> None:
     runtime = build_runtime(settings)
     try:
-        await runtime.engine.store("the first memory creates the data directory")
+        await runtime.engine.store(StoreRequest("the first memory creates the data directory"))
     finally:
         runtime.engine.close()
     assert recorded_format(settings.chromadb_path) == FORMAT_VERSION

@@ -11,6 +11,7 @@ from dataclasses import replace
 
 from symbiote.config import Settings
 from symbiote.memory.engine import MemoryEngine
+from symbiote.memory.requests import SearchRequest, StoreRequest, UpdateRequest
 from symbiote.runtime import build_runtime
 from symbiote.storage.base import LEXICAL_FILE
 
@@ -46,12 +47,14 @@ async def test_sentences_come_with_the_store(settings: Settings) -> None:
     engine = build_runtime(settings).engine
     try:
         _hold(engine)  # nothing is left for the indexer: the store wrote them
-        stored = await engine.store(TEXT)
+        stored = await engine.store(StoreRequest(TEXT))
         assert (await _counts(engine))["passages"] == 3
         assert await _queued(engine) == []
-        hits = (await engine.search(SENTENCE_QUESTION)).results
+        hits = (await engine.search(SearchRequest(SENTENCE_QUESTION))).results
         assert hits and hits[0].memory_id == stored.memory_id
-        assert (await engine.store(TEXT)).status == "duplicate"  # the one-call store still sees duplicates
+        assert (
+            await engine.store(StoreRequest(TEXT))
+        ).status == "duplicate"  # the one-call store still sees duplicates
     finally:
         engine.close()
 
@@ -60,14 +63,14 @@ async def test_a_long_memory_s_spans_follow_the_store_and_leave_the_queue(settin
     engine = build_runtime(settings).engine
     try:
         _hold(engine)
-        stored = await engine.store(LONG)
+        stored = await engine.store(StoreRequest(LONG))
         assert len(await _queued(engine)) == 1 and (await _counts(engine))["passages"] == 0
         _release(engine)
         engine._writer.passages.kick()
-        assert "still being indexed" in (await engine.search(LONG_QUESTION)).message  # said while it is
+        assert "still being indexed" in (await engine.search(SearchRequest(LONG_QUESTION))).message  # said while it is
         await engine.passages_indexed()
         assert await _queued(engine) == [] and (await _counts(engine))["passages"] == 7
-        found = await engine.search(LONG_QUESTION)
+        found = await engine.search(SearchRequest(LONG_QUESTION))
         assert found.results[0].memory_id == stored.memory_id and "still being indexed" not in found.message
     finally:
         engine.close()
@@ -76,7 +79,7 @@ async def test_a_long_memory_s_spans_follow_the_store_and_leave_the_queue(settin
 async def test_what_a_stop_left_queued_is_indexed_at_the_next_open(settings: Settings) -> None:
     engine = build_runtime(settings).engine
     _hold(engine)
-    stored = await engine.store(LONG)
+    stored = await engine.store(StoreRequest(LONG))
     batch = await engine.store_many([{"content": "First point. Second point here."}, {"content": "One line"}])
     assert len(await _queued(engine)) == 1 and (await _counts(engine))["passages"] == 2
     engine.close()
@@ -85,7 +88,7 @@ async def test_what_a_stop_left_queued_is_indexed_at_the_next_open(settings: Set
         await again.passages_indexed()
         assert await _queued(again) == []
         assert (await _counts(again))["passages"] == 7 + 2
-        hits = (await again.search(LONG_QUESTION)).results
+        hits = (await again.search(SearchRequest(LONG_QUESTION))).results
         assert hits and hits[0].memory_id == stored.memory_id
         assert batch.stored == 2
     finally:
@@ -96,10 +99,10 @@ async def test_a_memory_deleted_or_rewritten_before_indexing_gets_no_stale_passa
     engine = build_runtime(settings).engine
     try:
         _hold(engine)
-        gone = await engine.store(LONG)
-        kept = await engine.store(LONG.replace("Persephone", "Ariadne"))
+        gone = await engine.store(StoreRequest(LONG))
+        kept = await engine.store(StoreRequest(LONG.replace("Persephone", "Ariadne")))
         await engine.delete(gone.memory_id)
-        await engine.update(kept.memory_id, content="Rewritten now. Three sentences. All new.")
+        await engine.update(UpdateRequest(kept.memory_id, content="Rewritten now. Three sentences. All new."))
         _release(engine)
         await engine.passages_indexed()
         assert await _queued(engine) == []
@@ -111,7 +114,7 @@ async def test_a_memory_deleted_or_rewritten_before_indexing_gets_no_stale_passa
 async def test_a_lost_keyword_index_queues_the_passages_chroma_lacks(settings: Settings) -> None:
     engine = build_runtime(settings).engine
     _hold(engine)
-    await engine.store(TEXT)
+    await engine.store(StoreRequest(TEXT))
     engine.close()
     for suffix in ("", "-wal", "-shm"):
         path = settings.chromadb_path / f"{LEXICAL_FILE}{suffix}"
@@ -130,15 +133,17 @@ async def test_a_killed_store_process_loses_no_sentence_it_held(settings: Settin
     runtime = build_runtime(replace(settings, store_process=True))
     engine = runtime.engine
     try:
-        await engine.store("Warm up the store. Two sentences.")
+        await engine.store(StoreRequest("Warm up the store. Two sentences."))
         await engine.passages_indexed()  # the vectors are read into the store process's memory
-        stored = await engine.store(TEXT)  # its sentences are held in the store process, maybe not yet written
+        stored = await engine.store(
+            StoreRequest(TEXT)
+        )  # its sentences are held in the store process, maybe not yet written
         host = runtime.store_process
         assert host is not None and host.pid is not None
         os.kill(host.pid, signal.SIGKILL)
         await engine.passages_indexed()  # the next call starts a new store process, which has the queue
         assert (await _counts(engine))["passages"] == 2 + 3
-        hits = (await engine.search(SENTENCE_QUESTION)).results
+        hits = (await engine.search(SearchRequest(SENTENCE_QUESTION))).results
         assert hits and hits[0].memory_id == stored.memory_id
     finally:
         engine.close()
@@ -150,19 +155,21 @@ async def test_a_search_right_after_a_burst_finds_what_a_settled_one_finds(setti
     runtime = build_runtime(replace(settings, store_process=True))
     engine = runtime.engine
     try:
-        await engine.store("Warm up the store. Two sentences.")
+        await engine.store(StoreRequest("Warm up the store. Two sentences."))
         await engine.passages_indexed()
         for n in range(30):
-            await engine.store(f"Turn {n} of the chat. Nothing much happened on day {n}. The weather was mild.")
-        stored = await engine.store(TEXT)
-        at_once = await engine.search(SENTENCE_QUESTION)
+            await engine.store(
+                StoreRequest(f"Turn {n} of the chat. Nothing much happened on day {n}. The weather was mild.")
+            )
+        stored = await engine.store(StoreRequest(TEXT))
+        at_once = await engine.search(SearchRequest(SENTENCE_QUESTION))
         assert (await _counts(engine))["passages_queued"] > 0  # held, not yet written to Chroma
         await engine.passages_indexed()
         for _ in range(100):  # written between requests, once none came for a moment
             if (await _counts(engine))["passages_queued"] == 0:
                 break
             await asyncio.sleep(0.1)
-        later = await engine.search(SENTENCE_QUESTION)
+        later = await engine.search(SearchRequest(SENTENCE_QUESTION))
         assert at_once.results[0].memory_id == stored.memory_id
         assert [(h.memory_id, h.relevance_score) for h in at_once.results] == [
             (h.memory_id, h.relevance_score) for h in later.results

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from symbiote.config import Settings
+from symbiote.memory.requests import SearchRequest, StoreRequest
 from symbiote.runtime import build_runtime
 from symbiote.storage.process import StoreProcess
 from tests.conftest import ServerProcess
@@ -41,7 +42,7 @@ async def test_a_killed_store_process_is_replaced_and_nothing_is_lost(settings: 
     engine, history = runtime.engine, runtime.history
     assert history is not None
     try:
-        stored = await engine.store("The spare key is under the blue flowerpot")
+        stored = await engine.store(StoreRequest("The spare key is under the blue flowerpot"))
         await history.history.append("c1", "user", "where did I put the key?")
         host = runtime.store_process
         assert host is not None
@@ -49,11 +50,11 @@ async def test_a_killed_store_process_is_replaced_and_nothing_is_lost(settings: 
         assert first is not None and first != os.getpid()
         os.kill(first, signal.SIGKILL)
         assert _gone(first, 5)
-        hits = (await engine.search("where is the spare key?")).results
+        hits = (await engine.search(SearchRequest("where is the spare key?"))).results
         assert [h.memory_id for h in hits][:1] == [stored.memory_id]
         assert [t.text for t in (await history.history.get("c1")).turns] == ["where did I put the key?"]
         assert host.pid not in (None, first)
-        assert (await engine.store("Stored after the restart")).status == "stored"
+        assert (await engine.store(StoreRequest("Stored after the restart"))).status == "stored"
         assert (await engine.stats()).total_memories == 2
     finally:
         engine.close()

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest_asyncio
 
 from symbiote.config import Settings
+from symbiote.memory.requests import StoreRequest
 from symbiote.runtime import Runtime, build_runtime
 from symbiote.transfer.exporting import export_lines
 from symbiote.transfer.import_report import ImportReport
@@ -38,8 +39,10 @@ async def import_text(runtime: Runtime, text: str) -> ImportReport:
 
 async def test_links_go_out_and_come_back(runtimes: tuple[Runtime, Runtime]) -> None:
     source, target = runtimes
-    old = (await source.engine.store("Team lead is Priya Nair.")).memory_id
-    new = (await source.engine.store("Priya left the company; the new team lead is Tom Becker.")).memory_id
+    old = (await source.engine.store(StoreRequest("Team lead is Priya Nair."))).memory_id
+    new = (
+        await source.engine.store(StoreRequest("Priya left the company; the new team lead is Tom Becker."))
+    ).memory_id
     await source.engine.links.keep(old)
     text = await export_text(source)
     header, *lines = [json.loads(line) for line in text.splitlines()]
@@ -65,8 +68,8 @@ async def test_links_go_out_and_come_back(runtimes: tuple[Runtime, Runtime]) -> 
 
 async def test_who_made_a_link_goes_out_and_comes_back(runtimes: tuple[Runtime, Runtime]) -> None:
     source, target = runtimes
-    old = (await source.engine.store("Uses an old Samsung Galaxy S8.")).memory_id
-    new = (await source.engine.store("Got an iPhone 13 from my son.", replaces=[old])).memory_id
+    old = (await source.engine.store(StoreRequest("Uses an old Samsung Galaxy S8."))).memory_id
+    new = (await source.engine.store(StoreRequest("Got an iPhone 13 from my son.", replaces=[old]))).memory_id
     text = await export_text(source)
     by_id = {line["id"]: line for line in map(json.loads, text.splitlines()[1:])}
     assert by_id[old]["links"]["by"] == "assistant" and by_id[new]["links"]["by"] is None

@@ -19,6 +19,7 @@ import pytest_asyncio
 
 from symbiote.config import Settings
 from symbiote.memory.policy import EnginePolicy
+from symbiote.memory.requests import SearchRequest, StoreRequest, UpdateRequest
 from symbiote.runtime import Runtime, build_runtime
 from symbiote.transfer.exporting import export_lines
 from symbiote.transfer.history_access import turn_reader
@@ -75,8 +76,8 @@ async def fill(runtime: Runtime) -> dict[str, str]:
         ("Maya's piano teacher is Mrs. Okafor — lessons on Tuesdays ☕ 17:30.", {"bookmarked": True}),
         ("Decided on PostgreSQL 16 for Atlas.", {"type": "decision", "conversation_id": "chat-7", "confidence": 0.95}),
     ]:
-        ids[content] = (await engine.store(content, **extra)).memory_id
-    await engine.update(ids["Decided on PostgreSQL 16 for Atlas."], tags=["atlas", "database"])
+        ids[content] = (await engine.store(StoreRequest(content, **extra))).memory_id
+    await engine.update(UpdateRequest(ids["Decided on PostgreSQL 16 for Atlas."], tags=["atlas", "database"]))
     return ids
 
 
@@ -107,7 +108,7 @@ async def test_round_trip_gives_the_same_lines_and_a_second_import_adds_nothing(
     twice = await import_text(target, first)
     assert (twice.added, twice.unchanged, twice.updated) == (0, 4, 0)
     assert (await target.engine.stats()).total_memories == 4
-    found = await target.engine.search("who teaches Maya piano?")
+    found = await target.engine.search(SearchRequest("who teaches Maya piano?"))
     assert found.results and "Okafor" in found.results[0].content
 
 
@@ -134,7 +135,7 @@ async def test_malformed_lines_are_refused_by_number_and_nothing_stored_is_lost(
 ) -> None:
     source, target = runtimes
     await fill(source)
-    kept = await target.engine.store("Already here before the import", tags=["mine"])
+    kept = await target.engine.store(StoreRequest("Already here before the import", tags=["mine"]))
     good = memory_lines(await export_text(source))
     first = json.loads(good[0])
     bad = [
@@ -195,7 +196,9 @@ async def test_other_text_is_a_conflict_a_newer_copy_updates_and_a_dry_run_chang
     assert "future" in dict((await import_text(target, json.dumps(future))).refused)[1]
     replaced = await import_text(target, json.dumps(rewritten), replace_conflicts=True)
     assert replaced.replaced == 1 and (await target.engine.get(coffee)).content == "Prefers light roast coffee now."
-    assert (await target.engine.search("how does the user take coffee now?")).results[0].memory_id == coffee
+    assert (await target.engine.search(SearchRequest("how does the user take coffee now?"))).results[
+        0
+    ].memory_id == coffee
 
 
 async def test_the_reference_memory_servers_knowledge_graph(runtimes: tuple[Runtime, Runtime]) -> None:
@@ -209,7 +212,7 @@ async def test_the_reference_memory_servers_knowledge_graph(runtimes: tuple[Runt
     assert by_content["Anthropic is a organization."].tags == ("Anthropic", "organization")
     assert by_content["John_Smith works_at Anthropic"].tags == ("John_Smith", "Anthropic")
     assert by_content["John_Smith works_at Anthropic"].type == "relation"
-    found = await target.engine.search("where does John work?")
+    found = await target.engine.search(SearchRequest("where does John work?"))
     assert found.results[0].content == "John_Smith works_at Anthropic"
     again = await import_text(target, KNOWLEDGE_GRAPH)
     assert again.added == 0 and again.unchanged == 4
@@ -221,7 +224,7 @@ async def test_history_goes_out_and_comes_back(runtimes: tuple[Runtime, Runtime]
     await source.history.history.append("chat-1", "user", "What should I cook tonight?")
     await source.history.history.append("chat-1", "assistant", "How about a mushroom risotto?")
     await source.history.history.append("chat-2", "user", "Remind me about the dentist.")
-    await source.engine.store("Likes risotto")
+    await source.engine.store(StoreRequest("Likes risotto"))
     text = await export_text(source, history=True)
     assert json.loads(text.splitlines()[0])["counts"] == {"memories": 1, "turns": 3}
     report = await import_text(target, text)
