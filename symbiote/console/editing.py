@@ -17,7 +17,7 @@ from starlette.responses import RedirectResponse, Response
 from symbiote.console.memories import checked_form, split_tags
 from symbiote.console.rendering import page, problem
 from symbiote.errors import InvalidInputError, MemoryNotFoundError, SymbioteError
-from symbiote.memory.owner_stats import CONSOLE  # what stored a memory the owner added here
+from symbiote.memory import CONSOLE  # what stored a memory the owner added here
 
 TYPES = ("preference", "fact", "project", "decision", "personal")  # offered; any other short word is accepted too
 

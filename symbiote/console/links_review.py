@@ -12,7 +12,7 @@ from starlette.responses import RedirectResponse, Response
 from symbiote.console.memories import checked_form
 from symbiote.console.rendering import page, problem
 from symbiote.errors import InvalidInputError, MemoryNotFoundError, SymbioteError
-from symbiote.memory.links import OWNER
+from symbiote.memory import OWNER
 
 DONE = {
     "keep": "Kept both, linked.",

@@ -21,12 +21,8 @@ from symbiote.console.gate import visit_of
 from symbiote.console.rendering import fragment, page, problem
 from symbiote.console.session import Sessions
 from symbiote.errors import InvalidInputError, SymbioteError
-from symbiote.memory import validation
-from symbiote.memory.clock import instant_us
-from symbiote.memory.ids import is_memory_id
-from symbiote.memory.searching import RELEVANCE_CUTOFF
-from symbiote.memory.trash import TRASH_DAYS
-from symbiote.storage.filters import MemoryFilter
+from symbiote.memory import RELEVANCE_CUTOFF, TRASH_DAYS, instant_us, is_memory_id, validation
+from symbiote.storage import MemoryFilter
 
 PAGE_SIZE = 25
 SEARCH_LIMIT = 20

@@ -14,9 +14,8 @@ from starlette.responses import RedirectResponse, Response
 from symbiote.console.memories import checked_form
 from symbiote.console.rendering import page, problem
 from symbiote.errors import InvalidInputError, SymbioteError
-from symbiote.memory import validation
-from symbiote.memory.searching import RELEVANCE_CUTOFF
-from symbiote.storage.filters import MemoryFilter
+from symbiote.memory import RELEVANCE_CUTOFF, validation
+from symbiote.storage import MemoryFilter
 
 MAX_TURNS_SHOWN = 500
 HISTORY_HITS = 20

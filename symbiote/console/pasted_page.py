@@ -13,9 +13,7 @@ from symbiote.console.memories import Filters, checked_form
 from symbiote.console.rendering import page, problem
 from symbiote.console.trash import ALL_MATCHING
 from symbiote.errors import InvalidInputError, SymbioteError
-from symbiote.memory import validation
-from symbiote.memory.clock import now_us
-from symbiote.memory.trash import OWNER
+from symbiote.memory import OWNER, now_us, validation
 from symbiote.transfer.pasted import batch_tag, pasted_lines
 from symbiote.transfer.sources import import_text
 

@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 from symbiote.console.gate import context_of
-from symbiote.memory.clock import iso_utc
+from symbiote.memory import iso_utc
 
 TEMPLATES = Path(__file__).parent / "templates"
 STATIC = Path(__file__).parent / "static"

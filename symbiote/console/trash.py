@@ -17,9 +17,7 @@ from starlette.responses import RedirectResponse, Response
 from symbiote.console.memories import PAGE_SIZE, Filters, checked_form
 from symbiote.console.rendering import page, problem
 from symbiote.errors import InvalidInputError, SymbioteError
-from symbiote.memory import validation
-from symbiote.memory.clock import now_us
-from symbiote.memory.trash import OWNER, TRASH_DAYS, expires_us
+from symbiote.memory import OWNER, TRASH_DAYS, expires_us, now_us, validation
 
 MAX_SELECTION = 100  # ids ticked one by one; "all matching" sends the filters instead
 ALL_MATCHING = 100_000  # the most one "select all matching" deletes

@@ -2,7 +2,7 @@
 
 A store acknowledges once the whole text's vector and the memory are durable; its passages (each
 sentence of a short memory, the paragraphs and spans of a long one) wait in the store's durable
-queue (`symbiote.storage.passages`). This task drains that queue as idle work: once writes have
+queue (`symbiote.storage.chroma.passages`). This task drains that queue as idle work: once writes have
 paused (or after a bounded wait behind a steady stream of them), embedded only when no search or
 write waits for the model, added only when no other store call waits. So a burst of writes does
 not wait for its own passages, and they are indexed in batches after it. The queue is read from
@@ -17,7 +17,7 @@ import time
 
 from symbiote.embedding.embedder import AsyncEmbedder
 from symbiote.memory.store_io import StoreIO
-from symbiote.storage.base import MemoryStore
+from symbiote.storage import MemoryStore
 from symbiote.workers import Backoff
 
 log = logging.getLogger(__name__)

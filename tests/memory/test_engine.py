@@ -17,7 +17,7 @@ from symbiote.errors import InvalidInputError, MemoryNotFoundError, StoreUnavail
 from symbiote.memory.engine import MemoryEngine
 from symbiote.memory.ids import IdGenerator, is_memory_id
 from symbiote.runtime import build_runtime
-from symbiote.storage.chroma_store import MEMORY_COLLECTION
+from symbiote.storage.chroma.store import MEMORY_COLLECTION
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from symbiote.runtime import Runtime, build_runtime
-from symbiote.storage.filters import MemoryFilter
+from symbiote.storage import MemoryFilter
 from tests.chroma_server import Backend
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from symbiote.config import Settings
-from symbiote.memory.engine import MemoryEngine
+from symbiote.memory import MemoryEngine
 from symbiote.runtime import build_runtime
 
 FACTS = [

@@ -12,11 +12,11 @@ import pytest
 
 from symbiote.azure.guard import GuardedHistory, GuardedStore, WriteGate
 from symbiote.errors import StoreUnavailableError
-from symbiote.storage.base import LIFECYCLE_METHODS, READ_METHODS, WRITE_METHODS, MemoryStore
-from symbiote.storage.history import HISTORY_READ_METHODS, HISTORY_WRITE_METHODS, HistoryStore
+from symbiote.storage.base import LIFECYCLE_METHODS, READ_METHODS, WRITE_METHODS, HistoryStore, MemoryStore
+from symbiote.storage.chroma.history import HISTORY_READ_METHODS, HISTORY_WRITE_METHODS
+from symbiote.storage.chroma.process import RemoteHistory, RemoteStore
 from symbiote.storage.layers import HistoryLayer, Layer, StoreLayer
 from symbiote.storage.opening import ResetGuard, ResetHistoryGuard, StoreResetError
-from symbiote.storage.process import RemoteHistory, RemoteStore
 
 
 def _members(protocol: type) -> set[str]:
@@ -149,8 +149,8 @@ async def test_history_writes_go_through_store_io_and_retry_a_busy_store() -> No
     `writing()`, with a locked database retried rather than reported."""
     import numpy as np
 
-    from symbiote.memory.history import ConversationHistory
-    from symbiote.storage.history import StoredTurn
+    from symbiote.memory import ConversationHistory
+    from symbiote.storage.base import StoredTurn
 
     class Embedder:
         async def embed(self, texts: list[str], urgent: bool = False) -> list[Any]:

@@ -8,7 +8,7 @@ import signal
 from dataclasses import replace
 
 from symbiote.config import Settings
-from symbiote.memory.engine import MemoryEngine
+from symbiote.memory import MemoryEngine
 from symbiote.runtime import build_runtime
 from symbiote.storage.base import LEXICAL_FILE
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest_asyncio
 
 from symbiote.config import Settings
-from symbiote.memory.policy import EnginePolicy
+from symbiote.memory import EnginePolicy
 from symbiote.runtime import Runtime, build_runtime
 from symbiote.transfer.exporting import export_lines
 from symbiote.transfer.history_access import turn_reader

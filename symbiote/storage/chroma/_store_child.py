@@ -1,4 +1,4 @@
-"""The store process's side of `symbiote.storage.process`: the loop that opens stores and answers calls.
+"""The store process's side of `symbiote.storage.chroma.process`: the loop that opens stores and answers calls.
 
 It serves one request at a time, in order, and gives its open objects' idle work (`idle_step`)
 the moments when no request waits.
@@ -17,8 +17,7 @@ from symbiote.errors import SymbioteError
 from symbiote.storage.disk_errors import RemoteStoreError, exception_chain
 
 if TYPE_CHECKING:
-    from symbiote.storage.base import MemoryStore
-    from symbiote.storage.history import HistoryStore
+    from symbiote.storage.base import HistoryStore, MemoryStore
 
 log = logging.getLogger(__name__)
 
@@ -46,12 +45,12 @@ def _portable(exc: BaseException) -> BaseException:
 
 def _open(kind: str, path: str, model: str, dimension: int) -> MemoryStore | HistoryStore:
     if kind == "memories":
-        from symbiote.storage.opening import open_embedded_store
+        from symbiote.storage.chroma.opening import open_embedded_store
 
         return open_embedded_store(Path(path), model, dimension, vectors_in_memory=True)  # the only writer
     if kind == "history":
-        from symbiote.storage.chroma_client import embedded_client
-        from symbiote.storage.history import open_history_store
+        from symbiote.storage.chroma.client import embedded_client
+        from symbiote.storage.chroma.history import open_history_store
 
         return open_history_store(embedded_client(Path(path)), model, dimension)
     raise ValueError(f"unknown store kind {kind!r}")
@@ -90,7 +89,7 @@ def child_main(fd: int) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     _die_with_parent()
     conn = Connection(fd)
-    from symbiote.storage.chroma_client import import_chromadb
+    from symbiote.storage.chroma.client import import_chromadb
 
     import_chromadb()  # now, while the server is still importing its own modules
 

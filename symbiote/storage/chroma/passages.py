@@ -13,13 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from symbiote.storage.bulk_reads import chunk_ids, read_all
+from symbiote.storage.chroma.bulk_reads import chunk_ids, read_all
 
 if TYPE_CHECKING:
     import numpy as np
 
     from symbiote.storage.base import StoredMemory
-    from symbiote.storage.keywords import LexicalIndex
+    from symbiote.storage.chroma.keywords import LexicalIndex
 
 
 def chunk_records(
