@@ -4,8 +4,10 @@ This is the package's door: other packages import from `symbiote.memory`, never 
 inside it (tests/test_layers.py checks); tests/memory/ tests the modules themselves. Everything
 here is imported at once: every package that uses the engine (the MCP tools, the console,
 transfer, the runtime) loads it whole anyway, and nothing on the way to listening imports it.
+`validation` is let out whole: every argument check, one rule for the tools, the console and imports.
 """
 
+from symbiote.memory import validation
 from symbiote.memory.bulk import FETCH_BATCH, IMPORTED, MemoryBulk
 from symbiote.memory.clock import instant_us, iso_utc, now_us
 from symbiote.memory.context import BuiltContext, ContextBuilder, TokenCounter
@@ -81,4 +83,5 @@ __all__ = [
     "iso_utc",
     "now_us",
     "takes",
+    "validation",
 ]
