@@ -114,5 +114,5 @@ class PassageIndexer:
         for memory_id, windows in items:
             batch.append((memory_id, vectors[offset : offset + len(windows) - 1], windows))
             offset += len(windows) - 1
-        await io.write(store.add_passages, batch, idle=True)  # within Chroma's maximum (`storage.batches`)
+        await io.write(store.add_passages, batch, idle=True)  # within Chroma's maximum (`storage.chroma.batches`)
         return True

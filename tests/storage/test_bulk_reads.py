@@ -16,10 +16,10 @@ import pytest
 from symbiote.embedding import MODEL_DIMENSION, MODEL_NAME
 from symbiote.memory import created_us
 from symbiote.memory.ids import IdGenerator
+from symbiote.storage import LEXICAL_FILE
 from symbiote.storage.base import StoredMemory, content_hash
 from symbiote.storage.chroma.opening import open_embedded_store
 from symbiote.storage.filters import MemoryFilter
-from symbiote.storage.opening import LEXICAL_FILE
 
 SIZE = 33_000  # over SQLite's 32,766 variables
 

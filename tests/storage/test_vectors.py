@@ -17,8 +17,8 @@ import pytest
 from symbiote.embedding.model import MODEL_DIMENSION, MODEL_NAME, OnnxEmbedder
 from symbiote.memory import created_us as id_micros
 from symbiote.memory.ids import IdGenerator
-from symbiote.storage import vectors
 from symbiote.storage.base import StoredMemory, content_hash
+from symbiote.storage.chroma import vectors
 from symbiote.storage.chroma.opening import open_embedded_store
 from symbiote.storage.chroma.process import StoreProcess
 from symbiote.storage.chroma.store import ChromaMemoryStore

@@ -48,7 +48,7 @@ KEYWORD_ROWS = 4_000
 # newest this many of its matches: older ones, in a store that large, are left to the vector search.
 SCORED_ROWS = 1_000
 # A word's BM25 scores are held until the next write once a search has asked for it
-# (`storage.term_scores`), at once for a word in at most RARE_TERM_ROWS memories.
+# (`storage.chroma.term_scores`), at once for a word in at most RARE_TERM_ROWS memories.
 RARE_TERM_ROWS = 100
 SCHEMA_VERSION = 1  # 1: fts rowid = docs rowid
 
