@@ -44,8 +44,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from personal_set import new_engine  # noqa: E402  (an engine on a new store, removed afterwards)
 
-from symbiote.memory.requests import SearchRequest, StoreRequest
-from symbiote.storage.terms import query_terms  # noqa: E402
+from symbiote.memory import SearchRequest, StoreRequest
+from symbiote.storage import query_terms  # noqa: E402
 
 
 def content_words(text: str) -> set[str]:

@@ -111,11 +111,11 @@ class Settings:
     memory_max_per_window: int = 3
     min_free_mb: int = 50  # writes are refused while less is free on the data disk (0: never)
     max_content_bytes: int = MAX_CONTENT_BYTES  # one memory's text, UTF-8 (SYMBIOTE_MAX_CONTENT_BYTES)
-    store_process: bool = True  # embedded Chroma in its own process (symbiote.storage.process); off: in-process
+    store_process: bool = True  # embedded Chroma in its own process (symbiote.storage.chroma.process); off: in-process
     history_tail_n: int = 16
     memory_top_k: int = 8
     context_token_budget: int = 2000
-    # A Chroma server instead of the embedded store (symbiote.storage.chroma_client). chroma_host "" = embedded.
+    # A Chroma server instead of the embedded store (symbiote.storage.chroma.client). chroma_host "" = embedded.
     chroma_host: str = ""
     chroma_port: int = 8000
     chroma_ssl: bool = False

@@ -20,21 +20,17 @@ from symbiote.errors import StoreUnavailableError
 from symbiote.mcp.history_tools import HistoryServices, register_history_tools
 from symbiote.mcp.personality import Personality, load
 from symbiote.mcp.server import SymbioteMCP, build_server
-from symbiote.memory.context import ContextBuilder, TokenCounter
-from symbiote.memory.engine import EnginePolicy, MemoryEngine
-from symbiote.memory.history import ConversationHistory
-from symbiote.storage.base import MemoryStore
-from symbiote.storage.chroma_client import ChromaClients, ChromaServer
-from symbiote.storage.diskspace import DiskSpace
-from symbiote.storage.history import HistoryStore, open_history_store
-from symbiote.storage.opening import (
-    ResetGuard,
-    ResetHistoryGuard,
-    embedded_store_exists,
+from symbiote.memory import ContextBuilder, ConversationHistory, EnginePolicy, MemoryEngine, TokenCounter
+from symbiote.storage import DiskSpace, HistoryStore, MemoryStore, ResetGuard, ResetHistoryGuard, embedded_store_exists
+from symbiote.storage.chroma import (
+    ChromaClients,
+    ChromaServer,
+    StoreProcess,
+    for_path,
     open_embedded_store,
+    open_history_store,
     open_server_store,
 )
-from symbiote.storage.process import StoreProcess, for_path
 from symbiote.telemetry import export as telemetry
 
 log = logging.getLogger(__name__)
@@ -168,7 +164,7 @@ def build_runtime(settings: Settings, *, share: FileShare | None = None) -> Runt
     personality = load(settings.personalities_dir, settings.personality)
     chroma_server = ChromaServer.from_settings(settings)
 
-    # Embedded Chroma runs in a process of its own (symbiote.storage.process) unless
+    # Embedded Chroma runs in a process of its own (symbiote.storage.chroma.process) unless
     # SYMBIOTE_STORE_PROCESS=off; a Chroma server is one already.
     host = store_host(settings)
     services = open_share_services(settings, share)

@@ -1,12 +1,24 @@
 """The package's layers: every import inside `symbiote/` points down (lazy imports count), so the
-engine never learns of MCP, HTTP or Azure and nothing below `fastboot/` depends on it."""
+engine never learns of MCP, HTTP or Azure and nothing below `fastboot/` depends on it; and a
+package with a door (`__all__` in its `__init__`) is entered only through it.
+
+The surface rule: a module of package P (e.g. `symbiote.storage.filters`) may be imported by name
+only from inside P (its own modules and its subpackages'); everywhere else in `symbiote/` and in
+`function_app.py` imports P itself, and only names in P's `__all__` (which may name a whole module,
+as `symbiote.memory` does its argument checks, `validation`). A subpackage's `__init__` is a door
+of its own (`symbiote.storage.chroma`). Tests and benchmarks use the doors for what they let out;
+they reach into a module only for what no door lets out (the internals they test or measure), and
+`tests/<package>/` may use `symbiote.<package>`'s modules freely.
+
+The layer order is written once, in RANK; docs/architecture.md quotes it (checked below)."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "symbiote"
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "symbiote"
 
 # Higher imports lower; equal ranks must not import one another (siblings stay apart).
 RANK = {
@@ -70,3 +82,104 @@ def test_imports_point_down() -> None:
             if RANK[layer] >= RANK[source]:
                 upward.append(f"{path.relative_to(PACKAGE)} ({source}) imports {target} ({layer})")
     assert not upward, "\n".join(upward)
+
+
+def _doors() -> dict[str, set[str]]:
+    """Each package with a door: its dotted name and the names its `__all__` lets out."""
+    found = {}
+    for init in PACKAGE.rglob("__init__.py"):
+        for node in ast.parse(init.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+            ):
+                name = ".".join(("symbiote", *init.parent.relative_to(PACKAGE).parts))
+                found[name] = set(ast.literal_eval(node.value))
+    return found
+
+
+def _module_name(path: Path) -> str:
+    """The dotted name a file's imports are judged as. A test in `tests/<package>/` is judged as
+    `symbiote.<package>` itself, inside it and its subpackages: it may test their modules."""
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    if parts[0] == "tests" and len(parts) > 2 and (PACKAGE / parts[1]).is_dir():
+        return f"symbiote.{parts[1]}.*"
+    return ".".join(parts)
+
+
+def _inside(importer: str, package: str) -> bool:
+    if importer.endswith(".*"):  # a test of a package: inside it and its subpackages
+        return package == importer[:-2] or package.startswith(importer[:-1])
+    return importer.startswith(package + ".")
+
+
+def _reaches(node: ast.AST, doors: dict[str, set[str]]) -> list[tuple[str, str, bool]]:
+    """What an import takes past a door: (the module reached, its door, whether the door lets all of
+    it out). `from symbiote.memory import validation` goes through the door when `__all__` names it."""
+    found = []
+    if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in doors:
+        for alias in node.names:
+            if alias.name not in doors[node.module] and f"{node.module}.{alias.name}" not in doors:
+                found.append((f"{node.module}.{alias.name}", node.module, False))
+        return found
+    if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+        modules, names = [node.module], [a.name for a in node.names]
+    elif isinstance(node, ast.Import):
+        modules, names = [a.name for a in node.names], []
+    else:
+        return found
+    for module in modules:
+        door = max((d for d in doors if module.startswith(d + ".")), key=len, default=None)
+        if door is not None:
+            lets_out = module.removeprefix(door + ".") in doors[door] or bool(names) and set(names) <= doors[door]
+            found.append((module, door, lets_out))
+    return found
+
+
+def _past_the_doors(paths: list[Path]) -> list[str]:
+    """Every import that reaches past a door, as `file: what it imports`."""
+    doors = _doors()
+    past = []
+    for path in paths:
+        importer = _module_name(path)
+        code = importer.startswith("symbiote.") and not importer.endswith(".*") or importer == "function_app"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            for module, door, lets_out in _reaches(node, doors):
+                if _inside(importer, door):
+                    continue
+                if code or lets_out:  # a test or benchmark reaches in only for what no door lets out
+                    past.append(f"{path.relative_to(ROOT)}: {module}")
+    return past
+
+
+def _sources() -> list[Path]:
+    found = [*PACKAGE.rglob("*.py"), ROOT / "function_app.py", *(ROOT / "benchmarks").rglob("*.py")]
+    found += [p for p in (ROOT / "tests").rglob("*.py") if "node_modules" not in p.parts]
+    return sorted(found)
+
+
+def test_other_packages_enter_a_package_only_through_its_door() -> None:
+    past = _past_the_doors(_sources())
+    assert not past, "import these from the package's __init__ (or add the name to its __all__):\n" + "\n".join(past)
+
+
+def test_the_door_check_sees_an_import_past_a_door(tmp_path: Path) -> None:
+    """The check above would pass on nothing: it fails on the import the issue names."""
+    probe = PACKAGE / "memory" / "_door_probe.py"
+    probe.write_text("from symbiote.storage.chroma.store import ChromaMemoryStore\n", encoding="utf-8")
+    try:
+        assert _past_the_doors([probe]) == ["symbiote/memory/_door_probe.py: symbiote.storage.chroma.store"]
+    finally:
+        probe.unlink()
+
+
+def test_the_architecture_doc_quotes_the_layer_order() -> None:
+    """docs/architecture.md shows RANK as it is, so the order is written once and quoted."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    quoted = text.split("<!-- RANK -->\n```\n", 1)[1].split("```", 1)[0]
+    assert quoted == rank_table(), "copy rank_table() into docs/architecture.md"
+
+
+def rank_table() -> str:
+    """RANK as the doc quotes it: one line per rank, highest first."""
+    ranks = sorted(set(RANK.values()), reverse=True)
+    return "".join(f"{r:>4}  {'  '.join(sorted(n for n, v in RANK.items() if v == r))}\n" for r in ranks)

@@ -11,9 +11,8 @@ import pytest
 from symbiote import config
 from symbiote.config import Settings
 from symbiote.errors import InvalidInputError
-from symbiote.memory import clock, policy, validation
-from symbiote.memory.requests import SearchRequest, takes
-from symbiote.storage.filters import MemoryFilter
+from symbiote.memory import SearchRequest, clock, policy, takes, validation
+from symbiote.storage import MemoryFilter
 from symbiote.transfer import export_format
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from symbiote.errors import DataFormatError, SymbioteError
-from symbiote.storage.data_format import recorded_format
+from symbiote.storage import recorded_format
 
 T = TypeVar("T")
 

@@ -18,9 +18,7 @@ from typing import Any, Generic, TypeVar
 
 from symbiote.azure.lease import WriterLease
 from symbiote.errors import StoreUnavailableError
-from symbiote.storage.base import MemoryStore
-from symbiote.storage.history import HistoryStore
-from symbiote.storage.layers import HistoryLayer, Layer, StoreLayer, invoke
+from symbiote.storage import HistoryLayer, HistoryStore, Layer, MemoryStore, StoreLayer, invoke
 
 log = logging.getLogger(__name__)
 

@@ -152,7 +152,7 @@ def reset(args: argparse.Namespace) -> int:
     aside too. A server still running on the old directory refuses to go on until restarted.
     """
     from symbiote.auth.store import AUTH_DB_NAME
-    from symbiote.storage.opening import reset_store
+    from symbiote.storage import reset_store
 
     settings = settings_from_env()
     if not args.confirm:

@@ -159,8 +159,8 @@ def _prestart(settings: Settings) -> None:
     if not settings.chroma_host and settings.store_process:
         from symbiote.embedding import MODEL_DIMENSION, MODEL_NAME
         from symbiote.errors import StoreUnavailableError
-        from symbiote.storage.opening import embedded_store_exists
-        from symbiote.storage.process import prestart
+        from symbiote.storage import embedded_store_exists
+        from symbiote.storage.chroma import prestart
 
         # With a file share the store may be opened only under the writer lease: not before. A
         # store that does not exist yet is created on the first memory operation, not now.

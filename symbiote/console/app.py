@@ -34,8 +34,7 @@ from symbiote.transfer.sources import import_path
 if TYPE_CHECKING:
     from symbiote.auth.store import AuthStore
     from symbiote.config import Settings
-    from symbiote.memory.engine import MemoryEngine
-    from symbiote.memory.history import ConversationHistory
+    from symbiote.memory import ConversationHistory, MemoryEngine
 
 
 class _Wrapped:

@@ -19,8 +19,7 @@ from symbiote.console.memories import split_tags
 from symbiote.console.rendering import page, problem
 from symbiote.console.state import console_state
 from symbiote.errors import InvalidInputError, MemoryNotFoundError, SymbioteError
-from symbiote.memory.owner_stats import CONSOLE  # what stored a memory the owner added here
-from symbiote.memory.requests import StoreRequest, UpdateRequest
+from symbiote.memory import CONSOLE, StoreRequest, UpdateRequest  # what stored a memory the owner added here
 
 TYPES = ("preference", "fact", "project", "decision", "personal")  # offered; any other short word is accepted too
 

@@ -13,7 +13,7 @@ from symbiote.console.forms import checked_form, text
 from symbiote.console.rendering import page, problem
 from symbiote.console.state import console_state
 from symbiote.errors import InvalidInputError, MemoryNotFoundError, SymbioteError
-from symbiote.memory.links import OWNER
+from symbiote.memory import OWNER
 
 DONE = {
     "keep": "Kept both, linked.",

@@ -20,13 +20,8 @@ from starlette.responses import Response
 from symbiote.console.rendering import fragment, page, problem
 from symbiote.console.state import console_state
 from symbiote.errors import InvalidInputError, SymbioteError
-from symbiote.memory import validation
-from symbiote.memory.clock import instant_us
-from symbiote.memory.ids import is_memory_id
-from symbiote.memory.requests import SearchRequest
-from symbiote.memory.searching import RELEVANCE_CUTOFF
-from symbiote.memory.trash import TRASH_DAYS
-from symbiote.storage.filters import MemoryFilter
+from symbiote.memory import RELEVANCE_CUTOFF, TRASH_DAYS, SearchRequest, instant_us, is_memory_id, validation
+from symbiote.storage import MemoryFilter
 
 PAGE_SIZE = 25
 SEARCH_LIMIT = 20

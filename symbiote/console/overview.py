@@ -15,10 +15,8 @@ from symbiote.console.forms import checked_form, text
 from symbiote.console.rendering import page, problem
 from symbiote.console.state import console_state
 from symbiote.errors import InvalidInputError, SymbioteError
-from symbiote.memory import validation
-from symbiote.memory.owner_stats import OwnerStats
-from symbiote.memory.searching import RELEVANCE_CUTOFF
-from symbiote.storage.filters import MemoryFilter
+from symbiote.memory import RELEVANCE_CUTOFF, OwnerStats, validation
+from symbiote.storage import MemoryFilter
 
 MAX_TURNS_SHOWN = 500
 HISTORY_HITS = 20

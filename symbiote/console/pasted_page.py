@@ -15,9 +15,7 @@ from symbiote.console.rendering import page, problem
 from symbiote.console.state import console_state
 from symbiote.console.trash import ALL_MATCHING
 from symbiote.errors import InvalidInputError, SymbioteError
-from symbiote.memory import validation
-from symbiote.memory.clock import now_us
-from symbiote.memory.trash import OWNER
+from symbiote.memory import OWNER, now_us, validation
 from symbiote.transfer.pasted import batch_tag, pasted_lines
 from symbiote.transfer.sources import import_text
 

@@ -16,7 +16,7 @@ from starlette.responses import HTMLResponse
 
 from symbiote.console.gate import context_of
 from symbiote.console.state import console_state
-from symbiote.memory.clock import iso_utc
+from symbiote.memory import iso_utc
 
 TEMPLATES = Path(__file__).parent / "templates"
 STATIC = Path(__file__).parent / "static"

@@ -19,9 +19,7 @@ from symbiote.console.memories import PAGE_SIZE, Filters
 from symbiote.console.rendering import page, problem
 from symbiote.console.state import console_state
 from symbiote.errors import InvalidInputError, SymbioteError
-from symbiote.memory import validation
-from symbiote.memory.clock import now_us
-from symbiote.memory.trash import OWNER, TRASH_DAYS, expires_us
+from symbiote.memory import OWNER, TRASH_DAYS, expires_us, now_us, validation
 
 MAX_SELECTION = 100  # ids ticked one by one; "all matching" sends the filters instead
 ALL_MATCHING = 100_000  # the most one "select all matching" deletes

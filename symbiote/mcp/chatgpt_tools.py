@@ -22,8 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from symbiote.errors import MemoryNotFoundError, SymbioteError
-from symbiote.memory.engine import MemoryEngine
-from symbiote.memory.requests import SearchRequest
+from symbiote.memory import MemoryEngine, SearchRequest
 
 log = logging.getLogger(__name__)
 SEARCH_LIMIT = 10

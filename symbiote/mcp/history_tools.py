@@ -10,8 +10,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from symbiote.mcp.tools import readable_errors
-from symbiote.memory.context import BuiltContext, ContextBuilder
-from symbiote.memory.history import AppendResult, ConversationHistory, History
+from symbiote.memory import AppendResult, BuiltContext, ContextBuilder, ConversationHistory, History
 
 
 @dataclass

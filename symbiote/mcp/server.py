@@ -22,7 +22,7 @@ from symbiote import __version__
 from symbiote.errors import SymbioteError
 from symbiote.mcp.personality import Personality
 from symbiote.mcp.tools import register_tools
-from symbiote.memory.engine import MemoryEngine
+from symbiote.memory import MemoryEngine
 from symbiote.telemetry.gauges import StoreGauges
 from symbiote.telemetry.mcp_spans import McpTelemetry, instrument
 

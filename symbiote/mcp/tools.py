@@ -19,23 +19,27 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from symbiote.errors import SymbioteError
-from symbiote.memory.bulk import IMPORTED
-from symbiote.memory.engine import MemoryEngine
-from symbiote.memory.links import ASSISTANT
-from symbiote.memory.owner_stats import CONSOLE, UNKNOWN
-from symbiote.memory.records import (
+from symbiote.memory import (
+    ASSISTANT,
+    CONSOLE,
+    IMPORTED,
+    UNKNOWN,
     BatchStoreResult,
     DeleteResult,
     LinkResult,
     Memory,
+    MemoryEngine,
     MemoryList,
     MemoryPage,
     MemoryStats,
+    SearchRequest,
     SearchResults,
+    StoreRequest,
     StoreResult,
+    UpdateRequest,
     UpdateResult,
+    takes,
 )
-from symbiote.memory.requests import SearchRequest, StoreRequest, UpdateRequest, takes
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")

@@ -17,7 +17,7 @@ import numpy as np
 
 from symbiote.memory.links import NewLink, decide, offers
 from symbiote.memory.store_io import StoreIO
-from symbiote.storage.base import MemoryStore, StoredMemory
+from symbiote.storage import MemoryStore, StoredMemory
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,7 @@ from symbiote.embedding import MODEL_DIMENSION
 from symbiote.memory.clock import iso_utc
 from symbiote.memory.policy import EnginePolicy, check_quota
 from symbiote.memory.trash import OWNER
-from symbiote.storage.base import LINK_FIELDS, MemoryStore, StoredMemory
-from symbiote.storage.filters import MemoryFilter
+from symbiote.storage import LINK_FIELDS, MemoryFilter, MemoryStore, StoredMemory
 
 if TYPE_CHECKING:
     import numpy as np

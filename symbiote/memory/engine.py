@@ -42,9 +42,7 @@ from symbiote.memory.store_io import StoreIO
 from symbiote.memory.trash import ASSISTANT, TRASH_DAYS, MemoryTrash
 from symbiote.memory.writing import MemoryWriter
 from symbiote.retrieval.ranking import Candidate, QueryEvidence
-from symbiote.storage.base import MemoryStore
-from symbiote.storage.diskspace import DiskSpace
-from symbiote.storage.filters import MemoryFilter
+from symbiote.storage import DiskSpace, MemoryFilter, MemoryStore
 
 __all__ = ["EnginePolicy", "MemoryEngine", "PolicyRefusedError", "QuotaExceededError"]
 
@@ -82,7 +80,7 @@ class MemoryEngine:
         self._store_exists = store_exists
         self._absent = False  # the warm-up found no store yet: none is created until it is used
         self._warming: asyncio.Future[None] | None = None  # the warm-up's model load and store opening
-        self._on_close = on_close  # e.g. end the memory store's process (symbiote.storage.process)
+        self._on_close = on_close  # e.g. end the memory store's process (symbiote.storage.chroma.process)
         self._counting: asyncio.Future[int] | None = None  # health's count of memories, while in flight
         self._last_count: int | None = None
         self.policy = policy or EnginePolicy()

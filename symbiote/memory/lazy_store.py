@@ -15,7 +15,7 @@ from typing import Any, Generic, TypeVar
 
 from symbiote.embedding import MODEL_DIMENSION, MODEL_NAME
 from symbiote.errors import StoreUnavailableError, worded
-from symbiote.storage.disk_errors import StoreDamagedError
+from symbiote.storage import StoreDamagedError
 
 log = logging.getLogger(__name__)
 S = TypeVar("S")

@@ -21,7 +21,7 @@ from symbiote.memory.ids import created_us as id_created_us
 from symbiote.memory.records import LinkResult
 from symbiote.memory.store_io import StoreIO
 from symbiote.retrieval.sameness import LinkKind, fuller_is_newer, judge, may_be_same, stands_out
-from symbiote.storage.base import MemoryStore, StoredMemory
+from symbiote.storage import MemoryStore, StoredMemory
 
 SERVER, ASSISTANT, OWNER = "server", "assistant", "owner"  # who made a link (the server's is stored as None)
 MAX_OFFERS = 3

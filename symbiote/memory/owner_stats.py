@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from symbiote.errors import SymbioteError
 from symbiote.memory.clock import now_us
 from symbiote.memory.store_io import StoreIO
-from symbiote.storage.base import MemoryStore, StoredMemory
+from symbiote.storage import MemoryStore, StoredMemory
 
 log = logging.getLogger(__name__)
 

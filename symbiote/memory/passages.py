@@ -2,7 +2,7 @@
 crash or an index rebuild left queued.
 
 A memory within the model's window brings its sentences' vectors with its store (one run of the
-model; `symbiote.storage.passages` writes them to Chroma between requests). A longer one's spans
+model; `symbiote.storage.chroma.passages` writes them to Chroma between requests). A longer one's spans
 each need a run of their own, so its store acknowledges once the whole text's vector is durable and
 they wait in the store's durable queue. This task drains that queue as idle work: once writes have
 paused (or after a bounded wait behind a steady stream of them), embedded only when no search or
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from symbiote.embedding.embedder import AsyncEmbedder
 from symbiote.memory.store_io import StoreIO
-from symbiote.storage.base import MemoryStore
+from symbiote.storage import MemoryStore
 from symbiote.workers import Backoff
 
 if TYPE_CHECKING:
@@ -126,5 +126,5 @@ class PassageIndexer:
         for memory_id, windows in spans:
             items.append((memory_id, vectors[offset : offset + len(windows) - 1], windows))
             offset += len(windows) - 1
-        await io.write(store.add_passages, items, idle=True)  # within Chroma's maximum (`storage.batches`)
+        await io.write(store.add_passages, items, idle=True)  # within Chroma's maximum (`storage.chroma.batches`)
         return True

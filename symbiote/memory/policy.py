@@ -14,7 +14,7 @@ from symbiote.config import MAX_CONTENT_BYTES
 from symbiote.errors import InvalidInputError, SymbioteError
 from symbiote.memory.clock import now_us
 from symbiote.memory.store_io import StoreIO
-from symbiote.storage.base import MemoryStore, StoredMemory
+from symbiote.storage import MemoryStore, StoredMemory
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from symbiote.memory.clock import iso_utc
-from symbiote.storage.base import StoredMemory
+from symbiote.storage import StoredMemory
 
 
 class Memory(BaseModel):

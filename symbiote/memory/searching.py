@@ -24,8 +24,7 @@ from symbiote.retrieval.intent import intent
 from symbiote.retrieval.ranking import Candidate, Judged, QueryEvidence, judge, shortlist, with_members
 from symbiote.retrieval.subjects import mentions, subjects_of
 from symbiote.retrieval.topics import TopicIndex
-from symbiote.storage.base import MemoryStore, StoredMemory, content_hash
-from symbiote.storage.filters import MemoryFilter
+from symbiote.storage import MemoryFilter, MemoryStore, StoredMemory, content_hash
 from symbiote.telemetry.stages import stage
 
 RELEVANCE_CUTOFF = 30.0

@@ -21,7 +21,7 @@ from symbiote.memory.policy import EnginePolicy
 from symbiote.memory.records import MemoryStats
 from symbiote.memory.store_io import StoreIO
 from symbiote.memory.summary import Summary
-from symbiote.storage.base import MemoryStore, StoredMemory
+from symbiote.storage import MemoryStore, StoredMemory
 
 log = logging.getLogger(__name__)
 

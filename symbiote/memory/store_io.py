@@ -17,10 +17,7 @@ from typing import Any, Generic, TypeVar
 
 from symbiote.errors import StoreUnavailableError, worded
 from symbiote.memory.lazy_store import LazyStore
-from symbiote.storage.base import MemoryStore
-from symbiote.storage.disk_errors import is_transient, write_failure
-from symbiote.storage.diskspace import DiskSpace
-from symbiote.storage.history import HistoryStore
+from symbiote.storage import DiskSpace, HistoryStore, MemoryStore, is_transient, write_failure
 from symbiote.telemetry.stages import stage
 from symbiote.workers import PriorityExecutor
 

@@ -8,7 +8,7 @@ from typing import Any
 from symbiote.memory.batch_links import BatchLinks
 from symbiote.memory.links import NewLink
 from symbiote.memory.records import MayReplace, NearDuplicate, StoreResult
-from symbiote.storage.base import StoredMemory
+from symbiote.storage import StoredMemory
 
 NEAR_DUPLICATE = 0.92  # cosine at or above which a new memory is reported as a near-duplicate
 

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from symbiote.storage.base import StoredMemory
+from symbiote.storage import StoredMemory
 
 
 class Summary:

@@ -10,7 +10,7 @@ from symbiote.errors import InvalidInputError
 from symbiote.memory import timeparse
 from symbiote.memory.clock import instant_us
 from symbiote.memory.ids import created_us, is_memory_id
-from symbiote.storage.filters import MemoryFilter
+from symbiote.storage import MemoryFilter
 
 MAX_TAGS = 10
 MAX_TAG_LENGTH = 50

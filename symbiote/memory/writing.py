@@ -39,8 +39,7 @@ from symbiote.memory.requests import StoreRequest, UpdateRequest
 from symbiote.memory.statistics import Statistics
 from symbiote.memory.store_io import StoreIO
 from symbiote.memory.store_results import batch_results, duplicate_result, offered_as, stored_result
-from symbiote.storage.base import MemoryStore, StoredMemory, content_hash
-from symbiote.storage.filters import MemoryFilter
+from symbiote.storage import MemoryFilter, MemoryStore, StoredMemory, content_hash
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ import re
 from functools import cache, lru_cache
 from typing import Protocol
 
-from symbiote.storage.terms import query_terms
+from symbiote.storage import query_terms
 
 UNSEEN = 9.0  # -log10 of a frequency wordfreq does not list (below one in a billion)
 _WORD = re.compile(r"[0-9a-z]+")

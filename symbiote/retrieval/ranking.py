@@ -34,8 +34,7 @@ from symbiote.retrieval import holders
 from symbiote.retrieval.background import Closeness
 from symbiote.retrieval.informative import QueryWords
 from symbiote.retrieval.intent import Intent, intent
-from symbiote.storage.base import Match
-from symbiote.storage.keywords import KeywordMatch
+from symbiote.storage import KeywordMatch, Match
 
 KEYWORD_WEIGHT = 0.4
 TOPIC_BOOST = 0.25

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from symbiote.retrieval import background
-from symbiote.storage.terms import query_terms
+from symbiote.storage import query_terms
 
 SHARED_COSINE = 0.45  # the cosine from which two memories sharing two content words are about one thing
 ALONE_COSINE = 0.70  # the cosine from which they are, whatever words they share

@@ -1,1 +1,88 @@
-"""Where memories live: the store interface, Chroma, the keyword index and the store's own process."""
+"""Where memories live: the store interface the engine talks to, and how a store is opened and guarded.
+
+This is the package's door: other packages import from `symbiote.storage` (or from
+`symbiote.storage.chroma`, the Chroma implementation's own door), never from a module inside it
+(tests/test_layers.py checks). What is here is light to import: no Chroma, no numpy, so the
+command line and the sign-in database can use it on their way to listening.
+"""
+
+from symbiote.storage.base import (
+    CHROMA_FILE,
+    LEXICAL_FILE,
+    LINK_FIELDS,
+    HistoryStore,
+    KeywordMatch,
+    Match,
+    MemoryStore,
+    Shortlist,
+    StoredMemory,
+    StoredTurn,
+    TrashedMemory,
+    content_hash,
+)
+from symbiote.storage.data_format import FORMAT_FILE, FORMAT_VERSION, record_format, recorded_format
+from symbiote.storage.disk_errors import (
+    RemoteStoreError,
+    StorageFullError,
+    StorageReadOnlyError,
+    StoreDamagedError,
+    is_damage,
+    is_transient,
+    write_failure,
+)
+from symbiote.storage.diskspace import DiskSpace, directory_bytes
+from symbiote.storage.filters import MemoryFilter
+from symbiote.storage.layers import HistoryLayer, Layer, StoreLayer, invoke
+from symbiote.storage.opening import (
+    ResetCheck,
+    ResetGuard,
+    ResetHistoryGuard,
+    StoreResetError,
+    embedded_store_exists,
+    make_private,
+    quarantine,
+    reset_store,
+)
+from symbiote.storage.terms import query_terms
+
+__all__ = [
+    "CHROMA_FILE",
+    "FORMAT_FILE",
+    "FORMAT_VERSION",
+    "LEXICAL_FILE",
+    "LINK_FIELDS",
+    "DiskSpace",
+    "HistoryLayer",
+    "HistoryStore",
+    "KeywordMatch",
+    "Layer",
+    "Match",
+    "MemoryFilter",
+    "MemoryStore",
+    "RemoteStoreError",
+    "ResetCheck",
+    "ResetGuard",
+    "ResetHistoryGuard",
+    "Shortlist",
+    "StorageFullError",
+    "StorageReadOnlyError",
+    "StoreDamagedError",
+    "StoreLayer",
+    "StoreResetError",
+    "StoredMemory",
+    "StoredTurn",
+    "TrashedMemory",
+    "content_hash",
+    "directory_bytes",
+    "embedded_store_exists",
+    "invoke",
+    "is_damage",
+    "is_transient",
+    "make_private",
+    "query_terms",
+    "quarantine",
+    "record_format",
+    "recorded_format",
+    "reset_store",
+    "write_failure",
+]

@@ -1,6 +1,6 @@
 """The small synchronous interface the engine talks to, and the records that cross it.
 
-The engine sees only `MemoryStore`; `symbiote.storage.chroma_store.ChromaMemoryStore` implements it
+The engine sees only `MemoryStore`; `symbiote.storage.chroma.store.ChromaMemoryStore` implements it
 over any Chroma client (embedded `PersistentClient`, or a Chroma server's `HttpClient` as the way
 past one machine). Calls block; the engine runs them in worker threads. Opening a store is
 `symbiote.storage.opening`.
@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     import numpy as np
 
     from symbiote.storage.filters import MemoryFilter
-    from symbiote.storage.keywords import KeywordMatch
 
 R = TypeVar("R")
 # The caller's ranking of a search's candidates (nearest, keyword matches, topic members): the ranking
@@ -81,6 +80,12 @@ class TrashedMemory:
 class Match:
     memory_id: str
     similarity: float  # cosine similarity of the memory's best-matching passage, -1..1
+
+
+@dataclass(frozen=True)
+class KeywordMatch:
+    memory_id: str
+    score: float  # BM25, higher is better
 
 
 class MemoryStore(Protocol):
@@ -192,7 +197,7 @@ class MemoryStore(Protocol):
     def size_bytes(self) -> int: ...
 
     def browse(self, where: MemoryFilter | None, offset: int, limit: int) -> tuple[list[StoredMemory], int]:
-        """A page of the (matching) memories newest first, and how many match (symbiote.storage.bulk_reads)."""
+        """A page of the (matching) memories newest first, and how many match (symbiote.storage.chroma.bulk_reads)."""
         ...
 
     def vectors(self, memory_ids: Sequence[str]) -> dict[str, np.ndarray]:
@@ -213,43 +218,41 @@ class MemoryStore(Protocol):
         ...
 
 
-# Every MemoryStore method is one or the other (tests/storage/test_layers.py checks that each is
-# named once): a write goes through the writer lease in `symbiote.azure.guard`, a read never does.
-WRITE_METHODS = frozenset(
-    {
-        "add",
-        "add_many",
-        "store_new",
-        "add_passages",
-        "replace",
-        "set_links",
-        "delete",
-        "delete_many",
-        "trash",
-        "restore",
-        "purge",
-    }
-)
-READ_METHODS = frozenset(
-    {
-        "pending_passages",
-        "get",
-        "find_content",
-        "find_contents",
-        "counts",
-        "nearest",
-        "keyword",
-        "keyword_words",
-        "search",
-        "count",
-        "count_from",
-        "page",
-        "scan",
-        "size_bytes",
-        "browse",
-        "vectors",
-        "trashed",
-        "idle_step",
-    }
-)
-LIFECYCLE_METHODS = frozenset({"writing", "close"})
+@dataclass(frozen=True)
+class StoredTurn:
+    """One turn as the store holds it."""
+
+    conversation_id: str
+    turn_index: int
+    role: str
+    text: str
+    ts: str  # ISO-8601 UTC
+
+
+class HistoryStore(Protocol):
+    """What the conversation history needs from storage. Its writes, `add` and `delete_conversation`,
+    are those `symbiote.storage.layers.HistoryLayer` sends through `_write` (behind the writer lease); the rest only read."""
+
+    def add(
+        self, conversation: str, role: str, text: str, ts: str, ts_us: int, vector: np.ndarray, index: int | None
+    ) -> tuple[StoredTurn, bool]: ...
+
+    def delete_conversation(self, conversation: str) -> int: ...
+
+    def get_turns(self, conversation: str, n: int) -> tuple[list[StoredTurn], int]: ...
+
+    def search(self, vector: np.ndarray, k: int, conversation: str | None) -> list[tuple[StoredTurn, float]]: ...
+
+    def count(self) -> int: ...
+
+    def page_turns(self, offset: int, limit: int) -> list[StoredTurn]: ...
+
+    def conversations(self) -> list[tuple[str, int, str]]: ...
+
+    def writing(self) -> AbstractContextManager[None]:
+        """Held around one write, as `symbiote.storage.base.MemoryStore.writing`."""
+        ...
+
+    def idle_step(self) -> bool: ...
+
+    def close(self) -> None: ...

@@ -2,10 +2,12 @@
 
 A store is wrapped before the engine sees it: the reset check (`symbiote.storage.opening.ResetGuard`),
 the file share's writer lease (`symbiote.azure.guard.GuardedStore`), the store process's proxy
-(`symbiote.storage.process.RemoteStore`). Each is written once as a `Layer[S]` for both interfaces
+(`symbiote.storage.chroma.process.RemoteStore`). Each is written once as a `Layer[S]` for both interfaces
 and mixed with `StoreLayer` (or `HistoryLayer`), where every method of the interface is written out
-once and sent through `_read` or `_write`; a layer changes what those do. So a method added to `MemoryStore` is added here, classed as a read
-or a write, and a write reaches the store only through a layer's `_write` (tests/storage/test_layers.py).
+once and sent through `_read` or `_write`; a layer changes what those do. That choice is the one
+place a method is classed as a read or a write (no list elsewhere repeats it): a method added to
+`MemoryStore` is added here, and a write reaches the store only through a layer's `_write`
+(tests/storage/test_layers.py learns each method's class from here).
 """
 
 from __future__ import annotations
@@ -14,15 +16,13 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from symbiote.storage.base import MemoryStore, StoredMemory, TrashedMemory
-from symbiote.storage.history import HistoryStore, StoredTurn
+from symbiote.storage.base import HistoryStore, MemoryStore, StoredMemory, StoredTurn, TrashedMemory
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from symbiote.storage.base import Match, Shortlist
+    from symbiote.storage.base import KeywordMatch, Match, Shortlist
     from symbiote.storage.filters import MemoryFilter
-    from symbiote.storage.keywords import KeywordMatch
 
 T = TypeVar("T")
 R = TypeVar("R")

@@ -11,7 +11,6 @@ before anything here touches it.
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import shutil
@@ -20,16 +19,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from symbiote.errors import StoreUnavailableError
-from symbiote.storage.base import CHROMA_FILE, LEXICAL_FILE, MemoryStore
-from symbiote.storage.data_format import record_format
-from symbiote.storage.disk_errors import StorageReadOnlyError, StoreDamagedError, is_damage
-from symbiote.storage.history import HistoryStore
+from symbiote.storage.base import CHROMA_FILE, HistoryStore, MemoryStore
 from symbiote.storage.layers import HistoryLayer, Layer, S, StoreLayer
 
 if TYPE_CHECKING:
-    from symbiote.storage.chroma_client import ChromaServer
-    from symbiote.storage.chroma_store import ChromaMemoryStore
-    from symbiote.storage.keywords import LexicalIndex
+    pass
 
 
 def embedded_store_exists(path: Path) -> bool:
@@ -49,127 +43,14 @@ def embedded_store_exists(path: Path) -> bool:
         problem = f"{str(nearest)!r} does not let this server write"
     else:
         return False
-    raise _not_writable(path, problem)
+    raise not_writable(path, problem)
 
 
-def _not_writable(path: Path, problem: str) -> StoreUnavailableError:
+def not_writable(path: Path, problem: str) -> StoreUnavailableError:
     return StoreUnavailableError(
         f"The memory store directory {str(path)!r} is not writable ({problem}). "
         "Fix its permissions or set CHROMADB_PATH to a writable directory."
     )
-
-
-def make_ahead(model_name: str, dimension: int) -> Path:
-    """A new, empty store made in a directory of its own under the system's temporary directory:
-    creating Chroma's catalogue takes most of a first store's time, and a start creates nothing in
-    the data directory (`embedded_store_exists`). The first memory operation copies it in
-    (`open_embedded_store`'s `ahead`); the caller removes it (`discard_ahead`)."""
-    import tempfile
-
-    path = Path(tempfile.mkdtemp(prefix="symbiote-new-store-")) / "data"
-    open_embedded_store(path, model_name, dimension).close()
-    _forget_chroma_system(path, None)
-    return path
-
-
-def discard_ahead(ahead: Path) -> None:
-    shutil.rmtree(ahead.parent, ignore_errors=True)  # a temporary directory: what is left, the system clears
-
-
-def _copy_ahead(ahead: Path, path: Path) -> None:
-    """Copy the store made ahead into `path`, Chroma's file last and under another name until whole:
-    that file is what says a store exists, so a copy cut short is made again at the next open."""
-    path.mkdir(parents=True, exist_ok=True)
-    for item in ahead.iterdir():  # not SQLite's shared-memory index: the first connection makes its own
-        if item.name != CHROMA_FILE and not item.name.endswith("-shm"):
-            shutil.copy2(item, path / item.name)
-    partial = path / f"{CHROMA_FILE}.partial"
-    shutil.copy2(ahead / CHROMA_FILE, partial)
-    os.replace(partial, path / CHROMA_FILE)
-
-
-def open_embedded_store(
-    path: Path, model_name: str, dimension: int, vectors_in_memory: bool = False, ahead: Path | None = None
-) -> ChromaMemoryStore:
-    """Open (creating if needed) the embedded Chroma store and its keyword index at `path`.
-    `vectors_in_memory`: only where nothing else writes to it (`ChromaMemoryStore`). `ahead`: a
-    new store made ahead (`make_ahead`), copied in if there is none at `path` yet."""
-    if ahead is not None and not (path / CHROMA_FILE).is_file():
-        try:
-            _copy_ahead(ahead, path)
-        except OSError as exc:  # the directory is created below, or refused with what to fix
-            logging.getLogger(__name__).info("the store made ahead could not be copied into %s (%s)", path, exc)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        record_format(path)  # refuses a newer release's directory before anything else touches it
-        make_private(path)
-        probe = path / ".symbiote-write-test"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as exc:
-        if exc.errno == errno.EROFS:
-            raise StorageReadOnlyError(
-                f"Storage is read-only: {str(path)!r} is on a read-only file system, so memory is unavailable "
-                "(Chroma cannot open a store read-only). Remount it read-write or set CHROMADB_PATH elsewhere; "
-                "the stored memories are untouched."
-            ) from exc
-        raise _not_writable(path, str(exc.strerror or exc)) from exc
-    from symbiote.storage.chroma_client import embedded_client
-    from symbiote.storage.chroma_store import ChromaMemoryStore
-
-    client = None
-    try:
-        client = embedded_client(path)
-        for collection in client.list_collections():  # reads the catalogue: damage shows here, not mid-request
-            client.get_collection(collection.name).count()
-    except Exception as exc:
-        _forget_chroma_system(path, client)
-        if not is_damage(exc):
-            raise
-        backup = quarantine(path)
-        raise StoreDamagedError(
-            f"The memory store in {str(path)!r} is damaged ({exc}). Its files were copied to {str(backup)!r} "
-            "untouched. To recover: restore a snapshot or backup into CHROMADB_PATH, or run "
-            "`symbiote reset --confirm` to start an empty store (the damaged one stays in the backup). "
-            "Memory is unavailable until then."
-        ) from exc
-    return ChromaMemoryStore(
-        client, model_name, dimension, _keyword_index(path), data_path=path, vectors_in_memory=vectors_in_memory
-    )
-
-
-def _forget_chroma_system(path: Path, client: object | None) -> None:
-    """Chroma caches one system per path and keeps a broken one after a failed open (1.5.9), so
-    every later open of that path (after a restore or reset) would fail too: drop it."""
-    from chromadb.api.shared_system_client import SharedSystemClient
-
-    if client is not None:
-        try:
-            client.close()  # type: ignore[attr-defined]
-        except Exception:  # noqa: BLE001 - a broken client's own close may fail any way; it is being dropped
-            logging.getLogger(__name__).debug("closing a Chroma client that failed to open", exc_info=True)
-    SharedSystemClient._identifier_to_system.pop(str(path), None)
-    SharedSystemClient._identifier_to_refcount.pop(str(path), None)
-
-
-def _keyword_index(path: Path) -> LexicalIndex:
-    """The keyword index; derived data, so a damaged one is set aside and rebuilt from Chroma."""
-    from symbiote.storage.keywords import LexicalIndex
-
-    try:
-        index = LexicalIndex(path / LEXICAL_FILE)
-        index.count()
-        return index
-    except Exception as exc:
-        if not is_damage(exc):
-            raise
-        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        for suffix in ("", "-wal", "-shm"):
-            damaged = path / f"{LEXICAL_FILE}{suffix}"
-            if damaged.exists():
-                damaged.rename(path / f"{LEXICAL_FILE}{suffix}.damaged-{stamp}")
-        logging.getLogger(__name__).warning("keyword index was damaged (%s); set aside, rebuilding from Chroma", exc)
-        return LexicalIndex(path / LEXICAL_FILE)
 
 
 def quarantine(path: Path) -> Path:
@@ -274,24 +155,3 @@ class ResetGuard(_ResetLayer[MemoryStore], StoreLayer):
 
 class ResetHistoryGuard(_ResetLayer[HistoryStore], HistoryLayer):
     """The conversation history's reset check."""
-
-
-def open_server_store(server: ChromaServer, index_dir: Path, model_name: str, dimension: int) -> ChromaMemoryStore:
-    """Open the store on a Chroma server (CHROMA_HOST); the keyword index stays local, in `index_dir`.
-
-    Same store class, collections and behaviour as the embedded store; only the client differs.
-    `symbiote.storage.chroma_client.ServerMemoryStore` keeps the local keyword index in step with the server.
-    """
-    from symbiote.storage.chroma_client import ServerMemoryStore, connect_server
-    from symbiote.storage.keywords import LexicalIndex
-
-    try:
-        index_dir.mkdir(parents=True, exist_ok=True)
-        record_format(index_dir)
-    except OSError as exc:
-        raise StoreUnavailableError(
-            f"The directory {str(index_dir)!r} for the local keyword index cannot be created "
-            f"({exc.strerror or exc}). Set CHROMADB_PATH to a writable directory."
-        ) from exc
-    client = connect_server(server)
-    return ServerMemoryStore(client, model_name, dimension, LexicalIndex(index_dir / LEXICAL_FILE), data_path=None)

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from symbiote.memory.clock import iso_utc
+from symbiote.memory import iso_utc
 from symbiote.transfer.importing import SourceItem
 from symbiote.transfer.knowledge_graph import OBSERVATION_TYPE, RELATION_TYPE, as_tags
 

@@ -15,10 +15,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from symbiote.errors import InvalidInputError, SymbioteError
-from symbiote.memory import validation
-from symbiote.memory.clock import instant_us, iso_utc
-from symbiote.memory.ids import created_us as id_created_us
-from symbiote.storage.base import StoredMemory, content_hash
+from symbiote.memory import created_us as id_created_us
+from symbiote.memory import instant_us, iso_utc, validation
+from symbiote.storage import StoredMemory, content_hash
 
 if TYPE_CHECKING:
     import numpy as np

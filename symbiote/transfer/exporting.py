@@ -12,8 +12,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Protocol
 
 from symbiote.embedding import MODEL_DIMENSION, MODEL_NAME
-from symbiote.memory.bulk import FETCH_BATCH, MemoryBulk
-from symbiote.memory.clock import iso_utc, now_us
+from symbiote.memory import FETCH_BATCH, MemoryBulk, iso_utc, now_us
 from symbiote.transfer.export_format import Header, dumps, memory_record, turn_record
 
 TURN_BATCH = 500

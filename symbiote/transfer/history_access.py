@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from symbiote.memory.history import ConversationHistory
+    from symbiote.memory import ConversationHistory
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field, replace
 
-from symbiote.storage.base import StoredMemory
+from symbiote.storage import StoredMemory
 
 READ_BATCH = 250  # memories read at a time (their texts are let go of at once)
 WRITE_BATCH = 500  # link records per write; a group of linked memories is never split

@@ -26,9 +26,8 @@ from typing import IO, Any, Protocol
 
 from symbiote.embedding import MODEL_DIMENSION, MODEL_NAME
 from symbiote.errors import SymbioteError
-from symbiote.memory.bulk import MemoryBulk
-from symbiote.memory.clock import now_us
-from symbiote.storage.base import StoredMemory
+from symbiote.memory import MemoryBulk, now_us
+from symbiote.storage import StoredMemory
 from symbiote.transfer.export_format import (
     IncomingMemory,
     LineError,

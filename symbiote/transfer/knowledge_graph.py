@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from symbiote.memory.validation import MAX_TAG_LENGTH, MAX_TAGS
+from symbiote.memory import MAX_TAG_LENGTH, MAX_TAGS
 from symbiote.transfer.export_format import LineError
 
 OBSERVATION_TYPE = "fact"

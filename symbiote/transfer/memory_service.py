@@ -25,8 +25,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from symbiote.errors import InvalidInputError
-from symbiote.memory import validation
-from symbiote.memory.clock import iso_utc
+from symbiote.memory import iso_utc, validation
 from symbiote.transfer.importing import SourceItem
 from symbiote.transfer.knowledge_graph import as_tags
 

@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from symbiote.memory.validation import MAX_TAG_LENGTH
+from symbiote.memory import MAX_TAG_LENGTH
 from symbiote.transfer.importing import SourceItem
 
 _BULLET = re.compile(r"^\s*(?:[-*+•·‣◦–—]|\d{1,3}[.)])\s+")

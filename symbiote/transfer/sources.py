@@ -16,8 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from symbiote.errors import InvalidInputError
-from symbiote.memory import validation
-from symbiote.memory.bulk import MemoryBulk
+from symbiote.memory import MemoryBulk, validation
 from symbiote.transfer import basic_memory, memory_service
 from symbiote.transfer.import_report import ImportReport
 from symbiote.transfer.importing import (

@@ -19,7 +19,7 @@ from symbiote.transfer.importing import TurnSink
 from symbiote.transfer.sources import import_path
 
 if TYPE_CHECKING:
-    from symbiote.memory.bulk import MemoryBulk
+    from symbiote.memory import MemoryBulk
 
 
 def _bar(total: int, unit: str, description: str, stream: IO[str]) -> Any:

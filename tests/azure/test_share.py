@@ -39,8 +39,8 @@ from symbiote.config import ConfigError, Settings
 from symbiote.errors import StoreUnavailableError
 from symbiote.http.security import allowed_hosts
 from symbiote.platform_hosts import normalize_host, platform_hosts
-from symbiote.storage.base import StoredMemory
-from symbiote.storage.opening import open_embedded_store
+from symbiote.storage import StoredMemory
+from symbiote.storage.chroma import open_embedded_store
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -381,7 +381,7 @@ def test_guarded_store_refuses_writes_on_standby_and_reopens_after_takeover(tmp_
 
 async def test_memory_stats_report_the_share_usage_the_runtime_hands_the_engine(tmp_path, model_dir):
     from symbiote.embedding.embedder import AsyncEmbedder
-    from symbiote.memory.engine import MemoryEngine
+    from symbiote.memory import MemoryEngine
     from symbiote.runtime import build_runtime, load_embedder
 
     embedder = AsyncEmbedder(lambda: load_embedder(model_dir))

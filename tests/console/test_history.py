@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from symbiote.memory.searching import RELEVANCE_CUTOFF
+from symbiote.memory import RELEVANCE_CUTOFF
 from tests.auth.support import bearer_client
 from tests.conftest import ServerProcess
 from tests.console.conftest import DESKTOP, open_page

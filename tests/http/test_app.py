@@ -238,7 +238,7 @@ def test_a_plain_output_schema_accepts_and_refuses_what_the_model_does() -> None
     from pydantic import BaseModel, TypeAdapter
 
     from symbiote.mcp.server import plain_schema
-    from symbiote.memory.records import SearchResults
+    from symbiote.memory import SearchResults
 
     original = TypeAdapter(SearchResults).json_schema()
     plain = plain_schema(original)

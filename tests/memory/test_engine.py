@@ -18,7 +18,7 @@ from symbiote.memory.engine import MemoryEngine
 from symbiote.memory.ids import IdGenerator, is_memory_id
 from symbiote.memory.requests import SearchRequest, StoreRequest
 from symbiote.runtime import build_runtime
-from symbiote.storage.chroma_store import MEMORY_COLLECTION
+from symbiote.storage.chroma.store import MEMORY_COLLECTION
 
 
 @pytest.fixture

@@ -26,8 +26,7 @@ from symbiote.memory.clock import iso_utc
 from symbiote.memory.engine import EnginePolicy, MemoryEngine, QuotaExceededError
 from symbiote.memory.requests import SearchRequest, StoreRequest, UpdateRequest
 from symbiote.runtime import build_runtime
-from symbiote.storage.base import StoredMemory, content_hash
-from symbiote.storage.opening import reset_store
+from symbiote.storage import StoredMemory, content_hash, reset_store
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ from symbiote.config import Settings
 from symbiote.http.health import health_report
 from symbiote.memory.requests import StoreRequest
 from symbiote.runtime import build_runtime
-from symbiote.storage.chroma_client import embedded_client
-from symbiote.storage.chroma_store import CHUNK_COLLECTION
+from symbiote.storage.chroma import embedded_client
+from symbiote.storage.chroma.store import CHUNK_COLLECTION
 
 
 async def test_a_failing_indexer_backs_off_logs_once_and_shows_in_health(

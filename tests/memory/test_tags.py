@@ -10,7 +10,7 @@ import pytest
 
 from symbiote.memory.requests import SearchRequest, StoreRequest
 from symbiote.runtime import Runtime, build_runtime
-from symbiote.storage.filters import MemoryFilter
+from symbiote.storage import MemoryFilter
 from tests.chroma_server import Backend
 
 

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from symbiote.config import Settings
-from symbiote.memory.engine import MemoryEngine
-from symbiote.memory.requests import SearchRequest
+from symbiote.memory import MemoryEngine, SearchRequest
 from symbiote.runtime import build_runtime
 
 FACTS = [

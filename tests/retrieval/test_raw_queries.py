@@ -13,9 +13,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from symbiote.config import Settings
-from symbiote.memory.engine import MemoryEngine
-from symbiote.memory.records import SearchResults
-from symbiote.memory.requests import SearchRequest, StoreRequest
+from symbiote.memory import MemoryEngine, SearchRequest, SearchResults, StoreRequest
 from symbiote.retrieval.intent import intent
 from symbiote.retrieval.subjects import subjects_of
 from symbiote.runtime import build_runtime

@@ -15,14 +15,10 @@ import pytest
 
 from symbiote.config import Settings
 from symbiote.errors import InvalidInputError
-from symbiote.memory import timeparse
-from symbiote.memory.clock import iso_utc
-from symbiote.memory.engine import MemoryEngine
-from symbiote.memory.requests import SearchRequest, StoreRequest
+from symbiote.memory import MemoryEngine, SearchRequest, StoreRequest, iso_utc, timeparse
 from symbiote.retrieval.ranking import fuse
 from symbiote.runtime import Runtime, build_runtime
-from symbiote.storage.base import LEXICAL_FILE, Match, StoredMemory, content_hash
-from symbiote.storage.keywords import KeywordMatch
+from symbiote.storage import LEXICAL_FILE, KeywordMatch, Match, StoredMemory, content_hash
 
 MEMORIES = [
     "I'm working on a React app with TypeScript and authentication",

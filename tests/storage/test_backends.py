@@ -19,15 +19,15 @@ import pytest
 from symbiote.config import Settings
 from symbiote.embedding.model import MODEL_DIMENSION, MODEL_NAME, OnnxEmbedder
 from symbiote.errors import InvalidInputError, MemoryNotFoundError, StoreUnavailableError
+from symbiote.memory import SearchRequest, StoreRequest
+from symbiote.memory import created_us as id_micros
 from symbiote.memory.history import parse_ts
 from symbiote.memory.ids import IdGenerator
-from symbiote.memory.ids import created_us as id_micros
-from symbiote.memory.requests import SearchRequest, StoreRequest
 from symbiote.runtime import build_runtime
 from symbiote.storage.base import StoredMemory, content_hash
-from symbiote.storage.chroma_client import ChromaClients, ChromaServer
-from symbiote.storage.history import ChromaHistoryStore
-from symbiote.storage.opening import open_embedded_store, open_server_store
+from symbiote.storage.chroma.client import ChromaClients, ChromaServer
+from symbiote.storage.chroma.history import ChromaHistoryStore
+from symbiote.storage.chroma.opening import open_embedded_store, open_server_store
 from tests.chroma_server import Backend, backend, chroma_server  # noqa: F401  (fixtures)
 
 IDS = IdGenerator()

@@ -12,9 +12,9 @@ import pytest
 
 from symbiote.embedding import MODEL_DIMENSION, MODEL_NAME
 from symbiote.storage.base import StoredMemory
-from symbiote.storage.batches import max_batch_size
-from symbiote.storage.chroma_store import ChromaMemoryStore
-from symbiote.storage.opening import open_embedded_store
+from symbiote.storage.chroma.batches import max_batch_size
+from symbiote.storage.chroma.opening import open_embedded_store
+from symbiote.storage.chroma.store import ChromaMemoryStore
 
 PAST_MAXIMUM = 5_600  # more records than the embedded Chroma takes in one call
 

@@ -2,7 +2,7 @@
 
 Chroma 1.5.9 fails such a read with "too many SQL variables"; the statistics' scan, the newest
 page, the retention scan and the keyword index's rebuild read every memory, so they page
-(`symbiote.storage.bulk_reads.read_all`). Filled with random unit vectors in batches (the model
+(`symbiote.storage.chroma.bulk_reads.read_all`). Filled with random unit vectors in batches (the model
 is not what is under test), on the real embedded Chroma.
 """
 
@@ -14,10 +14,12 @@ import numpy as np
 import pytest
 
 from symbiote.embedding import MODEL_DIMENSION, MODEL_NAME
-from symbiote.memory.ids import IdGenerator, created_us
+from symbiote.memory import created_us
+from symbiote.memory.ids import IdGenerator
+from symbiote.storage import LEXICAL_FILE
 from symbiote.storage.base import StoredMemory, content_hash
+from symbiote.storage.chroma.opening import open_embedded_store
 from symbiote.storage.filters import MemoryFilter
-from symbiote.storage.opening import LEXICAL_FILE, open_embedded_store
 
 SIZE = 33_000  # over SQLite's 32,766 variables
 

@@ -24,12 +24,12 @@ from mcp import Client
 from symbiote.config import PROJECT_ROOT, ConfigError, Settings
 from symbiote.embedding.model import MODEL_DIMENSION, MODEL_NAME, OnnxEmbedder
 from symbiote.errors import StoreUnavailableError
-from symbiote.memory.ids import created_us
-from symbiote.memory.requests import StoreRequest
+from symbiote.memory import StoreRequest, created_us
 from symbiote.runtime import build_runtime
 from symbiote.storage.base import LEXICAL_FILE, StoredMemory, content_hash
-from symbiote.storage.chroma_client import ChromaServer, ServerMemoryStore, connect_server
-from symbiote.storage.keywords import LexicalIndex
+from symbiote.storage.chroma.client import ChromaServer, connect_server
+from symbiote.storage.chroma.keywords import LexicalIndex
+from symbiote.storage.chroma.server_store import ServerMemoryStore
 from tests.chroma_server import ChromaServerProcess, chroma_server  # noqa: F401  (fixture)
 from tests.conftest import ServerProcess, free_port
 

@@ -10,8 +10,7 @@ import signal
 from dataclasses import replace
 
 from symbiote.config import Settings
-from symbiote.memory.engine import MemoryEngine
-from symbiote.memory.requests import SearchRequest, StoreRequest, UpdateRequest
+from symbiote.memory import MemoryEngine, SearchRequest, StoreRequest, UpdateRequest
 from symbiote.runtime import build_runtime
 from symbiote.storage.base import LEXICAL_FILE
 

@@ -17,7 +17,7 @@ import pytest
 from symbiote.config import Settings
 from symbiote.memory.requests import SearchRequest, StoreRequest
 from symbiote.runtime import build_runtime
-from symbiote.storage.process import StoreProcess
+from symbiote.storage.chroma.process import StoreProcess
 from tests.conftest import ServerProcess
 
 
@@ -66,7 +66,7 @@ def test_the_store_process_ends_with_the_server(tmp_path: Path) -> None:
         f"""
         import os, sys
         from pathlib import Path
-        from symbiote.storage.process import StoreProcess
+        from symbiote.storage.chroma.process import StoreProcess
         host = StoreProcess(Path({str(tmp_path / "data")!r}))
         host.open("memories", "all-MiniLM-L6-v2", 384)
         print(host.pid, flush=True)

@@ -1,4 +1,4 @@
-"""The vectors held in memory beside Chroma (`symbiote.storage.vectors`), on a real embedded store.
+"""The vectors held in memory beside Chroma (`symbiote.storage.chroma.vectors`), on a real embedded store.
 
 Every write the store makes must reach the rows it searches, whether it lands before, during or
 after the rows are read from Chroma; and what the rows answer must be what Chroma holds.
@@ -15,14 +15,14 @@ import numpy as np
 import pytest
 
 from symbiote.embedding.model import MODEL_DIMENSION, MODEL_NAME, OnnxEmbedder
+from symbiote.memory import created_us as id_micros
 from symbiote.memory.ids import IdGenerator
-from symbiote.memory.ids import created_us as id_micros
-from symbiote.storage import vectors
 from symbiote.storage.base import StoredMemory, content_hash
-from symbiote.storage.chroma_store import ChromaMemoryStore
+from symbiote.storage.chroma import vectors
+from symbiote.storage.chroma.opening import open_embedded_store
+from symbiote.storage.chroma.process import StoreProcess
+from symbiote.storage.chroma.store import ChromaMemoryStore
 from symbiote.storage.filters import MemoryFilter
-from symbiote.storage.opening import open_embedded_store
-from symbiote.storage.process import StoreProcess
 
 IDS = IdGenerator()
 TEXTS = [

@@ -18,9 +18,9 @@ import pytest_asyncio
 from mcp import Client
 
 from symbiote.config import Settings
-from symbiote.memory.ids import is_memory_id
+from symbiote.memory import is_memory_id
 from symbiote.runtime import Runtime, build_runtime
-from symbiote.storage.base import StoredMemory
+from symbiote.storage import StoredMemory
 from symbiote.transfer.import_report import ImportReport
 from symbiote.transfer.importing import BATCH, Importer
 from tests.conftest import ServerProcess

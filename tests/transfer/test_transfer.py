@@ -18,8 +18,7 @@ import numpy as np
 import pytest_asyncio
 
 from symbiote.config import Settings
-from symbiote.memory.policy import EnginePolicy
-from symbiote.memory.requests import SearchRequest, StoreRequest, UpdateRequest
+from symbiote.memory import EnginePolicy, SearchRequest, StoreRequest, UpdateRequest
 from symbiote.runtime import Runtime, build_runtime
 from symbiote.transfer.exporting import export_lines
 from symbiote.transfer.history_access import turn_reader

@@ -4,12 +4,9 @@ With `CHROMA_HOST` set, every collection (memories, passages, conversation histo
 Chroma server reached through `chromadb.HttpClient`; nothing else changes, because the store
 classes take any Chroma client. Several Symbiote instances can then share one store.
 
-The keyword index (`symbiote.storage.keywords`, SQLite FTS5) has no counterpart on a Chroma server, so
-each instance keeps its own copy in its local CHROMADB_PATH. `ServerMemoryStore` keeps that copy
-in step: rebuilt from Chroma at open (as for the embedded store), updated atomically with this
-instance's own writes, and caught up with other instances' writes before a keyword search (at
-most every `KEYWORD_SYNC_SECONDS`, when the number of memories on the server differs from the
-index's). See docs/chroma-server.md for what that leaves out.
+The keyword index has no counterpart on a Chroma server: `symbiote.storage.chroma.server_store`
+keeps each instance's local copy in step. Connecting imports neither Chroma nor numpy until a
+client is made, so the process's parent can import this on its way to listening.
 """
 
 from __future__ import annotations
@@ -17,25 +14,18 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from symbiote.errors import StoreUnavailableError
-from symbiote.storage.bulk_reads import read_all
-from symbiote.storage.chroma_store import ChromaMemoryStore
 from symbiote.storage.data_format import record_format
 
 if TYPE_CHECKING:
     from symbiote.config import Settings
-    from symbiote.storage.filters import MemoryFilter
-    from symbiote.storage.keywords import KeywordMatch
 
 log = logging.getLogger(__name__)
-
-KEYWORD_SYNC_SECONDS = 5.0
 
 
 def import_chromadb() -> Any:
@@ -252,67 +242,3 @@ class ChromaClients:
 
     def describe(self) -> str:
         return self.server.describe() if self.server else str(self.path)
-
-
-class ServerMemoryStore(ChromaMemoryStore):
-    """`ChromaMemoryStore` on a Chroma server that other instances write to as well.
-
-    This instance's keyword index does not see the other instances' writes, so before reading it
-    (keyword search) it checks (at most every `sync_seconds`) whether the server holds as many memories as
-    the index; when not, it adds what is missing and drops what was deleted, by id, fetching only
-    the new memories' text. The check holds the index's write transaction, so it never races this
-    instance's own store or delete.
-    """
-
-    def __init__(self, *args: Any, sync_seconds: float = KEYWORD_SYNC_SECONDS, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._sync_seconds = sync_seconds
-        self._synced_at = time.monotonic()
-        self._sync_lock = threading.Lock()
-
-    # Every read of the keyword index catches up with the server first.
-    def keyword(self, text: str, k: int, where: MemoryFilter | None = None) -> list[KeywordMatch]:
-        self.catch_up(force=False)
-        return super().keyword(text, k, where)
-
-    def keyword_words(self, words: Sequence[str], k: int, where: MemoryFilter | None = None) -> list[KeywordMatch]:
-        self.catch_up(force=False)
-        return super().keyword_words(words, k, where)
-
-    def catch_up(self, force: bool = True) -> int:
-        """Bring the keyword index in step with the server; returns how many entries changed."""
-        if not self._sync_lock.acquire(blocking=force):
-            return 0  # another search is already catching up
-        try:
-            if not force and time.monotonic() - self._synced_at < self._sync_seconds:
-                return 0
-            try:
-                return self._catch_up()
-            except Exception:  # keyword search must not fail because the catch-up did
-                log.warning("keyword index catch-up with the Chroma server failed", exc_info=True)
-                return 0
-            finally:
-                self._synced_at = time.monotonic()
-        finally:
-            self._sync_lock.release()
-
-    def _catch_up(self) -> int:
-        if self._memories.count() == self._lexical.count():
-            return 0
-        with self._lexical.transaction() as tx:
-            remote = set(self._memories.get(include=[])["ids"])
-            local = self._lexical.ids()
-            gone, new = local - remote, remote - local
-            for memory_id in gone:
-                tx.delete(memory_id)
-            if new:
-                got = read_all(self._memories, ["documents", "metadatas"], ids=sorted(new))
-                rows = sorted(
-                    (int((meta or {}).get("created_us", 0)), mid, doc or "")
-                    for mid, doc, meta in zip(got["ids"], got["documents"] or [], got["metadatas"] or [])
-                )
-                for created_us, memory_id, body in rows:
-                    tx.add(memory_id, created_us, body)
-        if gone or new:
-            log.info("keyword index caught up with the Chroma server: %d added, %d removed", len(new), len(gone))
-        return len(gone) + len(new)

@@ -1,4 +1,4 @@
-"""The store process's side of `symbiote.storage.process`: the loop that opens stores and answers calls.
+"""The store process's side of `symbiote.storage.chroma.process`: the loop that opens stores and answers calls.
 
 It serves one request at a time, in order, and gives its open objects' idle work (`idle_step`)
 the moments when no request waits.
@@ -17,8 +17,7 @@ from symbiote.errors import SymbioteError
 from symbiote.storage.disk_errors import RemoteStoreError, exception_chain
 
 if TYPE_CHECKING:
-    from symbiote.storage.base import MemoryStore
-    from symbiote.storage.history import HistoryStore
+    from symbiote.storage.base import HistoryStore, MemoryStore
 
 log = logging.getLogger(__name__)
 
@@ -47,12 +46,12 @@ def _portable(exc: BaseException) -> BaseException:
 IDLE_AFTER_SECONDS = 0.05
 
 
-_AHEAD: dict[tuple[str, int], Path] = {}  # new stores made ahead (`symbiote.storage.opening.make_ahead`)
+_AHEAD: dict[tuple[str, int], Path] = {}  # new stores made ahead (`symbiote.storage.chroma.opening.make_ahead`)
 
 
 def _open(kind: str, path: str, model: str, dimension: int) -> MemoryStore | HistoryStore:
     if kind == "memories":
-        from symbiote.storage.opening import discard_ahead, open_embedded_store
+        from symbiote.storage.chroma.opening import discard_ahead, open_embedded_store
 
         ahead = _AHEAD.pop((model, dimension), None)
         try:
@@ -63,8 +62,8 @@ def _open(kind: str, path: str, model: str, dimension: int) -> MemoryStore | His
             if ahead is not None:
                 discard_ahead(ahead)
     if kind == "history":
-        from symbiote.storage.chroma_client import embedded_client
-        from symbiote.storage.history import open_history_store
+        from symbiote.storage.chroma.client import embedded_client
+        from symbiote.storage.chroma.history import open_history_store
 
         return open_history_store(embedded_client(Path(path)), model, dimension)
     raise ValueError(f"unknown store kind {kind!r}")
@@ -107,7 +106,7 @@ def child_main(fd: int) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     _die_with_parent()
     conn = Connection(fd)
-    from symbiote.storage.chroma_client import import_chromadb
+    from symbiote.storage.chroma.client import import_chromadb
 
     import_chromadb()  # now, while the server is still importing its own modules
 
@@ -132,7 +131,7 @@ def child_main(fd: int) -> None:
             elif op == "ping":  # answered once Chroma is imported: the child is ready for work
                 reply = ("ok", None)
             elif op == "ahead":
-                from symbiote.storage.opening import make_ahead
+                from symbiote.storage.chroma.opening import make_ahead
 
                 _AHEAD[(request[1], request[2])] = make_ahead(request[1], request[2])
                 reply = ("ok", None)
@@ -156,7 +155,7 @@ def child_main(fd: int) -> None:
             break
     for obj in objects.values():
         obj.close()
-    from symbiote.storage.opening import discard_ahead
+    from symbiote.storage.chroma.opening import discard_ahead
 
     for ahead in _AHEAD.values():
         discard_ahead(ahead)

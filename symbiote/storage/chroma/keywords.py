@@ -14,7 +14,7 @@ write: both happen or neither does.
 
 The same file holds the durable queue of passages still to be indexed (`pending`): a memory's
 sentences are queued in the transaction that stores it, so a crash after the store was
-acknowledged loses none of them (`symbiote.storage.passages`).
+acknowledged loses none of them (`symbiote.storage.chroma.passages`).
 
 A memory's row in `fts` has the same rowid as its row in `docs` (schema version 1). The memory
 id is an unindexed column of `fts`, so reading it for every match cost more than the matching:
@@ -28,12 +28,12 @@ import json
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-from symbiote.storage.term_scores import TermScores
+from symbiote.storage.base import KeywordMatch
+from symbiote.storage.chroma.term_scores import TermScores
+from symbiote.storage.chroma.trash_rows import TrashRows
 from symbiote.storage.terms import query_terms
-from symbiote.storage.trash_rows import TrashRows
 
 CONTEXT_WINDOW_US = 30 * 60 * 1_000_000
 CONTEXT_MEMORIES = 2
@@ -48,15 +48,9 @@ KEYWORD_ROWS = 4_000
 # newest this many of its matches: older ones, in a store that large, are left to the vector search.
 SCORED_ROWS = 1_000
 # A word's BM25 scores are held until the next write once a search has asked for it
-# (`storage.term_scores`), at once for a word in at most RARE_TERM_ROWS memories.
+# (`storage.chroma.term_scores`), at once for a word in at most RARE_TERM_ROWS memories.
 RARE_TERM_ROWS = 100
 SCHEMA_VERSION = 1  # 1: fts rowid = docs rowid
-
-
-@dataclass(frozen=True)
-class KeywordMatch:
-    memory_id: str
-    score: float  # BM25, higher is better
 
 
 class LexicalTransaction:
@@ -119,7 +113,7 @@ class LexicalIndex:
         self._conn.execute("CREATE TABLE IF NOT EXISTS pending (memory_id TEXT PRIMARY KEY, windows TEXT)")
         self._counts: dict[str, int] = {}  # "" -> all memories, term -> memories containing it; reset on write
         self._scores = TermScores(self._conn, CONTEXT_WEIGHT)
-        self.trash = TrashRows(self._conn, self._lock)  # deleted memories (`symbiote.storage.trash`)
+        self.trash = TrashRows(self._conn, self._lock)  # deleted memories (`symbiote.storage.chroma.trash`)
         self._conn.execute(
             "CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5("
             "memory_id UNINDEXED, body, ctx, tokenize='porter unicode61 remove_diacritics 2')"

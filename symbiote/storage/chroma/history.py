@@ -24,29 +24,18 @@ import random
 import secrets
 import time
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from symbiote.errors import InvalidInputError, StoreUnavailableError
-from symbiote.storage.batches import BatchedCollection, max_batch_size
-from symbiote.storage.bulk_reads import read_all
+from symbiote.storage.base import StoredTurn
+from symbiote.storage.chroma.batches import BatchedCollection, max_batch_size
+from symbiote.storage.chroma.bulk_reads import read_all
 
 if TYPE_CHECKING:  # numpy is imported when first needed: it is not on the way to `initialize`
     import numpy as np
 
 HISTORY_COLLECTION = "venom_history"
 RACE_RETRIES = 25  # a writer that keeps losing the race backs off a random, growing while
-
-
-@dataclass(frozen=True)
-class StoredTurn:
-    """One turn as the store holds it."""
-
-    conversation_id: str
-    turn_index: int
-    role: str
-    text: str
-    ts: str  # ISO-8601 UTC
 
 
 def record_id(conversation: str, index: int) -> str:
@@ -62,39 +51,6 @@ def _turn(document: str | None, meta: dict[str, Any] | None) -> StoredTurn:
         text=document or "",
         ts=str(meta.get("ts", "")),
     )
-
-
-class HistoryStore(Protocol):
-    """What the conversation history needs from storage. The one write is `add` (HISTORY_WRITE_METHODS,
-    which `symbiote.azure.guard.GuardedHistory` puts behind the writer lease); the rest only read."""
-
-    def add(
-        self, conversation: str, role: str, text: str, ts: str, ts_us: int, vector: np.ndarray, index: int | None
-    ) -> tuple[StoredTurn, bool]: ...
-
-    def delete_conversation(self, conversation: str) -> int: ...
-
-    def get_turns(self, conversation: str, n: int) -> tuple[list[StoredTurn], int]: ...
-
-    def search(self, vector: np.ndarray, k: int, conversation: str | None) -> list[tuple[StoredTurn, float]]: ...
-
-    def count(self) -> int: ...
-
-    def page_turns(self, offset: int, limit: int) -> list[StoredTurn]: ...
-
-    def conversations(self) -> list[tuple[str, int, str]]: ...
-
-    def writing(self) -> AbstractContextManager[None]:
-        """Held around one write, as `symbiote.storage.base.MemoryStore.writing`."""
-        ...
-
-    def idle_step(self) -> bool: ...
-
-    def close(self) -> None: ...
-
-
-HISTORY_WRITE_METHODS = frozenset({"add", "delete_conversation"})
-HISTORY_READ_METHODS = frozenset({"get_turns", "search", "count", "page_turns", "conversations", "idle_step"})
 
 
 class ChromaHistoryStore:

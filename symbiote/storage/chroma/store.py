@@ -7,7 +7,7 @@ Layout: one record per memory in `venom_memories` (vector of the whole text, i.e
 256 tokens, exactly what sentence-transformers gives) plus, in `venom_memories_chunks`, one
 record per extra passage (each sentence of a multi-sentence memory; paragraphs and 128-token
 spans of a long one). Search keeps each memory's best passage. A write given only the whole
-text's vector queues the passages, which are indexed right after (`symbiote.storage.passages`).
+text's vector queues the passages, which are indexed right after (`symbiote.storage.chroma.passages`).
 
 Consistency: a store or delete changes Chroma and the keyword index together or not at all
 (the index transaction commits only after the Chroma write succeeded; a failed commit undoes
@@ -24,17 +24,17 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from symbiote.storage._chroma_records import check_identity, chroma_nearest, link_metadata, memory_from, metadata_of
-from symbiote.storage.base import Match, R, Shortlist, StoredMemory, TrashedMemory
-from symbiote.storage.batches import BatchedCollection, max_batch_size
-from symbiote.storage.bulk_reads import BulkReads, read_all
-from symbiote.storage.bulk_reads import chunk_ids as _chunk_ids
+from symbiote.storage.base import KeywordMatch, Match, R, Shortlist, StoredMemory, TrashedMemory
+from symbiote.storage.chroma.batches import BatchedCollection, max_batch_size
+from symbiote.storage.chroma.bulk_reads import BulkReads, read_all
+from symbiote.storage.chroma.bulk_reads import chunk_ids as _chunk_ids
+from symbiote.storage.chroma.keywords import LexicalIndex
+from symbiote.storage.chroma.passages import DeferredPassages, chunk_records, passage_records
+from symbiote.storage.chroma.records import check_identity, chroma_nearest, link_metadata, memory_from, metadata_of
+from symbiote.storage.chroma.trash import Trash
+from symbiote.storage.chroma.vectors import MirroredCollection, VectorIndex, VectorRows
 from symbiote.storage.diskspace import directory_bytes
 from symbiote.storage.filters import MemoryFilter
-from symbiote.storage.keywords import KeywordMatch, LexicalIndex
-from symbiote.storage.passages import DeferredPassages, chunk_records, passage_records
-from symbiote.storage.trash import Trash
-from symbiote.storage.vectors import MirroredCollection, VectorIndex, VectorRows
 
 if TYPE_CHECKING:  # annotations only: numpy is not on the way to `initialize`
     import numpy as np
@@ -57,7 +57,7 @@ class ChromaMemoryStore:
         data_path: Path | None = None,
         vectors_in_memory: bool = False,
     ) -> None:
-        """`vectors_in_memory`: search a copy of every vector held here (`symbiote.storage.vectors`),
+        """`vectors_in_memory`: search a copy of every vector held here (`symbiote.storage.chroma.vectors`),
         for a store no other process writes to; it is read from Chroma by `idle_step`."""
         self._client = client
         self._data_path = data_path
@@ -74,7 +74,7 @@ class ChromaMemoryStore:
         chunks = client.get_or_create_collection(
             CHUNK_COLLECTION, metadata=identity, configuration=config, embedding_function=None
         )
-        # Every write within Chroma's maximum batch, asked of it once (`symbiote.storage.batches`).
+        # Every write within Chroma's maximum batch, asked of it once (`symbiote.storage.chroma.batches`).
         most = max_batch_size(client)
         self._memories: Any = BatchedCollection(memories, most)
         self._chunks: Any = BatchedCollection(chunks, most)
@@ -126,7 +126,7 @@ class ChromaMemoryStore:
         self._passages.queue_unindexed(everything)
         log.warning("keyword index rebuilt from Chroma (%d memories)", len(rows))
 
-    # -- passages indexed after a store (symbiote.storage.passages) ----------------------------
+    # -- passages indexed after a store (symbiote.storage.chroma.passages) ----------------------------
 
     def pending_passages(self, limit: int) -> list[tuple[str, list[str] | None, str]]:
         return self._passages.pending_passages(limit)
@@ -134,7 +134,7 @@ class ChromaMemoryStore:
     def add_passages(self, items: Sequence[tuple[str, np.ndarray, Sequence[str]]]) -> int:
         return self._passages.add_passages(items)
 
-    # -- bulk reads (symbiote.storage.bulk_reads) --------------------------------------------
+    # -- bulk reads (symbiote.storage.chroma.bulk_reads) --------------------------------------------
 
     def browse(self, where: MemoryFilter | None, offset: int, limit: int) -> tuple[list[StoredMemory], int]:
         return self._bulk.browse(where, offset, limit)
@@ -142,7 +142,7 @@ class ChromaMemoryStore:
     def vectors(self, memory_ids: Sequence[str]) -> dict[str, np.ndarray]:
         return self._bulk.vectors(memory_ids)
 
-    # -- the trash (symbiote.storage.trash) -------------------------------------------------
+    # -- the trash (symbiote.storage.chroma.trash) -------------------------------------------------
 
     def trash(self, memory_ids: Sequence[str], deleted_by: str, deleted_us: int) -> list[str]:
         return self._trash.trash(memory_ids, deleted_by, deleted_us)
@@ -165,7 +165,7 @@ class ChromaMemoryStore:
 
     def add_many(self, items: Sequence[tuple[StoredMemory, np.ndarray, Sequence[str]]]) -> None:
         """One keyword transaction, one Chroma call per collection: all stored or none. An item
-        with one vector for several windows has its passages queued (`symbiote.storage.passages`)."""
+        with one vector for several windows has its passages queued (`symbiote.storage.chroma.passages`)."""
         if not items:
             return
         written = False
@@ -212,7 +212,7 @@ class ChromaMemoryStore:
         return None, close
 
     def _add_vectors(self, items: Sequence[tuple[StoredMemory, np.ndarray, Sequence[str]]], held: list[bool]) -> None:
-        """The memories to Chroma, with the passages neither queued nor `held` (`symbiote.storage.passages`)."""
+        """The memories to Chroma, with the passages neither queued nor `held` (`symbiote.storage.chroma.passages`)."""
         chunk_ids, chunk_vectors, chunk_docs, chunk_meta = passage_records(items, held)
         if chunk_ids:
             self._chunks.add(ids=chunk_ids, embeddings=chunk_vectors, documents=chunk_docs, metadatas=chunk_meta)

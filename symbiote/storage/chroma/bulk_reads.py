@@ -12,14 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from symbiote.storage._chroma_records import memory_from
 from symbiote.storage.base import StoredMemory
+from symbiote.storage.chroma.records import memory_from
 from symbiote.storage.filters import MemoryFilter
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from symbiote.storage.keywords import LexicalIndex
+    from symbiote.storage.chroma.keywords import LexicalIndex
 
 
 PAGE = 10_000  # records per Chroma read: one read of over 32,766 with metadata or text fails

@@ -22,14 +22,14 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from symbiote.storage.bulk_reads import chunk_ids, read_all
+from symbiote.storage.chroma.bulk_reads import chunk_ids, read_all
 
 if TYPE_CHECKING:
     import numpy as np
 
     from symbiote.storage.base import StoredMemory
-    from symbiote.storage.keywords import LexicalIndex
-    from symbiote.storage.vectors import VectorRows
+    from symbiote.storage.chroma.keywords import LexicalIndex
+    from symbiote.storage.chroma.vectors import VectorRows
 
 Written = tuple["StoredMemory", "np.ndarray", Sequence[str]]  # a memory, its vectors (all or the first), its passages
 log = logging.getLogger(__name__)

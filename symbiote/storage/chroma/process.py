@@ -8,8 +8,8 @@ on the other core while the server imports the MCP SDK, so the first search come
 
 The child hosts the same objects as before (`storage.open_embedded_store`, the history store);
 `RemoteStore` forwards method calls to them over a socket pair (pickled arguments and results).
-One call at a time, like Chroma itself (the child's loop: `symbiote.storage._store_child`;
-between calls it reads the store's vectors into memory, `symbiote.storage.vectors`). If the child dies (killed, crashed), the next call
+One call at a time, like Chroma itself (the child's loop: `symbiote.storage.chroma._store_child`;
+between calls it reads the store's vectors into memory, `symbiote.storage.chroma.vectors`). If the child dies (killed, crashed), the next call
 starts a new one and reopens what was open: the server keeps serving.
 The child exits when the server closes it, and by itself when the server goes away (the socket
 reaches end-of-file; on Linux the kernel also kills it when its parent dies). It ignores SIGINT
@@ -34,8 +34,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from symbiote.errors import StoreUnavailableError, SymbioteError
-from symbiote.storage.base import MemoryStore
-from symbiote.storage.history import HistoryStore
+from symbiote.storage.base import HistoryStore, MemoryStore
 from symbiote.storage.layers import HistoryLayer, Layer, StoreLayer
 
 log = logging.getLogger(__name__)
@@ -116,7 +115,7 @@ class StoreProcess:
         ours, theirs = socket.socketpair()
         code = (
             f"import json, os, sys; sys.path[:0] = json.loads(os.environ.pop({CHILD_ENV!r})); "
-            f"from symbiote.storage._store_child import child_main; child_main({theirs.fileno():d})"
+            f"from symbiote.storage.chroma._store_child import child_main; child_main({theirs.fileno():d})"
         )
         env = {**os.environ, CHILD_ENV: json.dumps([p for p in sys.path if p])}
         # One BLAS thread: the vectors held in memory are searched with numpy, whose BLAS threads
