@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_core import synthetic_memory  # noqa: E402
 
 from symbiote.config import Settings  # noqa: E402
-from symbiote.memory.requests import SearchRequest, StoreRequest
+from symbiote.memory import SearchRequest, StoreRequest
 from symbiote.runtime import build_runtime  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "personal_set.json"

@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import locomo_data  # noqa: E402
 from personal_set import new_engine  # noqa: E402
 
-from symbiote.memory.requests import SearchRequest, StoreRequest
+from symbiote.memory import SearchRequest, StoreRequest
 from symbiote.retrieval import ranking  # noqa: E402
 
 HERE = Path(__file__).resolve().parent

@@ -31,7 +31,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from percentiles import percentile
 
-from symbiote.memory.requests import SearchRequest, StoreRequest
+from symbiote.memory import SearchRequest, StoreRequest
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 

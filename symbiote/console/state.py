@@ -14,9 +14,7 @@ from symbiote.console.gate import Access
 from symbiote.console.jobs import ImportJobs
 
 if TYPE_CHECKING:
-    from symbiote.memory.bulk import MemoryBulk
-    from symbiote.memory.engine import MemoryEngine
-    from symbiote.memory.history import ConversationHistory
+    from symbiote.memory import ConversationHistory, MemoryBulk, MemoryEngine
     from symbiote.transfer.history_access import TurnReader
 
 

@@ -21,7 +21,7 @@ import pytest
 from symbiote.auth.store import AuthStore, AuthStoreUnavailable, default_auth_db
 from symbiote.config import Settings
 from symbiote.errors import DataFormatError, StoreUnavailableError
-from symbiote.memory.requests import SearchRequest, StoreRequest
+from symbiote.memory import SearchRequest, StoreRequest
 from symbiote.runtime import Runtime, build_runtime
 from symbiote.storage.data_format import FORMAT_FILE, FORMAT_VERSION, record_format, recorded_format
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from symbiote.config import Settings
-from symbiote.memory.requests import SearchRequest, StoreRequest
+from symbiote.memory import SearchRequest, StoreRequest
 from symbiote.runtime import build_runtime
 from symbiote.storage.chroma.process import StoreProcess
 from tests.conftest import ServerProcess

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest_asyncio
 
 from symbiote.config import Settings
-from symbiote.memory.requests import StoreRequest
+from symbiote.memory import StoreRequest
 from symbiote.runtime import Runtime, build_runtime
 from symbiote.transfer.exporting import export_lines
 from symbiote.transfer.import_report import ImportReport
