@@ -69,15 +69,17 @@ def _open(kind: str, path: str, model: str, dimension: int) -> MemoryStore | His
     raise ValueError(f"unknown store kind {kind!r}")
 
 
-def _idle_work(conn: Connection, idle: list[MemoryStore | HistoryStore]) -> None:
+def _idle_work(conn: Connection, idle: list[MemoryStore | HistoryStore], loaded: set[int]) -> None:
     """Steps of the open objects' idle work until a request arrives or none is left for now (a
-    request can give an object more). None starts until no request came for IDLE_AFTER_SECONDS:
-    a client storing or searching in a loop sends its next request within milliseconds, and a
-    step started just before it would make it wait. A step that fails ends that object's idle
-    work for good (logged): its reads keep the way they had before it."""
-    if not idle or conn.poll(IDLE_AFTER_SECONDS):
-        return
+    request can give an object more). An object's first work (reading its vectors into memory,
+    which makes every later call quicker) goes in any gap between requests; once it is done
+    (`loaded`), its work waits until no request came for IDLE_AFTER_SECONDS: a client storing or
+    searching in a loop sends its next request within milliseconds, and a step started just
+    before it would make it wait. A step that fails ends that object's idle work for good
+    (logged): its reads keep the way they had before it."""
     for obj in list(idle):
+        if id(obj) in loaded and conn.poll(IDLE_AFTER_SECONDS):
+            return
         more = True
         while more and not conn.poll(0):
             try:
@@ -86,6 +88,8 @@ def _idle_work(conn: Connection, idle: list[MemoryStore | HistoryStore]) -> None
                 log.exception("the memory store's work between requests failed; it is not retried")
                 idle.remove(obj)
                 more = False
+        if not more:
+            loaded.add(id(obj))
 
 
 def _die_with_parent() -> None:
@@ -112,8 +116,9 @@ def child_main(fd: int) -> None:
 
     objects: dict[int, MemoryStore | HistoryStore] = {}
     idle: list[MemoryStore | HistoryStore] = []  # objects whose work between requests is not done (`idle_step`)
+    loaded: set[int] = set()  # ids of those whose first work is done (`_idle_work`)
     while True:
-        _idle_work(conn, idle)
+        _idle_work(conn, idle, loaded)
         try:
             request = conn.recv()
         except (EOFError, OSError):
@@ -139,6 +144,7 @@ def child_main(fd: int) -> None:
                 gone = objects.pop(request[1], None)
                 if gone in idle:
                     idle.remove(gone)
+                loaded.discard(id(gone))
                 if gone is not None:
                     gone.close()
                 reply = ("ok", None)
