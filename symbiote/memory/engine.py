@@ -213,7 +213,7 @@ class MemoryEngine:
         self,
         content: object,
         tags: object = None,
-        type: object = None,  # noqa: A002 - the tool's argument name
+        type: object = None,  # the tool's argument name
         confidence: object = None,
         conversation_id: object = None,
         bookmarked: object = False,
@@ -233,7 +233,7 @@ class MemoryEngine:
         memory_id: object,
         content: object = None,
         tags: object = None,
-        type: object = None,  # noqa: A002
+        type: object = None,
         confidence: object = None,
         bookmarked: object = None,
     ) -> UpdateResult:

@@ -51,7 +51,7 @@ def draft(
     type: Any,
     confidence: Any,
     conversation_id: Any,
-    bookmarked: Any,  # noqa: A002
+    bookmarked: Any,
     max_bytes: int = MAX_CONTENT_BYTES,
 ) -> StoredMemory:
     """A validated memory without id or time yet."""
@@ -114,7 +114,7 @@ def _changes(
     tags: Any,
     type: Any,
     confidence: Any,
-    bookmarked: Any,  # noqa: A002
+    bookmarked: Any,
     max_bytes: int,
 ) -> dict[str, Any]:
     """update_memory's validated changes to `old`; text equal to the stored text is no change."""
@@ -159,7 +159,7 @@ class MemoryWriter:
         self,
         content: Any,
         tags: Any = None,
-        type: Any = None,  # noqa: A002 - the tool's argument name
+        type: Any = None,  # the tool's argument name
         confidence: Any = None,
         conversation_id: Any = None,
         bookmarked: Any = False,
@@ -268,7 +268,7 @@ class MemoryWriter:
         memory_id: Any,
         content: Any = None,
         tags: Any = None,
-        type: Any = None,  # noqa: A002
+        type: Any = None,
         confidence: Any = None,
         bookmarked: Any = None,
     ) -> UpdateResult:
