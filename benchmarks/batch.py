@@ -17,9 +17,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_core import synthetic_memory  # noqa: E402
-from mcp_client import structured  # noqa: E402
-from server_process import TempServer  # noqa: E402
+from bench_core import synthetic_memory
+from mcp_client import structured
+from server_process import TempServer
 
 
 async def run(rounds: int, size: int) -> None:

@@ -25,11 +25,11 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import relevance_sets  # noqa: E402
-from logistic import fit_newton  # noqa: E402
-from relevance_sets import Asked  # noqa: E402
+import relevance_sets
+from logistic import fit_newton
+from relevance_sets import Asked
 
-from symbiote.retrieval import ranking  # noqa: E402
+from symbiote.retrieval import ranking
 
 CUTOFF = 30.0
 LIMIT = 5

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import relevance_sets  # noqa: E402
-from relevance_sets import KINDS, Asked  # noqa: E402
+import relevance_sets
+from relevance_sets import KINDS, Asked
 
 BINS = (30, 40, 50, 60, 70, 80, 90, 101)
 FACT_KINDS = ("direct", "phrase", "task", "holder_owner", "holder_other", "locomo")

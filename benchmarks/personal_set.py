@@ -36,11 +36,11 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_core import synthetic_memory  # noqa: E402
+from bench_core import synthetic_memory
 
-from symbiote.config import Settings  # noqa: E402
+from symbiote.config import Settings
 from symbiote.memory import SearchRequest, StoreRequest
-from symbiote.runtime import build_runtime  # noqa: E402
+from symbiote.runtime import build_runtime
 
 DATA = Path(__file__).resolve().parent / "personal_set.json"
 KINDS = ("task", "vague", "message", "attribute", "assistant", "unknown_attribute", "never", "unrelated")

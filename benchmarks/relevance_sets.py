@@ -29,11 +29,11 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import locomo_data  # noqa: E402
-from personal_set import new_engine  # noqa: E402
+import locomo_data
+from personal_set import new_engine
 
 from symbiote.memory import SearchRequest, StoreRequest
-from symbiote.retrieval import ranking  # noqa: E402
+from symbiote.retrieval import ranking
 
 HERE = Path(__file__).resolve().parent
 KINDS = ("small", "facts100", "turns400", "mixed400", "5000", "locomo")

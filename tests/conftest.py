@@ -14,7 +14,7 @@ from pathlib import Path
 # anyio's modules are imported here, while the stack is shallow: pytest rewrites them (anyio ships
 # a pytest plugin), and CPython 3.11.7's parser can fail with "AST constructor recursion depth
 # mismatch" when the first import happens deep inside a test (the stdio client's subprocess).
-import anyio._backends._asyncio  # noqa: F401
+import anyio._backends._asyncio
 import anyio._core._subprocesses  # noqa: F401
 import httpx
 import pytest

@@ -261,7 +261,7 @@ async def _read_back(session: Session, memory_id: str, content: str) -> str:
     for _ in range(3):
         try:
             result = await asyncio.wait_for(session.call_tool("get_memory", {"memory_id": memory_id}), CALL_TIMEOUT)
-        except Exception:  # the server busy or restarting: tried again, then reported as unchecked
+        except Exception:  # noqa: BLE001 - the server busy or restarting: tried again, then reported as unchecked
             await asyncio.sleep(0.5)
             continue
         if not result.is_error:

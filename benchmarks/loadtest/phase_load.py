@@ -60,7 +60,7 @@ async def _client(kind: str, index: int, url: str, gate: Gate) -> None:
                 await gate.opened["close"].wait()
                 return
             # here the SDK ended the session under us: a transport error cancels the call in flight
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a broken client, whatever the cause, is printed below
             gone = clients.session_gone(exc)
             what, counted = (f"session dead: {gone}", True) if gone else (clients.error_text(exc), False)
         print(f"  client {kind}{index} {'broke' if connected else 'could not connect'}: {what[:200]}", flush=True)

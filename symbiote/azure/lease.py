@@ -80,7 +80,7 @@ class WriterLease:
             try:
                 self.share.release_lease(lease)
                 log.info("writer lease released")
-            except Exception as exc:  # the next instance will find it stale instead
+            except Exception as exc:  # noqa: BLE001 - the next instance will find it stale instead
                 log.warning("releasing the writer lease failed: %s", exc)
 
     def _run(self) -> None:
@@ -101,7 +101,7 @@ class WriterLease:
                     log.error("lost the writer lease: %s; writes are refused until it is back", exc)
                     self._lease = None
                     self._error = str(exc)
-                except Exception as exc:  # OSError locally, azure-core errors on Azure: retried next round
+                except Exception as exc:  # noqa: BLE001 - OSError locally, azure-core errors on Azure: retried next round
                     log.warning("renewing the writer lease failed (will retry): %s", exc)
                     self._error = f"renewing the lease failed: {exc}"
             if self._lease is None:
@@ -117,7 +117,7 @@ class WriterLease:
                         log.warning("writer lease held by %s; this instance refuses writes", exc.lease.holder)
                     self._other = exc.lease
                     self._error = None
-                except Exception as exc:  # OSError locally, azure-core errors on Azure: retried next round
+                except Exception as exc:  # noqa: BLE001 - OSError locally, azure-core errors on Azure: retried next round
                     log.warning("taking the writer lease failed (will retry): %s", exc)
                     self._error = f"the share could not be reached: {exc}"
             held = self.held

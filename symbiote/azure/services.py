@@ -47,7 +47,7 @@ class ShareServices:
             report = {"kind": self.share.kind, **usage.report()}
             if usage.warning:
                 log.warning("%s", usage.warning)
-        except Exception as exc:  # health and memory_stats report the failure instead of failing
+        except Exception as exc:  # noqa: BLE001 - health and memory_stats report the failure instead of failing
             log.warning("share usage unavailable: %s", exc)
             report = {"kind": self.share.kind, "error": f"usage unavailable: {exc}"}
         self._usage = (now, report)

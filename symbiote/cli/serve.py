@@ -202,7 +202,7 @@ def _serve_stdio(settings: Settings) -> int:
         await anyio.sleep(RECORD_DELAY_SECONDS)  # after the first requests and the warm-up
         try:
             recorded = await stdio_handshake.record(runtime.server, print_)
-        except Exception:  # noqa: BLE001 - a cache we could not record only costs the next start time
+        except Exception:  # a cache we could not record only costs the next start time
             log.warning("stdio handshake cache not recorded", exc_info=True)
             return
         if recorded.save(settings) is not None:

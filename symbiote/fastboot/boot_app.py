@@ -172,7 +172,7 @@ class BootApp:
                 )
                 return
             log.info("handshake cache recorded (%d answers) for the next start", len(cache.replies))
-        except Exception:  # noqa: BLE001 - a cache we could not record only costs the next start time
+        except Exception:  # a cache we could not record only costs the next start time
             log.warning("handshake cache not recorded", exc_info=True)
 
     async def _stop(self) -> None:

@@ -193,7 +193,7 @@ class LegacySseTransport:
                     send_timeout=max(self.heartbeat_seconds, 1.0),
                     headers={"Cache-Control": "no-store"},
                 )(scope, receive, tracked_send)
-            except Exception as exc:  # a failed write (heartbeat included) means the client is gone
+            except Exception as exc:  # noqa: BLE001 - a failed write (heartbeat included) means the client is gone
                 reason[0] = f"write failed: {type(exc).__name__}"
             finally:
                 if response_state["started"] and not response_state["complete"]:
@@ -202,7 +202,7 @@ class LegacySseTransport:
                     with anyio.CancelScope(shield=True):
                         try:
                             await send({"type": "http.response.body", "body": b"", "more_body": False})
-                        except Exception as exc:  # the client already left: nothing to end, nothing broken
+                        except Exception as exc:  # noqa: BLE001 - the client already left: nothing to end, nothing broken
                             log.debug("session %s: end of stream not sent (%s)", _short(session.id), type(exc).__name__)
                 self.sessions.close(session, reason[0])
                 await read_stream_writer.aclose()

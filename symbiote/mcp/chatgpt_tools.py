@@ -107,7 +107,7 @@ def register_chatgpt_tools(server: MCPServer, engine: MemoryEngine, origin: Orig
     )
     async def fetch(
         id: Annotated[str, Field(description="A memory id from search, like 'mem_17321234567890120042'.")],
-    ) -> FetchOutput:  # noqa: A002
+    ) -> FetchOutput:
         try:
             memory = await engine.get(id)
         except SymbioteError as exc:

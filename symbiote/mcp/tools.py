@@ -130,7 +130,7 @@ def _register_storing(server: MCPServer, engine: MemoryEngine) -> None:
             list[str] | None,
             Field(description='Up to 10 short labels (each at most 50 characters), e.g. ["project-x", "preference"].'),
         ] = None,
-        type: Annotated[  # noqa: A002
+        type: Annotated[
             str | None,
             Field(description="Kind of memory: preference, fact, project, decision, personal, or another word."),
         ] = None,
@@ -253,7 +253,7 @@ def _register_editing(server: MCPServer, engine: MemoryEngine) -> None:
         memory_id: Annotated[str, Field(description="The id of the memory to change.")],
         content: Annotated[str | None, Field(description="New text (omit to keep).")] = None,
         tags: Annotated[list[str] | None, Field(description="New tags, replacing the old ones (omit to keep).")] = None,
-        type: Annotated[str | None, Field(description="New type (omit to keep).")] = None,  # noqa: A002
+        type: Annotated[str | None, Field(description="New type (omit to keep).")] = None,
         confidence: Annotated[float | None, Field(description="New confidence 0-1 (omit to keep).")] = None,
         bookmarked: Annotated[bool | None, Field(description="Bookmark (keep forever) or not (omit to keep).")] = None,
     ) -> UpdateResult:

@@ -89,7 +89,7 @@ class PassageIndexer:
                 self.backoff.succeeded()
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:  # the store or the model failed: keep the queue, try again later
+            except Exception as exc:  # noqa: BLE001 - the store or the model failed: keep the queue, try again later
                 await asyncio.sleep(self.backoff.failed(exc))  # logged once, not at every try
                 self._more = True
 

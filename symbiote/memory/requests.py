@@ -39,7 +39,7 @@ class SearchRequest:
     tag_mode: Annotated[Literal["any", "all"], Field(description="'any' of the tags (default) or 'all' of them.")] = (
         "any"
     )
-    type: Annotated[str | None, Field(description="Only memories of this type, e.g. preference.")] = None  # noqa: A003
+    type: Annotated[str | None, Field(description="Only memories of this type, e.g. preference.")] = None
     min_confidence: Annotated[
         float | None, Field(description="Only memories stored with at least this confidence (0-1).")
     ] = None

@@ -138,6 +138,6 @@ class Statistics:
     async def _rescan_quietly(self, store: MemoryStore) -> Summary | None:
         try:
             return await self._rescan(store, idle=True)
-        except Exception as exc:  # a background refresh: the last summary stays, the next stats call tries again
+        except Exception as exc:  # noqa: BLE001 - a background refresh: the last summary stays, the next stats call tries again
             log.warning("memory statistics refresh failed: %s", exc)
             return None

@@ -246,7 +246,7 @@ _tags, _tag_mode = tags, tag_mode  # memory_filter's arguments carry these names
 def memory_filter(
     tags: Any = None,
     tag_mode: Any = "any",
-    type: Any = None,  # noqa: A002
+    type: Any = None,
     min_confidence: Any = None,
     after_us: int | None = None,
     before_us: int | None = None,

@@ -52,7 +52,7 @@ def draft(
     type: Any,
     confidence: Any,
     conversation_id: Any,
-    bookmarked: Any,  # noqa: A002
+    bookmarked: Any,
     max_bytes: int = MAX_CONTENT_BYTES,
 ) -> StoredMemory:
     """A validated memory without id or time yet."""

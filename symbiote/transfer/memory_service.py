@@ -112,7 +112,7 @@ def database_items(path: Path, left_out: list[int]) -> Iterator[SourceItem]:
         store = "store" if "store" in columns else "'default'"
         left_out.append(db.execute(f"SELECT count(*) FROM memories WHERE {deleted}").fetchone()[0])
         cursor = db.execute(
-            f"SELECT id, content, content_hash, tags, memory_type, created_at, updated_at, {store} "  # noqa: S608 (fixed names)
+            f"SELECT id, content, content_hash, tags, memory_type, created_at, updated_at, {store} "  # fixed names
             f"FROM memories WHERE NOT ({deleted}) ORDER BY created_at, id"
         )
         names = ("content", "content_hash", "tags", "memory_type", "created_at", "updated_at", "store")

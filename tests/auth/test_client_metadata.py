@@ -68,7 +68,7 @@ class Documents:
         owner = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 owner.fetches[self.path] = owner.fetches.get(self.path, 0) + 1
                 if self.path == "/slow.json":
                     time.sleep(8)

@@ -1,6 +1,6 @@
 """The 2026-07-28 stateless wire as its clients use it: the SDK client pinned to that revision, and
 requests written byte by byte where the point is a header's exact bytes (httpx refuses to send a
-padded value; Node's http, which the conformance suite in tests/mcp/test_conformance.py uses, does not).
+padded value; Node's http, which the conformance suite in tests/e2e/test_conformance.py uses, does not).
 """
 
 from __future__ import annotations

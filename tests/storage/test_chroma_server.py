@@ -120,7 +120,7 @@ def add(store: Any, model: OnnxEmbedder, memory_id: str, content: str) -> None:
 def test_instances_see_each_others_writes_including_keywords(
     chroma_server: ChromaServerProcess,
     model: OnnxEmbedder,
-    tmp_path: Path,  # noqa: F811
+    tmp_path: Path,
 ) -> None:
     server = ChromaServer("127.0.0.1", chroma_server.port, database=database())
 
@@ -148,7 +148,7 @@ def test_instances_see_each_others_writes_including_keywords(
     assert [m.memory_id for m in c.keyword("Okonkwo", 5)] == ["mem_17000000000000000002"]
 
 
-def test_databases_keep_stores_apart(chroma_server: ChromaServerProcess, model: OnnxEmbedder, tmp_path: Path) -> None:  # noqa: F811
+def test_databases_keep_stores_apart(chroma_server: ChromaServerProcess, model: OnnxEmbedder, tmp_path: Path) -> None:
     first = ChromaServer("127.0.0.1", chroma_server.port, database=database())
     second = ChromaServer("127.0.0.1", chroma_server.port, database=database())
     stores = []
@@ -175,7 +175,7 @@ def test_databases_keep_stores_apart(chroma_server: ChromaServerProcess, model: 
 async def test_two_instances_appending_to_one_conversation_at_once_never_overwrite(
     chroma_server: ChromaServerProcess,
     tmp_path: Path,
-    model_dir: Path,  # noqa: F811
+    model_dir: Path,
 ) -> None:
     """Two runtimes (own clients, locks and local directories) race on the same conversation."""
     shared = {"chroma_host": "127.0.0.1", "chroma_port": chroma_server.port, "chroma_database": database()}
@@ -277,7 +277,7 @@ class TokenProxy:
 
 
 @pytest.fixture
-def proxy(chroma_server: ChromaServerProcess) -> Iterator[TokenProxy]:  # noqa: F811
+def proxy(chroma_server: ChromaServerProcess) -> Iterator[TokenProxy]:
     running = TokenProxy(chroma_server.url, "let-me-in")
     yield running
     running.close()
@@ -323,7 +323,7 @@ async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
 async def test_two_servers_share_memories_and_history_through_chroma(
     chroma_server: ChromaServerProcess,
     tmp_path: Path,
-    model_dir: Path,  # noqa: F811
+    model_dir: Path,
 ) -> None:
     env = {"CHROMA_HOST": "127.0.0.1", "CHROMA_PORT": str(chroma_server.port), "CHROMA_DATABASE": database()}
     first = ServerProcess(tmp_path / "one" / "data", env=env)
@@ -403,7 +403,7 @@ def health_check(port: int, path: str = "/api/v2/heartbeat") -> subprocess.Compl
     return subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=10)
 
 
-def test_compose_health_check_passes_on_a_live_chroma_only(chroma_server: ChromaServerProcess) -> None:  # noqa: F811
+def test_compose_health_check_passes_on_a_live_chroma_only(chroma_server: ChromaServerProcess) -> None:
     assert health_check(chroma_server.port).returncode == 0
     assert health_check(chroma_server.port, "/api/v2/no-such-thing").returncode != 0
     assert health_check(free_port()).returncode != 0

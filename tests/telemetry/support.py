@@ -117,7 +117,7 @@ class HttpReceiver:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            def do_POST(self) -> None:  # http.server's name
                 body = self.rfile.read(int(self.headers.get("content-length", "0")))
                 if self.headers.get("content-encoding") == "gzip":
                     body = gzip.decompress(body)
@@ -137,7 +137,7 @@ class HttpReceiver:
                 self.end_headers()
                 self.wfile.write(reply)
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet
+            def log_message(self, format: str, *args: Any) -> None:  # quiet
                 return
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -160,12 +160,12 @@ class GrpcReceiver:
         import grpc
 
         class Traces(trace_service_pb2_grpc.TraceServiceServicer):
-            def Export(self, request: Any, context: Any) -> Any:  # noqa: N802 - the service's name
+            def Export(self, request: Any, context: Any) -> Any:  # the service's name
                 received.add_traces(request, "grpc")
                 return trace_service_pb2.ExportTraceServiceResponse()
 
         class Metrics(metrics_service_pb2_grpc.MetricsServiceServicer):
-            def Export(self, request: Any, context: Any) -> Any:  # noqa: N802
+            def Export(self, request: Any, context: Any) -> Any:
                 received.add_metrics(request, "grpc")
                 return metrics_service_pb2.ExportMetricsServiceResponse()
 
@@ -194,7 +194,7 @@ class AppInsightsReceiver:
         items = self.items
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("content-length", "0")))
                 if self.headers.get("content-encoding") == "gzip":
                     body = gzip.decompress(body)
@@ -208,7 +208,7 @@ class AppInsightsReceiver:
                 self.end_headers()
                 self.wfile.write(reply.encode())
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: Any) -> None:
                 return
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

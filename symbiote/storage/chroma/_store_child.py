@@ -151,7 +151,7 @@ def child_main(fd: int) -> None:
             else:  # "call"
                 handle, method, args = request[1:]
                 reply = ("ok", getattr(objects[handle], method)(*args))
-        except BaseException as exc:  # every failure goes back to the caller; the child keeps serving
+        except BaseException as exc:  # noqa: BLE001 - every failure goes back to the caller; the child keeps serving
             reply = ("error", _portable(exc))
         try:
             conn.send(reply)

@@ -45,7 +45,7 @@ def import_chromadb() -> Any:
     import_numpy()
     if "chromadb" not in sys.modules:
         with _unchecked_overrides():
-            import chromadb.api.rust  # noqa: F401 - chromadb, and the embedded client's classes
+            import chromadb.api.rust  # chromadb, and the embedded client's classes
     import chromadb
 
     return chromadb
@@ -157,7 +157,7 @@ def connect_server(server: ChromaServer) -> Any:
                 try:
                     admin.create_database(server.database, tenant=server.tenant)
                     log.info("created database %r on the Chroma server %s", server.database, server.url)
-                except Exception:  # noqa: BLE001 - another instance may have created it meanwhile: get it, or raise
+                except Exception:  # another instance may have created it meanwhile: get it, or raise
                     log.debug("creating database %r failed; it may exist now", server.database, exc_info=True)
                     admin.get_database(server.database, tenant=server.tenant)
         # Fresh settings each time: HttpClient writes the host and port into the object it is given.

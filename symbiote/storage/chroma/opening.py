@@ -115,7 +115,7 @@ def _forget_chroma_system(path: Path, client: object | None) -> None:
     if client is not None:
         try:
             client.close()  # type: ignore[attr-defined]
-        except Exception:  # noqa: BLE001 - a broken client's own close may fail any way; it is being dropped
+        except Exception:
             logging.getLogger(__name__).debug("closing a Chroma client that failed to open", exc_info=True)
     SharedSystemClient._identifier_to_system.pop(str(path), None)
     SharedSystemClient._identifier_to_refcount.pop(str(path), None)

@@ -186,7 +186,7 @@ class StoreProcess:
         if future is not None:
             try:
                 return future.result()
-            except Exception:  # noqa: BLE001 - opened again below, which raises with the reason
+            except Exception:  # opened again below, which raises with the reason
                 log.debug("the early open of the %s store failed; opening it again", kind, exc_info=True)
         return self._open_now(kind, model, dimension)
 

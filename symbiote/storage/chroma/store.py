@@ -110,7 +110,7 @@ class ChromaMemoryStore:
         self._lexical.close()
         try:
             self._client.close()  # chromadb.api.client.Client, embedded or a server's
-        except Exception:  # noqa: BLE001 - the store is being let go of either way; the failure is logged
+        except Exception:  # the store is being let go of either way; the failure is logged
             log.debug("closing the Chroma client failed", exc_info=True)
 
     def _sync_lexical(self) -> None:

@@ -4,15 +4,15 @@ dev into .venv-tools/axe) injected into the real Chromium page, at desktop and p
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from symbiote.config import PROJECT_ROOT
 from tests.conftest import ServerProcess
 from tests.console.conftest import SIZES, open_page, screenshot
 
-AXE = Path(__file__).resolve().parents[2] / ".venv-tools" / "axe" / "node_modules" / "axe-core" / "axe.min.js"
+AXE = PROJECT_ROOT / ".venv-tools" / "axe" / "node_modules" / "axe-core" / "axe.min.js"
 TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
 
 

@@ -1,6 +1,6 @@
-"""The official MCP conformance suite, in the versions pinned in tests/conformance/package.json, and
+"""The official MCP conformance suite, in the versions pinned in tests/e2e/conformance/package.json, and
 the Inspector's CLI: independent TypeScript clients, run by scripts/conformance.sh against a fresh
-server. Each run has a baseline of what may fail (tests/conformance/expected-failures-*.yml: the
+server. Each run has a baseline of what may fail (tests/e2e/conformance/expected-failures-*.yml: the
 suite's own fixtures, capabilities Symbiote does not declare); anything else fails the run."""
 
 from __future__ import annotations
