@@ -298,6 +298,9 @@ class VectorIndex:
         self._offset = 0
         self._attempts = 1
         self.ready = False
+        if memories.count() == 0:  # a new store: nothing to read in, ready for its first store at once
+            while self.load_step():
+                pass
 
     def load_step(self) -> bool:
         """Read the next page of vectors from Chroma; True while there is more to read."""
