@@ -1,6 +1,7 @@
 """A background job that keeps failing backs off, says so once in the log and in /health, and
 never spins (issue 39: the passage indexer retried a refused batch every minute at 187 % CPU,
-logging every try). The failure is real: the passages' Chroma collection is dropped under the store."""
+logging every try). The failure is real: the passages' Chroma collection is dropped under the store,
+and a long memory's spans are left for the indexer to write."""
 
 from __future__ import annotations
 
@@ -17,6 +18,10 @@ from symbiote.runtime import build_runtime
 from symbiote.storage.chroma import embedded_client
 from symbiote.storage.chroma.store import CHUNK_COLLECTION
 
+LONG = "\n\n".join(
+    f"Paragraph {n} of the notes: " + "the budget, the schedule and the staffing plan. " * 12 for n in range(4)
+)
+
 
 async def test_a_failing_indexer_backs_off_logs_once_and_shows_in_health(
     settings: Settings, caplog: pytest.LogCaptureFixture
@@ -29,7 +34,7 @@ async def test_a_failing_indexer_backs_off_logs_once_and_shows_in_health(
         embedded_client(settings.chromadb_path).delete_collection(CHUNK_COLLECTION)  # Chroma's own client, same path
         caplog.set_level(logging.DEBUG, logger="symbiote")
         started = time.monotonic()
-        await engine.store(StoreRequest("Another first sentence. Another second one."))
+        await engine.store(StoreRequest(LONG))  # its spans follow the store: the indexer's to write
         await asyncio.sleep(3.6)  # tries at about 0, 1 and 3 s: then 4 s, 8 s, ... up to 5 minutes
         indexer = engine._writer.passages
         assert 2 <= indexer.backoff.failures <= 3, indexer.backoff.failures
