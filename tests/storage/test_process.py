@@ -167,6 +167,30 @@ def test_a_new_store_made_ahead_is_copied_in_by_the_first_operation(tmp_path: Pa
         again.close()
 
 
+def test_stores_made_ahead_by_processes_that_are_gone_are_removed() -> None:
+    """A server killed before its first memory operation leaves its store made ahead: the next
+    start removes it, and never one a live process made."""
+    import tempfile
+
+    from symbiote.embedding.model import MODEL_DIMENSION, MODEL_NAME
+    from symbiote.storage.chroma.opening import AHEAD_PREFIX, discard_ahead, make_ahead
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    temporary = Path(tempfile.gettempdir())
+    left = temporary / f"{AHEAD_PREFIX}{int(gone.stdout)}-test"
+    live = temporary / f"{AHEAD_PREFIX}{os.getpid()}-test"
+    for made in (left, live):
+        (made / "data").mkdir(parents=True, exist_ok=True)
+    try:
+        ahead = make_ahead(MODEL_NAME, MODEL_DIMENSION)
+        assert not left.exists() and live.exists() and ahead.is_dir()
+        discard_ahead(ahead)
+        assert not ahead.parent.exists()
+    finally:
+        discard_ahead(live / "data")
+        discard_ahead(left / "data")
+
+
 def test_a_preopen_that_failed_is_opened_again_and_says_why(tmp_path: Path) -> None:
     from symbiote.embedding.model import MODEL_DIMENSION, MODEL_NAME
 

@@ -28,6 +28,9 @@ if TYPE_CHECKING:
     from symbiote.storage.chroma.store import ChromaMemoryStore
 
 
+AHEAD_PREFIX = "symbiote-new-store-"  # then the making process's id: `_sweep_ahead` knows whose it is
+
+
 def make_ahead(model_name: str, dimension: int) -> Path:
     """A new, empty store made in a directory of its own under the system's temporary directory:
     creating Chroma's catalogue takes most of a first store's time, and a start creates nothing in
@@ -35,10 +38,30 @@ def make_ahead(model_name: str, dimension: int) -> Path:
     operation copies it in (`open_embedded_store`'s `ahead`); the caller removes it (`discard_ahead`)."""
     import tempfile
 
-    path = Path(tempfile.mkdtemp(prefix="symbiote-new-store-")) / "data"
+    _sweep_ahead(Path(tempfile.gettempdir()))
+    path = Path(tempfile.mkdtemp(prefix=f"{AHEAD_PREFIX}{os.getpid()}-")) / "data"
     open_embedded_store(path, model_name, dimension).close()
     _forget_chroma_system(path, None)
     return path
+
+
+def _sweep_ahead(temporary: Path) -> None:
+    """Remove the stores made ahead by processes that are gone: a server killed before its first
+    memory operation and its close leaves its own (some 200 KB) behind."""
+    for left in temporary.glob(f"{AHEAD_PREFIX}*"):
+        pid = left.name.removeprefix(AHEAD_PREFIX).split("-", 1)[0]
+        if pid.isascii() and pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(left, ignore_errors=True)  # another process's sweep may be at it too
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def discard_ahead(ahead: Path) -> None:
