@@ -113,8 +113,8 @@ class AsyncEmbedder:
         size = _IDLE_SLICE if idle else _SLICE
         for start in range(0, len(texts), size):
             made += await self._executor.run(model.embed_passages, texts[start : start + size], idle=idle)
-        for passages in made:
-            if not idle:
+        if not idle:  # passages are embedded once: they would only push queries out of the cache
+            for passages in made:
                 self._remember(passages.windows[0], passages.vectors[0])
         if complete:
             for row, passages in enumerate(made):

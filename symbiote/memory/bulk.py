@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     import numpy as np
 
     from symbiote.embedding.embedder import AsyncEmbedder
-    from symbiote.embedding.model import Passages
     from symbiote.memory.statistics import Statistics
     from symbiote.memory.store_io import StoreIO
     from symbiote.memory.trash import MemoryTrash
@@ -218,10 +217,6 @@ class MemoryBulk:
         return [
             (memory, vectors, windows)
             if vectors is not None and ok
-            else (memory, *_vectors_windows(made[memory.content]))
+            else (memory, made[memory.content].vectors, made[memory.content].windows)
             for (memory, vectors), windows, ok in zip(items, passages, reuse)
         ]
-
-
-def _vectors_windows(passages: Passages) -> tuple[np.ndarray, list[str]]:
-    return passages.vectors, passages.windows

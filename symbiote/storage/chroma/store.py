@@ -95,7 +95,8 @@ class ChromaMemoryStore:
         if self._vectors is not None and self._vectors.load_step():
             return True
         if self._passages.holding:
-            return self._passages.write_step() or True
+            self._passages.write_step()
+            return True
         return self._lexical.idle_step()
 
     def writing(self) -> AbstractContextManager[None]:
