@@ -146,7 +146,9 @@ async def memories_page(request: Request) -> Response:
                     min_relevance=WEAKER_CUTOFF if filters.weaker else None,
                 )
             )
-            context.update(hits=found.results, message=found.message, memories=None, total=found.count, pages=1)
+            cutoff = WEAKER_CUTOFF if filters.weaker else RELEVANCE_CUTOFF  # the owner's words, not the assistant's
+            message = f"No stored memory is relevant (none scored {cutoff:g} or more)."
+            context.update(hits=found.results, message=message, memories=None, total=found.count, pages=1)
         else:
             where = filters.where()
             if where.tags:  # every stored spelling of the tags asked for (counted once, then kept current)

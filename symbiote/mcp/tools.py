@@ -185,14 +185,14 @@ def _register_search(server: MCPServer, engine: MemoryEngine) -> None:
         description=(
             "Find stored memories by meaning and by keywords. Call this FIRST, before answering any "
             "message, with the message as the person wrote it or the subject it is about (e.g. 'current "
-            "projects', 'food preferences', or the names it mentions). Results are best first; "
-            "relevance_score is the chance in percent that a memory is relevant (calibrated: 80 means right "
-            "about 80 times in 100), matched_by says why it matched, and match how to use it: 'answer' (more "
-            "likely than not to answer the question asked) or 'context' (not an answer: standing context for "
-            "the request, such as a preference, project or constraint on its subject, or the nearest memory "
-            "about what a question names when nothing stored answers it). Results under min_relevance "
-            "(default 30) are left out; when fewer than limit remain, below_cutoff offers the next likeliest "
-            "ones with their low scores, for you to judge: use one only if it plainly fits, never as the answer. "
+            "projects', 'food preferences', or the names it mentions). results, then below_cutoff, are the "
+            "server's candidates, best first, limit in all: relevance_score is the server's own chance in "
+            "percent that a memory is relevant (calibrated: 80 means right about 80 times in 100), matched_by "
+            "says why it matched, and match is 'answer' where the server is sure it answers the question asked, "
+            "else 'context' (the server is not sure: a preference, project or constraint on the subject, or "
+            "the nearest memory about what the question names). Memories scored under min_relevance (default "
+            "30) go to below_cutoff. Read them all: use any that plainly answers the question as asked, "
+            "whatever its score or mark; say something was never stored only when none of them does. "
             "Narrow by time with after/before/when: ISO dates or phrases like 'yesterday', 'last week', 'in March'."
         ),
         annotations=ToolAnnotations(title="Search memory", read_only_hint=True, open_world_hint=False),

@@ -75,9 +75,10 @@ class SearchHit(Memory):
     match: Literal["answer", "context"] = Field(
         default="answer",
         description=(
-            "'answer': it likely answers the question asked. 'context': it is not an answer but standing "
-            "context for the request (a preference, project, constraint or decision on its subject), or "
-            "it is about what a question names without holding what the question asks."
+            "'answer': the server is sure it answers the question asked (more likely than not, on its own "
+            "and among the others). 'context': the server is not sure; it may be standing context for the "
+            "request (a preference, project, constraint or decision on its subject), the nearest memory "
+            "about what a question names, or still the answer: read it and judge."
         ),
     )
 
@@ -182,9 +183,9 @@ class SearchResults(BaseModel):
     below_cutoff: list[SearchHit] = Field(
         default_factory=list,
         description=(
-            "Not results: when fewer than `limit` memories reach the cut-off, the next likeliest ones, each "
-            "scored under it (its score is the chance that it is relevant). Offered for you to judge: use one "
-            "only if it plainly fits the request; never present one as the answer."
+            "The candidates after `results`, best first, each scored under the cut-off (its score is the "
+            "server's own chance that it is relevant), so that `limit` memories are in view in all. Use any "
+            "that plainly answers the question as asked, whatever its score."
         ),
     )
 

@@ -222,16 +222,23 @@ INDEXING = (
 
 def _message(hits: list[SearchHit], offered: list[SearchHit], cutoff: float) -> str:
     said = (
-        f"{len(hits)} relevant {'memory' if len(hits) == 1 else 'memories'}."
+        f"{len(hits)} {'memory' if len(hits) == 1 else 'memories'} scored {cutoff:g} or more."
         if hits
-        else f"No stored memory is relevant to this query (none scored {cutoff:g} or more)."
+        else f"No memory scored {cutoff:g} or more."
+        if offered
+        else "No stored memory matches this query."
     )
     if offered:
-        said += (
-            f" {len(offered)} more under the cut-off in below_cutoff: each is unlikely to be relevant on its own"
-            " (its score is the chance that it is); use one only if it plainly fits, never as the answer."
-        )
+        said += f" {len(offered)} more in below_cutoff, each scored under {cutoff:g}."
+    if hits or offered:
+        said += JUDGE
     return said
+
+
+JUDGE = (
+    " Best first, each scored with the server's own chance that it is relevant: use any that plainly answers"
+    " the question as asked, whatever its score; say it was never stored only when none of them does."
+)
 
 
 def _hits(kept: list[Judged], found: dict[str, StoredMemory], where: MemoryFilter, count: int) -> list[SearchHit]:

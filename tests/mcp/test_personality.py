@@ -54,3 +54,37 @@ async def test_server_serves_and_reports_the_active_variant(
     assert prompt.messages[0].content.text == load(DIRECTORY, active).text  # type: ignore[union-attr]
     if active != requested:
         assert "no-such-variant" in proc.log() and "WARNING" in proc.log()
+
+
+def test_every_text_of_the_protocol_lets_the_assistant_judge() -> None:
+    """The instructions, both prompts, the tool's and the result's descriptions and a search's message say
+    one thing: results, then below_cutoff, are candidates best first; use any that plainly answers the
+    question as asked, whatever its score; "never stored" only when none does. None says an offered
+    memory is not an answer (what made an assistant say "never stored" with the fact one list down)."""
+    from symbiote.mcp.server import INSTRUCTIONS
+    from symbiote.memory.records import SearchHit, SearchResults
+    from symbiote.memory.searching import JUDGE
+
+    tool = (PROJECT_ROOT / "symbiote" / "mcp" / "tools.py").read_text()
+    search_tool = tool[tool.index('title="Search memory"') : tool.index("async def search_memory")]
+    texts = {
+        "instructions": INSTRUCTIONS,
+        "default prompt": load(DIRECTORY, "").text,
+        "variant2 prompt": load(DIRECTORY, "variant2").text,
+        "tool description": search_tool,
+        "message": JUDGE,
+    }
+    for name, text in texts.items():
+        flat = " ".join(text.replace('"\n', " ").replace('            "', "").split())
+        assert "plainly answers the question as asked" in flat, name
+        assert "whatever its score" in flat, name
+        assert "never stored only when none of them does" in flat, name
+    fields = " ".join(
+        str(f.description)
+        for f in (*SearchHit.model_fields.values(), *SearchResults.model_fields.values())
+        if f.description
+    )
+    for text in (*texts.values(), fields):
+        lowered = " ".join(text.lower().split())
+        for contradiction in ("not an answer", "never as the answer", "never present one", "unlikely to be relevant"):
+            assert contradiction not in lowered
