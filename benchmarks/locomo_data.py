@@ -38,11 +38,22 @@ class Turn:
     speaker: str
     text: str
     caption: str | None
+    clock: str = ""  # the session's time as the file gives it: "1:56 pm on 8 May, 2023"
 
     @property
     def memory(self) -> str:
+        return self.in_form("date")
+
+    def in_form(self, form: str) -> str:
+        """The turn as a memory in one of `FORMS`: "1:56 pm on 8 May, 2023 Melanie: ..." (`clock`, as
+        the files give it), "8 May 2023 Melanie: ..." (`date`), "Melanie: ..." (`speaker`) or bare (`none`)."""
         photo = f" [shares a photo of {self.caption}]" if self.caption else ""
-        return f"{self.date} {self.speaker}: {self.text}{photo}".strip()
+        said = f"{self.text}{photo}" if form == "none" else f"{self.speaker}: {self.text}{photo}"
+        stamp = {"clock": self.clock or self.date, "date": self.date}.get(form, "")
+        return f"{stamp} {said}".strip()
+
+
+FORMS = ("clock", "date", "speaker", "none")
 
 
 @dataclass
@@ -75,7 +86,15 @@ def load_conversation(path: Path) -> Conversation:
         for t in convo.get(f"session_{n}") or []:
             caption = t.get("blip_caption")
             turns.append(
-                Turn(t["dia_id"], n, session_date(convo[f"session_{n}_date_time"]), t["speaker"], t["text"], caption)
+                Turn(
+                    t["dia_id"],
+                    n,
+                    session_date(convo[f"session_{n}_date_time"]),
+                    t["speaker"],
+                    t["text"],
+                    caption,
+                    convo[f"session_{n}_date_time"],
+                )
             )
         n += 1
     questions = [

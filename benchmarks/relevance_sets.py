@@ -11,7 +11,10 @@ once, by owner, holder case, personal query (by position: even fit, odd held) an
 conversation (26 fit, 30 held); the padding too: the fitting half's stores are padded with LoCoMo 26,
 the first half of the chatter and of the summaries, the held-out half's with the rest.
 
-    .venv/bin/python benchmarks/relevance_sets.py --out asked.pickle [--kinds small,turns400] [--locomo DIR]
+    .venv/bin/python benchmarks/relevance_sets.py --out asked.pickle [--kinds small,turns400] [--locomo DIR] [--form clock]
+
+LoCoMo's turns are stored as "8 May 2023 Melanie: ..." unless `--form` says otherwise (`clock`: as the
+files give them, "1:56 pm on 8 May, 2023 Melanie: ..."; `speaker`: "Melanie: ..."; `none`: the words alone).
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ PERSONAL_KINDS = {  # personal_set's query kinds as the owners' kinds
     "unrelated": "never_off",
 }
 BATCH = 100
+FORM = "date"  # how LoCoMo's turns are worded (`locomo_data.FORMS`); --form
 
 
 @dataclass
@@ -116,7 +120,7 @@ def personal() -> Case:
 
 def padding_sources(half: str, locomo_dir: Path) -> dict[str, list[str]]:
     conv = "26" if half == "fit" else "30"
-    turns = [t.memory for t in locomo_data.load_conversation(locomo_dir / f"{conv}.json").turns]
+    turns = [t.in_form(FORM) for t in locomo_data.load_conversation(locomo_dir / f"{conv}.json").turns]
     chatter = json.loads((HERE / "chatter.json").read_text())["turns"]
     summaries_path = HERE / "summaries.json"
     summaries = json.loads(summaries_path.read_text())["summaries"] if summaries_path.exists() else []
@@ -229,8 +233,8 @@ async def locomo(collector: Collector, locomo_dir: Path) -> None:
             sub = Collector(engine, "locomo")
             of_turn: dict[str, str] = {}
             for turn in conv.turns:
-                stored = await engine.store(StoreRequest(turn.memory))
-                sub.text_of[stored.memory_id] = turn.memory
+                stored = await engine.store(StoreRequest(turn.in_form(FORM)))
+                sub.text_of[stored.memory_id] = turn.in_form(FORM)
                 of_turn.setdefault(turn.dia_id, stored.memory_id)
             await engine.passages_indexed()
             for q in conv.questions:
@@ -259,7 +263,10 @@ async def main() -> None:
     parser.add_argument("--out", type=Path, required=True, help="the pickle to write (one per store kind: OUT.kind)")
     parser.add_argument("--kinds", default=",".join(KINDS))
     parser.add_argument("--locomo", type=Path, default=locomo_data.DATA_DIR)
+    parser.add_argument("--form", choices=locomo_data.FORMS, default=FORM, help="how LoCoMo's turns are worded")
     args = parser.parse_args()
+    global FORM
+    FORM = args.form
     locomo_dir = locomo_data.data_dir(args.locomo)
     Asked.__module__ = "relevance_sets"  # pickled as this module's, so that other scripts can read them
     sys.modules.setdefault("relevance_sets", sys.modules[__name__])

@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # numpy is imported when first needed: it is not on the way t
 
 
 from symbiote.embedding import MANIFEST_NAME, MODEL_DIMENSION, MODEL_NAME, ONNX_FILE  # noqa: F401 (re-exported)
+from symbiote.embedding.stamp import body
 from symbiote.errors import SymbioteError
 from symbiote.workers import import_numpy, usable_cores
 
@@ -149,12 +150,13 @@ class OnnxEmbedder:
             if len(encoding.ids) >= MAX_TOKENS:  # cut by the window (or filling it exactly): spans instead
                 made.append(Passages(self.windows(text), whole[row : row + 1]))
                 continue
-            sentences = _sentences(text)
+            words = body(text)
+            sentences = _sentences(words)
             if len(sentences) < 2:
                 made.append(Passages([text], whole[row : row + 1]))
                 continue
             vectors = [whole[row]]
-            for start, end in _spans(text, sentences):
+            for start, end in _spans(words, sentences):
                 picked = [i for i, (a, b) in enumerate(encoding.offsets) if b > a and a >= start and b <= end]
                 vectors.append(_unit(tokens[row, picked].mean(axis=0)) if picked else whole[row])
             made.append(Passages([text, *sentences], np.stack(vectors).astype(np.float32)))
@@ -184,6 +186,7 @@ class OnnxEmbedder:
         space, so every word before the cut is tokenized as in the whole text): the window holds its
         first 254 tokens only, and tokenizing 16 texts of 100,000 bytes whole took some 120 MB
         that the allocator kept. A head that turns out shorter than the window is done again whole."""
+        texts = [body(text) for text in texts]  # what a memory says, however it is dated (`stamp`)
         heads = [_head(text) for text in texts]
         encodings: list[Any] = self._tokenizer.encode_batch(heads)
         for row, (text, head) in enumerate(zip(texts, heads)):
@@ -201,8 +204,8 @@ class OnnxEmbedder:
         instead, long paragraphs cut into overlapping 128-token spans, so a question about the
         last paragraph is not drowned by the rest.
         """
-        if len(self._splitter.encode(text, add_special_tokens=False).ids) < _WINDOW_BODY:
-            sentences = _sentences(text)
+        if len(self._splitter.encode(body(text), add_special_tokens=False).ids) < _WINDOW_BODY:
+            sentences = _sentences(body(text))
             return [text, *sentences] if len(sentences) > 1 else [text]
         spans = [text]
         for paragraph in _PARAGRAPH.split(text):

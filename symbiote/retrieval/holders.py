@@ -14,6 +14,7 @@ import re
 from functools import lru_cache
 from typing import NamedTuple
 
+from symbiote.embedding import stamp
 from symbiote.retrieval.informative import information
 
 RELATIONS = frozenset(
@@ -25,7 +26,6 @@ RELATIONS = frozenset(
     landlord stepson stepdaughter stepmother stepfather inlaws""".split()
 )
 OWNER_WORDS = frozenset({"user", "i", "me", "my", "mine", "myself", "the user", "owner"})
-_TIME = re.compile(r"^.{0,40}?\b\d{4}\s+(?=[A-Z][a-z]+(?: [A-Z][a-z]+)?:\s)")  # "3:19 pm on 8 May, 2023 "
 _SPEAKER = re.compile(r"^([A-Z][a-z]+(?: [A-Z][a-z]+)?):\s")
 _POSSESSOR = re.compile(r"^(?:the )?(?:user|owner)(?:'s|’s)\s+(\w+)|^my\s+(\w+)", re.IGNORECASE)
 _OWNER_START = re.compile(r"^(?:the )?(?:user|owner)\b(?!'|’)|^i\b|^i'|^i’", re.IGNORECASE)
@@ -55,7 +55,7 @@ UNKNOWN = Holder("unknown")
 
 @lru_cache(maxsize=4096)  # the same memories come back search after search
 def of_memory(text: str) -> Holder:
-    body = _TIME.sub("", text.strip(), count=1)
+    body = stamp.body(text.strip())  # "3:19 pm on 8 May, 2023 Melanie: ..." is Melanie's, as "Melanie: ..." is
     speaker = _SPEAKER.match(body)
     if speaker and speaker.group(1).lower() not in OWNER_WORDS:
         name = speaker.group(1).lower()
