@@ -259,13 +259,13 @@ async def collect(store: str, locomo_dir: Path) -> list[Asked]:
 
 
 async def main() -> None:
+    global FORM
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True, help="the pickle to write (one per store kind: OUT.kind)")
     parser.add_argument("--kinds", default=",".join(KINDS))
     parser.add_argument("--locomo", type=Path, default=locomo_data.DATA_DIR)
     parser.add_argument("--form", choices=locomo_data.FORMS, default=FORM, help="how LoCoMo's turns are worded")
     args = parser.parse_args()
-    global FORM
     FORM = args.form
     locomo_dir = locomo_data.data_dir(args.locomo)
     Asked.__module__ = "relevance_sets"  # pickled as this module's, so that other scripts can read them
