@@ -3,20 +3,24 @@ side by side, every ranking beside plain cosine over the same memories.
 
 Reads the queries and candidates `relevance_sets.py` collected from the real engine (every store
 kind), turns each query's leading candidates into rows of the model's features
-(`symbiote.retrieval.ranking.features`), labelled 1 when the candidate is a wanted memory, and fits a
+(`symbiote.retrieval.ranking.evidence_rows`), labelled 1 when the candidate is a wanted memory, and fits a
 logistic model with every store kind weighing the same and the classes at their natural shares: so
-the score is a calibrated chance, not a balanced one. Prints the coefficients (for
-symbiote/retrieval/ranking.py), then per store kind and half: the reliability (score bin against share
+the score is a calibrated chance, not a balanced one. Prints the coefficients
+(`--write` puts them, by name, in symbiote/retrieval/relevance_model.json), then per store kind and half: the reliability (score bin against share
 relevant) and its expected calibration error, answer precision, never-stored questions with an
 answer, and shown@5 / first against plain cosine; with `--plot`, a reliability plot (PNG).
 
     .venv/bin/python benchmarks/relevance_sets.py --out /tmp/asked        # collect (about 10 minutes)
-    .venv/bin/python benchmarks/calibrate_relevance.py --asked /tmp/asked [--current] [--plot docs/reliability.png]
+    .venv/bin/python benchmarks/calibrate_relevance.py --asked /tmp/asked [--current] [--write] [--plot docs/reliability.png]
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
+import hashlib
+import json
+import subprocess
 import sys
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -81,6 +85,41 @@ def fit_rows(asked: list[Asked], make: Callable[[Asked], dict[str, tuple[float, 
         counts[s] += 1
     weights = np.array([len(store) / (len(counts) * counts[s]) for s in store])
     return fit_newton(np.array(x), np.array(y), weights, l2=l2, iters=100)
+
+
+def as_model(first: np.ndarray, second: np.ndarray) -> ranking.RelevanceModel:
+    """Fitted coefficients (bias last) as the model `symbiote.retrieval.ranking` scores with."""
+    return ranking.RelevanceModel(
+        ranking.Weights(tuple(float(v) for v in first[:-1]), float(first[-1])),
+        ranking.Weights(tuple(float(v) for v in second[:-1]), float(second[-1])),
+    )
+
+
+def as_arrays(model: ranking.RelevanceModel) -> tuple[np.ndarray, np.ndarray]:
+    return np.array([*model.evidence.features, model.evidence.bias]), np.array(
+        [*model.among.features, model.among.bias]
+    )
+
+
+def write_model(path: Path, first: np.ndarray, second: np.ndarray, prefix: Path, figures: dict[str, object]) -> None:
+    """The fitted model as `ranking.load_model` reads it: weights by name, when, from which commit, the
+    hash of the collected data it was fitted on, and its figures on both halves."""
+    digest = hashlib.sha256()
+    for store in STORES:
+        part = Path(f"{prefix}.{store}")
+        if part.exists():
+            digest.update(part.read_bytes())
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False)
+    data = {
+        "fitted": datetime.date.today().isoformat(),
+        "commit": commit.stdout.strip() or None,
+        "by": "benchmarks/calibrate_relevance.py on the fitting half of benchmarks/relevance_sets.py",
+        "data_sha256": digest.hexdigest(),
+        "figures": figures,
+        "evidence": {name: round(float(v), 3) for name, v in zip((*ranking.EVIDENCE, "bias"), first, strict=True)},
+        "among": {name: round(float(v), 3) for name, v in zip((*ranking.AMONG, "bias"), second, strict=True)},
+    }
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 
 def model_scorer(first: np.ndarray, second: np.ndarray) -> Scorer:
@@ -223,23 +262,36 @@ def plot(asked: list[Asked], scorer: Scorer, path: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--asked", type=Path, required=True, help="the prefix relevance_sets.py wrote")
-    parser.add_argument("--current", action="store_true", help="also report the coefficients in ranking.py")
+    parser.add_argument("--current", action="store_true", help="also report the model in relevance_model.json")
     parser.add_argument("--before", action="store_true", help="also report the score before this model")
     parser.add_argument("--plot", type=Path, help="write the held-out half's reliability plot here (PNG)")
+    parser.add_argument(
+        "--write", action="store_true", help="write the fitted model to symbiote/retrieval/relevance_model.json"
+    )
     args = parser.parse_args()
     asked = relevance_sets.load(args.asked)
     w, second = fit([a for a in asked if a.half == "fit"])
-    print("W_EVIDENCE = (" + ", ".join(f"{v:.3f}" for v in w) + ")  # " + ", ".join((*ranking.EVIDENCE, "bias")))
-    print("W_AMONG = (" + ", ".join(f"{v:.3f}" for v in second) + ")  # " + ", ".join((*ranking.AMONG, "bias")))
+    w, second = as_arrays(as_model(np.round(w, 3), np.round(second, 3)))  # as the file keeps them
+    print("evidence:", dict(zip((*ranking.EVIDENCE, "bias"), np.round(w, 3).tolist(), strict=True)))
+    print("among:", dict(zip((*ranking.AMONG, "bias"), np.round(second, 3).tolist(), strict=True)))
     scorers: dict[str, Scorer] = {"fitted": model_scorer(w, second)}
     if args.current:
-        scorers["ranking.py"] = model_scorer(np.array(ranking.W_EVIDENCE), np.array(ranking.W_AMONG))
+        scorers["current"] = model_scorer(*as_arrays(ranking.MODEL))
     if args.before:
         scorers["before"] = before_scorer
     scorers["cosine"] = cosine_scorer
     report(asked, scorers)
+    if args.write:
+        figures = {
+            f"{store} {h}": {"ece": round(reliability(rows, scorers["fitted"])[1], 3), "queries": len(rows)}
+            for store in STORES
+            for h in ("fit", "held")
+            if (rows := [a for a in asked if a.store == store and a.half == h])
+        }
+        write_model(ranking.MODEL_FILE, w, second, args.asked, figures)
+        print(f"wrote {ranking.MODEL_FILE}")
     if args.plot:
-        plot(asked, scorers["ranking.py" if args.current else "fitted"], args.plot)
+        plot(asked, scorers["current" if args.current else "fitted"], args.plot)
 
 
 if __name__ == "__main__":

@@ -9,9 +9,9 @@ look-alikes), the 90 memories of `personal_set.json` and two LoCoMo conversation
 small (3-12), 100 facts, facts after 400 LoCoMo turns, after 400 turns of three sources (LoCoMo,
 chatter, assistant-written summaries) and after 5,000. Split once: fit on `fit`, report `held`.
 
-Figures: `shown` = a wanted memory among the results (limit 5, cut-off 30); `offered` = among the
-results or `below_cutoff`; `first` = the first result at min_relevance=0 is wanted; `cosine@5` and
-`cosine first` = the same for plain cosine; `never answer` = a never-stored question got a result
+Figures: `among results` = a wanted memory among the results (limit 5, cut-off 30); `in view@k` = among
+the first k of what the search puts in view (results, then `below_cutoff`: 5 in all; `in view@1` is the
+first); `cosine@k` = among plain cosine's first k over the same memories; `never answer` = a never-stored question got a result
 marked `answer`; `answer precision` = share of `answer` results that are wanted; ECE = expected
 calibration error of the shown results' scores (bins of 10 from 30), and the reliability table.
 
@@ -35,10 +35,13 @@ from relevance_sets import KINDS, Asked
 
 BINS = (30, 40, 50, 60, 70, 80, 90, 101)
 FACT_KINDS = ("direct", "phrase", "task", "holder_owner", "holder_other", "locomo")
+DEPTHS = (1, 3, 5)
 
 
 def tally(asked: Sequence[Asked]) -> dict[str, tuple[float, int]]:
-    """name -> (rate, n) for one store kind and half."""
+    """name -> (rate, n) for one store kind and half. `in view@k`: a wanted memory among the first k of
+    what the search put in view (results, then below_cutoff); `cosine@k`: among plain cosine's first k
+    over the same memories; `among results`: among the results (cut-off 30)."""
     cells: dict[str, list[int]] = defaultdict(lambda: [0, 0])
 
     def add(name: str, hit: bool) -> None:
@@ -47,21 +50,29 @@ def tally(asked: Sequence[Asked]) -> dict[str, tuple[float, int]]:
 
     for a in asked:
         shown = [memory_id for memory_id, _score, _match in a.results]
-        offered = shown + [memory_id for memory_id, _score, _match in a.offered]
+        view = shown + [memory_id for memory_id, _score, _match in a.offered]
         cosine = [c.memory_id for c in sorted(a.candidates, key=lambda c: c.cosine, reverse=True)[:5]]
         if a.kind.startswith("never"):
             add("never: any result", bool(shown))
             add("never: answer", any(match == "answer" for _id, _score, match in a.results))
         elif a.wanted:
-            add(f"{a.kind} shown", bool(a.wanted & set(shown)))
-            add(f"{a.kind} offered", bool(a.wanted & set(offered)))
-            add(f"{a.kind} cosine@5", bool(a.wanted & set(cosine)))
-            add(f"{a.kind} first", bool(a.ranked) and a.ranked[0] in a.wanted)
-            add(f"{a.kind} cosine first", bool(cosine) and cosine[0] in a.wanted)
+            add(f"{a.kind} among results", bool(a.wanted & set(shown)))
+            for k in DEPTHS:
+                add(f"{a.kind} in view@{k}", bool(a.wanted & set(view[:k])))
+                add(f"{a.kind} cosine@{k}", bool(a.wanted & set(cosine[:k])))
         for memory_id, _score, match in a.results:
             if match == "answer":
                 add("answer precision", memory_id in a.wanted)
     return {name: (hits / n, n) for name, (hits, n) in cells.items()}
+
+
+def below_cosine(figures: dict[str, tuple[float, int]]) -> list[str]:
+    """The cells where what is in view holds a wanted memory less often than plain cosine's first k."""
+    return [
+        f"{name.split(' in view@')[0]}@{name.rsplit('@', 1)[1]}"
+        for name, (rate, _n) in figures.items()
+        if " in view@" in name and rate < figures[name.replace("in view@", "cosine@")][0]
+    ]
 
 
 def reliability(asked: Sequence[Asked]) -> tuple[list[dict[str, Any]], float]:
@@ -92,17 +103,31 @@ def report(asked: list[Asked]) -> dict[str, Any]:
         calibration = {h: reliability(rows) for h, rows in halves.items()}
         out[store] = {"figures": figures, "reliability": calibration}
         print(f"\n### {store} ({len(halves['fit'])} fit / {len(halves['held'])} held queries)\n")
-        print("| | fit | held |\n|---|---|---|")
-        names = sorted({name for f in figures.values() for name in f}, key=_order)
-        for name in names:
+        print("| query kind (n fit / held) | in view @1 @3 @5, fit / held | cosine @1 @3 @5 | among results |")
+        print("|---|---|---|---|")
+        kinds = sorted(
+            {name.split(" ", 1)[0] for f in figures.values() for name in f if " in view@" in name}, key=_order
+        )
+        for kind in kinds:
+            n = "/".join(str(figures[h].get(f"{kind} in view@1", (0, 0))[1]) for h in halves)
             cells = [
-                f"{figures[h][name][0]:.2f} (n={figures[h][name][1]})" if name in figures[h] else "-" for h in halves
+                " / ".join(" ".join(_rate(figures[h], f"{kind} {what}@{k}") for k in DEPTHS) for h in halves)
+                for what in ("in view", "cosine")
             ]
-            print(f"| {name} | " + " | ".join(cells) + " |")
+            among = " / ".join(_rate(figures[h], f"{kind} among results") for h in halves)
+            print(f"| {kind} ({n}) | {cells[0]} | {cells[1]} | {among} |")
+        for name in ("answer precision", "never: answer", "never: any result"):
+            print(f"| {name} | {' / '.join(_rate(figures[h], name) for h in halves)} | | |")
+        for h in halves:
+            print(f"| below cosine, {h} | {', '.join(below_cosine(figures[h])) or 'none'} | |")
         for h, (table, error) in calibration.items():
             bins = ", ".join(f"{row['bin']}: {row['relevant']:.2f} (n={row['n']})" for row in table)
             print(f"| ECE {h} | {error:.3f} | share relevant per score bin: {bins} |")
     return out
+
+
+def _rate(figures: dict[str, tuple[float, int]], name: str) -> str:
+    return f"{figures[name][0]:.2f}" if name in figures else "-"
 
 
 def _order(name: str) -> tuple[int, str]:

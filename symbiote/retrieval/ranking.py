@@ -8,7 +8,8 @@ weakest cosine of the semantic candidates (its own is lower still, by constructi
 Relevance is the chance, in percent, that a candidate is relevant: calibrated, so results scored 80
 are relevant about 80 times in 100, in a store of 6 memories and of 5,000 (docs/performance.md). Two
 logistic stages, fitted by `benchmarks/calibrate_relevance.py` on the fitting half of its sets (every
-store kind weighing the same, the classes at their natural shares), constants below:
+store kind weighing the same, the classes at their natural shares), their weights by name in
+`relevance_model.json`:
 - its own evidence (`EVIDENCE`): its cosine's standing above the query's cosines to a fixed
   background (`background.py`) and how far that is behind the best candidate's; its keyword
   evidence, BM25 share times the share of the query's information in English its words carry
@@ -25,9 +26,11 @@ results are context. 30, the default cut-off, leaves out what is more likely noi
 from __future__ import annotations
 
 import bisect
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal, NamedTuple
 
 from symbiote.retrieval import holders
@@ -77,16 +80,46 @@ def topic_strength(c: Candidate, evidence: QueryEvidence) -> float:
     return strength * c.topic
 
 
-# The model of P(relevant), fitted on 2026-11-27 by benchmarks/calibrate_relevance.py on the fitting half of
-# benchmarks/relevance_sets.py (16 owners, 24 holder cases, the personal set's even queries, LoCoMo 26, in every
-# store kind; every kind weighing the same, the classes at their natural shares); refit there, paste here.
+# The model of P(relevant): its weights by feature name, with when, on what and how well they were fitted, in
+# relevance_model.json, which benchmarks/calibrate_relevance.py writes (docs/performance.md says how to refit).
 # First stage: how strongly a candidate's own evidence says it is relevant (log-odds).
 EVIDENCE = ("standing", "keyword", "topic", "holder", "gap", "request")
-W_EVIDENCE = (-0.007, 3.414, 1.328, 0.811, 0.957, 0.813, -2.841)  # the bias last
 # Second stage: that evidence judged among the other candidates (its rank, how many stand as close,
 # how far behind the best, how many candidates there are): a chance, calibrated in every store kind.
 AMONG = ("evidence", "rank", "rivals", "behind", "candidates")
-W_AMONG = (0.587, -0.232, -0.558, 0.028, -0.090, 1.262)  # the bias last
+MODEL_FILE = Path(__file__).with_name("relevance_model.json")
+
+
+class Weights(NamedTuple):
+    """One logistic stage: a weight per feature, in the order the features are computed, and the bias."""
+
+    features: tuple[float, ...]
+    bias: float
+
+    def log_odds(self, row: Sequence[float]) -> float:
+        return sum(w * x for w, x in zip(self.features, row, strict=True)) + self.bias
+
+
+class RelevanceModel(NamedTuple):
+    """Both stages' weights, read by name: a file whose names are not the features computed here is refused."""
+
+    evidence: Weights
+    among: Weights
+
+
+def _stage(weights: dict[str, float], names: tuple[str, ...], stage: str) -> Weights:
+    if set(weights) != {*names, "bias"}:
+        missing, extra = sorted({*names, "bias"} - set(weights)), sorted(set(weights) - {*names, "bias"})
+        raise ValueError(f"{MODEL_FILE.name}: stage {stage!r} has no weight for {missing} and one for unknown {extra}")
+    return Weights(tuple(float(weights[name]) for name in names), float(weights["bias"]))
+
+
+def load_model(path: Path = MODEL_FILE) -> RelevanceModel:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return RelevanceModel(_stage(data["evidence"], EVIDENCE, "evidence"), _stage(data["among"], AMONG, "among"))
+
+
+MODEL = load_model()
 RIVAL_SPAN = 1.0  # candidates whose evidence is this close (in log-odds) are rivals; set by hand, one unit
 
 
@@ -109,13 +142,16 @@ def evidence_rows(
     is about whom the query asks (`holders`); how far its standing is behind the best; and whether the
     query is a request."""
     words = QueryWords(query)
-    asker = holders.of_query(query)  # a request's context is anyone's: whose it is counts for questions
+    asker = holders.of_query(query)
+    # A request's context is anyone's ("help me plan my sister's party": the owner's own preferences count),
+    # unless it asks about the owner ("user dietary restrictions"): then another speaker's line is not it.
+    request = float(evidence.intent == "request")
+    judged = not request or asker.kind == "owner"
     standings = [evidence.closeness.standing(c.cosine) for c in candidates]
     best = max(standings, default=0.0)
-    request = float(evidence.intent == "request")
     rows: list[tuple[float, ...]] = []
     for c, standing, text in zip(candidates, standings, texts):
-        holder = holders.agreement(asker, holders.of_memory(text), text) if not request else 0.0
+        holder = holders.agreement(asker, holders.of_memory(text), text) if judged else 0.0
         keyword = c.keyword * words.coverage(text) if c.keyword > 0 else 0.0
         rows.append((standing, keyword, topic_strength(c, evidence), holder, standing - best, request))
     return rows
@@ -134,17 +170,18 @@ def among_rows(evidence: Sequence[float], candidates: int) -> list[tuple[float, 
     return rows
 
 
-def _linear(weights: Sequence[float], row: Sequence[float]) -> float:
-    return sum(w * x for w, x in zip(weights, row)) + weights[-1]
-
-
 def chances(
-    query: str, candidates: Sequence[Candidate], evidence: QueryEvidence, texts: Sequence[str], total: int
+    query: str,
+    candidates: Sequence[Candidate],
+    evidence: QueryEvidence,
+    texts: Sequence[str],
+    total: int,
+    model: RelevanceModel = MODEL,
 ) -> list[tuple[float, float]]:
     """Each candidate's chance of being relevant, same order: on its own evidence (the first stage) and
     among the other candidates (the second, the score); `total` is how many candidates the search found."""
-    first = [_linear(W_EVIDENCE, row) for row in evidence_rows(query, candidates, evidence, texts)]
-    among = [_sigmoid(_linear(W_AMONG, row)) for row in among_rows(first, total)]
+    first = [model.evidence.log_odds(row) for row in evidence_rows(query, candidates, evidence, texts)]
+    among = [_sigmoid(model.among.log_odds(row)) for row in among_rows(first, total)]
     return [(_sigmoid(own), p) for own, p in zip(first, among)]
 
 
