@@ -183,9 +183,9 @@ class SearchResults(BaseModel):
     below_cutoff: list[SearchHit] = Field(
         default_factory=list,
         description=(
-            "The candidates after `results`, best first, each scored under the cut-off (its score is the "
-            "server's own chance that it is relevant), so that `limit` memories are in view in all. Use any "
-            "that plainly answers the question as asked, whatever its score."
+            "The candidates after `results`, each scored under the cut-off (its score is the server's own "
+            "chance that it is relevant), nearest in meaning first, so that `limit` memories are in view in "
+            "all. Use any that plainly answers the question as asked, whatever its score."
         ),
     )
 

@@ -74,7 +74,13 @@ class MemorySearch:
         kept = [j for j in judged if j.score >= cutoff]
         hits = await self._newer_first(_hits(kept, found, where, 3 * count), where, count)
         shown = {hit.memory_id for hit in hits}
-        below = [j for j in judged if j.score < cutoff and j.candidate.memory_id not in shown]
+        # Under the cut-off the score vouches for none: the rest come nearest in meaning first, so what is in
+        # view never holds the owner's memory less often than plain similarity would (docs/performance.md).
+        below = sorted(
+            (j for j in judged if j.score < cutoff and j.candidate.memory_id not in shown),
+            key=lambda j: j.candidate.cosine,
+            reverse=True,
+        )
         offered = _hits(below, found, where, count - len(hits)) if len(hits) < count else []
         self._timer.add(started)
         return SearchResults(
@@ -229,15 +235,15 @@ def _message(hits: list[SearchHit], offered: list[SearchHit], cutoff: float) -> 
         else "No stored memory matches this query."
     )
     if offered:
-        said += f" {len(offered)} more in below_cutoff, each scored under {cutoff:g}."
+        said += f" {len(offered)} more in below_cutoff, each scored under {cutoff:g}, nearest in meaning first."
     if hits or offered:
         said += JUDGE
     return said
 
 
 JUDGE = (
-    " Best first, each scored with the server's own chance that it is relevant: use any that plainly answers"
-    " the question as asked, whatever its score; say it was never stored only when none of them does."
+    " Each is scored with the server's own chance that it is relevant: use any that plainly answers the"
+    " question as asked, whatever its score; say it was never stored only when none of them does."
 )
 
 

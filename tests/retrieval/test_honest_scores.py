@@ -88,3 +88,16 @@ async def test_what_the_cut_off_hides_is_offered_apart_and_scored_under_it(engin
         assert "below_cutoff" in found.message
     strict = await engine.search(SearchRequest("what do I do on Thursday evenings?", limit=5, min_relevance=0))
     assert strict.below_cutoff == []  # nothing is under a cut-off of 0
+
+
+@pytest.mark.parametrize("question", ["what sport do I play?", "user dietary restrictions", "what's my cat called?"])
+async def test_what_the_cut_off_hides_comes_nearest_in_meaning_first(engine: MemoryEngine, question: str) -> None:
+    """Under the cut-off the score vouches for none, so the rest come by plain similarity: what is in view
+    never holds the owner's memory less often than plain cosine's first few would."""
+    found = await engine.search(SearchRequest(question, limit=5, min_relevance=95))
+    candidates, _evidence = await engine.rank(question)
+    cosine = {c.memory_id: c.cosine for c in candidates}
+    below = [cosine[hit.memory_id] for hit in found.below_cutoff]
+    assert len(found.results) + len(below) == 5 and below == sorted(below, reverse=True)
+    nearest = max(candidates, key=lambda c: c.cosine).memory_id
+    assert nearest in {hit.memory_id for hit in found.results + found.below_cutoff}
