@@ -20,7 +20,7 @@ from symbiote.memory import validation
 from symbiote.memory.ids import created_us as id_created_us
 from symbiote.memory.records import LinkResult
 from symbiote.memory.store_io import StoreIO
-from symbiote.retrieval.sameness import LinkKind, fuller_is_newer, judge, may_be_same, stands_out
+from symbiote.retrieval.sameness import LinkKind, fuller_is_newer, judge, may_be_same, offer_stands_out, stands_out
 from symbiote.storage import MemoryStore, StoredMemory
 
 SERVER, ASSISTANT, OWNER = "server", "assistant", "owner"  # who made a link (the server's is stored as None)
@@ -113,7 +113,7 @@ def offers(
         for old, cosine in live
         if old.supersedes != memory.memory_id
         and may_be_same(old.content, memory.content, cosine)
-        and stands_out(cosine, [c for other, c in live if other.memory_id != old.memory_id])
+        and offer_stands_out(cosine, [c for other, c in live if other.memory_id != old.memory_id])
     ]
     return found[:MAX_OFFERS]
 

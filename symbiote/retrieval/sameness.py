@@ -32,6 +32,7 @@ JUDGED_CHARS = 4000  # what a memory says about its subject is in its head (the 
 # Offers (`may_replace`): what the rule above is not sure of, for the assistant to confirm. Set on
 # the fitting half, its update-free stores and LoCoMo conversation 26 (docs/performance.md, issue 41).
 OFFER_COSINE = 0.30  # the cosine from which an older memory of the same holder that stands out may be an earlier value
+OFFER_STANDOUT = 0.15  # how much closer than the other nearest an offered memory must be
 
 LinkKind = Literal["update", "duplicate"]
 
@@ -97,11 +98,16 @@ def label(text: str) -> str | None:
     return found.group(1).lower() if found else None
 
 
-def stands_out(cosine: float, rivals: Sequence[float]) -> bool:
+def stands_out(cosine: float, rivals: Sequence[float], by: float | None = None) -> bool:
     """Whether the older memory is clearly closer to the new one than the other memories nearest
-    it (their cosines): in a conversation every turn is about as close as the next, and none
-    updates another."""
-    return not rivals or cosine - max(rivals) >= STANDOUT
+    it (their cosines), by STANDOUT (a link) or `by`: in a conversation every turn is about as close
+    as the next, and none updates another."""
+    return not rivals or cosine - max(rivals) >= (STANDOUT if by is None else by)
+
+
+def offer_stands_out(cosine: float, rivals: Sequence[float]) -> bool:
+    """`stands_out` for an offer, which the assistant confirms: by OFFER_STANDOUT."""
+    return stands_out(cosine, rivals, OFFER_STANDOUT)
 
 
 def judge(older: str, newer: str, cosine: float) -> LinkKind | None:

@@ -62,7 +62,7 @@ def test_every_text_of_the_protocol_lets_the_assistant_judge() -> None:
     question as asked, whatever its score; "never stored" only when none does. None says an offered
     memory is not an answer (what made an assistant say "never stored" with the fact one list down)."""
     from symbiote.mcp.server import INSTRUCTIONS
-    from symbiote.memory.records import SearchHit, SearchResults
+    from symbiote.memory import SearchHit, SearchResults
     from symbiote.memory.searching import JUDGE
 
     tool = (PROJECT_ROOT / "symbiote" / "mcp" / "tools.py").read_text()
