@@ -152,7 +152,8 @@ def _holders_differ(older: str, newer: str, old_words: frozenset[str], new_words
     older_names, newer_names = names(older), names(newer)
     if older_names and newer_names and not older_names & newer_names:
         return True
-    if whose.agreement(whose.of_memory(older), whose.of_memory(newer), newer) < 0:
+    unlabelled = not label(older) and not label(newer)  # a label ("Strings: ...") is compared apart
+    if unlabelled and whose.agreement(whose.of_memory(older), whose.of_memory(newer), newer) < 0:
         return True  # "User is a nurse." and "User's sister is a nurse.": the owner's, and the sister's
     return any(holder not in new_words for holder in holders(older)) or any(
         holder not in old_words for holder in holders(newer)
