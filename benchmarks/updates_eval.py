@@ -10,10 +10,11 @@ set constants on `fit`, report both; a gap between them is tuning, not generaliz
 Runs the real engine in-process (real model, real Chroma, default cut-off, limit 5), one new store
 per owner (optionally after `--pad K` unrelated chat turns from `chatter.json`). Metrics per half:
 
-  newer_first   an update's question shows the newer memory, above the older one if that is shown
+  newer_first   an update's question puts the newer memory in view (results, then below_cutoff), above
+                the older one if that is in view too
   marked        the older memory carries superseded_by = the newer one (get_memory)
   dup_once      a duplicate is linked to its first version, or the store returned the existing one
-  dup_fuller    its question shows the fuller version (more content words) above the other, or alone
+  dup_fuller    its question puts the fuller version (more content words) in view above the other, or alone
   control_links look-alike pairs linked (must be 0)
   other_links   links the server made that are neither an update nor a duplicate of the set
   update_free_links  links made in stores that hold no update at all: the relevance sets' owners
@@ -57,6 +58,12 @@ HALVES = ("fit", "held")
 BATCH = False  # --batch: each owner's memories in one store_memories call
 
 
+async def _in_view(engine: Any, query: str) -> list[str]:
+    """What a search puts in view, in order: the results, then `below_cutoff`."""
+    found = await engine.search(SearchRequest(query))
+    return [r.memory_id for r in found.results + found.below_cutoff]
+
+
 def _link(memory: Any) -> tuple[str | None, str | None]:
     """(supersedes, superseded_by); a checkout from before links has neither."""
     return getattr(memory, "supersedes", None), getattr(memory, "superseded_by", None)
@@ -95,7 +102,7 @@ async def _owner(engine: Any, owner: dict[str, Any], tally: Counter[str], verbos
     for case in owner["updates"]:
         old, new = ids[case["old"]], ids[case["new"]]
         expected.add(frozenset((old, new)))
-        order = [r.memory_id for r in (await engine.search(SearchRequest(case["query"]))).results]
+        order = await _in_view(engine, case["query"])
         first = new in order and (old not in order or order.index(new) < order.index(old))
         marked = _link(got[case["old"]])[1] == new
         tally["updates"] += 1
@@ -113,7 +120,7 @@ async def _owner(engine: Any, owner: dict[str, Any], tally: Counter[str], verbos
         linked = _link(got[case["first"]])[1] == two or _link(got[case["second"]])[1] == one
         once = linked or case["second"] in returned_existing
         words = {key: len(content_words(text[key])) for key in (case["first"], case["second"])}
-        order = [r.memory_id for r in (await engine.search(SearchRequest(case["query"]))).results]
+        order = await _in_view(engine, case["query"])
         ahead = any(  # the one with more content words above the other, or alone (a reworded one: either)
             ids[fuller] in order and (ids[other] not in order or order.index(ids[fuller]) < order.index(ids[other]))
             for fuller, other in ((case["second"], case["first"]), (case["first"], case["second"]))
