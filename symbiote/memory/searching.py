@@ -82,6 +82,8 @@ class MemorySearch:
             reverse=True,
         )
         offered = _hits(below, found, where, count - len(hits)) if len(hits) < count else []
+        nearness = {j.candidate.memory_id: j.candidate.cosine for j in below}
+        offered = newer_above(offered, {hit.memory_id: nearness[hit.memory_id] for hit in offered})
         self._timer.add(started)
         return SearchResults(
             query=text,
@@ -197,14 +199,22 @@ def few_of_each_chain(hits: list[SearchHit]) -> list[SearchHit]:
 def ordered_by_links(hits: list[SearchHit]) -> list[SearchHit]:
     """Best first, and a memory replaced by another shown right after it: the one replacing it
     scores at least as high (it answers what the older one answered), and comes first on a tie."""
-    by_id = {hit.memory_id: hit for hit in hits}
     score = {hit.memory_id: hit.relevance_score for hit in hits}
+    placed = newer_above(hits, score)
+    return [hit.model_copy(update={"relevance_score": score[hit.memory_id]}) for hit in placed]
+
+
+def newer_above(hits: list[SearchHit], key: dict[str, float]) -> list[SearchHit]:
+    """`hits` by `key`, highest first, a memory replacing another never below it: along each chain of
+    updates the newer takes the older's key when that is higher, and comes first on a tie. `key` is
+    changed in place to the keys used."""
+    by_id = {hit.memory_id: hit for hit in hits}
     for _ in range(len(hits)):  # along chains (a replaced memory replacing another)
         changed = False
         for hit in hits:
             newer = hit.superseded_by
-            if newer in score and score[newer] < score[hit.memory_id]:
-                score[newer] = score[hit.memory_id]
+            if newer in key and key[newer] < key[hit.memory_id]:
+                key[newer] = key[hit.memory_id]
                 changed = True
         if not changed:
             break
@@ -216,8 +226,7 @@ def ordered_by_links(hits: list[SearchHit]) -> list[SearchHit]:
             seen.add(current.memory_id)
         return steps
 
-    placed = sorted(hits, key=lambda hit: (-score[hit.memory_id], depth(hit)))
-    return [hit.model_copy(update={"relevance_score": score[hit.memory_id]}) for hit in placed]
+    return sorted(hits, key=lambda hit: (-key[hit.memory_id], depth(hit)))
 
 
 INDEXING = (
