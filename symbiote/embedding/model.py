@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # numpy is imported when first needed: it is not on the way t
 
 
 from symbiote.embedding import MANIFEST_NAME, MODEL_DIMENSION, MODEL_NAME, ONNX_FILE  # noqa: F401 (re-exported)
-from symbiote.embedding.stamp import body
+from symbiote.embedding.stamp import canonical
 from symbiote.errors import SymbioteError
 from symbiote.workers import import_numpy, usable_cores
 
@@ -150,7 +150,7 @@ class OnnxEmbedder:
             if len(encoding.ids) >= MAX_TOKENS:  # cut by the window (or filling it exactly): spans instead
                 made.append(Passages(self.windows(text), whole[row : row + 1]))
                 continue
-            words = body(text)
+            words = canonical(text)
             sentences = _sentences(words)
             if len(sentences) < 2:
                 made.append(Passages([text], whole[row : row + 1]))
@@ -186,7 +186,7 @@ class OnnxEmbedder:
         space, so every word before the cut is tokenized as in the whole text): the window holds its
         first 254 tokens only, and tokenizing 16 texts of 100,000 bytes whole took some 120 MB
         that the allocator kept. A head that turns out shorter than the window is done again whole."""
-        texts = [body(text) for text in texts]  # what a memory says, however it is dated (`stamp`)
+        texts = [canonical(text) for text in texts]  # one form of date stamp, however a memory is dated (`stamp`)
         heads = [_head(text) for text in texts]
         encodings: list[Any] = self._tokenizer.encode_batch(heads)
         for row, (text, head) in enumerate(zip(texts, heads)):
@@ -204,8 +204,8 @@ class OnnxEmbedder:
         instead, long paragraphs cut into overlapping 128-token spans, so a question about the
         last paragraph is not drowned by the rest.
         """
-        if len(self._splitter.encode(body(text), add_special_tokens=False).ids) < _WINDOW_BODY:
-            sentences = _sentences(body(text))
+        if len(self._splitter.encode(canonical(text), add_special_tokens=False).ids) < _WINDOW_BODY:
+            sentences = _sentences(canonical(text))
             return [text, *sentences] if len(sentences) > 1 else [text]
         spans = [text]
         for paragraph in _PARAGRAPH.split(text):

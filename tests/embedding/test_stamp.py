@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from symbiote.embedding.stamp import body
+from symbiote.embedding.stamp import body, canonical
 
 SAID = "Melanie: I painted a sunrise."
 
@@ -23,8 +23,10 @@ SAID = "Melanie: I painted a sunrise."
         "12.5.2023 ",
     ],
 )
-def test_a_leading_stamp_is_not_what_the_memory_says(stamp: str) -> None:
+def test_a_leading_stamp_is_not_what_the_memory_says_and_reads_as_its_date(stamp: str) -> None:
     assert body(stamp + SAID) == SAID
+    expected = "12 May 2023 " if stamp == "12.5.2023 " else "8 May 2023 "
+    assert canonical(stamp + SAID) == expected + SAID
 
 
 @pytest.mark.parametrize(
@@ -39,4 +41,8 @@ def test_a_leading_stamp_is_not_what_the_memory_says(stamp: str) -> None:
     ],
 )
 def test_text_without_a_leading_stamp_is_left_whole(text: str) -> None:
-    assert body(text) == text
+    assert body(text) == text == canonical(text)
+
+
+def test_a_stamp_that_names_no_real_date_is_left_out() -> None:
+    assert canonical("45/13/2023 Bought a bike.") == "Bought a bike."
