@@ -30,8 +30,8 @@ INSTRUCTIONS = """\
 Symbiote is the user's single long-term memory, shared by every assistant they use.
 Memory protocol, in order:
 1. Before answering any message, call search_memory with the subject the message is about.
-2. Its results (best first), then below_cutoff (nearest in meaning first), are the candidates, each
-   with the server's own chance that it is relevant; "answer" marks the ones the server is sure of.
+2. Its results, then below_cutoff, are the candidates, best first, each with the server's own
+   chance that it is relevant; "answer" marks the ones the server is sure of.
    Use any that plainly answers the question as asked, whatever its score or mark; say something was
    never stored only when none of them does. Use it naturally, as shared knowledge; never say "I found
    in memory" or quote ids.

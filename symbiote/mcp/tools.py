@@ -191,8 +191,8 @@ def _register_search(server: MCPServer, engine: MemoryEngine) -> None:
             "says why it matched, and match is 'answer' where the server is sure it answers the question asked, "
             "else 'context' (the server is not sure: a preference, project or constraint on the subject, or "
             "the nearest memory about what the question names). Memories scored under min_relevance (default "
-            "30) go to below_cutoff, nearest in meaning first. Read them all: use any that plainly answers the "
-            "question as asked, whatever its score or mark; say something was never stored only when none of them does. "
+            "30) go to below_cutoff. Read them all: use any that plainly answers the question as asked, "
+            "whatever its score or mark; say something was never stored only when none of them does. "
             "Narrow by time with after/before/when: ISO dates or phrases like 'yesterday', 'last week', 'in March'."
         ),
         annotations=ToolAnnotations(title="Search memory", read_only_hint=True, open_world_hint=False),

@@ -184,8 +184,8 @@ class SearchResults(BaseModel):
         default_factory=list,
         description=(
             "The candidates after `results`, each scored under the cut-off (its score is the server's own "
-            "chance that it is relevant), nearest in meaning first, so that `limit` memories are in view in "
-            "all. Use any that plainly answers the question as asked, whatever its score."
+            "chance that it is relevant), best first (a request's: nearest in meaning first), so that `limit` "
+            "memories are in view in all. Use any that plainly answers the question as asked, whatever its score."
         ),
     )
 

@@ -20,7 +20,7 @@ from symbiote.memory.statistics import Timer
 from symbiote.memory.store_io import StoreIO
 from symbiote.retrieval import background
 from symbiote.retrieval.background import Background
-from symbiote.retrieval.intent import intent
+from symbiote.retrieval.intent import Intent, intent
 from symbiote.retrieval.ranking import Candidate, Judged, QueryEvidence, judge, shortlist, with_members
 from symbiote.retrieval.subjects import mentions, subjects_of
 from symbiote.retrieval.topics import TopicIndex
@@ -74,22 +74,17 @@ class MemorySearch:
         kept = [j for j in judged if j.score >= cutoff]
         hits = await self._newer_first(_hits(kept, found, where, 3 * count), where, count)
         shown = {hit.memory_id for hit in hits}
-        # Under the cut-off the score vouches for none: the rest come nearest in meaning first, so what is in
-        # view never holds the owner's memory less often than plain similarity would (docs/performance.md).
-        below = sorted(
-            (j for j in judged if j.score < cutoff and j.candidate.memory_id not in shown),
-            key=lambda j: j.candidate.cosine,
-            reverse=True,
-        )
-        offered = _hits(below, found, where, count - len(hits)) if len(hits) < count else []
-        nearness = {j.candidate.memory_id: j.candidate.cosine for j in below}
-        offered = newer_above(offered, {hit.memory_id: nearness[hit.memory_id] for hit in offered})
+        below = [j for j in judged if j.score < cutoff and j.candidate.memory_id not in shown]
+        ordered = _under_cutoff(below, evidence.intent)
+        offered = _hits(ordered, found, where, count - len(hits)) if len(hits) < count else []
+        place = {j.candidate.memory_id: -float(i) for i, j in enumerate(ordered)}  # earlier: higher
+        offered = newer_above(offered, {hit.memory_id: place[hit.memory_id] for hit in offered})
         self._timer.add(started)
         return SearchResults(
             query=text,
             results=hits,
             count=len(hits),
-            message=_message(hits, offered, cutoff) + (INDEXING if self._indexing() else ""),
+            message=_message(hits, offered, cutoff, evidence.intent) + (INDEXING if self._indexing() else ""),
             below_cutoff=offered,
         )
 
@@ -235,7 +230,18 @@ INDEXING = (
 )
 
 
-def _message(hits: list[SearchHit], offered: list[SearchHit], cutoff: float) -> str:
+def _under_cutoff(below: list[Judged], kind: Intent) -> list[Judged]:
+    """What a search puts in view under the cut-off, in order: a question's by its score; a request's nearest
+    in meaning first. A request's score weighs what is on its subject, which under the cut-off vouches for
+    little: ordered by it, what is in view held the owner's memory less often than plain cosine's first
+    few (phrases after 400 turns, docs/performance.md); a question's order by the score is far ahead of
+    cosine's (LoCoMo's questions: 0.70 in view at 5 against 0.52), and is kept."""
+    if kind != "request":
+        return below
+    return sorted(below, key=lambda j: j.candidate.cosine, reverse=True)
+
+
+def _message(hits: list[SearchHit], offered: list[SearchHit], cutoff: float, kind: Intent) -> str:
     said = (
         f"{len(hits)} {'memory' if len(hits) == 1 else 'memories'} scored {cutoff:g} or more."
         if hits
@@ -244,7 +250,8 @@ def _message(hits: list[SearchHit], offered: list[SearchHit], cutoff: float) -> 
         else "No stored memory matches this query."
     )
     if offered:
-        said += f" {len(offered)} more in below_cutoff, each scored under {cutoff:g}, nearest in meaning first."
+        order = "nearest in meaning first" if kind == "request" else "best first"
+        said += f" {len(offered)} more in below_cutoff, each scored under {cutoff:g}, {order}."
     if hits or offered:
         said += JUDGE
     return said

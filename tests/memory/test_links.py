@@ -74,7 +74,7 @@ async def test_search_brings_the_newer_memory_to_a_question_only_the_older_answe
     results = (await engine.search(SearchRequest("what year is my VW Golf?"))).results
     ids = [r.memory_id for r in results]
     assert ids.index(new) < ids.index(old)
-    # Under the cut-off too: the rest come nearest in meaning first, but never the older value above the newer.
+    # Under the cut-off too: never the older value above the newer.
     below = (await engine.search(SearchRequest("what year is my VW Golf?", min_relevance=100))).below_cutoff
     ids = [r.memory_id for r in below]
     assert ids.index(new) < ids.index(old)
