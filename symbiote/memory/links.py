@@ -12,6 +12,7 @@ it (`link_by` on the memory replaced: None for the server's rule, ASSISTANT, OWN
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -22,6 +23,8 @@ from symbiote.memory.records import LinkResult
 from symbiote.memory.store_io import StoreIO
 from symbiote.retrieval.sameness import LinkKind, fuller_is_newer, judge, may_be_same, stands_out
 from symbiote.storage import MemoryStore, StoredMemory
+
+log = logging.getLogger(__name__)
 
 SERVER, ASSISTANT, OWNER = "server", "assistant", "owner"  # who made a link (the server's is stored as None)
 MAX_OFFERS = 3
@@ -279,7 +282,15 @@ class MemoryLinks:
         older = found[older_mid]
         if older.superseded_by != newer_mid:
             raise InvalidInputError(f"{older_mid} is not replaced by {newer_mid}: there is no such link to undo.")
+        if older.link_kept:  # the owner's reviewed decision stands against any client's
+            raise InvalidInputError(
+                f"The owner reviewed and kept the link by which {newer_mid} replaces {older_mid}; only the owner "
+                "can undo it, in the console's Links page."
+            )
         await self.undo(older_mid)
+        log.info(
+            "link undone by the assistant: %s no longer replaces %s (made by %s)", newer_mid, older_mid, made_by(older)
+        )
         kind = older.link_kind or "update"
         return _result(
             newer_mid,

@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import resource
+import signal
 import sqlite3
 import sys
 import threading
@@ -113,6 +114,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cpu-seconds", type=int, default=CPU_SECONDS)
     args = parser.parse_args(argv)
     _limit(args.memory_bytes, args.cpu_seconds)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole terminal: the server stops this one
     _end_with_server()
     out = sys.stdout
     read(Path(args.path), args.max_bytes, out)

@@ -51,3 +51,13 @@ def test_undo_takes_back_only_what_the_import_added(console: httpx.Client) -> No
     assert undone.status_code == 303 and "deleted=1" in undone.headers["location"], undone.text[:500]
     left = console.get("/", params={"tag": "pasted-twice"}).text
     assert "Keeps bees on the roof" in left and "Plays the cello" not in left
+
+
+def test_uploads_under_way_at_once_are_capped(console: httpx.Client) -> None:
+    """Finding 6: twenty uploads left "uploading" held up to 1 GiB each and blocked imports for an
+    hour; now two at once, and a third is refused in words (one left silent is dropped after ten minutes)."""
+    csrf = {"X-CSRF-Token": _csrf(console)}
+    first, second = (console.post("/import", headers=csrf) for _ in range(2))
+    assert first.status_code == second.status_code == 200
+    third = console.post("/import", headers=csrf)
+    assert third.status_code == 429 and "Another upload is under way" in third.text

@@ -63,3 +63,15 @@ async def test_a_chain_longer_than_any_limit_cannot_be_closed(engine: MemoryEngi
     with pytest.raises(InvalidInputError, match="cycle"):
         await engine.links.link(ids[0], ids[-1], "update", ASSISTANT)
     assert (await engine.get(ids[-1])).superseded_by is None
+
+
+async def test_a_link_the_owner_kept_is_not_undone_by_a_client(engine: MemoryEngine) -> None:
+    """Info 7, decided: a client (the assistant, an API key) cannot unlink what the owner reviewed and kept."""
+    old = (await engine.store(StoreRequest("Our landlord is Mr Haddad."))).memory_id
+    new = (
+        await engine.store(StoreRequest("The flat was sold; the new landlord is Ms Ortiz.", replaces=[old]))
+    ).memory_id
+    await engine.links.keep(old)
+    with pytest.raises(InvalidInputError, match="kept"):
+        await engine.links.unlink(new, old)
+    assert (await engine.get(old)).superseded_by == new
