@@ -57,20 +57,20 @@ def _export(entries: list[object] | bytes) -> bytes:
 
 
 def files() -> dict[str, bytes]:
-    columns = "content_hash TEXT, tags TEXT, memory_type TEXT, created_at REAL, updated_at REAL, deleted_at REAL"
     return {
         "view": _database(
             "CREATE VIEW memories AS WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) "
             "SELECT n AS id, 'x' AS content, 'abcdef01' AS content_hash, '' AS tags, 'note' AS memory_type, "
             "1700000000.0 AS created_at, 1700000000.0 AS updated_at, NULL AS deleted_at FROM r;"
         ),
-        "printf-rows": _database(
-            "CREATE TABLE memories (id INTEGER PRIMARY KEY, seed INTEGER, "
-            "content TEXT GENERATED ALWAYS AS (printf('%.*c', 4000000, 'x')) VIRTUAL, " + columns + ");"
-            "INSERT INTO memories (seed, content_hash, created_at) SELECT value, 'abcdef01', 1700000000.0 + value "
-            "FROM (WITH RECURSIVE c(value) AS (SELECT 1 UNION ALL SELECT value + 1 FROM c LIMIT 500) SELECT value FROM c);"
+        "printf-rows": _database(  # 500 rows of 4 MB each, built by the query (the probe's)
+            "CREATE TABLE seeds (n INTEGER); CREATE VIEW memories AS SELECT n AS id, "
+            "printf('%.*c', 4000000, 'x') AS content, printf('%064d', n) AS content_hash, '' AS tags, "
+            "'note' AS memory_type, 1700000000.0 + n AS created_at, 1700000000.0 + n AS updated_at, "
+            "NULL AS deleted_at FROM (WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c LIMIT 500) "
+            "SELECT n FROM c);"
         ),
-        "newlines": _zip({"note.md": b"---" + b"\n" * (4 * 1024 * 1024)}),
+        "newlines": _zip({"note.md": b"---" + b"\n" * (4 * 1024 * 1024 - 8)}),  # just under the 4 MiB a note may be
         "tags-100k": _export(
             [
                 {

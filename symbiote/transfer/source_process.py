@@ -110,13 +110,11 @@ async def _why(process: asyncio.subprocess.Process, outcome: str, idle_seconds: 
 
 @asynccontextmanager
 async def read_source(
-    path: Path, max_bytes: int, *, idle_seconds: float = IDLE_SECONDS, memory_bytes: int | None = None
+    path: Path, max_bytes: int, *, idle_seconds: float = IDLE_SECONDS
 ) -> AsyncIterator[ReadSource | None]:
     """The file's memories as its reader gives them; None for JSON Lines (read by the importer
     itself); a file refused whole raises. The reader is killed on leaving, however that happens."""
     command = [sys.executable, "-m", "symbiote.transfer.source_reader", str(path), "--max-bytes", str(max_bytes)]
-    if memory_bytes is not None:
-        command += ["--memory-bytes", str(memory_bytes)]
     process = await asyncio.create_subprocess_exec(
         *command,
         stdin=asyncio.subprocess.PIPE,

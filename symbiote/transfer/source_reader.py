@@ -30,6 +30,7 @@ from typing import IO, Any
 
 from symbiote.errors import InvalidInputError
 from symbiote.transfer.importing import NotAnExportError
+from symbiote.transfer.source_process import line_limit
 from symbiote.transfer.sources import Source, source_of
 
 MEMORY_BYTES = 768 * 1024 * 1024  # the reader's heap at most: a file needing more is stopped, the server untouched
@@ -46,18 +47,22 @@ def _end_with_server() -> None:
     """Exit when the server's end of standard input closes (the server stopped or was killed)."""
 
     def watch() -> None:
-        sys.stdin.buffer.read()
+        while os.read(0, 65536):  # the descriptor itself: no buffered reader's lock is held at exit
+            pass
         os._exit(3)
 
     threading.Thread(target=watch, daemon=True).start()
 
 
+def _line(message: dict[str, Any]) -> str:
+    return json.dumps(message, separators=(",", ":")) + "\n"  # ASCII: a lone surrogate is written escaped
+
+
 def _write(out: IO[str], message: dict[str, Any]) -> None:
-    out.write(json.dumps(message, separators=(",", ":")))  # ASCII: a lone surrogate is written escaped
-    out.write("\n")
+    out.write(_line(message))
 
 
-def _stream(out: IO[str], source: Source) -> None:
+def _stream(out: IO[str], source: Source, max_bytes: int) -> None:
     """Each memory, one a line; refusals in a row for the same reason go as one line (`"k"`: how
     many), so millions of empty entries cost the server a few lines."""
     run: dict[str, Any] | None = None
@@ -74,7 +79,10 @@ def _stream(out: IO[str], source: Source) -> None:
         if run is not None:
             _write(out, run)
             run = None
-        _write(out, {"n": item.number, "r": item.record, "w": item.where})
+        line = _line({"n": item.number, "r": item.record, "w": item.where})
+        if len(line) > line_limit(max_bytes):  # a note's title of megabytes: that memory alone is refused
+            line = _line({"n": item.number, "x": f"{item.where}: longer than {max_bytes:,} bytes (not read)"})
+        out.write(line)
     if run is not None:
         _write(out, run)
     _write(out, {"end": True, "left_out": sum(source.left_out)})
@@ -90,7 +98,7 @@ def read(path: Path, max_bytes: int, out: IO[str]) -> None:
             return
         _write(out, {"source": source.name, "unit": source.unit})
         started = True
-        _stream(out, source)
+        _stream(out, source, max_bytes)
     except NotAnExportError as exc:
         _write(out, {"stop": str(exc)} if started else {"refused": str(exc), "whole": True})
     except InvalidInputError as exc:
@@ -106,7 +114,7 @@ def read(path: Path, max_bytes: int, out: IO[str]) -> None:
         _write(out, {"stop": why} if started else {"refused": why})
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="symbiote.transfer.source_reader")
     parser.add_argument("path")
     parser.add_argument("--max-bytes", type=int, required=True)
@@ -119,8 +127,8 @@ def main(argv: list[str] | None = None) -> None:
     out = sys.stdout
     read(Path(args.path), args.max_bytes, out)
     out.flush()
-    os._exit(0)  # at once: the thread watching standard input is never joined
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -68,10 +69,24 @@ class Watch:
 
 
 def imported(server: ServerProcess, data: bytes, seconds: float = 120) -> dict[str, Any]:
+    """Upload `data` as the console's page does, then start the import and wait for its end while
+    `/health` is watched (the upload itself is not what is measured)."""
+    console = Console(server.base_url)
+    job = console.upload(data)
     with Watch(server.base_url) as watch:
-        result = Console(server.base_url).run(data, seconds=seconds)
+        started = console.http.post(f"/import/{job}/start?dry_run=0", headers=console.csrf)
+        assert started.status_code == 200, started.text
+        deadline = time.monotonic() + seconds
+        while True:
+            page = console.http.get(f"/import/{job}").text
+            state = re.search(r'data-state="(\w+)"', page)
+            if state is not None and state.group(1) in ("done", "failed"):
+                break
+            assert time.monotonic() < deadline, "the import did not end"
+            time.sleep(0.2)
     assert watch.slowest < LATENCY_S, f"/health took {watch.slowest:.2f} s during the import"
-    return result
+    counts = dict(re.findall(r'<dd id="count-(\w+)">(\d+)</dd>', page))
+    return {"state": state.group(1), "page": page, **{name: int(value) for name, value in counts.items()}}
 
 
 def database(path: Path, schema: str, rows: list[tuple[Any, ...]] | None = None) -> bytes:
@@ -236,3 +251,17 @@ def test_a_folder_import_reads_only_regular_files_and_prints_names_escaped(tmp_p
         "1 added" in out and out.count("a link (not followed, not read)") == 2 and "pipe.md: not a regular file" in out
     ), out
     assert "\x1b" not in out and "\\x1b[2Jclear.md" in out, out
+
+
+def test_a_note_with_a_title_of_megabytes_is_refused_alone(hostile: ServerProcess) -> None:
+    """A title of 3 MB makes every memory of its note longer than any memory may be: those are
+    refused with the note's name, the other note imported (before the reader's line limit, the
+    whole import would have stopped)."""
+    data = _zip(
+        {
+            "big.md": ("---\ntitle: " + "T" * 3_000_000 + "\n---\n- [fact] huge title #x\n").encode(),
+            "small.md": b"---\ntitle: Small\n---\n- [fact] Small note is imported #kept\n",
+        }
+    )
+    result = imported(hostile, data)
+    assert result["state"] == "done" and result["added"] == 1 and result["refused"] == 1, result
