@@ -265,3 +265,14 @@ def test_a_note_with_a_title_of_megabytes_is_refused_alone(hostile: ServerProces
     )
     result = imported(hostile, data)
     assert result["state"] == "done" and result["added"] == 1 and result["refused"] == 1, result
+
+
+def test_a_statement_that_gives_no_row_in_time_is_stopped(tmp_path: Path) -> None:
+    """The progress handler: a statement that gives no row within the time allowed is interrupted
+    and said so (here the time allowed is made tiny; a server's is 30 s)."""
+    from symbiote.transfer.memory_service import NotMemoryServiceError, database_items
+
+    database(tmp_path / "rows.db", f"CREATE TABLE memories ({COLUMNS});", [row(i) for i in range(20_000)])
+    left_out: list[int] = []
+    with pytest.raises(NotMemoryServiceError, match="gave nothing for"):
+        list(database_items(tmp_path / "rows.db", left_out, 100_000, stall_seconds=0.0))
