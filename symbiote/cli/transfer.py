@@ -70,6 +70,9 @@ def import_memories(args: argparse.Namespace) -> int:
     except SymbioteError as exc:
         print(f"symbiote: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # Ctrl-C: the reader is killed, the batch being written ends whole
+        print("symbiote: import interrupted; what was imported before stays (each batch is whole).", file=sys.stderr)
+        return 130
     finally:
         runtime.close()
     print("\n".join(report_lines(report)))

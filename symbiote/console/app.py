@@ -116,6 +116,7 @@ def create_console(
         Route("/import/{job_id}", transfer_pages.import_status, methods=["GET"]),
         Route("/import/{job_id}/part", transfer_pages.import_part, methods=["POST"]),
         Route("/import/{job_id}/start", transfer_pages.import_start, methods=["POST"]),
+        Route("/import/{job_id}/cancel", transfer_pages.import_cancel, methods=["POST"]),
         Route("/signin", signin.signin_page, methods=["GET"]),
         Route("/signin", signin.signin, methods=["POST"]),
         Route("/signout", signin.signout, methods=["POST"]),

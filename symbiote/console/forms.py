@@ -23,9 +23,10 @@ def texts(fields: Fields, name: str) -> list[str]:
     return [str(value) for value in fields.getlist(name)]
 
 
-async def checked_form(request: Request) -> FormData | None:
-    """The posted form, or None when its CSRF token is not this session's."""
-    form = await request.form()
+async def checked_form(request: Request, max_field_bytes: int = 1024 * 1024) -> FormData | None:
+    """The posted form, or None when its CSRF token is not this session's. `max_field_bytes`: the
+    longest field taken, as sent (a pasted list's is the request body cap)."""
+    form = await request.form(max_part_size=max_field_bytes)
     if not Sessions.csrf_ok(visit_of(request).session, text(form, "csrf")):
         return None
     return form

@@ -29,11 +29,17 @@ log = logging.getLogger(__name__)
 MAX_IMPORT_BYTES = 1024 * 1024 * 1024
 JOB_SECONDS = 3600.0
 MAX_JOBS = 20
+MAX_UPLOADING = 2  # uploads under way at once (one import runs at a time anyway)
+UPLOAD_IDLE_SECONDS = 600.0  # an upload that sends no part for this long is dropped, its file removed
+FREE_BYTES = 1024 * 1024 * 1024  # room left on the data directory's disk after an upload's part, at least
 UPLOADS = "import-uploads"  # in the data directory
 
 RunImport = Callable[
     [Path, bool, bool, Callable[[int], None]], Awaitable[ImportReport]
 ]  # the uploaded file (its format told by what it holds), dry run, replace, progress
+
+
+CANCELLED = "Cancelled: what was imported before stays (each batch of memories is whole); nothing after it was."
 
 
 class JobError(SymbioteError):
@@ -48,6 +54,7 @@ class ImportJob:
     created: float = field(default_factory=time.monotonic)
     started_at: float = field(default_factory=time.time)  # wall time, for the list
     received: int = 0
+    touched: float = field(default_factory=time.monotonic)  # when a part last arrived
     state: str = "uploading"  # uploading, waiting, running, done, failed
     dry_run: bool = False
     replace: bool = False
@@ -82,6 +89,8 @@ class ImportJobs:
         self._forget_old()
         if self.busy:
             raise JobError("Another import is running: wait for it to finish (it is listed on this page).")
+        if sum(job.state == "uploading" for job in self._jobs.values()) >= MAX_UPLOADING:
+            raise JobError("Another upload is under way: wait for it to finish, or ten minutes for it to be dropped.")
         if len(self._jobs) >= MAX_JOBS:
             finished = [job for job in self._jobs.values() if job.state in ("done", "failed")]
             if not finished:
@@ -123,8 +132,15 @@ class ImportJobs:
                 f"Files over {self._max_bytes // (1024 * 1024)} MiB cannot be imported from the console; "
                 "use `symbiote import FILE` on the server."
             )
+        free = (await asyncio.to_thread(shutil.disk_usage, self._directory)).free
+        if free - len(data) < FREE_BYTES:
+            raise JobError(
+                f"The server's disk has less than {FREE_BYTES // (1024 * 1024)} MiB free beyond this upload, so it "
+                "was stopped: the memories need that room more."
+            )
         await asyncio.to_thread(_append, job.path, data)
         job.received += len(data)
+        job.touched = time.monotonic()
 
     def start(self, job: ImportJob, dry_run: bool, replace: bool = False) -> None:
         if job.state != "uploading":
@@ -141,6 +157,9 @@ class ImportJobs:
             try:
                 job.report = await self._run_import(job.path, job.dry_run, job.replace, progress)
                 job.state = "done"
+            except asyncio.CancelledError:
+                job.state, job.error = "failed", CANCELLED
+                raise
             except SymbioteError as exc:
                 job.state, job.error = "failed", str(exc)
             except Exception as exc:  # reported on the page; the trace goes to the log
@@ -149,10 +168,18 @@ class ImportJobs:
             finally:
                 job.path.unlink(missing_ok=True)
 
+    def cancel(self, job: ImportJob) -> None:
+        """Stop an import waiting or running: its reader is killed and it ends between two batches,
+        each whole (what was stored before stays)."""
+        if job.state not in ("waiting", "running") or job.task is None:
+            raise JobError("This import is not running.")
+        job.task.cancel()
+
     def _forget_old(self) -> None:
         now = time.monotonic()
         for job_id, job in list(self._jobs.items()):
-            if now - job.created > JOB_SECONDS and job.state in ("uploading", "done", "failed"):
+            idle = job.state == "uploading" and now - job.touched > UPLOAD_IDLE_SECONDS
+            if idle or (now - job.created > JOB_SECONDS and job.state in ("uploading", "done", "failed")):
                 job.path.unlink(missing_ok=True)
                 del self._jobs[job_id]
 

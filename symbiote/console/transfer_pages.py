@@ -3,12 +3,22 @@ that receives the file in parts, then imports it while the page shows its progre
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
+from contextlib import suppress
 
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.responses import (
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
 
+from symbiote.console.forms import checked_form
 from symbiote.console.gate import visit_of
 from symbiote.console.jobs import ImportJob, JobError
 from symbiote.console.rendering import page, problem
@@ -114,6 +124,24 @@ async def import_start(request: Request) -> Response:
     except JobError as exc:
         return PlainTextResponse(str(exc), status_code=409)
     return page(request, "import_status.html", job=job)
+
+
+async def import_cancel(request: Request) -> Response:
+    """POST (the status page's form): stop the import; the page then shows it cancelled."""
+    form = await checked_form(request)
+    if form is None:
+        return problem(request, "This form has expired; reload the page and try again.", status=403)
+    job = _job(request)
+    if job is None:
+        return problem(request, "This import is no longer known (imports are forgotten after an hour).", 404)
+    try:
+        console_state(request).jobs.cancel(job)
+    except JobError as exc:
+        return problem(request, str(exc), status=409)
+    if job.task is not None:
+        with suppress(asyncio.CancelledError, TimeoutError):
+            await asyncio.wait_for(asyncio.shield(job.task), 10)
+    return RedirectResponse(f"{request.scope.get('root_path', '')}/import/{job.job_id}", status_code=303)
 
 
 async def import_status(request: Request) -> Response:

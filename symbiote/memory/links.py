@@ -12,6 +12,7 @@ it (`link_by` on the memory replaced: None for the server's rule, ASSISTANT, OWN
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -23,9 +24,10 @@ from symbiote.memory.store_io import StoreIO
 from symbiote.retrieval.sameness import LinkKind, fuller_is_newer, judge, may_be_same, offer_stands_out, stands_out
 from symbiote.storage import MemoryStore, StoredMemory
 
+log = logging.getLogger(__name__)
+
 SERVER, ASSISTANT, OWNER = "server", "assistant", "owner"  # who made a link (the server's is stored as None)
 MAX_OFFERS = 3
-MAX_CHAIN = 1000  # links followed when looking for a cycle, at most
 
 
 @dataclass(frozen=True)
@@ -155,6 +157,29 @@ def without_links(memory: StoredMemory) -> StoredMemory:
     return _without_replaced(_without_replacer(memory))
 
 
+async def refuse_cycle(
+    get: Callable[[list[str]], Awaitable[dict[str, StoredMemory]]], newer: StoredMemory, older_id: str
+) -> None:
+    """Refuse a link by which `older_id` would replace itself through `newer`'s replacements: the
+    chain is walked to its end however long it is (a limit would let a longer chain close a loop).
+    The one check of every path that links two stored memories (link_memories, `replaces`, the
+    same text stored again with `replaces`)."""
+    current, seen = newer, {newer.memory_id}
+    while current.superseded_by:
+        if current.superseded_by == older_id:
+            raise InvalidInputError(
+                f"{older_id} already replaces {newer.memory_id} (directly or through others): "
+                f"linking {newer.memory_id} as its replacement would make a cycle. Unlink them first."
+            )
+        if current.superseded_by in seen:
+            return  # a loop made before this check held: it ends here rather than running forever
+        seen.add(current.superseded_by)
+        following = (await get([current.superseded_by])).get(current.superseded_by)
+        if following is None:
+            return
+        current = following
+
+
 class MemoryLinks:
     """The owner's review of the links: list them, keep one, merge the two, or undo it. Each link
     is named by the memory it replaced (a memory is replaced by one other at most)."""
@@ -237,7 +262,7 @@ class MemoryLinks:
         newer, older = found[newer_mid], found[older_mid]
         if older.superseded_by == newer_mid and older.link_kind == checked:
             return _result(newer_mid, older_mid, checked, made_by(older), "Already linked: nothing changed.")
-        await self._no_cycle(newer, older_mid)
+        await refuse_cycle(self._get, newer, older_mid)
         previous = older.superseded_by
         partners = await self._get([previous]) if previous and previous != newer_mid else {}
         store = await self._io.opened()
@@ -246,20 +271,6 @@ class MemoryLinks:
         return _result(
             newer_mid, older_mid, checked, by, f"Linked: {newer_mid} replaces {older_mid} and is shown first.{moved}"
         )
-
-    async def _no_cycle(self, newer: StoredMemory, older_id: str) -> None:
-        """Refuse a link that would make `older_id` replace itself through `newer`'s replacements."""
-        current, seen = newer, 0
-        while current.superseded_by and seen < MAX_CHAIN:
-            if current.superseded_by == older_id:
-                raise InvalidInputError(
-                    f"{older_id} already replaces {newer.memory_id} (directly or through others): "
-                    f"linking {newer.memory_id} as its replacement would make a cycle. Unlink them first."
-                )
-            following = (await self._get([current.superseded_by])).get(current.superseded_by)
-            if following is None:
-                return
-            current, seen = following, seen + 1
 
     async def unlink(self, newer_id: object, older_id: object) -> LinkResult:
         """Undo the link by which `newer` replaces `older`: both stay, unlinked."""
@@ -271,7 +282,15 @@ class MemoryLinks:
         older = found[older_mid]
         if older.superseded_by != newer_mid:
             raise InvalidInputError(f"{older_mid} is not replaced by {newer_mid}: there is no such link to undo.")
+        if older.link_kept:  # the owner's reviewed decision stands against any client's
+            raise InvalidInputError(
+                f"The owner reviewed and kept the link by which {newer_mid} replaces {older_mid}; only the owner "
+                "can undo it, in the console's Links page."
+            )
         await self.undo(older_mid)
+        log.info(
+            "link undone by the assistant: %s no longer replaces %s (made by %s)", newer_mid, older_mid, made_by(older)
+        )
         kind = older.link_kind or "update"
         return _result(
             newer_mid,

@@ -13,6 +13,7 @@ from symbiote.memory.ids import created_us, is_memory_id
 from symbiote.storage import MemoryFilter
 
 MAX_TAGS = 10
+MAX_TAGS_GIVEN = 100  # a longer list of tags is refused unread (duplicates count): no loop over millions
 MAX_TAG_LENGTH = 50
 MAX_CONVERSATION_ID = 200
 MAX_QUERY_CHARS = 2_000  # a question, not a document: longer ones cost search time and find nothing more
@@ -54,6 +55,8 @@ def tags(value: Any) -> list[str]:
         return []
     if isinstance(value, str) or not isinstance(value, (list, tuple)):
         raise InvalidInputError('tags must be a list of strings, e.g. ["work", "preferences"].')
+    if len(value) > MAX_TAGS_GIVEN:  # counted before anything is read of them
+        raise InvalidInputError(f"{len(value)} tags given; at most {MAX_TAGS} are allowed.")
     cleaned: list[str] = []
     seen: set[str] = set()
     for position, tag in enumerate(value, start=1):

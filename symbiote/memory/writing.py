@@ -25,7 +25,7 @@ from symbiote.memory.batch_links import link_batch, nearest_older
 from symbiote.memory.clock import iso_utc, now_us
 from symbiote.memory.ids import IdGenerator, created_us
 from symbiote.memory.keyed_lock import KeyedLock
-from symbiote.memory.links import ASSISTANT, confirmed, link_new, offers
+from symbiote.memory.links import ASSISTANT, confirmed, link_new, offers, refuse_cycle
 from symbiote.memory.passages import PassageIndexer
 from symbiote.memory.policy import EnginePolicy, check_conversation, check_quota
 from symbiote.memory.records import (
@@ -198,6 +198,13 @@ class MemoryWriter:
     async def _again(self, existing: StoredMemory, olders: list[StoredMemory]) -> StoreResult:
         """The text is stored already: that memory replaces the older ones `replaces` named (not itself)."""
         others = [o for o in olders if o.memory_id != existing.memory_id and o.superseded_by != existing.memory_id]
+        store = await self._io.opened()
+
+        async def get(ids: list[str]) -> dict[str, StoredMemory]:
+            return await self._io.read(store.get, ids, urgent=False)
+
+        for other in others:  # the stored text replacing one that replaces it would make a loop
+            await refuse_cycle(get, existing, other.memory_id)
         if others:
             await self._confirm(existing, others)
         result = duplicate_result(existing)

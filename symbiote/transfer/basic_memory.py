@@ -14,8 +14,12 @@ same folder twice adds nothing.
 
 from __future__ import annotations
 
+import errno
+import os
 import re
+import stat
 import zipfile
+import zlib
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,12 +32,15 @@ from symbiote.transfer.knowledge_graph import OBSERVATION_TYPE, RELATION_TYPE, a
 ZIP_MAGIC = b"PK\x03\x04"
 MAX_NOTE_BYTES = 4 * 1024 * 1024  # a note larger than this is refused unread
 MAX_NOTES = 100_000
-_ITEM = re.compile(r"^\s*[-*+]\s+(.*\S)\s*$")
-_CATEGORY = re.compile(r"^\[([^\[\]]+)\]\s+(.+)$")
-_TASK = re.compile(r"^\[[ xX-]\]\s")
-_RELATION = re.compile(r"^([^\[\]]+?)\s+\[\[([^\[\]]+)\]\](?:\s*\((.*)\))?$")
+# Each line is read once, by string methods and regexes that cannot backtrack (no two quantifiers
+# may share a character): a note of 4 MiB is read in linear time, whatever it holds.
+_CATEGORY = re.compile(r"\[([^\[\]]+)\]\s+(\S.*)")
+_TASK = re.compile(r"\[[ xX-]\]\s")
 _TAG = re.compile(r"(?<!\S)#([^\s#]+)")
-_FRONTMATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*(?:\n|\Z)", re.DOTALL)
+MAX_LINE_CHARS = 64 * 1024  # a list item longer than this is no observation: not read
+_CLOSING = re.compile(r"^---[^\S\n]*$", re.MULTILINE)
+_KEY = re.compile(r"^(title|permalink):([^\n]*)$", re.MULTILINE)
+_ITEM_START = re.compile(r"^[^\S\n]*[-*+][^\S\n]+\S", re.MULTILINE)  # a list item's line begins here
 
 
 def is_note(head: bytes) -> bool:
@@ -52,16 +59,38 @@ def _scalar(value: str) -> str:
 
 
 def _frontmatter(text: str) -> tuple[dict[str, str], str]:
-    """The frontmatter's top-level `title` and `permalink` (all the import uses), and the body."""
-    match = _FRONTMATTER.match(text)
-    if match is None:
+    """The frontmatter's top-level `title` and `permalink` (all the import uses), and the body: the
+    lines between a first line `---` and the next line `---`, found by searches that cannot backtrack."""
+    first, newline, _rest = text.partition("\n")
+    if first.rstrip() != "---" or not newline:
         return {}, text
-    found = {}
-    for line in match.group(1).splitlines():
-        key, colon, value = line.partition(":")
-        if colon and key in ("title", "permalink") and value.strip():
-            found[key] = _scalar(value)
-    return found, text[match.end() :]
+    closing = _CLOSING.search(text, len(first))
+    if closing is None:
+        return {}, text  # no closing line: not frontmatter
+    found = {key: _scalar(value) for key, value in _KEY.findall(text, len(first), closing.start()) if value.strip()}
+    return found, text[closing.end() :].removeprefix("\n")
+
+
+def _item(line: str) -> str | None:
+    """A list item's text (`- text`, `* text`, `+ text`), or None when the line is not one."""
+    stripped = line.strip()
+    if len(stripped) < 3 or stripped[0] not in "-*+" or not stripped[1].isspace():
+        return None
+    return stripped[2:].lstrip()
+
+
+def _relation(content: str) -> tuple[str, str] | None:
+    """`relation_type [[Target]] (context)` as (relation_type, Target), or None."""
+    start = content.find("[[")
+    end = content.find("]]", start + 2)
+    if start <= 0 or end < 0 or not content[start - 1].isspace():
+        return None
+    kind, target, after = content[:start].strip(), content[start + 2 : end].strip(), content[end + 2 :].strip()
+    if not kind or not target or any(c in "[]" for c in kind + target):
+        return None
+    if after and not (after.startswith("(") and after.endswith(")")):
+        return None
+    return kind, target
 
 
 def _observation(title: str, body: str) -> dict[str, Any] | None:
@@ -69,7 +98,7 @@ def _observation(title: str, body: str) -> dict[str, Any] | None:
     if _TASK.match(body) or body.startswith("[["):
         return None
     category = None
-    match = _CATEGORY.match(body)
+    match = _CATEGORY.fullmatch(body)
     if match:
         category, body = match.group(1).strip(), match.group(2).strip()
     tags = _TAG.findall(body)
@@ -97,15 +126,19 @@ def note_items(name: str, raw: bytes, modified_us: int, first: int) -> Iterator[
     if isinstance(permalink, str) and permalink.strip():
         common["metadata"] = {"conversation_id": f"basic-memory:{permalink.strip()}"[:200]}
     number = first
-    for line_number, line in enumerate(body.splitlines(), start=offset + 1):
-        item = _ITEM.match(line)
-        if item is None:
+    line_number, counted = offset + 1, 0
+    for start in _ITEM_START.finditer(body):  # only the list items are looked at, however many lines
+        line_number += body.count("\n", counted, start.start())
+        counted = start.start()
+        end = body.find("\n", counted)
+        line = body[counted : end if end >= 0 else len(body)]
+        content = _item(line) if len(line) <= MAX_LINE_CHARS else None
+        if content is None:
             continue
-        content = item.group(1)
-        relation = _RELATION.match(content)
+        relation = _relation(content) if not content.startswith("[") else None
         record: dict[str, Any] | None
-        if relation and not content.startswith("["):
-            kind, target = relation.group(1).strip(), relation.group(2).strip()
+        if relation is not None:
+            kind, target = relation
             record = {"content": f"{title} {kind} {target}", "tags": as_tags(title, target), "type": RELATION_TYPE}
         else:
             record = _observation(title, content)
@@ -120,49 +153,108 @@ def _micros(stamp: float) -> int:
     return round(stamp * 1_000_000)
 
 
+def _too_many(number: int) -> SourceItem:
+    return SourceItem(number, refused=f"more than {MAX_NOTES:,} notes: the rest were not read")
+
+
+def _read_regular(path: Path) -> tuple[bytes, float] | str:
+    """A note's bytes (at most MAX_NOTE_BYTES + 1) and its modification time, or why it is not read:
+    only a regular file is opened, never through a link, and never waited on (a pipe, a device)."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a link (not followed, not read)"
+        return f"cannot be opened ({exc.strerror})"
+    with os.fdopen(descriptor, "rb") as stream:
+        found = os.fstat(descriptor)
+        if not stat.S_ISREG(found.st_mode):
+            return "not a regular file (not read)"
+        if found.st_size > MAX_NOTE_BYTES:
+            return f"larger than {MAX_NOTE_BYTES // (1024 * 1024)} MiB (not read)"
+        return stream.read(MAX_NOTE_BYTES + 1), found.st_mtime
+
+
+def _notes(root: Path) -> list[Path]:
+    """The folder's `.md` entries, sorted (at most MAX_NOTES + 1): hidden files and folders (such as
+    basic-memory's own) skipped, links to folders never followed."""
+    found: list[Path] = []
+    for folder, folders, files in os.walk(root, followlinks=False):
+        folders[:] = [name for name in folders if not name.startswith(".")]
+        found += [Path(folder) / name for name in files if name.endswith(".md") and not name.startswith(".")]
+        if len(found) > MAX_NOTES:
+            break
+    return sorted(found)[: MAX_NOTES + 1]
+
+
 def folder_items(root: Path) -> Iterator[SourceItem]:
-    """Every note under a folder (hidden files and folders, such as basic-memory's own, skipped)."""
+    """Every note under a folder; a link, a pipe or a device among them is refused, not read."""
     number = 1
-    notes = sorted(p for p in root.rglob("*.md") if not any(part.startswith(".") for part in p.relative_to(root).parts))
-    for path in notes[:MAX_NOTES]:
+    for count, path in enumerate(_notes(root)):
+        if count == MAX_NOTES:
+            yield _too_many(number)
+            return
         name = path.relative_to(root).as_posix()
-        size = path.stat().st_size
-        if size > MAX_NOTE_BYTES:
-            yield SourceItem(number, refused=f"{name}: larger than {MAX_NOTE_BYTES // (1024 * 1024)} MiB (not read)")
+        read = _read_regular(path)
+        if isinstance(read, str):
+            yield SourceItem(number, refused=f"{name}: {read}")
             number += 1
             continue
-        for item in note_items(name, path.read_bytes(), _micros(path.stat().st_mtime), number):
+        raw, modified = read
+        for item in note_items(name, raw, _micros(modified), number):
             yield item
             number = item.number + 1
 
 
 def zip_items(path: Path) -> Iterator[SourceItem]:
-    """Every note in a .zip of the folder (how a folder reaches the console)."""
+    """Every note in a .zip of the folder (how a folder reaches the console); an entry that cannot
+    be read (encrypted, compressed in a way not read, damaged) is refused alone."""
     number = 1
     with zipfile.ZipFile(path) as archive:
         entries = [
             e
             for e in archive.infolist()
-            if e.filename.endswith(".md") and not any(p.startswith(".") for p in e.filename.split("/"))
+            if e.filename.endswith(".md")
+            and not e.is_dir()
+            and not any(p.startswith(".") for p in e.filename.split("/"))
         ]
-        for entry in sorted(entries, key=lambda e: e.filename)[:MAX_NOTES]:
-            if entry.file_size > MAX_NOTE_BYTES:
-                yield SourceItem(number, refused=f"{entry.filename}: larger than 4 MiB (not read)")
+        for count, entry in enumerate(sorted(entries, key=lambda e: e.filename)):
+            if count == MAX_NOTES:
+                yield _too_many(number)
+                return
+            refused = _zip_refusal(entry)
+            raw = b""
+            if not refused:
+                try:
+                    with archive.open(entry) as stream:
+                        raw = stream.read(MAX_NOTE_BYTES + 1)
+                except (zipfile.BadZipFile, NotImplementedError, RuntimeError, zlib.error, EOFError) as exc:
+                    refused = f"cannot be read ({type(exc).__name__})"
+                if len(raw) > MAX_NOTE_BYTES:
+                    refused = f"larger than {MAX_NOTE_BYTES // (1024 * 1024)} MiB (not read)"
+            if refused:
+                yield SourceItem(number, refused=f"{entry.filename}: {refused}")
                 number += 1
                 continue
             modified = datetime(*entry.date_time, tzinfo=UTC).timestamp()
-            with archive.open(entry) as stream:
-                raw = stream.read(MAX_NOTE_BYTES + 1)
             for item in note_items(entry.filename, raw, _micros(modified), number):
                 yield item
                 number = item.number + 1
 
 
+def _zip_refusal(entry: zipfile.ZipInfo) -> str:
+    if entry.flag_bits & 0x1:
+        return "encrypted (not read)"
+    if entry.file_size > MAX_NOTE_BYTES:
+        return f"larger than {MAX_NOTE_BYTES // (1024 * 1024)} MiB (not read)"
+    return ""
+
+
 def file_items(path: Path) -> Iterator[SourceItem]:
     """One note on its own."""
-    with path.open("rb") as stream:
-        raw = stream.read(MAX_NOTE_BYTES + 1)
-    if len(raw) > MAX_NOTE_BYTES:
-        yield SourceItem(1, refused=f"{path.name}: larger than 4 MiB (not read)")
+    read = _read_regular(path)
+    if isinstance(read, str):
+        yield SourceItem(1, refused=f"{path.name}: {read}")
         return
-    yield from note_items(path.name, raw, _micros(path.stat().st_mtime), 1)
+    raw, modified = read
+    yield from note_items(path.name, raw, _micros(modified), 1)

@@ -33,11 +33,15 @@ class ImportReport:
     lines: int = 0
     reembedded: bool = True
     stopped: str | None = None  # why the import stopped before the end of the file
+    made_from_us: int = 0  # the times given to memories that came without one: this import's own span,
+    made_to_us: int = 0  # so that undoing a pasted batch touches none stored before under its tag
 
-    def refuse(self, line: int, reason: str) -> None:
-        self.refused_count += 1
-        if len(self.refused) < MAX_REFUSALS_KEPT:
-            self.refused.append((line, reason))
+    def refuse(self, line: int, reason: str, count: int = 1) -> None:
+        """`count` lines in a row from `line`, for the same reason."""
+        count = max(count, 1)
+        self.refused_count += count
+        listed = min(count, MAX_REFUSALS_KEPT - len(self.refused))
+        self.refused += [(line + offset, reason) for offset in range(max(listed, 0))]
 
     def conflict(self, line: int, memory_id: str) -> None:
         self.conflicts += 1

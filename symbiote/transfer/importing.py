@@ -20,7 +20,7 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterable, Callable
 from dataclasses import dataclass, replace
 from typing import IO, Any, Protocol
 
@@ -68,6 +68,7 @@ class SourceItem:
     record: dict[str, Any] | None = None
     refused: str = ""
     where: str = ""  # said before a refusal's reason (a note's file and line)
+    count: int = 1  # a refusal for this many in a row (numbered from `number`), for the same reason
 
 
 class TurnSink(Protocol):
@@ -102,6 +103,7 @@ class Importer:
         self._seen_texts: set[str] = set()
         self._pending: list[tuple[int, IncomingMemory]] = []
         self._clock = now_us()  # memories without times get this, one microsecond apart, in file order
+        self.report.made_from_us = self._clock
         self._mode: str | None = None
         self._recognised = False  # the first line that is not blank was one of an export's
         self._max_bytes = bulk.max_content_bytes
@@ -136,21 +138,21 @@ class Importer:
             self._progress(done)
         return self.report
 
-    async def run_items(self, items: Iterable[SourceItem]) -> ImportReport:
+    async def run_items(self, items: AsyncIterable[SourceItem]) -> ImportReport:
         """Import the memories another program's file became (`symbiote.transfer.sources`), a batch
         at a time as a file's lines, refusing an item with its number and reason."""
         self._recognised = True
         turn = time.monotonic()
-        for item in items:
-            self.report.lines = max(self.report.lines, item.number)
+        async for item in items:
+            self.report.lines = max(self.report.lines, item.number + max(item.count, 1) - 1)
             if item.record is None:
-                self.report.refuse(item.number, item.refused)
+                self.report.refuse(item.number, item.refused, item.count)
             else:
                 try:
                     self._memory(item.number, item.record)
                 except LineError as exc:
                     self.report.refuse(item.number, f"{item.where}: {exc}" if item.where else str(exc))
-                except (TypeError, ValueError) as exc:  # a field of a type no check expected
+                except (TypeError, ValueError, ArithmeticError) as exc:  # a field of a type or size no check expected
                     log.info("import %s %d refused: %r", self.report.unit, item.number, exc)
                     self.report.refuse(item.number, f"a field cannot be read ({type(exc).__name__})")
             if len(self._pending) >= BATCH and not await self._flush():
@@ -227,6 +229,7 @@ class Importer:
         self._seen_texts.add(memory.content_hash)
         if not memory.memory_id:
             self._clock += 1
+            self.report.made_to_us = self._clock
         self._pending.append((number, incoming))
 
     async def _turn(self, record: dict[str, Any]) -> None:
@@ -252,10 +255,13 @@ class Importer:
         if not self._pending:
             return True
         claimed = []
+        made: set[str] = set()
         for _number, incoming in self._pending:
             memory = incoming.memory
-            if not memory.memory_id:  # an id carrying its creation time, as the engine makes them
-                memory = _with_id(memory)
+            while not memory.memory_id or memory.memory_id in made:  # an id carrying its creation time
+                memory = _with_id(memory)  # (memories of one note share a time: their ids never collide)
+            if not incoming.memory.memory_id:
+                made.add(memory.memory_id)
             self._links.claim(memory)
             claimed.append((memory, incoming.vectors))
         numbers = [number for number, _incoming in self._pending]

@@ -33,13 +33,18 @@ def _text(record: dict[str, Any], key: str) -> str:
 
 
 def as_tags(*names: str) -> list[str]:
-    """Names as tags: cut to the tag length limit, duplicates (any case) dropped."""
+    """Names as tags: cut to the tag length limit, duplicates (any case) dropped, the first
+    MAX_TAGS kept; reading stops there, however many names follow."""
     tags: list[str] = []
+    seen: set[str] = set()
     for name in names:
-        tag = name.strip()[:MAX_TAG_LENGTH].strip()
-        if tag and tag.casefold() not in {t.casefold() for t in tags}:
+        tag = name[: 4 * MAX_TAG_LENGTH].strip()[:MAX_TAG_LENGTH].strip()
+        if tag and tag.casefold() not in seen:
+            seen.add(tag.casefold())
             tags.append(tag)
-    return tags[:MAX_TAGS]
+            if len(tags) == MAX_TAGS:
+                break
+    return tags
 
 
 def graph_memories(record: dict[str, Any]) -> list[dict[str, Any]]:

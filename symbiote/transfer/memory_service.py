@@ -17,12 +17,15 @@ graph of associations and its quality scores are not carried over.
 
 from __future__ import annotations
 
-import json
 import math
 import sqlite3
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
+
+import ijson
 
 from symbiote.errors import InvalidInputError
 from symbiote.memory import iso_utc, validation
@@ -30,7 +33,6 @@ from symbiote.transfer.importing import SourceItem
 from symbiote.transfer.knowledge_graph import as_tags
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
-MAX_JSON_BYTES = 256 * 1024 * 1024  # a JSON export is read whole; a larger one is refused (use its database)
 READ_ROWS = 500  # rows read from the database at a time
 _COLUMNS = {"content", "content_hash", "tags", "memory_type", "created_at", "updated_at"}
 EDIT_SLACK_S = 0.001  # mcp-memory-service sets updated_at to created_at at a store: later than this is an edit
@@ -90,61 +92,187 @@ def _seconds(value: Any, name: str) -> float:
 def _item(number: int, entry: dict[str, Any]) -> SourceItem:
     try:
         return SourceItem(number, record_of(entry))
+    except OverflowError:
+        return SourceItem(number, refused="a time out of range")
     except ValueError as exc:
         return SourceItem(number, refused=str(exc))
 
 
-def database_items(path: Path, left_out: list[int]) -> Iterator[SourceItem]:
-    """Every live row of its database, read-only, numbered by the row's id; `left_out` gets the
-    number of deleted rows."""
+_READABLE_TABLES = {"memories", "sqlite_master", "sqlite_schema"}
+_FUNCTIONS = {"count", "length", "substr", "typeof"}
+_PRAGMAS = {"table_xinfo"}
+STALL_SECONDS = 30.0  # a statement that gives no row for this long is stopped (a database crafted to be slow)
+HEAP_BYTES = 256 * 1024 * 1024  # SQLite's own memory for one database, at most
+TAGS_CHARS = 64 * 1024  # of a row's tags, read at most (they are cut to 10 anyway)
+_SHORT = 200  # characters read of a row's hash, type and store
+
+
+def _authorizer(action: int, first: str | None, second: str | None, _db: str | None, _view: str | None) -> int:
+    """Only what reading the memories needs: SELECT, reading `memories` and the schema, a few plain
+    functions. A view, a recursive query, an attached file or any other function is denied."""
+    if action == sqlite3.SQLITE_SELECT:
+        return sqlite3.SQLITE_OK
+    if action == sqlite3.SQLITE_READ and first in _READABLE_TABLES:
+        return sqlite3.SQLITE_OK
+    if action == sqlite3.SQLITE_FUNCTION and second in _FUNCTIONS:
+        return sqlite3.SQLITE_OK
+    if action == sqlite3.SQLITE_PRAGMA and first in _PRAGMAS:
+        return sqlite3.SQLITE_OK
+    return sqlite3.SQLITE_DENY
+
+
+class _Stall:
+    """SQLite's progress handler: stops a statement that has given no row for STALL_SECONDS."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.touch()
+
+    def touch(self) -> None:
+        self.since = time.monotonic()
+
+    def __call__(self) -> int:
+        return 1 if time.monotonic() - self.since > self.seconds else 0
+
+
+def _open(path: Path) -> sqlite3.Connection:
     # a database with no write-ahead log beside it (its server stopped, or an uploaded copy) is read
     # as immutable, so reading it leaves no -shm or -wal file behind; a live one read-only
     live = Path(f"{path}-wal").exists()
     try:
         db = sqlite3.connect(f"{path.resolve().as_uri()}?{'mode=ro' if live else 'immutable=1'}", uri=True)
+        db.execute(f"PRAGMA hard_heap_limit={HEAP_BYTES}")
+        db.execute("PRAGMA trusted_schema=OFF")
     except sqlite3.Error as exc:
         raise NotMemoryServiceError(f"The database cannot be opened ({exc}).") from exc
-    try:
-        columns = {row[1] for row in db.execute("PRAGMA table_info(memories)")}
-        if not _COLUMNS <= columns:
-            raise NotMemoryServiceError("This SQLite database is not one of mcp-memory-service (no memories table).")
-        deleted = "deleted_at IS NOT NULL" if "deleted_at" in columns else "0"
-        store = "store" if "store" in columns else "'default'"
-        left_out.append(db.execute(f"SELECT count(*) FROM memories WHERE {deleted}").fetchone()[0])
-        cursor = db.execute(
-            f"SELECT id, content, content_hash, tags, memory_type, created_at, updated_at, {store} "  # fixed names
-            f"FROM memories WHERE NOT ({deleted}) ORDER BY created_at, id"
+    db.set_authorizer(_authorizer)
+    return db
+
+
+def _columns(db: sqlite3.Connection) -> set[str]:
+    """The columns of a real `memories` table; a view, a virtual table or a computed column is refused."""
+    found = db.execute("SELECT type, sql FROM sqlite_master WHERE name = 'memories'").fetchall()
+    if not found:
+        raise NotMemoryServiceError("This SQLite database is not one of mcp-memory-service (no memories table).")
+    kind, sql = found[0]
+    if kind != "table" or str(sql or "").lstrip().upper().startswith("CREATE VIRTUAL"):
+        raise NotMemoryServiceError(
+            f"This database's memories is a {kind if kind != 'table' else 'virtual table'}, not a table of "
+            "mcp-memory-service, so nothing was imported."
         )
-        names = ("content", "content_hash", "tags", "memory_type", "created_at", "updated_at", "store")
-        while rows := cursor.fetchmany(READ_ROWS):
-            for row in rows:
-                yield _item(int(row[0]), dict(zip(names, row[1:])))
+    info = db.execute("PRAGMA table_xinfo(memories)").fetchall()
+    if any(row[6] for row in info):  # hidden: computed (generated) columns, which mcp-memory-service never makes
+        raise NotMemoryServiceError(
+            "This database's memories table computes columns, which mcp-memory-service never does, so nothing was imported."
+        )
+    columns = {str(row[1]) for row in info}
+    if not _COLUMNS <= columns:
+        raise NotMemoryServiceError("This SQLite database is not one of mcp-memory-service (no memories table).")
+    return columns
+
+
+def database_items(
+    path: Path, left_out: list[int], max_bytes: int, stall_seconds: float = STALL_SECONDS
+) -> Iterator[SourceItem]:
+    """Every live row of its database, read-only, numbered by the row's id (else its place); `left_out`
+    gets the number of deleted rows. Only a real `memories` table is read, through an authorizer
+    that allows nothing else (checked now, before a row is read); a text longer than `max_bytes` is
+    refused in SQL before it is fetched, and every other field is read cut short."""
+    db = _open(path)
+    stall = _Stall(stall_seconds)
+    db.set_progress_handler(stall, 10_000)
+    try:
+        with _read_errors(stall_seconds):
+            columns = _columns(db)
+            deleted = "deleted_at IS NOT NULL" if "deleted_at" in columns else "0"
+            left_out.append(db.execute(f"SELECT count(*) FROM memories WHERE {deleted}").fetchone()[0])
+    except BaseException:
+        db.close()
+        raise
+    return _rows(db, stall, columns, max_bytes)
+
+
+@contextmanager
+def _read_errors(stall_seconds: float) -> Iterator[None]:
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        if "interrupted" in str(exc):
+            raise NotMemoryServiceError(
+                f"Reading this database gave nothing for {stall_seconds:g} s, so it was stopped."
+            ) from exc
+        raise NotMemoryServiceError(f"The database cannot be read ({exc}).") from exc
     except sqlite3.DatabaseError as exc:
         raise NotMemoryServiceError(f"The database cannot be read ({exc}).") from exc
+
+
+def _rows(db: sqlite3.Connection, stall: _Stall, columns: set[str], max_bytes: int) -> Iterator[SourceItem]:
+    deleted = "deleted_at IS NOT NULL" if "deleted_at" in columns else "0"
+    store = f"substr(store, 1, {_SHORT})" if "store" in columns else "'default'"
+    try:
+        with _read_errors(stall.seconds):
+            stall.touch()
+            cursor = db.execute(
+                # fixed names and numbers only; a text is fetched only when it fits
+                "SELECT CASE WHEN typeof(id) = 'integer' THEN id END, "
+                f"CASE WHEN length(CAST(content AS BLOB)) <= {int(max_bytes)} THEN content END, "
+                "length(CAST(content AS BLOB)), "
+                f"substr(content_hash, 1, {_SHORT}), substr(tags, 1, {TAGS_CHARS}), "
+                f"substr(memory_type, 1, {_SHORT}), "
+                "CASE WHEN typeof(created_at) IN ('integer', 'real') THEN created_at END, "
+                "CASE WHEN typeof(updated_at) IN ('integer', 'real') THEN updated_at END, "
+                f"{store} FROM memories WHERE NOT ({deleted}) ORDER BY created_at, id"
+            )
+            names = ("content_hash", "tags", "memory_type", "created_at", "updated_at", "store")
+            place = 0
+            while rows := cursor.fetchmany(READ_ROWS):
+                stall.touch()
+                for row in rows:
+                    place += 1
+                    number = row[0] if isinstance(row[0], int) else place
+                    if row[1] is None and row[2] is not None:
+                        yield SourceItem(number, refused=f"text longer than {max_bytes:,} bytes (not read)")
+                        continue
+                    yield _item(number, {"content": row[1], **dict(zip(names, row[3:]))})
     finally:
         db.close()
 
 
-def read_export(stream: IO[bytes]) -> Any:
-    """A JSON document read whole (at most MAX_JSON_BYTES); None when it is not JSON."""
-    data = stream.read(MAX_JSON_BYTES + 1)
-    if len(data) > MAX_JSON_BYTES:
-        raise InvalidInputError(
-            f"A JSON export over {MAX_JSON_BYTES // (1024 * 1024)} MiB is not read: import mcp-memory-service's "
-            "database file instead."
-        )
-    try:
-        return json.loads(data)
-    except (ValueError, RecursionError):
-        return None
+def export_items(path: Path, max_bytes: int) -> Iterator[SourceItem] | None:
+    """Every memory of its JSON export, numbered by its place in the file's list, read as a stream
+    (ijson's C parser): one entry at a time is held, never the document. None when the document does
+    not begin as the exporter writes it (`export_metadata`, then `memories`)."""
+    with path.open("rb") as stream:
+        metadata = False
+        try:
+            for prefix, event, value in ijson.parse(stream):
+                if prefix == "" and event == "map_key" and value == "export_metadata":
+                    metadata = True
+                elif prefix == "memories" and event == "start_array":
+                    break
+                elif prefix == "" and event not in ("start_map", "map_key"):
+                    return None  # a document of another shape
+            else:
+                return None
+        except ijson.JSONError:
+            return None
+    return _entries(path, max_bytes) if metadata else None
 
 
-def export_items(document: dict[str, Any]) -> Iterator[SourceItem]:
-    """Every memory of its JSON export, numbered by its place in the file's list."""
-    for number, entry in enumerate(document["memories"], start=1):
-        if not isinstance(entry, dict):
-            yield SourceItem(number, refused="not a JSON object")
-        elif entry.get("deleted_at") is not None:
-            continue
-        else:
-            yield _item(number, entry)
+def _entries(path: Path, max_bytes: int) -> Iterator[SourceItem]:
+    number = 0
+    with path.open("rb") as stream:
+        try:
+            for number, entry in enumerate(ijson.items(stream, "memories.item", use_float=True), start=1):
+                if not isinstance(entry, dict):
+                    yield SourceItem(number, refused="not a JSON object")
+                elif not isinstance(entry.get("content"), str) or not entry["content"].strip():
+                    yield SourceItem(number, refused="no text")  # without raising: millions of these cost seconds
+                elif entry.get("deleted_at") is not None:
+                    continue
+                elif isinstance(entry.get("content"), str) and len(entry["content"].encode("utf-8")) > max_bytes:
+                    yield SourceItem(number, refused=f"text longer than {max_bytes:,} bytes (not read)")
+                else:
+                    yield _item(number, entry)
+        except ijson.JSONError as exc:
+            raise InvalidInputError(f"The JSON export is not valid JSON after entry {number} ({exc}).") from exc

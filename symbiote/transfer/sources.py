@@ -10,9 +10,8 @@ any other file with the list of formats accepted. A pasted list is never guessed
 from __future__ import annotations
 
 import json
-import sqlite3
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from pathlib import Path
 
 from symbiote.errors import InvalidInputError
@@ -27,6 +26,7 @@ from symbiote.transfer.importing import (
     TurnSink,
 )
 from symbiote.transfer.pasted import MAX_PASTED_BYTES, pasted_items
+from symbiote.transfer.source_process import IDLE_SECONDS, read_source
 
 HEAD_BYTES = 64
 
@@ -48,15 +48,6 @@ def _first_line_is_service_export(path: Path) -> bool | None:
     return True if memory_service.is_memory_service_export(record) else None
 
 
-def _service_export(path: Path) -> Iterator[SourceItem] | None:
-    with path.open("rb") as stream:
-        document = memory_service.read_export(stream)
-    if not memory_service.is_memory_service_export(document):
-        return None
-    assert isinstance(document, dict)
-    return memory_service.export_items(document)
-
-
 class Source:
     """A file's memories as the importer takes them, and how its report names them."""
 
@@ -67,15 +58,18 @@ class Source:
         self.left_out: list[int] = []
 
 
-def source_of(path: Path) -> Source | None:
-    """The program `path` comes from and its memories; None for JSON Lines (the importer's own
-    reading, which refuses a file that is none of the formats)."""
+def source_of(path: Path, max_bytes: int) -> Source | None:
+    """The program `path` comes from and its memories, each text at most `max_bytes`; None for
+    JSON Lines (the importer's own reading, which refuses a file that is none of the formats).
+    Run by the reader's process (`symbiote.transfer.source_reader`), never by the server's."""
     if path.is_dir():
         return Source("basic-memory", basic_memory.folder_items(path))
+    if not path.is_file():
+        raise InvalidInputError(f"{path.name} is not a regular file, so nothing was imported.")
     head = _head(path)
     if head.startswith(memory_service.SQLITE_MAGIC):
         source = Source("memory-service", iter(()), unit="row")
-        source.items = memory_service.database_items(path, source.left_out)
+        source.items = memory_service.database_items(path, source.left_out, max_bytes)
         return source
     if head.startswith(basic_memory.ZIP_MAGIC):
         if not zipfile.is_zipfile(path):
@@ -84,7 +78,7 @@ def source_of(path: Path) -> Source | None:
     if basic_memory.is_note(head):
         return Source("basic-memory", basic_memory.file_items(path))
     if _first_line_is_service_export(path):
-        items = _service_export(path)
+        items = memory_service.export_items(path, max_bytes)
         if items is None:
             raise NotAnExportError(NOT_AN_EXPORT)
         return Source("memory-service", items, unit="entry")
@@ -99,22 +93,22 @@ async def import_path(
     dry_run: bool = False,
     replace: bool = False,
     progress: Callable[[int], None] | None = None,
+    idle_seconds: float = IDLE_SECONDS,
 ) -> ImportReport:
-    """Import a file or folder of any format Symbiote reads (see the module's docstring)."""
+    """Import a file or folder of any format Symbiote reads (see the module's docstring). Another
+    program's file is read in a process of its own (`symbiote.transfer.source_process`)."""
     importer = Importer(bulk, history, dry_run=dry_run, replace_conflicts=replace, progress=progress)
-    source = source_of(path)
-    if source is None:
-        with path.open("rb") as stream:
-            return await importer.run(stream)
-    importer.report.source, importer.report.unit = source.name, source.unit
-    try:
-        report = await importer.run_items(source.items)
-    except (sqlite3.Error, zipfile.BadZipFile, OSError) as exc:
-        raise InvalidInputError(f"The file could not be read to the end ({exc}); what was reported is stored.") from exc
-    report.left_out = sum(source.left_out)
+    async with read_source(path, bulk.max_content_bytes, idle_seconds=idle_seconds) as source:
+        if source is None:
+            with path.open("rb") as stream:
+                return await importer.run(stream)
+        importer.report.source, importer.report.unit = source.name, source.unit
+        report = await importer.run_items(source.items())
+        report.left_out = source.left_out
+        report.stopped = report.stopped or source.stopped or None
     if progress is not None and path.is_file():
         progress(path.stat().st_size)
-    if report.lines == 0 and not report.refused_count and not report.left_out:
+    if report.lines == 0 and not report.refused_count and not report.left_out and not report.stopped:
         raise NotAnExportError(f"No memories were found in this {_what(source.name)}, so nothing was imported.")
     return report
 
@@ -132,7 +126,12 @@ async def import_text(bulk: MemoryBulk, text: str, tag: str, *, dry_run: bool = 
     (tag,) = validation.tags([tag])
     importer = Importer(bulk, dry_run=dry_run)
     importer.report.source = "pasted"
-    report = await importer.run_items(pasted_items(text, tag))
+    report = await importer.run_items(_each(pasted_items(text, tag)))
     if report.lines == 0:
         raise NotAnExportError("Nothing was pasted, so nothing was imported.")
     return report
+
+
+async def _each(items: Iterable[SourceItem]) -> AsyncIterator[SourceItem]:
+    for item in items:
+        yield item

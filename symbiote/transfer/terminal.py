@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from symbiote.telemetry.redaction import escape_controls
 from symbiote.transfer.exporting import TurnSource, export_lines
 from symbiote.transfer.import_report import ImportReport
 from symbiote.transfer.importing import TurnSink
@@ -99,7 +100,9 @@ async def import_from(
 
 
 def report_lines(report: ImportReport, shown: int = 50) -> list[str]:
-    """The report as a person reads it: the counts, then the refused lines with their numbers."""
+    """The report as a person reads it: the counts, then the refused lines with their numbers.
+    Every control character a file put in it (a zip entry's name, a note's path) is written as
+    its escape, so a file cannot drive the terminal."""
     lines = [report.summary()]
     read_as = {
         "knowledge-graph": "the knowledge graph of the reference MCP memory server",
@@ -119,4 +122,4 @@ def report_lines(report: ImportReport, shown: int = 50) -> list[str]:
         lines.append(f"  {report.unit} {line}: {reason}")
     if report.refused_count > shown:
         lines.append(f"  ... and {report.refused_count - shown} more refused")
-    return lines
+    return [escape_controls(line) for line in lines]

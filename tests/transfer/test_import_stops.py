@@ -1,0 +1,153 @@
+"""Issue 49: an import of another program's file stops when asked, leaving whole batches and no
+reader behind: the console's Cancel, the server's SIGTERM, Ctrl-C at `symbiote import` (before,
+a file that held the event loop made the server ignore SIGTERM and the command ignore Ctrl-C)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from symbiote.config import Settings
+from symbiote.runtime import build_runtime
+from symbiote.transfer.exporting import export_lines
+from symbiote.transfer.importing import BATCH
+from tests.conftest import ServerProcess
+from tests.transfer.test_hardening import Console
+
+ENTRIES = 8 * BATCH
+FILLER = "Tickets are sold at the kiosk by the harbour master's office, cash only, until ten. " * 10  # the reader
+# then writes more than the pipe and the server's buffer hold, so it is still running when the import stops
+
+
+def _export(tmp_path: Path) -> Path:
+    entries = [
+        {
+            "content": f"Stop test {i}: the night ferry to island {i} leaves at {i % 24}:15 from quay {i % 7}. "
+            + FILLER,
+            "content_hash": f"{i:064x}",
+            "tags": ["ferries"],
+            "created_at": 1_700_000_000.0 + i,
+        }
+        for i in range(ENTRIES)
+    ]
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps({"export_metadata": {"source": "test"}, "memories": entries}, indent=2))
+    return path
+
+
+def _readers(pid: int) -> list[int]:
+    """The import readers this process started that are still alive."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(stat[1]) == pid and b"source_reader" in command and stat[0] != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def _stored(http: httpx.Client) -> int:
+    return len(http.get("/export").text.splitlines()) - 1
+
+
+def _started(console: Console, data: bytes) -> str:
+    job = console.upload(data)
+    assert console.http.post(f"/import/{job}/start?dry_run=0", headers=console.csrf).status_code == 200
+    return job
+
+
+def _wait_for_first_batch(http: httpx.Client) -> None:
+    deadline = time.monotonic() + 300
+    while _stored(http) < BATCH:
+        assert time.monotonic() < deadline, "no batch was stored"
+        time.sleep(0.3)
+
+
+def test_cancel_in_the_console_stops_the_import_between_batches(tmp_path: Path, model_dir: Path) -> None:
+    server = ServerProcess(tmp_path / "data").start()
+    try:
+        assert server.proc is not None
+        console = Console(server.base_url)
+        job = _started(console, _export(tmp_path).read_bytes())
+        _wait_for_first_batch(console.http)
+        assert _readers(server.proc.pid)
+        page = console.http.get(f"/import/{job}").text
+        assert 'id="cancel-import"' in page
+        csrf = console.csrf["X-CSRF-Token"]
+        cancelled = console.http.post(f"/import/{job}/cancel", data={"csrf": csrf}, follow_redirects=True)
+        assert 'data-state="failed"' in cancelled.text and "Cancelled" in cancelled.text, cancelled.text[-800:]
+        assert not _readers(server.proc.pid)
+        stored = _stored(console.http)
+        time.sleep(2)
+        assert _stored(console.http) == stored and stored % BATCH == 0 and stored < ENTRIES, stored
+    finally:
+        server.stop()
+
+
+def test_sigterm_stops_the_server_during_an_import(tmp_path: Path, model_dir: Path) -> None:
+    server = ServerProcess(tmp_path / "data").start()
+    assert server.proc is not None
+    console = Console(server.base_url)
+    _started(console, _export(tmp_path).read_bytes())
+    _wait_for_first_batch(console.http)
+    readers = _readers(server.proc.pid)
+    assert readers
+    started = time.monotonic()
+    server.proc.send_signal(signal.SIGTERM)
+    assert server.proc.wait(timeout=20) == 0
+    took = time.monotonic() - started
+    server.stop()
+    for pid in readers:
+        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1][:3]
+    print(f"\nSIGTERM mid-import: the server stopped in {took:.1f} s")
+
+
+@pytest.mark.parametrize("signal_number", [signal.SIGINT])
+def test_ctrl_c_stops_the_command_line_import_leaving_whole_batches(
+    tmp_path: Path, model_dir: Path, signal_number: int
+) -> None:
+    data = tmp_path / "data"
+    env = {**os.environ, "CHROMADB_PATH": str(data), "SYMBIOTE_MODEL_DIR": str(model_dir)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "symbiote", "import", str(_export(tmp_path))],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 120
+    while not _readers(proc.pid):
+        assert time.monotonic() < deadline and proc.poll() is None, "the reader never started"
+        time.sleep(0.1)
+    time.sleep(3)
+    readers = _readers(proc.pid)
+    proc.send_signal(signal_number)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err.decode()
+    assert b"interrupted" in err
+    for pid in readers:
+        assert not Path(f"/proc/{pid}").exists()
+    made = build_runtime(Settings(chromadb_path=data, model_dir=model_dir, store_process=False))
+    try:
+        stored = asyncio.run(_count(made.engine.bulk))
+    finally:
+        made.close()
+    assert stored % BATCH == 0 and stored < ENTRIES, stored
+
+
+async def _count(bulk: object) -> int:
+    lines = [chunk async for chunk in export_lines(bulk, None)]  # type: ignore[arg-type]
+    return "".join(lines).count("\n") - 1
