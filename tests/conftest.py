@@ -1,15 +1,19 @@
-"""Shared fixtures: the exported model, real server processes on free ports, real MCP clients."""
+"""Shared fixtures: the exported model (loaded once per test process), runtimes and engines that are
+closed after each test, real server processes on free ports, real MCP clients."""
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 # anyio's modules are imported here, while the stack is shallow: pytest rewrites them (anyio ships
 # a pytest plugin), and CPython 3.11.7's parser can fail with "AST constructor recursion depth
@@ -20,9 +24,65 @@ import httpx
 import pytest
 
 from symbiote.config import PROJECT_ROOT, Settings
-from symbiote.embedding.model import MANIFEST_NAME
+from symbiote.embedding.model import MANIFEST_NAME, Embedder, Passages, WarmModel
+
+if TYPE_CHECKING:
+    import numpy as np
+    from starlette.applications import Starlette
+
+    from symbiote.memory import MemoryEngine
+    from symbiote.runtime import Runtime
 
 MODEL_DIR = Path(os.environ.get("SYMBIOTE_MODEL_DIR", PROJECT_ROOT / "models" / "all-MiniLM-L6-v2"))
+
+
+class SharedModel:
+    """The one loaded model of the test process, for every runtime and engine the tests build: the
+    model is immutable, and a copy per runtime held about 90 MB each. One call at a time (the
+    runtimes' embedder threads may call it together; the tokenizers are not made for that)."""
+
+    def __init__(self, model: Embedder) -> None:
+        self._model = model
+        self._lock = threading.Lock()
+        self.name = model.name
+        self.dimension = model.dimension
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        with self._lock:
+            return self._model.embed(texts)
+
+    def embed_passages(self, texts: Sequence[str]) -> list[Passages]:
+        with self._lock:
+            return self._model.embed_passages(texts)
+
+    def windows(self, text: str) -> list[str]:
+        with self._lock:
+            return self._model.windows(text)
+
+
+@functools.cache
+def shared_model() -> WarmModel:
+    """The real model with the warm vectors a runtime loads (`symbiote.runtime.load_embedder`), once."""
+    from symbiote.runtime import load_embedder
+
+    loaded = load_embedder(MODEL_DIR)
+    if isinstance(loaded, WarmModel):
+        return WarmModel(SharedModel(loaded.model), loaded.vectors)
+    return WarmModel(SharedModel(loaded), {})
+
+
+def make_runtime(settings: Settings, **options: Any) -> Runtime:
+    """`build_runtime` with the shared model: the caller closes it (or uses the `runtime` fixture)."""
+    from symbiote.runtime import build_runtime
+
+    return build_runtime(settings, load_model=shared_model, **options)
+
+
+def make_app(settings: Settings, **options: Any) -> Starlette:
+    """`create_app` with the shared model; its lifespan closes the runtime it builds."""
+    from symbiote.http.app import create_app
+
+    return create_app(settings, load_model=shared_model, **options)
 
 
 def free_port() -> int:
@@ -133,3 +193,17 @@ def settings(tmp_path: Path, model_dir: Path) -> Settings:
     without starting a store process (and importing Chroma again) for every test. Every test
     through `symbiote serve` and tests/storage/test_process.py use the default, the store process."""
     return Settings(chromadb_path=tmp_path / "data", model_dir=model_dir, store_process=False)
+
+
+@pytest.fixture
+async def runtime(settings: Settings) -> AsyncIterator[Runtime]:
+    """A runtime on `settings` (override `settings` in a module for others), closed after the test."""
+    built = make_runtime(settings)
+    yield built
+    built.close()
+
+
+@pytest.fixture
+def engine(runtime: Runtime) -> MemoryEngine:
+    """The `runtime` fixture's engine."""
+    return runtime.engine
