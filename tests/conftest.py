@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -34,6 +35,77 @@ if TYPE_CHECKING:
     from symbiote.runtime import Runtime
 
 MODEL_DIR = Path(os.environ.get("SYMBIOTE_MODEL_DIR", PROJECT_ROOT / "models" / "all-MiniLM-L6-v2"))
+
+# -- tiers: `server` marks a test that starts a server process or a browser (`scripts/test.sh --quick`
+# leaves them out). A test is marked when a fixture it uses gives a server process (its annotation
+# says so) or the browser, or by hand; `mark_what_starts_servers` fails an unmarked one that starts one.
+
+BROWSER_FIXTURES = {"browser"}
+# Processes that serve (symbiote serve or stdio, a Chroma server) or browse: what the quick tier leaves out.
+SERVING = (("symbiote", "serve"), ("symbiote", "stdio"), ("chroma", "run"), ("playwright",), ("chromium",))
+_started: list[str] = []  # commands started since the current test began (an audit hook sees every Popen)
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if event == "subprocess.Popen":
+        argv = args[1]
+        _started.append(" ".join(map(str, argv)) if isinstance(argv, list | tuple) else str(argv))
+
+
+sys.addaudithook(_audit)
+
+
+def _serves(command: str) -> bool:
+    words = command.replace("/", " ").replace(".", " ").split()
+    return any(all(word in words for word in serving) for serving in SERVING)
+
+
+def _gives_a_server(fixturedefs: Sequence[Any]) -> bool:
+    return any("ServerProcess" in str(getattr(d.func, "__annotations__", {}).get("return", "")) for d in fixturedefs)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            continue
+        names = set(item.fixturenames)  # type: ignore[attr-defined]
+        if names & BROWSER_FIXTURES or any(_gives_a_server(defs) for defs in info.name2fixturedefs.values()):
+            item.add_marker(pytest.mark.server)
+
+
+# -- the memory budget (docs/tests.md): the test process's peak resident memory, checked at the end.
+MEMORY_BUDGET_MB = int(os.environ.get("SYMBIOTE_TEST_MEMORY_BUDGET_MB", "1536"))
+
+
+def peak_rss_mb() -> float:
+    """The test process's peak resident memory so far (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run when the test process held more than the budget: a runtime, a model or a store
+    kept after its test is the usual cause (tests/test_closing.py shows how one is found)."""
+    peak = peak_rss_mb()
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    line = f"test process peak resident memory: {peak:.0f} MB (budget {MEMORY_BUDGET_MB} MB)"
+    if reporter is not None:
+        reporter.write_line(line)
+    if peak > MEMORY_BUDGET_MB and session.testscollected:
+        if reporter is not None:
+            reporter.write_line("FAILED: the test process passed its memory budget", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture(autouse=True)
+def mark_what_starts_servers(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test that starts a server process or a browser must carry the `server` mark, or the quick
+    tier would start it too: checked on every run, so the marks stay true."""
+    _started.clear()
+    yield
+    serving = [command for command in _started if _serves(command)]
+    if serving and request.node.get_closest_marker("server") is None:
+        pytest.fail(f"this test starts {serving[0]!r}: mark it @pytest.mark.server (or its module)", pytrace=False)
 
 
 class SharedModel:
@@ -71,18 +143,50 @@ def shared_model() -> WarmModel:
     return WarmModel(SharedModel(loaded), {})
 
 
+_BUILT: list[Runtime] = []  # every runtime the helpers below built, for `close_what_tests_built`
+
+
 def make_runtime(settings: Settings, **options: Any) -> Runtime:
-    """`build_runtime` with the shared model: the caller closes it (or uses the `runtime` fixture)."""
+    """`build_runtime` with the shared model. Closed after the test that built it at the latest
+    (`close_what_tests_built`), or after its module or session if a fixture of that scope built it."""
     from symbiote.runtime import build_runtime
 
-    return build_runtime(settings, load_model=shared_model, **options)
+    built = build_runtime(settings, load_model=shared_model, **options)
+    _BUILT.append(built)
+    return built
 
 
 def make_app(settings: Settings, **options: Any) -> Starlette:
-    """`create_app` with the shared model; its lifespan closes the runtime it builds."""
+    """`create_app` with the shared model; its lifespan closes the runtime it builds, and if it never
+    ran, `close_what_tests_built` does."""
     from symbiote.http.app import create_app
 
-    return create_app(settings, load_model=shared_model, **options)
+    app = create_app(settings, load_model=shared_model, **options)
+    if "runtime" not in options:
+        _BUILT.append(app.state.runtime)
+    return app
+
+
+def close_built(since: int) -> None:
+    """Close the runtimes built since `_BUILT` had `since` entries (closing one twice does nothing)."""
+    while len(_BUILT) > since:
+        _BUILT.pop().close()
+
+
+@pytest.fixture(autouse=True)
+def close_what_tests_built() -> Iterator[None]:
+    """Whatever a test builds is closed after it: a runtime left open keeps its store and threads."""
+    since = len(_BUILT)
+    yield
+    close_built(since)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def close_what_modules_built() -> Iterator[None]:
+    """The same for a module's fixtures (set up before this test's, after this one)."""
+    since = len(_BUILT)
+    yield
+    close_built(since)
 
 
 def free_port() -> int:

@@ -16,9 +16,10 @@ import pytest
 from mcp import Client
 
 from symbiote.config import Settings
-from symbiote.memory.requests import SearchRequest, StoreRequest
-from symbiote.runtime import Runtime
-from tests.conftest import make_app, make_runtime
+from symbiote.http.app import create_app
+from symbiote.memory import SearchRequest, StoreRequest
+from symbiote.runtime import Runtime, build_runtime
+from tests.conftest import shared_model
 
 
 def started_since(before: set[threading.Thread]) -> list[str]:
@@ -46,7 +47,8 @@ async def test_a_runtime_used_and_closed_is_collected_and_leaves_no_thread(
     settings: Settings, store_process: bool
 ) -> None:
     before = set(threading.enumerate())
-    runtime = make_runtime(replace(settings, store_process=store_process))
+    # Not `make_runtime`: what it keeps to close after the test would keep the runtime alive.
+    runtime = build_runtime(replace(settings, store_process=store_process), load_model=shared_model)
     await use(runtime)
     child = runtime.store_process.pid if runtime.store_process is not None else None
     runtime.close()
@@ -62,7 +64,7 @@ async def test_a_runtime_used_and_closed_is_collected_and_leaves_no_thread(
 
 async def test_an_app_closes_its_runtime_at_the_end_of_its_lifespan(settings: Settings) -> None:
     before = set(threading.enumerate())
-    app = make_app(settings)
+    app = create_app(settings, load_model=shared_model)
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:

@@ -23,12 +23,12 @@ from symbiote.memory import SearchRequest, StoreRequest
 from symbiote.memory import created_us as id_micros
 from symbiote.memory.history import parse_ts
 from symbiote.memory.ids import IdGenerator
-from symbiote.runtime import build_runtime
 from symbiote.storage.base import StoredMemory, content_hash
 from symbiote.storage.chroma.client import ChromaClients, ChromaServer
 from symbiote.storage.chroma.history import ChromaHistoryStore
 from symbiote.storage.chroma.opening import open_embedded_store, open_server_store
 from tests.chroma_server import Backend, backend, chroma_server  # noqa: F401  (fixtures)
+from tests.conftest import make_runtime
 
 IDS = IdGenerator()
 
@@ -198,7 +198,7 @@ def test_history_lives_beside_the_memories_not_among_them(opened: Opened) -> Non
 
 
 async def test_engine_and_history_work_the_same_on_both_backends(backend: Backend) -> None:
-    runtime = build_runtime(backend.settings())
+    runtime = make_runtime(backend.settings())
     engine = runtime.engine
     try:
         stored = await engine.store(StoreRequest("I love building web apps with React", ["frontend"]))
