@@ -299,6 +299,12 @@ def settings(tmp_path: Path, model_dir: Path) -> Settings:
     return Settings(chromadb_path=tmp_path / "data", model_dir=model_dir, store_process=False)
 
 
+@pytest.fixture(scope="session")
+def model() -> Embedder:
+    """The shared model itself, for tests of the storage below the engine."""
+    return shared_model().model
+
+
 @pytest.fixture
 async def runtime(settings: Settings) -> AsyncIterator[Runtime]:
     """A runtime on `settings` (override `settings` in a module for others), closed after the test."""

@@ -41,7 +41,7 @@ from symbiote.http.security import allowed_hosts
 from symbiote.platform_hosts import normalize_host, platform_hosts
 from symbiote.storage import StoredMemory
 from symbiote.storage.chroma import open_embedded_store
-from tests.conftest import make_runtime
+from tests.conftest import make_runtime, shared_model
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -383,9 +383,8 @@ def test_guarded_store_refuses_writes_on_standby_and_reopens_after_takeover(tmp_
 async def test_memory_stats_report_the_share_usage_the_runtime_hands_the_engine(tmp_path, model_dir):
     from symbiote.embedding.embedder import AsyncEmbedder
     from symbiote.memory import MemoryEngine
-    from symbiote.runtime import load_embedder
 
-    embedder = AsyncEmbedder(lambda: load_embedder(model_dir))
+    embedder = AsyncEmbedder(shared_model)
     engines = [
         MemoryEngine(embedder, lambda model, dimension: open_embedded_store(tmp_path / "plain", model, dimension)),
         MemoryEngine(

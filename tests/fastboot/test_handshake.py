@@ -387,6 +387,7 @@ def data_dir(tmp_path: Path, model_dir: Path) -> Iterator[Path]:
     yield tmp_path / "data"
 
 
+@pytest.mark.server
 def test_symbiote_serve_records_the_cache_once_and_replays_it(data_dir: Path) -> None:
     first = ServerProcess(data_dir).start()
     try:
@@ -438,6 +439,7 @@ def test_symbiote_serve_records_the_cache_once_and_replays_it(data_dir: Path) ->
     assert "handshake cache recorded" in first.log() and "handshake cache recorded" not in second.log()
 
 
+@pytest.mark.server
 def test_record_handshake_prepares_the_first_start(data_dir: Path) -> None:
     env = {**ServerProcess(data_dir).env}
     command = [sys.executable, "-m", "symbiote", "record-handshake"]

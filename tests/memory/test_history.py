@@ -14,7 +14,7 @@ from symbiote.errors import InvalidInputError
 from symbiote.memory.history import ConversationHistory
 from symbiote.memory.requests import SearchRequest
 from symbiote.runtime import Runtime
-from tests.conftest import ServerProcess
+from tests.conftest import ServerProcess, shared_model
 
 
 def new_id() -> str:
@@ -93,11 +93,11 @@ async def test_history_writes_can_be_put_behind_the_share_write_gate(tmp_path: P
     from symbiote.azure.guard import GuardedHistory, WriteGate
     from symbiote.config import Settings
     from symbiote.embedding.embedder import AsyncEmbedder
-    from symbiote.runtime import history_services, load_embedder
+    from symbiote.runtime import history_services
 
     settings = Settings(chromadb_path=tmp_path / "data", model_dir=model_dir)
     gate = WriteGate()
-    embedder = AsyncEmbedder(lambda: load_embedder(model_dir))
+    embedder = AsyncEmbedder(shared_model)
     services = history_services(
         settings, embedder, engine=None, guard=lambda opener: GuardedHistory(opener, None, gate, settings.chromadb_path)
     )

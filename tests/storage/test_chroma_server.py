@@ -22,7 +22,7 @@ from chromadb.config import Settings as ChromaSettings
 from mcp import Client
 
 from symbiote.config import PROJECT_ROOT, ConfigError, Settings
-from symbiote.embedding.model import MODEL_DIMENSION, MODEL_NAME, OnnxEmbedder
+from symbiote.embedding.model import MODEL_DIMENSION, MODEL_NAME, Embedder
 from symbiote.errors import StoreUnavailableError
 from symbiote.memory import StoreRequest, created_us
 from symbiote.storage.base import LEXICAL_FILE, StoredMemory, content_hash
@@ -101,12 +101,7 @@ def test_context_defaults() -> None:
 # -- several instances on one server --------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def model(model_dir: Path) -> OnnxEmbedder:
-    return OnnxEmbedder(model_dir)
-
-
-def add(store: Any, model: OnnxEmbedder, memory_id: str, content: str) -> None:
+def add(store: Any, model: Embedder, memory_id: str, content: str) -> None:
     windows = model.windows(content)
     micros = created_us(memory_id)
     store.add(
@@ -118,7 +113,7 @@ def add(store: Any, model: OnnxEmbedder, memory_id: str, content: str) -> None:
 
 def test_instances_see_each_others_writes_including_keywords(
     chroma_server: ChromaServerProcess,
-    model: OnnxEmbedder,
+    model: Embedder,
     tmp_path: Path,
 ) -> None:
     server = ChromaServer("127.0.0.1", chroma_server.port, database=database())
@@ -147,7 +142,7 @@ def test_instances_see_each_others_writes_including_keywords(
     assert [m.memory_id for m in c.keyword("Okonkwo", 5)] == ["mem_17000000000000000002"]
 
 
-def test_databases_keep_stores_apart(chroma_server: ChromaServerProcess, model: OnnxEmbedder, tmp_path: Path) -> None:
+def test_databases_keep_stores_apart(chroma_server: ChromaServerProcess, model: Embedder, tmp_path: Path) -> None:
     first = ChromaServer("127.0.0.1", chroma_server.port, database=database())
     second = ChromaServer("127.0.0.1", chroma_server.port, database=database())
     stores = []
@@ -171,6 +166,7 @@ def test_databases_keep_stores_apart(chroma_server: ChromaServerProcess, model: 
     assert admin.get_database(first.database)["name"] == first.database  # created on first use
 
 
+@pytest.mark.server
 async def test_two_instances_appending_to_one_conversation_at_once_never_overwrite(
     chroma_server: ChromaServerProcess,
     tmp_path: Path,
@@ -203,6 +199,7 @@ async def test_two_instances_appending_to_one_conversation_at_once_never_overwri
 # -- failures -----------------------------------------------------------------------------------------
 
 
+@pytest.mark.server
 async def test_unreachable_server_is_reported_then_used_once_it_is_up(tmp_path: Path, model_dir: Path) -> None:
     port = free_port()
     settings = Settings(
@@ -319,6 +316,7 @@ async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
     return result.structured_content
 
 
+@pytest.mark.server
 async def test_two_servers_share_memories_and_history_through_chroma(
     chroma_server: ChromaServerProcess,
     tmp_path: Path,

@@ -168,6 +168,7 @@ def console_state(console: Console, job: str) -> tuple[str, int]:
     return (state.group(1) if state else "?"), int(percent.group(1)) if percent else 0
 
 
+@pytest.mark.server
 async def test_a_kill_mid_import_leaves_no_torn_link(tmp_path: Path, model_dir: Path) -> None:
     """300 replaced memories, then the 300 replacing them; the server killed with SIGKILL while the
     second half is read. Before, the first half's links pointed at memories never stored."""
