@@ -193,6 +193,7 @@ async def test_other_text_under_a_stored_id_is_a_conflict_replaced_only_when_ask
     assert now.structured_content["content"] == "The boat was sold in May."
 
 
+@pytest.mark.server
 def test_uploads_stay_in_the_data_directory_and_go_at_stop_and_start(tmp_path: Path, model_dir: Path) -> None:
     """Item 11: an upload never started is in the data directory, not /tmp, and a stop removes it;
     what a killed server left is removed at the next start."""
