@@ -24,6 +24,7 @@ import azure.functions as func
 from symbiote.azure.share import FileShare
 from symbiote.config import Settings
 from symbiote.http.app import create_app
+from symbiote.runtime import ModelLoader
 
 log = logging.getLogger("symbiote.function_app")
 
@@ -31,13 +32,14 @@ HTTP_AUTH_LEVEL = func.AuthLevel.ANONYMOUS
 
 
 def build_function_app(
-    settings: Settings, *, share: FileShare | None = None, warm_up: bool = True
+    settings: Settings, *, share: FileShare | None = None, warm_up: bool = True, load_model: ModelLoader | None = None
 ) -> func.AsgiFunctionApp:
-    """The function app for `settings`. `share` stands in for the file share SYMBIOTE_SHARE would open."""
+    """The function app for `settings`. `share` stands in for the file share SYMBIOTE_SHARE would open,
+    `load_model` for the model the runtime would load (tests share one)."""
     # No logs.configure(): the Functions worker owns the root logger and forwards it to the host
     # (console and Application Insights); replacing its handlers would silence us there.
     logging.getLogger("symbiote").setLevel(settings.log_level)
-    asgi = create_app(settings, warm_up=warm_up, share=share)
+    asgi = create_app(settings, warm_up=warm_up, share=share, load_model=load_model)
     services = asgi.state.runtime.share
     app = func.AsgiFunctionApp(app=asgi, http_auth_level=HTTP_AUTH_LEVEL)
     app.symbiote_asgi = asgi  # type: ignore[attr-defined]  # for tests and diagnostics

@@ -1,6 +1,14 @@
 #!/usr/bin/env bash
 # Sets up (first run only), lints (ruff), checks types (mypy) and runs the whole test suite: real model, real Chroma, real HTTP.
+# `--quick` runs only the tests that start no server process and no browser (still the real model and
+# Chroma; about 2 minutes on 2 cores; docs/tests.md), without the coverage figure.
 set -euo pipefail
+quick=()
+args=()
+for arg in "$@"; do
+  if [[ "$arg" == --quick ]]; then quick=(-m "not server"); else args+=("$arg"); fi
+done
+set -- ${args[@]+"${args[@]}"}
 cd "$(dirname "$0")/.."
 scripts/setup.sh dev
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
@@ -14,6 +22,7 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 # is not measured: its figure would say nothing and fail the floor.
 coverage=(--cov=symbiote --cov=function_app --cov-report=term)
 for arg in "$@"; do [[ "$arg" == -* ]] || coverage=(); done
+[ ${#quick[@]} -eq 0 ] || coverage=()
 # An absolute data file: a process the tests start in another directory writes its share there too.
 export COVERAGE_FILE="$PWD/.coverage"
-exec .venv/bin/python -m pytest "${coverage[@]}" "$@"
+exec .venv/bin/python -m pytest ${coverage[@]+"${coverage[@]}"} ${quick[@]+"${quick[@]}"} "$@"

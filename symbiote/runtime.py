@@ -3,6 +3,7 @@ and, when SYMBIOTE_SHARE is set, the file share's writer lease and snapshots."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -34,6 +35,9 @@ from symbiote.storage.chroma import (
 from symbiote.telemetry import export as telemetry
 
 log = logging.getLogger(__name__)
+
+
+ModelLoader = Callable[[], Embedder | WarmModel]  # called once, in the embedder's thread, on first use
 
 
 def load_embedder(model_dir: Path) -> Embedder | WarmModel:
@@ -81,11 +85,20 @@ class Runtime:
     def uptime_seconds(self) -> float:
         return round(time.monotonic() - self.started, 1)
 
+    def close_stores(self) -> None:
+        """Close the conversation history and the engine, with their threads, stores and the store's
+        process: each is closed even if another fails (the first failure is raised after)."""
+        with contextlib.ExitStack() as closing:
+            closing.callback(self.engine.close)  # last: it ends the store's process the history uses too
+            if self.history is not None:
+                closing.callback(self.history.history.close)
+
     def close(self) -> None:
-        """End the engine, then release the writer lease so the next instance need not wait for it to go stale."""
-        self.engine.close()
-        if self.share is not None:
-            self.share.close()
+        """Close the stores, then release the writer lease so the next instance need not wait for it to go stale."""
+        with contextlib.ExitStack() as closing:
+            if self.share is not None:
+                closing.callback(self.share.close)
+            closing.callback(self.close_stores)
 
 
 def history_services(
@@ -112,7 +125,7 @@ def history_services(
 
         return guard(opener) if guard is not None else opener()
 
-    history = ConversationHistory(embedder, open_history, disk_space(settings))
+    history = ConversationHistory(embedder, open_history, disk_space(settings), on_close=clients.close)
     builder = ContextBuilder(
         history,
         engine,
@@ -156,10 +169,14 @@ def _guards(settings: Settings, services: ShareServices | None) -> tuple[MemoryG
     )
 
 
-def build_runtime(settings: Settings, *, share: FileShare | None = None) -> Runtime:
+def build_runtime(
+    settings: Settings, *, share: FileShare | None = None, load_model: ModelLoader | None = None
+) -> Runtime:
     """The whole instance. With SYMBIOTE_SHARE set (or `share` given, as tests do) the file share's
     services open too: the writer lease is taken or waited for, and both stores write behind it.
-    Telemetry starts first (once per process), so the instance's first spans and lines are sent."""
+    Telemetry starts first (once per process), so the instance's first spans and lines are sent.
+    `load_model` gives the model where one loaded model serves several instances (it is immutable:
+    the tests share one); by default each instance loads its own from `settings.model_dir`."""
     telemetry.start()
     personality = load(settings.personalities_dir, settings.personality)
     chroma_server = ChromaServer.from_settings(settings)
@@ -180,7 +197,9 @@ def build_runtime(settings: Settings, *, share: FileShare | None = None) -> Runt
 
         return guard(opener)
 
-    embedder = AsyncEmbedder(lambda: load_embedder(settings.model_dir), cache_size=settings.embed_cache_size)
+    embedder = AsyncEmbedder(
+        load_model or (lambda: load_embedder(settings.model_dir)), cache_size=settings.embed_cache_size
+    )
     engine = MemoryEngine(
         embedder,
         open_store,

@@ -1,15 +1,20 @@
-"""Shared fixtures: the exported model, real server processes on free ports, real MCP clients."""
+"""Shared fixtures: the exported model (loaded once per test process), runtimes and engines that are
+closed after each test, real server processes on free ports, real MCP clients."""
 
 from __future__ import annotations
 
+import functools
 import os
+import resource
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 # anyio's modules are imported here, while the stack is shallow: pytest rewrites them (anyio ships
 # a pytest plugin), and CPython 3.11.7's parser can fail with "AST constructor recursion depth
@@ -20,9 +25,168 @@ import httpx
 import pytest
 
 from symbiote.config import PROJECT_ROOT, Settings
-from symbiote.embedding.model import MANIFEST_NAME
+from symbiote.embedding.model import MANIFEST_NAME, Embedder, Passages, WarmModel
+
+if TYPE_CHECKING:
+    import numpy as np
+    from starlette.applications import Starlette
+
+    from symbiote.memory import MemoryEngine
+    from symbiote.runtime import Runtime
 
 MODEL_DIR = Path(os.environ.get("SYMBIOTE_MODEL_DIR", PROJECT_ROOT / "models" / "all-MiniLM-L6-v2"))
+
+# -- tiers: `server` marks a test that starts a server process or a browser (`scripts/test.sh --quick`
+# leaves them out). A test is marked when a fixture it uses gives a server process (its annotation
+# says so) or the browser, or by hand; `mark_what_starts_servers` fails an unmarked one that starts one.
+
+BROWSER_FIXTURES = {"browser"}
+# Processes that serve (symbiote serve or stdio, a Chroma server) or browse: what the quick tier leaves out.
+SERVING = (("symbiote", "serve"), ("symbiote", "stdio"), ("chroma", "run"), ("playwright",), ("chromium",))
+_started: list[str] = []  # commands started since the current test began (an audit hook sees every Popen)
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if event == "subprocess.Popen":
+        argv = args[1]
+        _started.append(" ".join(map(str, argv)) if isinstance(argv, list | tuple) else str(argv))
+
+
+sys.addaudithook(_audit)
+
+
+def _serves(command: str) -> bool:
+    words = command.replace("/", " ").replace(".", " ").split()
+    return any(all(word in words for word in serving) for serving in SERVING)
+
+
+def _gives_a_server(fixturedefs: Sequence[Any]) -> bool:
+    return any("ServerProcess" in str(getattr(d.func, "__annotations__", {}).get("return", "")) for d in fixturedefs)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            continue
+        names = set(item.fixturenames)  # type: ignore[attr-defined]
+        if names & BROWSER_FIXTURES or any(_gives_a_server(defs) for defs in info.name2fixturedefs.values()):
+            item.add_marker(pytest.mark.server)
+
+
+# -- the memory budget (docs/tests.md): the test process's peak resident memory, checked at the end.
+MEMORY_BUDGET_MB = int(os.environ.get("SYMBIOTE_TEST_MEMORY_BUDGET_MB", "2560"))
+
+
+def peak_rss_mb() -> float:
+    """The test process's peak resident memory so far (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run when the test process held more than the budget: a runtime, a model or a store
+    kept after its test is the usual cause (tests/test_closing.py shows how one is found)."""
+    peak = peak_rss_mb()
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    line = f"test process peak resident memory: {peak:.0f} MB (budget {MEMORY_BUDGET_MB} MB)"
+    if reporter is not None:
+        reporter.write_line(line)
+    if peak > MEMORY_BUDGET_MB and session.testscollected:
+        if reporter is not None:
+            reporter.write_line("FAILED: the test process passed its memory budget", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture(autouse=True)
+def mark_what_starts_servers(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test that starts a server process or a browser must carry the `server` mark, or the quick
+    tier would start it too: checked on every run, so the marks stay true."""
+    _started.clear()
+    yield
+    serving = [command for command in _started if _serves(command)]
+    if serving and request.node.get_closest_marker("server") is None:
+        pytest.fail(f"this test starts {serving[0]!r}: mark it @pytest.mark.server (or its module)", pytrace=False)
+
+
+class SharedModel:
+    """The one loaded model of the test process, for every runtime and engine the tests build: the
+    model is immutable, and a copy per runtime held about 90 MB each. One call at a time (the
+    runtimes' embedder threads may call it together; the tokenizers are not made for that)."""
+
+    def __init__(self, model: Embedder) -> None:
+        self._model = model
+        self._lock = threading.Lock()
+        self.name = model.name
+        self.dimension = model.dimension
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        with self._lock:
+            return self._model.embed(texts)
+
+    def embed_passages(self, texts: Sequence[str]) -> list[Passages]:
+        with self._lock:
+            return self._model.embed_passages(texts)
+
+    def windows(self, text: str) -> list[str]:
+        with self._lock:
+            return self._model.windows(text)
+
+
+@functools.cache
+def shared_model() -> WarmModel:
+    """The real model with the warm vectors a runtime loads (`symbiote.runtime.load_embedder`), once."""
+    from symbiote.runtime import load_embedder
+
+    loaded = load_embedder(MODEL_DIR)
+    if isinstance(loaded, WarmModel):
+        return WarmModel(SharedModel(loaded.model), loaded.vectors)
+    return WarmModel(SharedModel(loaded), {})
+
+
+_BUILT: list[Runtime] = []  # every runtime the helpers below built, for `close_what_tests_built`
+
+
+def make_runtime(settings: Settings, **options: Any) -> Runtime:
+    """`build_runtime` with the shared model. Closed after the test that built it at the latest
+    (`close_what_tests_built`), or after its module or session if a fixture of that scope built it."""
+    from symbiote.runtime import build_runtime
+
+    built = build_runtime(settings, load_model=shared_model, **options)
+    _BUILT.append(built)
+    return built
+
+
+def make_app(settings: Settings, **options: Any) -> Starlette:
+    """`create_app` with the shared model; its lifespan closes the runtime it builds, and if it never
+    ran, `close_what_tests_built` does."""
+    from symbiote.http.app import create_app
+
+    app = create_app(settings, load_model=shared_model, **options)
+    if "runtime" not in options:
+        _BUILT.append(app.state.runtime)
+    return app
+
+
+def close_built(since: int) -> None:
+    """Close the runtimes built since `_BUILT` had `since` entries (closing one twice does nothing)."""
+    while len(_BUILT) > since:
+        _BUILT.pop().close()
+
+
+@pytest.fixture(autouse=True)
+def close_what_tests_built() -> Iterator[None]:
+    """Whatever a test builds is closed after it: a runtime left open keeps its store and threads."""
+    since = len(_BUILT)
+    yield
+    close_built(since)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def close_what_modules_built() -> Iterator[None]:
+    """The same for a module's fixtures (set up before this test's, after this one)."""
+    since = len(_BUILT)
+    yield
+    close_built(since)
 
 
 def free_port() -> int:
@@ -133,3 +297,23 @@ def settings(tmp_path: Path, model_dir: Path) -> Settings:
     without starting a store process (and importing Chroma again) for every test. Every test
     through `symbiote serve` and tests/storage/test_process.py use the default, the store process."""
     return Settings(chromadb_path=tmp_path / "data", model_dir=model_dir, store_process=False)
+
+
+@pytest.fixture(scope="session")
+def model() -> Embedder:
+    """The shared model itself, for tests of the storage below the engine."""
+    return shared_model().model
+
+
+@pytest.fixture
+async def runtime(settings: Settings) -> AsyncIterator[Runtime]:
+    """A runtime on `settings` (override `settings` in a module for others), closed after the test."""
+    built = make_runtime(settings)
+    yield built
+    built.close()
+
+
+@pytest.fixture
+def engine(runtime: Runtime) -> MemoryEngine:
+    """The `runtime` fixture's engine."""
+    return runtime.engine

@@ -592,6 +592,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+@pytest.mark.server
 def test_serve_target_start_command_and_healthcheck(image_root):
     wwwroot = image_root["/home/site/wwwroot"]
     serve = dict(stage("serve")["instructions"])

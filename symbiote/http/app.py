@@ -53,7 +53,7 @@ from symbiote.http.limits import body_limits, cors_middleware
 from symbiote.http.security import ForwardedClient, allowed_hosts, transport_security
 from symbiote.http.sse import LegacySseTransport, SessionTable
 from symbiote.mcp.chatgpt_tools import memory_link_endpoint, register_chatgpt_tools
-from symbiote.runtime import Runtime, build_runtime
+from symbiote.runtime import ModelLoader, Runtime, build_runtime
 
 log = logging.getLogger(__name__)
 
@@ -76,10 +76,12 @@ def create_app(
     warm_up: bool = True,
     periodic_snapshots: bool = False,
     share: FileShare | None = None,
+    load_model: ModelLoader | None = None,
 ) -> Starlette:
     """The ASGI app. `warm_up` opens the store and loads the model in the background at start.
 
-    `share` stands in for the file share SYMBIOTE_SHARE would open (tests). `periodic_snapshots`
+    `share` stands in for the file share SYMBIOTE_SHARE would open (tests); `load_model`, for the
+    model the runtime would load (`symbiote.runtime.build_runtime`). `periodic_snapshots`
     is for `symbiote serve`, which has no timer function: a background check takes the daily
     snapshot of the file share when it is due.
 
@@ -91,7 +93,7 @@ def create_app(
     except AuthRefused as exc:
         raise ConfigError(str(exc)) from None
     settings = _with_public_host(settings)
-    runtime = runtime or build_runtime(settings, share=share)
+    runtime = runtime or build_runtime(settings, share=share, load_model=load_model)
     mcp = runtime.server
     if chatgpt_tools_enabled(settings) and mcp not in _WITH_CHATGPT_TOOLS:
         register_chatgpt_tools(mcp, runtime.engine, current_origin.get)
@@ -232,7 +234,7 @@ def _lifespan(
                 if task is not None:
                     task.cancel()
                 close_imports()
-        runtime.engine.close()
+        runtime.close_stores()
         if store is not None:
             store.close()
         if runtime.share is not None:  # releasing the lease waits for its thread: not on the event loop

@@ -197,6 +197,8 @@ class MemoryEngine:
         await self._writer.passages.settled()
 
     def close(self) -> None:
+        """Stop the background work, end the store's threads and close the store (`StoreIO.shutdown`),
+        the embedder's thread, then the store's process if it has one."""
         self._writer.passages.close()
         self._io.shutdown()
         self._embedder.close()

@@ -144,12 +144,21 @@ class ConversationHistory:
         embedder: AsyncEmbedder,
         open_store: Callable[[str, int], HistoryStore],
         space: DiskSpace | None = None,
+        on_close: Callable[[], None] | None = None,
     ) -> None:
+        """`on_close`: what else to let go of once the store is closed (e.g. the Chroma client it used)."""
         self._embedder = embedder
+        self._on_close = on_close
         # The memory store's way of calling a store: the same priorities, write retries and spans.
         self._io: StoreIO[HistoryStore] = StoreIO(open_store, space, "conversation history")
         self._appending = KeyedLock()
         self._background: Background | None = None
+
+    def close(self) -> None:
+        """End the store's threads and close it, then `on_close`."""
+        self._io.shutdown()
+        if self._on_close is not None:
+            self._on_close()
 
     async def append(
         self, conversation_id: Any, role: Any, text: Any, turn_index: Any = None, ts: Any = None

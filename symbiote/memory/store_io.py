@@ -126,4 +126,10 @@ class StoreIO(Generic[S]):
         raise AssertionError("unreachable")
 
     def shutdown(self) -> None:
+        """End the worker threads (after the call in progress), then close the store they opened: an
+        embedded Chroma stays in Chroma's per-path cache, with its memory and threads, until its
+        last client is closed."""
         self._io.shutdown(wait=True)
+        store, self.lazy.store = self.lazy.store, None
+        if store is not None:
+            store.close()

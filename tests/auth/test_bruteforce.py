@@ -23,6 +23,8 @@ from symbiote.auth.owner import SignInLimiter
 from tests.auth.support import INITIALIZE, MCP_HEADERS, OAuthFlow, oauth_env
 from tests.conftest import ServerProcess
 
+pytestmark = pytest.mark.server  # starts servers (docs/tests.md: tiers)
+
 ATTEMPTS = 1000
 SPREAD = 200  # addresses in the distributed attack: each costs one owner-secret check
 PARALLEL = 4  # concurrent attackers: bursts race the limiter, as real ones would

@@ -31,6 +31,8 @@ from symbiote.auth.client_metadata import ClientMetadataDocuments, ClientMetadat
 from tests.auth.support import REDIRECT_URI, OAuthFlow, bearer_client, oauth_env, pkce, query_of
 from tests.conftest import ServerProcess
 
+pytestmark = pytest.mark.server  # starts servers (docs/tests.md: tiers)
+
 CALLBACK = "https://app.example/callback"
 
 

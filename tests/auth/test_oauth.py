@@ -31,6 +31,8 @@ from tests.auth.support import (
 )
 from tests.conftest import MODEL_DIR, ServerProcess
 
+pytestmark = pytest.mark.server  # starts servers (docs/tests.md: tiers)
+
 
 @pytest.fixture(scope="module")
 def oauth_server(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator[ServerProcess]:

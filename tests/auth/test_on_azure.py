@@ -19,9 +19,8 @@ import pytest
 
 from symbiote.auth.policy import resolve_mode
 from symbiote.config import Settings
-from symbiote.http.app import create_app
 from tests.auth.support import INITIALIZE, MCP_HEADERS, OWNER_SECRET, REDIRECT_URI, pkce, query_of
-from tests.conftest import MODEL_DIR
+from tests.conftest import MODEL_DIR, make_app
 
 PUBLIC = "symbiote-app.kindsea-1234.eastus.azurecontainerapps.io"
 
@@ -67,7 +66,7 @@ async def function(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):  
         }
     )
     assert resolve_mode(settings) == "oauth"
-    app = func.AsgiFunctionApp(app=create_app(settings, warm_up=False), http_auth_level=func.AuthLevel.ANONYMOUS)
+    app = func.AsgiFunctionApp(app=make_app(settings, warm_up=False), http_auth_level=func.AuthLevel.ANONYMOUS)
     http = {fn.get_function_name(): fn for fn in app.get_functions()}["http_app_func"].get_user_function()
     yield http
     if app.startup_task_done:

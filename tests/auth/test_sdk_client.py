@@ -25,6 +25,8 @@ from pydantic import AnyUrl
 from tests.auth.support import OWNER_SECRET, REDIRECT_URI, oauth_env, query_of
 from tests.conftest import ServerProcess
 
+pytestmark = pytest.mark.server  # starts servers (docs/tests.md: tiers)
+
 
 class MemoryTokenStorage(TokenStorage):
     def __init__(self) -> None:

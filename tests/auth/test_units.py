@@ -21,8 +21,8 @@ from symbiote.auth.provider import SymbioteClient, redirect_uri_problem
 from symbiote.auth.store import REFRESH_REUSE_GRACE, AuthStore
 from symbiote.auth_settings import OwnerSecretError, parse_secret_hash
 from symbiote.config import ConfigError, Settings
-from symbiote.http.app import create_app
 from symbiote.http.security import allowed_hosts
+from tests.conftest import make_app
 
 SECRET = "a-perfectly-long-owner-secret"
 
@@ -102,15 +102,16 @@ def test_create_app_refuses_a_public_bind_chosen_after_reading_the_environment(
 ) -> None:
     """`symbiote serve --host 0.0.0.0` overrides HOST after Settings.from_env: the check runs again."""
     with pytest.raises(ConfigError, match="refusing to serve without authentication"):
-        create_app(dataclasses.replace(settings, host="0.0.0.0", auth_mode="none"), warm_up=False)
+        make_app(dataclasses.replace(settings, host="0.0.0.0", auth_mode="none"), warm_up=False)
     with caplog.at_level(logging.WARNING, logger="symbiote.auth"):
-        app = create_app(
+        app = make_app(
             dataclasses.replace(settings, host="0.0.0.0", auth_mode="none", allow_unauthenticated=True), warm_up=False
         )
     assert app.state.auth_mode == "none" and "AUTHENTICATION IS OFF" in caplog.text
-    assert create_app(dataclasses.replace(settings, host="0.0.0.0"), warm_up=False).state.auth_mode == "oauth"
+    assert make_app(dataclasses.replace(settings, host="0.0.0.0"), warm_up=False).state.auth_mode == "oauth"
 
 
+@pytest.mark.server
 def test_serve_on_a_public_interface_without_auth_exits_with_the_reason(tmp_path: Path) -> None:
     env = {**os.environ, "CHROMADB_PATH": str(tmp_path / "data"), "SYMBIOTE_AUTH": "none", "SYMBIOTE_PRELOAD": "0"}
     done = subprocess.run(

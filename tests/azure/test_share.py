@@ -41,6 +41,7 @@ from symbiote.http.security import allowed_hosts
 from symbiote.platform_hosts import normalize_host, platform_hosts
 from symbiote.storage import StoredMemory
 from symbiote.storage.chroma import open_embedded_store
+from tests.conftest import make_runtime, shared_model
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -382,9 +383,8 @@ def test_guarded_store_refuses_writes_on_standby_and_reopens_after_takeover(tmp_
 async def test_memory_stats_report_the_share_usage_the_runtime_hands_the_engine(tmp_path, model_dir):
     from symbiote.embedding.embedder import AsyncEmbedder
     from symbiote.memory import MemoryEngine
-    from symbiote.runtime import build_runtime, load_embedder
 
-    embedder = AsyncEmbedder(lambda: load_embedder(model_dir))
+    embedder = AsyncEmbedder(shared_model)
     engines = [
         MemoryEngine(embedder, lambda model, dimension: open_embedded_store(tmp_path / "plain", model, dimension)),
         MemoryEngine(
@@ -401,7 +401,7 @@ async def test_memory_stats_report_the_share_usage_the_runtime_hands_the_engine(
         engines[0].close()  # the embedder is shared: closed once
     root = tmp_path / "share"
     settings = Settings(chromadb_path=root / "chroma", model_dir=model_dir, store_process=False)
-    runtime = build_runtime(settings, share=LocalDirectoryShare(root, quota_bytes=1024**3))
+    runtime = make_runtime(settings, share=LocalDirectoryShare(root, quota_bytes=1024**3))
     try:
         assert runtime.share is not None and runtime.share.lease.held
         stats = await runtime.engine.stats()

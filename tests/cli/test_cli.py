@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from mcp import Client, StdioServerParameters
 
 from tests.conftest import MODEL_DIR
+
+pytestmark = pytest.mark.server  # starts servers (docs/tests.md: tiers)
 
 
 def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

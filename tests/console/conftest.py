@@ -13,7 +13,7 @@ import pytest_asyncio
 
 from tests.auth.support import OWNER_SECRET, bearer_client, oauth_env
 from tests.conftest import ServerProcess
-from tests.console.owner_browser import api_key_for, launch
+from tests.console.owner_browser import api_key_for, launch, start_server
 
 DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
@@ -61,6 +61,14 @@ def owner_memories(count: int) -> list[dict[str, Any]]:
 def owner_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """A server with auth on (the console needs the owner secret)."""
     proc = ServerProcess(tmp_path_factory.mktemp("console-owner") / "data", env=oauth_env()).start()
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture(scope="module")
+def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """A server with auth on for one module whose tests change what is stored (edits, imports, the trash)."""
+    proc = start_server(tmp_path_factory.mktemp(request.module.__name__.rsplit(".", 1)[-1]) / "data")
     yield proc
     proc.stop()
 

@@ -4,12 +4,9 @@ client's declared name, or the console) is recorded and shown."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx2
-import pytest
 import pytest_asyncio
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -17,14 +14,7 @@ from mcp.types import Implementation
 
 from tests.auth.support import bearer_client
 from tests.conftest import ServerProcess
-from tests.console.owner_browser import api_key_for, signed_in_page, start_server
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator[ServerProcess]:
-    proc = start_server(tmp_path_factory.mktemp("editing") / "data")
-    yield proc
-    proc.stop()
+from tests.console.owner_browser import api_key_for, signed_in_page
 
 
 @pytest_asyncio.fixture(scope="module")

@@ -29,6 +29,8 @@ from tests.auth.support import OWNER_SECRET, oauth_env
 from tests.conftest import MODEL_DIR, ServerProcess
 from tests.hardening.test_servers import rss_mib
 
+pytestmark = pytest.mark.server  # starts servers (docs/tests.md: tiers)
+
 BURST = 300
 
 

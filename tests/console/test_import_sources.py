@@ -4,24 +4,14 @@ nothing; a pasted list previewed before anything is stored, stored with its tag,
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.conftest import ServerProcess
-from tests.console.owner_browser import signed_in_page, start_server
+from tests.console.owner_browser import signed_in_page
 from tests.console.test_imports import import_file, memory_count
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator[ServerProcess]:
-    proc = start_server(tmp_path_factory.mktemp("sources") / "data")
-    yield proc
-    proc.stop()
 
 
 async def test_memory_service_database_from_the_console_and_again_adds_nothing(

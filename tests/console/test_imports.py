@@ -8,15 +8,12 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from symbiote.transfer.importing import EMPTY_FILE, NOT_AN_EXPORT
 from tests.conftest import ServerProcess
-from tests.console.owner_browser import signed_in_page, start_server
+from tests.console.owner_browser import signed_in_page
 
 HEADER = json.dumps({"format": "symbiote-memories", "version": 1, "model": "all-MiniLM-L6-v2", "dimension": 384})
 WARNING_COLOUR = "rgb(122, 75, 0)"  # console.css .warning
@@ -24,13 +21,6 @@ WARNING_COLOUR = "rgb(122, 75, 0)"  # console.css .warning
 
 def memory(i: int, topic: str = "greenhouse") -> str:
     return json.dumps({"kind": "memory", "content": f"Import note {i}: the {topic} needs attention on day {i}."})
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator[ServerProcess]:
-    proc = start_server(tmp_path_factory.mktemp("imports") / "data")
-    yield proc
-    proc.stop()
 
 
 async def import_file(page: Any, server: ServerProcess, path: Path, dry_run: bool = False) -> str:

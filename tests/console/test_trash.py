@@ -4,17 +4,14 @@ search kept through a delete and a Cancel, and no form to resubmit on Back."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 import pytest_asyncio
 
 from tests.auth.support import OWNER_SECRET, bearer_client
 from tests.conftest import ServerProcess
-from tests.console.owner_browser import api_key_for, signed_in_page, start_server
+from tests.console.owner_browser import api_key_for, signed_in_page
 
 PLANTS = [f"Plant diary {n}: the fig tree on the balcony got {n} litres of water." for n in range(30)]
 OTHER = [
@@ -22,13 +19,6 @@ OTHER = [
     "The car's next service is due in May at the Renault garage.",
     "Sister Ana lives in Porto and teaches the cello.",
 ]
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator[ServerProcess]:
-    proc = start_server(tmp_path_factory.mktemp("trash") / "data")
-    yield proc
-    proc.stop()
 
 
 @pytest_asyncio.fixture(scope="module")

@@ -10,8 +10,12 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from symbiote.config import PROJECT_ROOT
 from tests.conftest import ServerProcess
+
+pytestmark = pytest.mark.server  # starts servers (docs/tests.md: tiers)
 
 SCRIPT = PROJECT_ROOT / "scripts" / "conformance.sh"
 EVERYWHERE = ("tools-list", "prompts-list", "resources-list", "dns-rebinding-protection")

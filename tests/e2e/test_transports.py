@@ -22,7 +22,7 @@ from mcp.client.sse import sse_client
 
 from tests.conftest import MODEL_DIR, ServerProcess
 
-pytestmark = pytest.mark.asyncio(loop_scope="session")
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.server]  # starts servers (docs/tests.md: tiers)
 
 TRANSPORTS = ("http", "sse", "stdio")
 

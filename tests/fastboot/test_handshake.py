@@ -27,8 +27,7 @@ from symbiote.config import Settings
 from symbiote.fastboot import handshake
 from symbiote.fastboot.boot_app import BootApp
 from symbiote.fastboot.handshake import HandshakeCache, Reply
-from symbiote.http.app import create_app
-from tests.conftest import ServerProcess, free_port
+from tests.conftest import ServerProcess, free_port, make_app
 
 HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
 CLIENT = {"name": "test", "version": "1"}
@@ -109,7 +108,7 @@ async def post(url: str, message: dict[str, Any], headers: dict[str, str] | None
 async def recorded_cache(settings: Settings) -> HandshakeCache:
     saved: list[HandshakeCache] = []
     boot = BootApp(
-        lambda: create_app(settings), record_as=handshake.fingerprint(settings), save=saved.append, record_delay=0
+        lambda: make_app(settings), record_as=handshake.fingerprint(settings), save=saved.append, record_delay=0
     )
     async with Served(boot):
         deadline = time.monotonic() + 60
@@ -126,7 +125,7 @@ async def test_handshake_is_answered_before_the_app_exists_and_matches_the_sdk(s
 
     def build() -> Any:
         assert gate.wait(60)
-        return create_app(settings)
+        return make_app(settings)
 
     boot = BootApp(build, cache=cache)
     async with Served(boot) as served:
@@ -157,7 +156,7 @@ async def test_handshake_is_answered_before_the_app_exists_and_matches_the_sdk(s
 async def test_anything_unusual_waits_for_the_sdk_and_gets_its_answer(settings: Settings) -> None:
     cache = await recorded_cache(settings)
     gate = threading.Event()
-    boot = BootApp(lambda: (gate.wait(60), create_app(settings))[1], cache=cache)
+    boot = BootApp(lambda: (gate.wait(60), make_app(settings))[1], cache=cache)
     unusual = [
         (initialize(), {"host": "evil.example.com"}),  # DNS rebinding: the SDK refuses it (421)
         (initialize(version="1999-01-01"), {}),  # a version we never recorded: the SDK negotiates
@@ -351,7 +350,7 @@ def test_only_open_loopback_http_servers_use_it(settings: Settings) -> None:
 @pytest.mark.asyncio
 async def test_shutting_down_while_building_releases_waiting_requests(settings: Settings) -> None:
     gate = threading.Event()
-    boot = BootApp(lambda: (gate.wait(60), create_app(settings))[1])
+    boot = BootApp(lambda: (gate.wait(60), make_app(settings))[1])
     async with Served(boot) as served:
         waiting = asyncio.create_task(
             post(served.url, {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {}})
@@ -388,6 +387,7 @@ def data_dir(tmp_path: Path, model_dir: Path) -> Iterator[Path]:
     yield tmp_path / "data"
 
 
+@pytest.mark.server
 def test_symbiote_serve_records_the_cache_once_and_replays_it(data_dir: Path) -> None:
     first = ServerProcess(data_dir).start()
     try:
@@ -439,6 +439,7 @@ def test_symbiote_serve_records_the_cache_once_and_replays_it(data_dir: Path) ->
     assert "handshake cache recorded" in first.log() and "handshake cache recorded" not in second.log()
 
 
+@pytest.mark.server
 def test_record_handshake_prepares_the_first_start(data_dir: Path) -> None:
     env = {**ServerProcess(data_dir).env}
     command = [sys.executable, "-m", "symbiote", "record-handshake"]

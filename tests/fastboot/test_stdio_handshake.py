@@ -28,6 +28,8 @@ from symbiote.fastboot import handshake, stdio_handshake
 from symbiote.fastboot.stdio_handshake import FORWARD, StdioHandshakeCache
 from tests.conftest import MODEL_DIR
 
+pytestmark = pytest.mark.server  # starts servers (docs/tests.md: tiers)
+
 CLIENT = {"name": "claude-ai", "version": "0.1.0"}
 GATE_HOOK = """
 import os, sys, time

@@ -20,6 +20,8 @@ from mcp.client.streamable_http import streamable_http_client
 from tests.conftest import ServerProcess
 from tests.hardening.test_servers import rss_mib
 
+pytestmark = pytest.mark.server  # starts servers (docs/tests.md: tiers)
+
 
 @pytest.fixture
 def plain(tmp_path: Path, model_dir: Path) -> Iterator[ServerProcess]:

@@ -32,6 +32,8 @@ from tests.conftest import MODEL_DIR, ServerProcess
 from tests.console.test_fuzz import FORM, ConsoleInputs, header_bytes, warm_imports
 from tests.hardening.test_servers import rss_mib
 
+pytestmark = pytest.mark.server  # starts servers (docs/tests.md: tiers)
+
 TOTAL = 10_000
 WORKERS = 8
 KNOWN = 20

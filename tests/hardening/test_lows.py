@@ -20,6 +20,8 @@ from symbiote.auth.store import AUTH_DB_NAME
 from tests.auth.support import OWNER_SECRET, REDIRECT_URI, OAuthFlow, oauth_env, pkce, query_of
 from tests.conftest import ServerProcess
 
+pytestmark = pytest.mark.server  # starts servers (docs/tests.md: tiers)
+
 FLOOD_ADDRESSES = 70
 PER_ADDRESS = 30  # the per-address budget of authorization requests a minute
 

@@ -166,6 +166,7 @@ async def test_ten_clients_at_once_lose_nothing(fresh_server: ServerProcess) -> 
     assert stats["total_memories"] == 30
 
 
+@pytest.mark.server
 async def test_memories_survive_a_restart(tmp_path: Path, model_dir: Path) -> None:
     first = ServerProcess(tmp_path / "data").start()
     try:
@@ -194,6 +195,7 @@ async def test_memories_survive_a_restart(tmp_path: Path, model_dir: Path) -> No
     assert found["results"][0]["content"] == "Persistent fact: Ana plays chess"
 
 
+@pytest.mark.server
 async def test_chroma_is_created_on_the_first_memory_operation(tmp_path: Path, model_dir: Path) -> None:
     data = tmp_path / "data"
     proc = ServerProcess(data).start()
@@ -214,6 +216,7 @@ async def test_chroma_is_created_on_the_first_memory_operation(tmp_path: Path, m
     assert after["store"] == "ready" and after["memories"] == 1
 
 
+@pytest.mark.server
 async def test_unwritable_store_keeps_serving_and_says_why(tmp_path: Path, model_dir: Path) -> None:
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the data directory should be")

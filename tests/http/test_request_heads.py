@@ -85,14 +85,33 @@ def send_head(port: int, head: bytes) -> tuple[bytes, float]:
     return answer, time.perf_counter() - started
 
 
+def steady_rss_mib(pid: int, within: float = 2.0, limit: float = 15.0) -> float:
+    """The process's resident memory once two readings half a second apart differ by less than `within` MiB."""
+    deadline = time.monotonic() + limit
+    last = rss_mib(pid)
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        now = rss_mib(pid)
+        if abs(now - last) < within:
+            return now
+        last = now
+    return last
+
+
 def test_a_30_mb_header_is_refused_at_once_and_never_held(heads: ServerProcess) -> None:
     assert heads.proc is not None
-    deadline = time.monotonic() + 60  # the baseline after the warm-up's model load, not during it
-    while not httpx.get(f"{heads.base_url}/health", timeout=5).json().get("model_loaded"):
-        assert time.monotonic() < deadline, "the model never loaded"
+    deadline = time.monotonic() + 60  # the baseline after the warm-up (model and store), not during it
+    health = httpx.get(f"{heads.base_url}/health", timeout=5).json()
+    while not health.get("model_loaded") or health.get("store") not in ("ready", "not_created"):
+        assert time.monotonic() < deadline, f"the warm-up never ended: {health}"
         time.sleep(0.2)
-    before = rss_mib(heads.proc.pid)
+        health = httpx.get(f"{heads.base_url}/health", timeout=5).json()
     head = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * BIG + b"\r\n\r\n"
+    # The baseline, in this run: after one such header (what any first request allocates once) and
+    # once the server's memory has settled; a plain request's time, for a machine busy with other work.
+    assert send_head(heads.port, head)[0].startswith(b"HTTP/1.1 431 ")
+    before = steady_rss_mib(heads.proc.pid)
+    plain = send_head(heads.port, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")[1]
     peak = [before]
     answers: list[tuple[bytes, float]] = []
 
@@ -109,7 +128,7 @@ def test_a_30_mb_header_is_refused_at_once_and_never_held(heads: ServerProcess) 
     for answer, seconds in answers:
         assert answer.startswith(b"HTTP/1.1 431 "), answer[:200]
         assert b"SYMBIOTE_MAX_HEADER_BYTES" in answer
-        assert seconds < 5, seconds
+        assert seconds < 5 + 20 * plain, (seconds, plain)
     assert max(peak) - before < 40, (before, max(peak))  # before: 284 -> 673 MB and kept
     assert httpx.get(f"{heads.base_url}/health", timeout=5).status_code == 200
 

@@ -73,6 +73,7 @@ async def missing_after_restart(server: ServerProcess, acked: dict[str, str]) ->
     return missing
 
 
+@pytest.mark.server
 async def test_sigterm_during_writes_exits_0_and_keeps_every_acknowledged_write(
     tmp_path: Path, model_dir: Path
 ) -> None:
@@ -98,6 +99,7 @@ async def test_sigterm_during_writes_exits_0_and_keeps_every_acknowledged_write(
         server.stop()
 
 
+@pytest.mark.server
 async def test_kill_9_during_writes_keeps_every_acknowledged_write(tmp_path: Path, model_dir: Path) -> None:
     server = ServerProcess(tmp_path / "data")
     acked: dict[str, str] = {}

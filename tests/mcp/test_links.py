@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from mcp import Client
 
 from tests.conftest import ServerProcess
@@ -86,6 +87,7 @@ async def test_a_fuller_duplicate_is_linked_and_shown_once_first(fresh_server: S
         assert results[0]["memory_id"] == full["memory_id"]
 
 
+@pytest.mark.server
 async def test_links_survive_a_killed_server(tmp_path: Path, model_dir: Path) -> None:
     first = ServerProcess(tmp_path / "data").start()
     try:

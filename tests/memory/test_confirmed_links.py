@@ -4,26 +4,14 @@ it, and a batch links and offers as single stores do."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
-import pytest_asyncio
 
-from symbiote.config import Settings
 from symbiote.errors import InvalidInputError, MemoryNotFoundError
 from symbiote.memory.engine import MemoryEngine
 from symbiote.memory.links import ASSISTANT, OWNER
 from symbiote.memory.requests import SearchRequest, StoreRequest
-from symbiote.runtime import build_runtime
 
 MISSING = "mem_17000000000000000000"
-
-
-@pytest_asyncio.fixture
-async def engine(settings: Settings) -> AsyncIterator[MemoryEngine]:
-    engine = build_runtime(settings).engine
-    yield engine
-    engine.close()
 
 
 async def test_a_new_value_sharing_no_word_is_offered_not_linked(engine: MemoryEngine) -> None:

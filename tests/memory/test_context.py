@@ -16,8 +16,8 @@ from symbiote.config import Settings
 from symbiote.errors import InvalidInputError
 from symbiote.memory.context import HISTORY_HEADER, MEMORY_HEADER, ContextBuilder, TokenCounter, fit
 from symbiote.memory.requests import StoreRequest
-from symbiote.runtime import Runtime, build_runtime
-from tests.conftest import ServerProcess
+from symbiote.runtime import Runtime
+from tests.conftest import ServerProcess, make_runtime
 
 
 @pytest.fixture(scope="module")
@@ -27,9 +27,9 @@ def counter(model_dir: Path) -> TokenCounter:
 
 @pytest.fixture(scope="module")
 def runtime(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator[Runtime]:
-    built = build_runtime(Settings(chromadb_path=tmp_path_factory.mktemp("context") / "data", model_dir=model_dir))
+    built = make_runtime(Settings(chromadb_path=tmp_path_factory.mktemp("context") / "data", model_dir=model_dir))
     yield built
-    built.engine.close()
+    built.close()
 
 
 @pytest.fixture
@@ -159,7 +159,7 @@ async def test_unknown_conversation_gives_memories_only(runtime: Runtime, builde
 
 
 async def test_defaults_come_from_settings(runtime: Runtime, tmp_path: Path) -> None:
-    small = build_runtime(
+    small = make_runtime(
         replace(
             runtime.settings,
             chromadb_path=tmp_path / "data",
@@ -179,7 +179,7 @@ async def test_defaults_come_from_settings(runtime: Runtime, tmp_path: Path) -> 
         assert built.history_turns == [5, 6, 7, 8] and built.history_available == 4
         assert len(built.memory_ids) == 1 == built.memories_found and built.token_budget == 500
     finally:
-        small.engine.close()
+        small.close()
 
 
 @pytest.mark.parametrize(

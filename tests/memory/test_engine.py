@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import chromadb
@@ -17,15 +16,8 @@ from symbiote.errors import InvalidInputError, MemoryNotFoundError, StoreUnavail
 from symbiote.memory.engine import MemoryEngine
 from symbiote.memory.ids import IdGenerator, is_memory_id
 from symbiote.memory.requests import SearchRequest, StoreRequest
-from symbiote.runtime import build_runtime
 from symbiote.storage.chroma.store import MEMORY_COLLECTION
-
-
-@pytest.fixture
-async def engine(settings: Settings) -> AsyncIterator[MemoryEngine]:
-    runtime = build_runtime(settings)
-    yield runtime.engine
-    runtime.engine.close()
+from tests.conftest import make_runtime
 
 
 async def test_store_and_find_by_meaning(engine: MemoryEngine) -> None:
@@ -175,32 +167,32 @@ async def test_data_from_another_model_is_refused(settings: Settings) -> None:
         configuration={"hnsw": {"space": "cosine"}},
     )
     del client
-    runtime = build_runtime(settings)
+    runtime = make_runtime(settings)
     try:
         with pytest.raises(StoreUnavailableError, match="text-embedding-3-small"):
             await runtime.engine.store(StoreRequest("hello"))
         assert runtime.engine.status()["store"] == "unavailable"
     finally:
-        runtime.engine.close()
+        runtime.close()
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")
 async def test_unwritable_path_is_reported_then_recovers(tmp_path: Path, settings: Settings) -> None:
     locked = tmp_path / "locked"
     locked.mkdir(mode=0o500)
-    runtime = build_runtime(Settings(chromadb_path=locked / "data", model_dir=settings.model_dir))
+    runtime = make_runtime(Settings(chromadb_path=locked / "data", model_dir=settings.model_dir))
     try:
         with pytest.raises(StoreUnavailableError, match="CHROMADB_PATH"):
             await runtime.engine.store(StoreRequest("hello"))
         locked.chmod(0o700)
         assert (await runtime.engine.store(StoreRequest("hello"))).memory_id
     finally:
-        runtime.engine.close()
+        runtime.close()
 
 
 async def test_warm_up_opens_an_existing_store_but_creates_none(tmp_path: Path, settings: Settings) -> None:
     fresh = dataclasses.replace(settings, chromadb_path=tmp_path / "new" / "data")
-    runtime = build_runtime(fresh)
+    runtime = make_runtime(fresh)
     try:
         await runtime.engine.warm_up()
         assert runtime.engine.status()["store"] == "not_created" and await runtime.engine.count() == 0
@@ -210,19 +202,19 @@ async def test_warm_up_opens_an_existing_store_but_creates_none(tmp_path: Path, 
         ).results == []  # a memory operation creates it
         assert (fresh.chromadb_path / "chroma.sqlite3").is_file() and runtime.engine.status()["store"] == "ready"
     finally:
-        runtime.engine.close()
-    again = build_runtime(fresh)
+        runtime.close()
+    again = make_runtime(fresh)
     try:
         await again.engine.warm_up()
         assert again.engine.status()["store"] == "ready"  # it exists now: opened at start
     finally:
-        again.engine.close()
+        again.close()
 
 
 async def test_path_that_is_a_file_is_reported_then_recovers(tmp_path: Path, settings: Settings) -> None:
     blocker = tmp_path / "data"
     blocker.write_text("not a directory")
-    runtime = build_runtime(Settings(chromadb_path=blocker, model_dir=settings.model_dir))
+    runtime = make_runtime(Settings(chromadb_path=blocker, model_dir=settings.model_dir))
     try:
         with pytest.raises(StoreUnavailableError, match="CHROMADB_PATH"):
             await runtime.engine.search(SearchRequest("hello"))
@@ -232,4 +224,4 @@ async def test_path_that_is_a_file_is_reported_then_recovers(tmp_path: Path, set
         assert (await runtime.engine.search(SearchRequest("hello"))).results == []
         assert runtime.engine.status()["store"] == "ready"
     finally:
-        runtime.engine.close()
+        runtime.close()

@@ -14,7 +14,6 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -25,19 +24,12 @@ from symbiote.errors import InvalidInputError, MemoryNotFoundError, StoreUnavail
 from symbiote.memory.clock import iso_utc
 from symbiote.memory.engine import EnginePolicy, MemoryEngine, QuotaExceededError
 from symbiote.memory.requests import SearchRequest, StoreRequest, UpdateRequest
-from symbiote.runtime import build_runtime
 from symbiote.storage import StoredMemory, content_hash, reset_store
-
-
-@pytest.fixture
-async def engine(settings: Settings) -> AsyncIterator[MemoryEngine]:
-    runtime = build_runtime(settings)
-    yield runtime.engine
-    runtime.engine.close()
+from tests.conftest import make_runtime
 
 
 async def engine_with(settings: Settings, policy: EnginePolicy | None = None, **changes: object) -> MemoryEngine:
-    engine = build_runtime(replace(settings, **changes)).engine  # type: ignore[arg-type]
+    engine = make_runtime(replace(settings, **changes)).engine  # type: ignore[arg-type]
     if policy is not None:
         engine.policy = policy
     return engine
@@ -251,7 +243,7 @@ def small_disk(tmp_path: Path) -> Path:
 async def test_disk_full_fails_clearly_and_reads_keep_working(settings: Settings, small_disk: Path) -> None:
     # 1 MB reserve on a 3 MB disk: writes are refused before Chroma itself meets the full disk
     # (Chroma 1.5.9 can hang or stay wedged after ENOSPC; see symbiote.storage.diskspace).
-    runtime = build_runtime(replace(settings, chromadb_path=small_disk / "data", min_free_mb=1))
+    runtime = make_runtime(replace(settings, chromadb_path=small_disk / "data", min_free_mb=1))
     engine, history = runtime.engine, runtime.history
     assert history is not None
     try:

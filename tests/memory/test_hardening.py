@@ -83,6 +83,7 @@ async def test_embedding_stops_when_the_client_goes_away(server: ServerProcess) 
 # -- 9. reset keeps the sign-ins, and a running server notices ------------------------------------
 
 
+@pytest.mark.server
 async def test_reset_keeps_sign_ins_and_a_running_server_notices(tmp_path: Path, model_dir: Path) -> None:
     server = ServerProcess(tmp_path / "data", env=oauth_env()).start()
     try:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,28 +13,8 @@ from mcp import Client
 from symbiote.errors import InvalidInputError
 from symbiote.memory.history import ConversationHistory
 from symbiote.memory.requests import SearchRequest
-from symbiote.runtime import Runtime, build_runtime
-from tests.chroma_server import Backend, chroma_server  # noqa: F401  (fixture)
-from tests.conftest import ServerProcess
-
-
-@pytest.fixture(scope="module", params=["embedded", "server"])
-def runtime(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, model_dir: Path
-) -> Iterator[Runtime]:
-    """One runtime per backend for the module; tests keep apart by using conversation ids of their own."""
-    server = request.getfixturevalue("chroma_server") if request.param == "server" else None
-    built = build_runtime(
-        Backend(request.param, tmp_path_factory.mktemp(f"history-{request.param}"), server).settings()
-    )
-    yield built
-    built.engine.close()
-
-
-@pytest.fixture
-def history(runtime: Runtime) -> ConversationHistory:
-    assert runtime.history is not None
-    return runtime.history.history
+from symbiote.runtime import Runtime
+from tests.conftest import ServerProcess, shared_model
 
 
 def new_id() -> str:
@@ -114,11 +93,11 @@ async def test_history_writes_can_be_put_behind_the_share_write_gate(tmp_path: P
     from symbiote.azure.guard import GuardedHistory, WriteGate
     from symbiote.config import Settings
     from symbiote.embedding.embedder import AsyncEmbedder
-    from symbiote.runtime import history_services, load_embedder
+    from symbiote.runtime import history_services
 
     settings = Settings(chromadb_path=tmp_path / "data", model_dir=model_dir)
     gate = WriteGate()
-    embedder = AsyncEmbedder(lambda: load_embedder(model_dir))
+    embedder = AsyncEmbedder(shared_model)
     services = history_services(
         settings, embedder, engine=None, guard=lambda opener: GuardedHistory(opener, None, gate, settings.chromadb_path)
     )
@@ -160,13 +139,13 @@ async def test_bad_reads_say_what_is_wrong(history: ConversationHistory) -> None
             await history.get("c", n)
 
 
-async def test_history_search_only_when_asked(runtime: Runtime, history: ConversationHistory) -> None:
+async def test_history_search_only_when_asked(backend_runtime: Runtime, history: ConversationHistory) -> None:
     cid = new_id()
     await history.append(cid, "user", "Our dog Biscuit hates thunderstorms")
     await history.append(cid, "assistant", "Poor Biscuit! A quiet room helps.")
     hits = await history.search("what scares the dog?", cid, 1)
     assert hits[0].text == "Our dog Biscuit hates thunderstorms" and hits[0].similarity > 0.3
-    found = await runtime.engine.search(SearchRequest("Biscuit hates thunderstorms", min_relevance=0))
+    found = await backend_runtime.engine.search(SearchRequest("Biscuit hates thunderstorms", min_relevance=0))
     assert all("Biscuit" not in hit.content for hit in found.results)  # memory search never sees turns
 
 

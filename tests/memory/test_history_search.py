@@ -4,8 +4,6 @@ memories' 0-100 scale with the memory search's cut-off, and deleting one convers
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -13,24 +11,7 @@ from symbiote.errors import InvalidInputError
 from symbiote.memory.history import ConversationHistory
 from symbiote.memory.requests import StoreRequest
 from symbiote.memory.searching import RELEVANCE_CUTOFF
-from symbiote.runtime import Runtime, build_runtime
-from tests.chroma_server import Backend, chroma_server  # noqa: F401  (fixture)
-
-
-@pytest.fixture(scope="module", params=["embedded", "server"])
-def runtime(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, model_dir: Path
-) -> Iterator[Runtime]:
-    server = request.getfixturevalue("chroma_server") if request.param == "server" else None
-    built = build_runtime(Backend(request.param, tmp_path_factory.mktemp(f"turns-{request.param}"), server).settings())
-    yield built
-    built.engine.close()
-
-
-@pytest.fixture
-def history(runtime: Runtime) -> ConversationHistory:
-    assert runtime.history is not None
-    return runtime.history.history
+from symbiote.runtime import Runtime
 
 
 def new_id() -> str:
@@ -54,16 +35,18 @@ async def test_search_scores_turns_0_to_100_and_cuts_at_the_memory_searchs_cut_o
         await history.search("Lisbon", cid, 5, min_relevance=0.5j)
 
 
-async def test_deleting_a_conversation_removes_its_turns_only(runtime: Runtime, history: ConversationHistory) -> None:
+async def test_deleting_a_conversation_removes_its_turns_only(
+    backend_runtime: Runtime, history: ConversationHistory
+) -> None:
     gone, stays = new_id(), new_id()
     for n in range(3):
         await history.append(gone, "user", f"turn {n} of the conversation that goes")
     await history.append(stays, "user", "this conversation stays")
-    memory = await runtime.engine.store(StoreRequest("Keeps bees on the allotment."))
+    memory = await backend_runtime.engine.store(StoreRequest("Keeps bees on the allotment."))
     assert await history.delete_conversation(gone) == 3
     assert (await history.get(gone)).total_turns == 0
     assert (await history.get(stays)).total_turns == 1
-    assert (await runtime.engine.get(memory.memory_id)).content == "Keeps bees on the allotment."
+    assert (await backend_runtime.engine.get(memory.memory_id)).content == "Keeps bees on the allotment."
     assert await history.delete_conversation(gone) == 0  # again: nothing left, nothing else touched
     await history.append(gone, "user", "a new start")  # the id can be used again, from turn 0
     assert [t.turn_index for t in (await history.get(gone)).turns] == [0]

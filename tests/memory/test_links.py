@@ -4,24 +4,13 @@ cleaned up when a memory goes, and applied by search."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
-import pytest_asyncio
 
 from symbiote.config import Settings
 from symbiote.errors import InvalidInputError
 from symbiote.memory.engine import MemoryEngine
 from symbiote.memory.requests import SearchRequest, StoreRequest
-from symbiote.runtime import build_runtime
-
-
-@pytest_asyncio.fixture
-async def engine(settings: Settings) -> AsyncIterator[MemoryEngine]:
-    engine = build_runtime(settings).engine
-    yield engine
-    engine.close()
-
+from tests.conftest import make_runtime
 
 LOOK_ALIKES = [
     ("My sister lives in Hamburg.", "My brother lives in Munich."),
@@ -47,14 +36,14 @@ async def test_look_alikes_about_different_subjects_are_never_linked(engine: Mem
 
 
 async def test_links_survive_a_reopen_and_a_chain_keeps_the_newest_first(settings: Settings) -> None:
-    engine = build_runtime(settings).engine
+    engine = make_runtime(settings).engine
     try:
         one = (await engine.store(StoreRequest("Daily standup is at 9:30."))).memory_id
         two = await engine.store(StoreRequest("Standup moved to 10:00 so the Lisbon folks can join."))
         assert (two.linked, two.linked_to, two.link_kind) == ("supersedes", one, "update")
     finally:
         engine.close()
-    engine = build_runtime(settings).engine  # a new engine on the same directory
+    engine = make_runtime(settings).engine  # a new engine on the same directory
     try:
         assert (await engine.get(one)).superseded_by == two.memory_id
         three = await engine.store(StoreRequest("Standup is at 10:30 now, after the planning meeting."))

@@ -3,25 +3,13 @@ client and by conversation, the newest, the most edited, the trash's size."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from dataclasses import replace
 
-import pytest
-
-from symbiote.config import Settings
 from symbiote.memory.clock import instant_us, now_us
 from symbiote.memory.engine import MemoryEngine
 from symbiote.memory.owner_stats import WeekCount, weekly
 from symbiote.memory.requests import StoreRequest, UpdateRequest
 from symbiote.memory.writing import draft
-from symbiote.runtime import build_runtime
-
-
-@pytest.fixture
-async def engine(settings: Settings) -> AsyncIterator[MemoryEngine]:
-    runtime = build_runtime(settings)
-    yield runtime.engine
-    runtime.engine.close()
 
 
 async def test_who_stored_what_when_and_what_was_edited(engine: MemoryEngine) -> None:

@@ -14,9 +14,9 @@ import pytest
 from symbiote.config import Settings
 from symbiote.http.health import health_report
 from symbiote.memory.requests import StoreRequest
-from symbiote.runtime import build_runtime
 from symbiote.storage.chroma import embedded_client
 from symbiote.storage.chroma.store import CHUNK_COLLECTION
+from tests.conftest import make_runtime
 
 LONG = "\n\n".join(
     f"Paragraph {n} of the notes: " + "the budget, the schedule and the staffing plan. " * 12 for n in range(4)
@@ -26,7 +26,7 @@ LONG = "\n\n".join(
 async def test_a_failing_indexer_backs_off_logs_once_and_shows_in_health(
     settings: Settings, caplog: pytest.LogCaptureFixture
 ) -> None:
-    runtime = build_runtime(settings)
+    runtime = make_runtime(settings)
     engine = runtime.engine
     try:
         await engine.store(StoreRequest("A first sentence here. A second sentence there."))
@@ -35,8 +35,11 @@ async def test_a_failing_indexer_backs_off_logs_once_and_shows_in_health(
         caplog.set_level(logging.DEBUG, logger="symbiote")
         started = time.monotonic()
         await engine.store(StoreRequest(LONG))  # its spans follow the store: the indexer's to write
-        await asyncio.sleep(3.6)  # tries at about 0, 1 and 3 s: then 4 s, 8 s, ... up to 5 minutes
         indexer = engine._writer.passages
+        while indexer.backoff.failures < 2:  # tries at about 0, 1 and 3 s: then 4 s, 8 s, ... up to 5 minutes
+            assert time.monotonic() - started < 10, indexer.backoff.failures
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(0.5)  # time for a try that does not back off to show
         assert 2 <= indexer.backoff.failures <= 3, indexer.backoff.failures
         warnings = [r for r in caplog.records if r.levelno >= logging.WARNING and "indexing passages" in r.message]
         assert len(warnings) == 1, [r.message for r in warnings]
@@ -46,4 +49,4 @@ async def test_a_failing_indexer_backs_off_logs_once_and_shows_in_health(
         assert "indexing passages failing since" in report["background_errors"]["passages"]
         assert time.monotonic() - started < 10
     finally:
-        engine.close()
+        runtime.close()

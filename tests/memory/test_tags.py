@@ -9,16 +9,17 @@ from pathlib import Path
 import pytest
 
 from symbiote.memory.requests import SearchRequest, StoreRequest
-from symbiote.runtime import Runtime, build_runtime
+from symbiote.runtime import Runtime
 from symbiote.storage import MemoryFilter
 from tests.chroma_server import Backend
+from tests.conftest import make_runtime
 
 
 @pytest.fixture(scope="module")
 def runtime(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator[Runtime]:
-    built = build_runtime(Backend("embedded", tmp_path_factory.mktemp("tags")).settings())
+    built = make_runtime(Backend("embedded", tmp_path_factory.mktemp("tags")).settings())
     yield built
-    built.engine.close()
+    built.close()
 
 
 async def test_a_tag_in_any_case_finds_every_spelling_and_changes_none(runtime: Runtime) -> None:

@@ -5,24 +5,14 @@ owner says so or after TRASH_DAYS, and a restore never makes two copies of one t
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
 
 import pytest
 
-from symbiote.config import Settings
 from symbiote.errors import MemoryNotFoundError
 from symbiote.memory import trash as trash_module
 from symbiote.memory.engine import MemoryEngine
 from symbiote.memory.requests import SearchRequest, StoreRequest
 from symbiote.memory.trash import ASSISTANT, OWNER
-from symbiote.runtime import build_runtime
-
-
-@pytest.fixture
-async def engine(settings: Settings) -> AsyncIterator[MemoryEngine]:
-    runtime = build_runtime(settings)
-    yield runtime.engine
-    runtime.engine.close()
 
 
 async def test_a_deleted_memory_is_gone_from_search_and_comes_back_whole(engine: MemoryEngine) -> None:

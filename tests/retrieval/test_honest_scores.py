@@ -12,7 +12,7 @@ import pytest
 
 from symbiote.config import Settings
 from symbiote.memory import MemoryEngine, SearchRequest
-from symbiote.runtime import build_runtime
+from tests.conftest import make_runtime
 
 FACTS = [
     "The user drinks green tea with honey, never coffee.",
@@ -41,7 +41,7 @@ async def engine(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> A
     settings = Settings(
         chromadb_path=tmp_path_factory.mktemp("honest") / "data", model_dir=model_dir, store_process=False
     )
-    runtime = build_runtime(settings)
+    runtime = make_runtime(settings)
     speakers = ("Melanie", "Caroline")
     turns = json.loads(CHATTER.read_text())["turns"][:400]
     lines = [f"{i // 20 + 1} May 2023 {speakers[i % 2]}: {text}" for i, text in enumerate(turns)]
@@ -50,7 +50,7 @@ async def engine(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> A
     await runtime.engine.store_many(FACTS)
     await runtime.engine.passages_indexed()
     yield runtime.engine
-    runtime.engine.close()
+    runtime.close()
 
 
 @pytest.mark.parametrize(("question", "fact"), QUESTIONS)

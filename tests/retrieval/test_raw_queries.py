@@ -8,15 +8,11 @@ of query are in benchmarks/personal_set.py.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 
-from symbiote.config import Settings
 from symbiote.memory import MemoryEngine, SearchRequest, SearchResults, StoreRequest
 from symbiote.retrieval.intent import intent
 from symbiote.retrieval.subjects import subjects_of
-from symbiote.runtime import build_runtime
 from tests.retrieval.test_search import MEMORIES as OTHERS
 
 REACT_LOVE = "I love building web apps with React"
@@ -46,13 +42,6 @@ PLAIN_QUESTIONS = [
     ("what language do I code in at work?", NEW_OWNER[3]),
     ("what races am I doing?", NEW_OWNER[5]),
 ]
-
-
-@pytest.fixture
-async def engine(settings: Settings) -> AsyncIterator[MemoryEngine]:
-    runtime = build_runtime(settings)
-    yield runtime.engine
-    runtime.engine.close()
 
 
 @pytest.mark.parametrize(("query", "memory"), SEEDS)

@@ -6,7 +6,6 @@ are in benchmarks/locomo.py and benchmarks/owners_eval.py).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -17,8 +16,9 @@ from symbiote.config import Settings
 from symbiote.errors import InvalidInputError
 from symbiote.memory import MemoryEngine, SearchRequest, StoreRequest, iso_utc, timeparse
 from symbiote.retrieval.ranking import fuse
-from symbiote.runtime import Runtime, build_runtime
+from symbiote.runtime import Runtime
 from symbiote.storage import LEXICAL_FILE, KeywordMatch, Match, StoredMemory, content_hash
+from tests.conftest import make_runtime
 
 MEMORIES = [
     "I'm working on a React app with TypeScript and authentication",
@@ -45,17 +45,11 @@ MEMORIES = [
 
 
 @pytest.fixture
-async def runtime(settings: Settings) -> AsyncIterator[Runtime]:
-    rt = build_runtime(settings)
-    yield rt
-    rt.engine.close()
-
-
-@pytest.fixture
-async def engine(runtime: Runtime) -> AsyncIterator[MemoryEngine]:
+async def engine(engine: MemoryEngine) -> MemoryEngine:
+    """The `engine` fixture (tests/conftest.py) with MEMORIES stored."""
     for memory in MEMORIES:
-        await runtime.engine.store(StoreRequest(memory))
-    yield runtime.engine
+        await engine.store(StoreRequest(memory))
+    return engine
 
 
 async def contents(engine: MemoryEngine, query: str, **options: object) -> list[str]:
@@ -230,14 +224,14 @@ async def test_delete_removes_from_both_indexes(engine: MemoryEngine) -> None:
 
 
 async def test_keyword_index_is_rebuilt_from_chroma_when_missing(settings: Settings) -> None:
-    first = build_runtime(settings)
+    first = make_runtime(settings)
     await first.engine.store(StoreRequest("User's manager is Priya Shah."))
     await first.engine.store(StoreRequest("User drives a 2019 Toyota Corolla hybrid."))
-    first.engine.close()
+    first.close()
     (settings.chromadb_path / LEXICAL_FILE).unlink()
     for suffix in ("-wal", "-shm"):
         Path(str(settings.chromadb_path / LEXICAL_FILE) + suffix).unlink(missing_ok=True)
-    second = build_runtime(settings)
+    second = make_runtime(settings)
     try:
         store = await second.engine._store_or_raise()
         assert [m.memory_id for m in store.keyword("Corolla", 5)]
@@ -245,7 +239,7 @@ async def test_keyword_index_is_rebuilt_from_chroma_when_missing(settings: Setti
             0
         ].content == "User's manager is Priya Shah."
     finally:
-        second.engine.close()
+        second.close()
 
 
 async def test_a_failed_chroma_write_leaves_no_keyword_entry(runtime: Runtime) -> None:

@@ -10,25 +10,24 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
 from symbiote.config import Settings
-from symbiote.embedding.model import MODEL_DIMENSION, MODEL_NAME, OnnxEmbedder
+from symbiote.embedding.model import MODEL_DIMENSION, MODEL_NAME, Embedder
 from symbiote.errors import InvalidInputError, MemoryNotFoundError, StoreUnavailableError
 from symbiote.memory import SearchRequest, StoreRequest
 from symbiote.memory import created_us as id_micros
 from symbiote.memory.history import parse_ts
 from symbiote.memory.ids import IdGenerator
-from symbiote.runtime import build_runtime
 from symbiote.storage.base import StoredMemory, content_hash
 from symbiote.storage.chroma.client import ChromaClients, ChromaServer
 from symbiote.storage.chroma.history import ChromaHistoryStore
 from symbiote.storage.chroma.opening import open_embedded_store, open_server_store
 from tests.chroma_server import Backend, backend, chroma_server  # noqa: F401  (fixtures)
+from tests.conftest import make_runtime
 
 IDS = IdGenerator()
 
@@ -37,15 +36,10 @@ def iso_utc(micros: int) -> str:
     return datetime.fromtimestamp(micros / 1e6, tz=UTC).isoformat().replace("+00:00", "Z")
 
 
-@pytest.fixture(scope="module")
-def model(model_dir: Path) -> OnnxEmbedder:
-    return OnnxEmbedder(model_dir)
-
-
 class Opened:
     """A store opened the way the runtime opens it for these settings, plus helpers to fill it."""
 
-    def __init__(self, settings: Settings, model: OnnxEmbedder) -> None:
+    def __init__(self, settings: Settings, model: Embedder) -> None:
         self.settings = settings
         self.model = model
         self.store = open_store(settings)
@@ -70,7 +64,7 @@ def open_store(settings: Settings, model_name: str = MODEL_NAME, dimension: int 
 
 
 @pytest.fixture
-def opened(backend: Backend, model: OnnxEmbedder) -> Iterator[Opened]:
+def opened(backend: Backend, model: Embedder) -> Iterator[Opened]:
     yield Opened(backend.settings(), model)
 
 
@@ -133,7 +127,7 @@ def test_page_newest_first_and_scan(opened: Opened) -> None:
     assert {h.tags for h in heads} == {("t0",), ("t1",)}
 
 
-def test_reopened_store_sees_everything_and_rebuilds_keywords(backend: Backend, model: OnnxEmbedder) -> None:
+def test_reopened_store_sees_everything_and_rebuilds_keywords(backend: Backend, model: Embedder) -> None:
     first = Opened(backend.settings(), model)
     stored = first.add("Caroline's dog is named Biscuit")
     settings = first.settings
@@ -198,7 +192,7 @@ def test_history_lives_beside_the_memories_not_among_them(opened: Opened) -> Non
 
 
 async def test_engine_and_history_work_the_same_on_both_backends(backend: Backend) -> None:
-    runtime = build_runtime(backend.settings())
+    runtime = make_runtime(backend.settings())
     engine = runtime.engine
     try:
         stored = await engine.store(StoreRequest("I love building web apps with React", ["frontend"]))

@@ -22,16 +22,15 @@ from chromadb.config import Settings as ChromaSettings
 from mcp import Client
 
 from symbiote.config import PROJECT_ROOT, ConfigError, Settings
-from symbiote.embedding.model import MODEL_DIMENSION, MODEL_NAME, OnnxEmbedder
+from symbiote.embedding.model import MODEL_DIMENSION, MODEL_NAME, Embedder
 from symbiote.errors import StoreUnavailableError
 from symbiote.memory import StoreRequest, created_us
-from symbiote.runtime import build_runtime
 from symbiote.storage.base import LEXICAL_FILE, StoredMemory, content_hash
 from symbiote.storage.chroma.client import ChromaServer, connect_server
 from symbiote.storage.chroma.keywords import LexicalIndex
 from symbiote.storage.chroma.server_store import ServerMemoryStore
 from tests.chroma_server import ChromaServerProcess, chroma_server  # noqa: F401  (fixture)
-from tests.conftest import ServerProcess, free_port
+from tests.conftest import ServerProcess, free_port, make_runtime
 
 COMPOSE = PROJECT_ROOT / "docker-compose.yml"
 
@@ -102,12 +101,7 @@ def test_context_defaults() -> None:
 # -- several instances on one server --------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def model(model_dir: Path) -> OnnxEmbedder:
-    return OnnxEmbedder(model_dir)
-
-
-def add(store: Any, model: OnnxEmbedder, memory_id: str, content: str) -> None:
+def add(store: Any, model: Embedder, memory_id: str, content: str) -> None:
     windows = model.windows(content)
     micros = created_us(memory_id)
     store.add(
@@ -119,7 +113,7 @@ def add(store: Any, model: OnnxEmbedder, memory_id: str, content: str) -> None:
 
 def test_instances_see_each_others_writes_including_keywords(
     chroma_server: ChromaServerProcess,
-    model: OnnxEmbedder,
+    model: Embedder,
     tmp_path: Path,
 ) -> None:
     server = ChromaServer("127.0.0.1", chroma_server.port, database=database())
@@ -148,7 +142,7 @@ def test_instances_see_each_others_writes_including_keywords(
     assert [m.memory_id for m in c.keyword("Okonkwo", 5)] == ["mem_17000000000000000002"]
 
 
-def test_databases_keep_stores_apart(chroma_server: ChromaServerProcess, model: OnnxEmbedder, tmp_path: Path) -> None:
+def test_databases_keep_stores_apart(chroma_server: ChromaServerProcess, model: Embedder, tmp_path: Path) -> None:
     first = ChromaServer("127.0.0.1", chroma_server.port, database=database())
     second = ChromaServer("127.0.0.1", chroma_server.port, database=database())
     stores = []
@@ -172,6 +166,7 @@ def test_databases_keep_stores_apart(chroma_server: ChromaServerProcess, model: 
     assert admin.get_database(first.database)["name"] == first.database  # created on first use
 
 
+@pytest.mark.server
 async def test_two_instances_appending_to_one_conversation_at_once_never_overwrite(
     chroma_server: ChromaServerProcess,
     tmp_path: Path,
@@ -179,8 +174,8 @@ async def test_two_instances_appending_to_one_conversation_at_once_never_overwri
 ) -> None:
     """Two runtimes (own clients, locks and local directories) race on the same conversation."""
     shared = {"chroma_host": "127.0.0.1", "chroma_port": chroma_server.port, "chroma_database": database()}
-    one = build_runtime(Settings(chromadb_path=tmp_path / "one", model_dir=model_dir, **shared))
-    two = build_runtime(Settings(chromadb_path=tmp_path / "two", model_dir=model_dir, **shared))
+    one = make_runtime(Settings(chromadb_path=tmp_path / "one", model_dir=model_dir, **shared))
+    two = make_runtime(Settings(chromadb_path=tmp_path / "two", model_dir=model_dir, **shared))
     try:
         assert one.history is not None and two.history is not None
         mine, theirs = one.history.history, two.history.history
@@ -197,19 +192,20 @@ async def test_two_instances_appending_to_one_conversation_at_once_never_overwri
             f"from {name} {i}" for i in range(6) for name in "ab"
         )
     finally:
-        one.engine.close()
-        two.engine.close()
+        one.close()
+        two.close()
 
 
 # -- failures -----------------------------------------------------------------------------------------
 
 
+@pytest.mark.server
 async def test_unreachable_server_is_reported_then_used_once_it_is_up(tmp_path: Path, model_dir: Path) -> None:
     port = free_port()
     settings = Settings(
         chromadb_path=tmp_path / "local", model_dir=model_dir, chroma_host="127.0.0.1", chroma_port=port
     )
-    runtime = build_runtime(settings)
+    runtime = make_runtime(settings)
     late: ChromaServerProcess | None = None
     try:
         with pytest.raises(StoreUnavailableError, match=rf"Chroma server at http://127\.0\.0\.1:{port}.*CHROMA_HOST"):
@@ -223,7 +219,7 @@ async def test_unreachable_server_is_reported_then_used_once_it_is_up(tmp_path: 
         assert (await runtime.engine.store(StoreRequest("hello"))).status == "stored"  # no restart needed
         assert (await runtime.history.history.append("c", "user", "hi")).turn_index == 0
     finally:
-        runtime.engine.close()
+        runtime.close()
         if late is not None:
             late.stop()
 
@@ -297,7 +293,7 @@ async def test_auth_token_is_sent_and_a_wrong_one_is_reported(
             }
         )
 
-    good, bad = build_runtime(settings("let-me-in", "good")), build_runtime(settings("not-the-token", "bad"))
+    good, bad = make_runtime(settings("let-me-in", "good")), make_runtime(settings("not-the-token", "bad"))
     try:
         stored = await good.engine.store(StoreRequest("Stored through an authenticating proxy"))
         assert (await good.engine.get(stored.memory_id)).content == "Stored through an authenticating proxy"
@@ -306,8 +302,8 @@ async def test_auth_token_is_sent_and_a_wrong_one_is_reported(
         assert "not-the-token" not in str(refused.value) and "let-me-in" not in str(refused.value)
         assert "Bearer let-me-in" in proxy.seen and "Bearer not-the-token" in proxy.seen
     finally:
-        good.engine.close()
-        bad.engine.close()
+        good.close()
+        bad.close()
 
 
 # -- two `symbiote serve` processes sharing one Chroma server, over MCP -----------------------------
@@ -320,6 +316,7 @@ async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
     return result.structured_content
 
 
+@pytest.mark.server
 async def test_two_servers_share_memories_and_history_through_chroma(
     chroma_server: ChromaServerProcess,
     tmp_path: Path,

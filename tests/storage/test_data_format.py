@@ -22,8 +22,9 @@ from symbiote.auth.store import AuthStore, AuthStoreUnavailable, default_auth_db
 from symbiote.config import Settings
 from symbiote.errors import DataFormatError, StoreUnavailableError
 from symbiote.memory import SearchRequest, StoreRequest
-from symbiote.runtime import Runtime, build_runtime
+from symbiote.runtime import Runtime
 from symbiote.storage.data_format import FORMAT_FILE, FORMAT_VERSION, record_format, recorded_format
+from tests.conftest import make_runtime
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 RELEASE = FIXTURES / "release-4344135"
@@ -38,9 +39,9 @@ def old_data(tmp_path: Path) -> Path:
 
 @pytest.fixture
 async def opened(old_data: Path, settings: Settings) -> AsyncIterator[Runtime]:
-    runtime = build_runtime(Settings(chromadb_path=old_data, model_dir=settings.model_dir, store_process=False))
+    runtime = make_runtime(Settings(chromadb_path=old_data, model_dir=settings.model_dir, store_process=False))
     yield runtime
-    runtime.engine.close()
+    runtime.close()
 
 
 def _fingerprint(path: Path) -> dict[str, str]:
@@ -107,7 +108,7 @@ async def test_a_newer_format_is_refused_and_never_rewritten(
     """In the server's process and in the store's own (the refusal crosses to the server as itself)."""
     _newer(old_data)
     before = _fingerprint(old_data)
-    runtime = build_runtime(Settings(chromadb_path=old_data, model_dir=settings.model_dir, store_process=store_process))
+    runtime = make_runtime(Settings(chromadb_path=old_data, model_dir=settings.model_dir, store_process=store_process))
     try:
         with pytest.raises(StoreUnavailableError) as refused:
             await runtime.engine.search(SearchRequest("Lisbon"))
@@ -117,7 +118,7 @@ async def test_a_newer_format_is_refused_and_never_rewritten(
         with pytest.raises(StoreUnavailableError):
             await runtime.history.history.append("c1", "user", "nor a turn")
     finally:
-        runtime.engine.close()
+        runtime.close()
     message = str(refused.value)
     assert str(old_data / FORMAT_FILE) in message
     assert f"format {FORMAT_VERSION + 1}" in message and f"format {FORMAT_VERSION}," in message
@@ -144,9 +145,9 @@ def test_a_format_file_that_says_nothing_known_is_refused(tmp_path: Path, text: 
 
 
 async def test_the_server_records_the_format_of_the_directory_it_creates(settings: Settings) -> None:
-    runtime = build_runtime(settings)
+    runtime = make_runtime(settings)
     try:
         await runtime.engine.store(StoreRequest("the first memory creates the data directory"))
     finally:
-        runtime.engine.close()
+        runtime.close()
     assert recorded_format(settings.chromadb_path) == FORMAT_VERSION

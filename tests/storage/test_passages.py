@@ -11,8 +11,8 @@ from dataclasses import replace
 
 from symbiote.config import Settings
 from symbiote.memory import MemoryEngine, SearchRequest, StoreRequest, UpdateRequest
-from symbiote.runtime import build_runtime
 from symbiote.storage.base import LEXICAL_FILE
+from tests.conftest import make_runtime
 
 TEXT = "We adopted a puppy last spring. Her name is Pepper and she loves the beach. She hates baths."
 SENTENCE_QUESTION = "what is the name of the dog?"
@@ -43,7 +43,7 @@ async def _queued(engine: MemoryEngine) -> list[str]:
 
 
 async def test_sentences_come_with_the_store(settings: Settings) -> None:
-    engine = build_runtime(settings).engine
+    engine = make_runtime(settings).engine
     try:
         _hold(engine)  # nothing is left for the indexer: the store wrote them
         stored = await engine.store(StoreRequest(TEXT))
@@ -59,7 +59,7 @@ async def test_sentences_come_with_the_store(settings: Settings) -> None:
 
 
 async def test_a_long_memory_s_spans_follow_the_store_and_leave_the_queue(settings: Settings) -> None:
-    engine = build_runtime(settings).engine
+    engine = make_runtime(settings).engine
     try:
         _hold(engine)
         stored = await engine.store(StoreRequest(LONG))
@@ -76,13 +76,13 @@ async def test_a_long_memory_s_spans_follow_the_store_and_leave_the_queue(settin
 
 
 async def test_what_a_stop_left_queued_is_indexed_at_the_next_open(settings: Settings) -> None:
-    engine = build_runtime(settings).engine
+    engine = make_runtime(settings).engine
     _hold(engine)
     stored = await engine.store(StoreRequest(LONG))
     batch = await engine.store_many([{"content": "First point. Second point here."}, {"content": "One line"}])
     assert len(await _queued(engine)) == 1 and (await _counts(engine))["passages"] == 2
     engine.close()
-    again = build_runtime(settings).engine
+    again = make_runtime(settings).engine
     try:
         await again.passages_indexed()
         assert await _queued(again) == []
@@ -95,7 +95,7 @@ async def test_what_a_stop_left_queued_is_indexed_at_the_next_open(settings: Set
 
 
 async def test_a_memory_deleted_or_rewritten_before_indexing_gets_no_stale_passages(settings: Settings) -> None:
-    engine = build_runtime(settings).engine
+    engine = make_runtime(settings).engine
     try:
         _hold(engine)
         gone = await engine.store(StoreRequest(LONG))
@@ -111,7 +111,7 @@ async def test_a_memory_deleted_or_rewritten_before_indexing_gets_no_stale_passa
 
 
 async def test_a_lost_keyword_index_queues_the_passages_chroma_lacks(settings: Settings) -> None:
-    engine = build_runtime(settings).engine
+    engine = make_runtime(settings).engine
     _hold(engine)
     await engine.store(StoreRequest(TEXT))
     engine.close()
@@ -119,7 +119,7 @@ async def test_a_lost_keyword_index_queues_the_passages_chroma_lacks(settings: S
         path = settings.chromadb_path / f"{LEXICAL_FILE}{suffix}"
         if path.exists():
             path.unlink()
-    again = build_runtime(settings).engine
+    again = make_runtime(settings).engine
     try:
         await again.passages_indexed()
         assert (await _counts(again))["passages"] == 3
@@ -129,7 +129,7 @@ async def test_a_lost_keyword_index_queues_the_passages_chroma_lacks(settings: S
 
 
 async def test_a_killed_store_process_loses_no_sentence_it_held(settings: Settings) -> None:
-    runtime = build_runtime(replace(settings, store_process=True))
+    runtime = make_runtime(replace(settings, store_process=True))
     engine = runtime.engine
     try:
         await engine.store(StoreRequest("Warm up the store. Two sentences."))
@@ -151,7 +151,7 @@ async def test_a_killed_store_process_loses_no_sentence_it_held(settings: Settin
 async def test_a_search_right_after_a_burst_finds_what_a_settled_one_finds(settings: Settings) -> None:
     """The store process holds the burst's sentences in memory until no request comes: a search
     asked at once finds by a sentence exactly what the same search finds once they are written."""
-    runtime = build_runtime(replace(settings, store_process=True))
+    runtime = make_runtime(replace(settings, store_process=True))
     engine = runtime.engine
     try:
         await engine.store(StoreRequest("Warm up the store. Two sentences."))

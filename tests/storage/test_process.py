@@ -16,9 +16,8 @@ import pytest
 
 from symbiote.config import Settings
 from symbiote.memory import SearchRequest, StoreRequest
-from symbiote.runtime import build_runtime
 from symbiote.storage.chroma.process import StoreProcess
-from tests.conftest import ServerProcess
+from tests.conftest import ServerProcess, make_runtime
 
 
 def _gone(pid: int, within: float) -> bool:
@@ -38,7 +37,7 @@ def _gone(pid: int, within: float) -> bool:
 
 
 async def test_a_killed_store_process_is_replaced_and_nothing_is_lost(settings: Settings) -> None:
-    runtime = build_runtime(replace(settings, store_process=True))
+    runtime = make_runtime(replace(settings, store_process=True))
     engine, history = runtime.engine, runtime.history
     assert history is not None
     try:

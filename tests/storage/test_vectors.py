@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from symbiote.embedding.model import MODEL_DIMENSION, MODEL_NAME, OnnxEmbedder
+from symbiote.embedding.model import MODEL_DIMENSION, MODEL_NAME, Embedder
 from symbiote.memory import created_us as id_micros
 from symbiote.memory.ids import IdGenerator
 from symbiote.storage.base import StoredMemory, content_hash
@@ -35,11 +35,6 @@ TEXTS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def model(model_dir: Path) -> OnnxEmbedder:
-    return OnnxEmbedder(model_dir)
-
-
 def _memory(content: str, created: int | None = None, tags: tuple[str, ...] = ()) -> StoredMemory:
     memory_id = IDS.new()
     micros = created if created is not None else id_micros(memory_id)
@@ -48,7 +43,7 @@ def _memory(content: str, created: int | None = None, tags: tuple[str, ...] = ()
 
 
 def _add(
-    store: ChromaMemoryStore, model: OnnxEmbedder, content: str, whole_only: bool = False, **kw: object
+    store: ChromaMemoryStore, model: Embedder, content: str, whole_only: bool = False, **kw: object
 ) -> StoredMemory:
     memory = _memory(content, **kw)  # type: ignore[arg-type]
     windows = model.windows(content)
@@ -63,11 +58,11 @@ def _held(path: Path) -> ChromaMemoryStore:
     return store
 
 
-def _top(store: ChromaMemoryStore, model: OnnxEmbedder, text: str, where: MemoryFilter | None = None) -> list[str]:
+def _top(store: ChromaMemoryStore, model: Embedder, text: str, where: MemoryFilter | None = None) -> list[str]:
     return [m.memory_id for m in store.nearest(model.embed([text])[0], 3, where)]
 
 
-def test_what_is_held_answers_as_chroma_does(tmp_path: Path, model: OnnxEmbedder) -> None:
+def test_what_is_held_answers_as_chroma_does(tmp_path: Path, model: Embedder) -> None:
     plain = open_embedded_store(tmp_path, MODEL_NAME, MODEL_DIMENSION)
     stored = [_add(plain, model, text) for text in TEXTS]
     plain.close()
@@ -85,7 +80,7 @@ def test_what_is_held_answers_as_chroma_does(tmp_path: Path, model: OnnxEmbedder
     assert held.counts()["passages"] == int(held._chunks.count())
 
 
-def test_every_kind_of_write_reaches_the_rows(tmp_path: Path, model: OnnxEmbedder) -> None:
+def test_every_kind_of_write_reaches_the_rows(tmp_path: Path, model: Embedder) -> None:
     store = _held(tmp_path)
     react = _add(store, model, TEXTS[0])
     porto = _add(store, model, TEXTS[1], whole_only=True)  # its sentences queued, indexed after
@@ -109,7 +104,7 @@ def test_every_kind_of_write_reaches_the_rows(tmp_path: Path, model: OnnxEmbedde
     assert store.counts()["memories"] == 1 and store.counts()["passages"] == 0
 
 
-def test_what_is_read_again_after_a_write_is_what_the_write_left(tmp_path: Path, model: OnnxEmbedder) -> None:
+def test_what_is_read_again_after_a_write_is_what_the_write_left(tmp_path: Path, model: Embedder) -> None:
     """Records read once are held; a write forgets what it touched, so no read returns the old."""
     store = _held(tmp_path)
     cat = _add(store, model, TEXTS[4], tags=("pets",))
@@ -134,7 +129,7 @@ def test_what_is_read_again_after_a_write_is_what_the_write_left(tmp_path: Path,
     assert store.get([cat.memory_id]) == {} and store.find_content(renamed.content_hash) is None
 
 
-def test_near_memories_of_a_new_store_come_from_the_rows(tmp_path: Path, model: OnnxEmbedder) -> None:
+def test_near_memories_of_a_new_store_come_from_the_rows(tmp_path: Path, model: Embedder) -> None:
     store = _held(tmp_path)
     cat = _add(store, model, TEXTS[4])
     kitten = _memory("Miso the cat turns five in May")
@@ -144,7 +139,7 @@ def test_near_memories_of_a_new_store_come_from_the_rows(tmp_path: Path, model: 
     assert near[0][1] > 0.5
 
 
-def test_a_filter_on_tags_is_left_to_chroma(tmp_path: Path, model: OnnxEmbedder) -> None:
+def test_a_filter_on_tags_is_left_to_chroma(tmp_path: Path, model: Embedder) -> None:
     store = _held(tmp_path)
     work = _add(store, model, "Deploys the API on Fridays", tags=("work",))
     _add(store, model, "Deploys the garden shed roof on Fridays")
@@ -152,7 +147,7 @@ def test_a_filter_on_tags_is_left_to_chroma(tmp_path: Path, model: OnnxEmbedder)
 
 
 def test_writes_while_the_rows_are_read_leave_them_whole(
-    tmp_path: Path, model: OnnxEmbedder, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, model: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Pages of two records: deletes between them shift Chroma's offsets, so a record is skipped and
     the counts disagree; the rows are read again and end as Chroma holds them."""
@@ -174,7 +169,7 @@ def test_writes_while_the_rows_are_read_leave_them_whole(
 
 
 def test_a_collection_past_the_limit_is_searched_in_chroma(
-    tmp_path: Path, model: OnnxEmbedder, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, model: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(vectors, "EXACT_ROWS", 4)
     store = _held(tmp_path)
@@ -188,7 +183,7 @@ def test_a_collection_past_the_limit_is_searched_in_chroma(
     assert _top(again, model, "what does my sister do?")[:1] == [stored[1].memory_id]
 
 
-def test_the_store_process_reads_the_vectors_between_requests(tmp_path: Path, model: OnnxEmbedder) -> None:
+def test_the_store_process_reads_the_vectors_between_requests(tmp_path: Path, model: Embedder) -> None:
     plain = open_embedded_store(tmp_path, MODEL_NAME, MODEL_DIMENSION)
     stored = [_add(plain, model, text) for text in TEXTS]
     plain.close()
@@ -203,7 +198,7 @@ def test_the_store_process_reads_the_vectors_between_requests(tmp_path: Path, mo
         host.close()
 
 
-def test_records_held_from_a_write_or_a_read_are_what_chroma_returns(tmp_path: Path, model: OnnxEmbedder) -> None:
+def test_records_held_from_a_write_or_a_read_are_what_chroma_returns(tmp_path: Path, model: Embedder) -> None:
     """A search reads its likely results' records from those held (just added, or read with the
     vectors between requests); each must be the memory Chroma itself returns."""
     store = _held(tmp_path)
@@ -224,9 +219,7 @@ def test_records_held_from_a_write_or_a_read_are_what_chroma_returns(tmp_path: P
     assert held == from_chroma == again.get(ids) == {m.memory_id: m for m in memories}
 
 
-def test_the_store_process_holds_the_words_a_search_asked_for_between_requests(
-    tmp_path: Path, model: OnnxEmbedder
-) -> None:
+def test_the_store_process_holds_the_words_a_search_asked_for_between_requests(tmp_path: Path, model: Embedder) -> None:
     """The child's idle moments keep coming back: after a search, it holds the scores of the
     words that search asked for (more than one idle step of rows), and answers the same."""
     plain = open_embedded_store(tmp_path, MODEL_NAME, MODEL_DIMENSION)

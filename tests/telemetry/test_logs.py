@@ -30,6 +30,8 @@ from tests.auth.test_sdk_client import MemoryTokenStorage, Owner, connector
 from tests.conftest import ServerProcess
 from tests.telemetry.support import HttpReceiver, Received, export_env
 
+pytestmark = pytest.mark.server  # starts servers (docs/tests.md: tiers)
+
 KEYS = {"timestamp", "level", "logger", "message", "trace_id", "span_id"}
 
 

@@ -12,16 +12,17 @@ import pytest_asyncio
 
 from symbiote.config import Settings
 from symbiote.memory import StoreRequest
-from symbiote.runtime import Runtime, build_runtime
+from symbiote.runtime import Runtime
 from symbiote.transfer.exporting import export_lines
 from symbiote.transfer.import_report import ImportReport
 from symbiote.transfer.importing import Importer
+from tests.conftest import make_runtime
 
 
 @pytest_asyncio.fixture
 async def runtimes(tmp_path: Path, model_dir: Path) -> AsyncIterator[tuple[Runtime, Runtime]]:
     made = [
-        build_runtime(Settings(chromadb_path=tmp_path / name, model_dir=model_dir, store_process=False))
+        make_runtime(Settings(chromadb_path=tmp_path / name, model_dir=model_dir, store_process=False))
         for name in ("source", "target")
     ]
     yield made[0], made[1]

@@ -99,12 +99,20 @@ def test_refused_lines_never_hold_the_event_loop(importing: ServerProcess) -> No
     latencies: list[float] = []
     done = threading.Event()
 
+    def health_seconds(http: httpx.Client) -> float:
+        started = time.perf_counter()
+        assert http.get(f"{importing.base_url}/health").status_code == 200
+        return time.perf_counter() - started
+
+    # The baseline, in this run: /health's slowest answer before the import, on a machine that may be
+    # busy with other work. A held loop adds the import's whole length (seconds) on top of it.
+    with httpx.Client(timeout=30) as http:
+        idle = [health_seconds(http) for _ in range(20)]
+
     def watch() -> None:
         with httpx.Client(timeout=30) as http:
             while not done.is_set():
-                started = time.perf_counter()
-                assert http.get(f"{importing.base_url}/health").status_code == 200
-                latencies.append(time.perf_counter() - started)
+                latencies.append(health_seconds(http))
                 time.sleep(0.05)
 
     watcher = threading.Thread(target=watch)
@@ -121,7 +129,7 @@ def test_refused_lines_never_hold_the_event_loop(importing: ServerProcess) -> No
     took = time.perf_counter() - started
     page = console.http.get(f"/import/{job}").text
     assert '<dd id="count-refused">1000000</dd>' in page
-    assert len(latencies) > 10 and max(latencies) < 1.0, (took, max(latencies))
+    assert len(latencies) > 10 and max(latencies) < 1.0 + max(idle), (took, max(latencies), max(idle))
     print(f"\n1,000,000 refused lines in {took:.1f} s; /health at most {max(latencies) * 1000:.0f} ms meanwhile")
 
 
@@ -185,6 +193,7 @@ async def test_other_text_under_a_stored_id_is_a_conflict_replaced_only_when_ask
     assert now.structured_content["content"] == "The boat was sold in May."
 
 
+@pytest.mark.server
 def test_uploads_stay_in_the_data_directory_and_go_at_stop_and_start(tmp_path: Path, model_dir: Path) -> None:
     """Item 11: an upload never started is in the data directory, not /tmp, and a stop removes it;
     what a killed server left is removed at the next start."""

@@ -9,21 +9,20 @@ import io
 import json
 import re
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from mcp import Client
 
 from symbiote.config import Settings
 from symbiote.memory import is_memory_id
-from symbiote.runtime import Runtime, build_runtime
+from symbiote.runtime import Runtime
 from symbiote.storage import StoredMemory
 from symbiote.transfer.import_report import ImportReport
 from symbiote.transfer.importing import BATCH, Importer
-from tests.conftest import ServerProcess
+from tests.conftest import ServerProcess, make_runtime
 from tests.transfer.test_hardening import HEADER, Console
 
 HEADER_2 = json.dumps({"format": "symbiote-memories", "version": 2, "model": "all-MiniLM-L6-v2", "dimension": 384})
@@ -108,13 +107,6 @@ async def test_a_forged_link_puts_no_unrelated_memory_first(capped: ServerProces
     assert report["links_dropped"] == 3 and report["links_added"] == 1, report
 
 
-@pytest_asyncio.fixture
-async def runtime(tmp_path: Path, model_dir: Path) -> AsyncIterator[Runtime]:
-    made = build_runtime(Settings(chromadb_path=tmp_path / "data", model_dir=model_dir, store_process=False))
-    yield made
-    made.close()
-
-
 async def import_text(runtime: Runtime, text: str, dry_run: bool = False) -> ImportReport:
     return await Importer(runtime.engine.bulk, None, dry_run=dry_run).run(io.BytesIO(text.encode("utf-8")))
 
@@ -176,6 +168,7 @@ def console_state(console: Console, job: str) -> tuple[str, int]:
     return (state.group(1) if state else "?"), int(percent.group(1)) if percent else 0
 
 
+@pytest.mark.server
 async def test_a_kill_mid_import_leaves_no_torn_link(tmp_path: Path, model_dir: Path) -> None:
     """300 replaced memories, then the 300 replacing them; the server killed with SIGKILL while the
     second half is read. Before, the first half's links pointed at memories never stored."""
@@ -204,7 +197,7 @@ async def test_a_kill_mid_import_leaves_no_torn_link(tmp_path: Path, model_dir: 
         server.proc.kill()  # SIGKILL: no shutdown
         server.proc.wait()
         server.stop()
-    made = build_runtime(Settings(chromadb_path=tmp_path / "data", model_dir=model_dir, store_process=False))
+    made = make_runtime(Settings(chromadb_path=tmp_path / "data", model_dir=model_dir, store_process=False))
     try:
         memories = await all_memories(made)
         print(f"\n{len(memories)} memories stored when killed")

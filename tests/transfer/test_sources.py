@@ -13,30 +13,22 @@ import subprocess
 import sys
 import time
 import zipfile
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from symbiote.config import Settings
-from symbiote.runtime import Runtime, build_runtime
+from symbiote.runtime import Runtime
 from symbiote.transfer.exporting import export_lines
 from symbiote.transfer.importing import BATCH, NOT_AN_EXPORT, NotAnExportError
 from symbiote.transfer.sources import import_path, import_text
+from tests.conftest import make_runtime
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SERVICE = FIXTURES / "memory-service"
 NOTES = FIXTURES / "basic-memory"
-
-
-@pytest_asyncio.fixture
-async def runtime(tmp_path: Path, model_dir: Path) -> AsyncIterator[Runtime]:
-    made = build_runtime(Settings(chromadb_path=tmp_path / "data", model_dir=model_dir, store_process=False))
-    yield made
-    made.close()
 
 
 async def stored(runtime: Runtime) -> list[dict[str, Any]]:
@@ -77,7 +69,7 @@ async def test_memory_service_database_keeps_text_tags_type_times_and_leaves_the
 async def test_memory_service_export_alone_gives_the_same_ids_as_its_database(tmp_path: Path, model_dir: Path) -> None:
     ids = []
     for name in ("export.json", "sqlite_vec.db"):
-        made = build_runtime(Settings(chromadb_path=tmp_path / name, model_dir=model_dir, store_process=False))
+        made = make_runtime(Settings(chromadb_path=tmp_path / name, model_dir=model_dir, store_process=False))
         try:
             report = await import_path(made.engine.bulk, SERVICE / name)
             assert report.added == 5
@@ -184,7 +176,7 @@ def test_a_killed_import_leaves_whole_batches_or_none(tmp_path: Path, model_dir:
     proc.wait(timeout=30)
     import asyncio
 
-    made = build_runtime(Settings(chromadb_path=data, model_dir=model_dir, store_process=False))
+    made = make_runtime(Settings(chromadb_path=data, model_dir=model_dir, store_process=False))
     try:
         memories = asyncio.run(stored(made))
     finally:

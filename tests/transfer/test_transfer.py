@@ -19,12 +19,12 @@ import pytest_asyncio
 
 from symbiote.config import Settings
 from symbiote.memory import EnginePolicy, SearchRequest, StoreRequest, UpdateRequest
-from symbiote.runtime import Runtime, build_runtime
+from symbiote.runtime import Runtime
 from symbiote.transfer.exporting import export_lines
 from symbiote.transfer.history_access import turn_reader
 from symbiote.transfer.import_report import ImportReport
 from symbiote.transfer.importing import BATCH, Importer
-from tests.conftest import MODEL_DIR
+from tests.conftest import MODEL_DIR, make_runtime
 
 KNOWLEDGE_GRAPH = "\n".join(
     json.dumps(line)
@@ -45,7 +45,7 @@ KNOWLEDGE_GRAPH = "\n".join(
 async def runtimes(tmp_path: Path, model_dir: Path) -> AsyncIterator[tuple[Runtime, Runtime]]:
     """Two instances on two empty data directories: the one exported from, the one imported into."""
     made = [
-        build_runtime(Settings(chromadb_path=tmp_path / name, model_dir=model_dir, store_process=False))
+        make_runtime(Settings(chromadb_path=tmp_path / name, model_dir=model_dir, store_process=False))
         for name in ("source", "target")
     ]
     yield made[0], made[1]

@@ -254,3 +254,11 @@ class ChromaClients:
 
     def describe(self) -> str:
         return self.server.describe() if self.server else str(self.path)
+
+    def close(self) -> None:
+        """Close the client, if one was made: Chroma keeps an embedded store's system (its memory and
+        threads) for the process's life until every client of that path is closed."""
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()

@@ -13,7 +13,7 @@ import pytest
 import pytest_asyncio
 
 from tests.auth.support import OWNER_SECRET, bearer_client, oauth_env
-from tests.conftest import ServerProcess
+from tests.conftest import ServerProcess, make_app
 from tests.console.owner_browser import api_key_for, signed_in_page
 
 HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2"> likes <b>bold</b> tea'
@@ -285,7 +285,6 @@ async def test_behind_https_the_cookie_is_secure_and_wrong_secrets_are_throttled
     tmp_path: Path, model_dir: Path
 ) -> None:
     from symbiote.config import Settings
-    from symbiote.http.app import create_app
 
     settings = Settings(
         chromadb_path=tmp_path / "data",
@@ -295,7 +294,7 @@ async def test_behind_https_the_cookie_is_secure_and_wrong_secrets_are_throttled
         owner_secret=OWNER_SECRET,
         public_url="https://memory.example.com",
     )
-    app = create_app(settings, warm_up=False)
+    app = make_app(settings, warm_up=False)
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="https://memory.example.com") as http:
         signed = await http.post("/console/signin", data={"secret": OWNER_SECRET})

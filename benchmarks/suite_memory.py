@@ -1,0 +1,85 @@
+"""Peak resident memory and wall time of a command and every process it starts (docs/tests.md).
+
+`/usr/bin/time -v` gives one process's peak; the suite starts servers, store processes and a
+browser, so this samples the resident memory of the whole process tree (Linux `/proc`) twice a
+second and reports the largest sum seen, the largest single process and the wall time.
+
+    python benchmarks/suite_memory.py -- scripts/test.sh -q
+    python benchmarks/suite_memory.py -- scripts/test.sh --quick -q
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _children() -> dict[int, list[int]]:
+    """Each process's children, read from `/proc/<pid>/stat` (parent id is the 4th field)."""
+    tree: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # gone since the listing
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        tree.setdefault(parent, []).append(int(entry.name))
+    return tree
+
+
+def _rss(pid: int) -> int:
+    """Resident bytes of `pid` (0 once it is gone)."""
+    try:
+        return int((Path("/proc") / str(pid) / "statm").read_text().split()[1]) * PAGE
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def tree_rss(root: int) -> tuple[int, int]:
+    """(resident bytes of `root` and all its descendants, of the largest one alone)."""
+    tree = _children()
+    total, largest, todo = 0, 0, [root]
+    while todo:
+        pid = todo.pop()
+        rss = _rss(pid)
+        total += rss
+        largest = max(largest, rss)
+        todo.extend(tree.get(pid, []))
+    return total, largest
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--interval", type=float, default=0.5, help="seconds between samples")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="the command, after --")
+    args = parser.parse_args()
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("give the command to measure after --")
+    started = time.monotonic()
+    proc = subprocess.Popen(command)
+    peak_total = peak_one = 0
+    while proc.poll() is None:
+        total, largest = tree_rss(proc.pid)
+        peak_total, peak_one = max(peak_total, total), max(peak_one, largest)
+        time.sleep(args.interval)
+    wall = time.monotonic() - started
+    mib = 1024 * 1024
+    print(
+        f"suite_memory: exit {proc.returncode}, wall {wall:.0f} s, peak of the process tree {peak_total / mib:.0f} MiB, "
+        f"largest single process {peak_one / mib:.0f} MiB",
+        file=sys.stderr,
+    )
+    return proc.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""Every owner closes what it opens: a runtime (and an app, through its lifespan) built, used and
+closed lets go of everything: nothing keeps it alive (the gauges' callbacks, Chroma's per-path
+cache) and no thread it started is left. A server that reloads its app, an Azure host that
+recycles it and the test suite all build many of them in one process."""
+
+from __future__ import annotations
+
+import gc
+import os
+import threading
+import weakref
+from dataclasses import replace
+
+import httpx
+import pytest
+from mcp import Client
+
+from symbiote.config import Settings
+from symbiote.http.app import create_app
+from symbiote.memory import SearchRequest, StoreRequest
+from symbiote.runtime import Runtime, build_runtime
+from tests.conftest import shared_model
+
+
+def started_since(before: set[threading.Thread]) -> list[str]:
+    """Threads alive now that were not before, but the event loop's own pool (`asyncio_N`): the loop owns it."""
+    return sorted(
+        t.name for t in threading.enumerate() if t not in before and t.is_alive() and not t.name.startswith("asyncio_")
+    )
+
+
+async def use(runtime: Runtime) -> None:
+    """A store, a search, a turn of history and a tool call through the MCP server (its telemetry
+    refreshes the gauges): every part that opens something."""
+    await runtime.engine.store(StoreRequest(content="We take the night train to Vienna every December."))
+    assert (await runtime.engine.search(SearchRequest(query="train to Vienna"))).results
+    assert runtime.history is not None
+    await runtime.history.history.append("trip", "user", "The night train leaves at 21:40.")
+    assert await runtime.history.history.search("when does the train leave")
+    async with Client(runtime.server) as client:
+        result = await client.call_tool("search_memory", {"query": "Vienna"})
+        assert not result.is_error, result.content
+
+
+@pytest.mark.parametrize("store_process", [False, True], ids=["in-process store", "store process"])
+async def test_a_runtime_used_and_closed_is_collected_and_leaves_no_thread(
+    settings: Settings, store_process: bool
+) -> None:
+    before = set(threading.enumerate())
+    # Not `make_runtime`: what it keeps to close after the test would keep the runtime alive.
+    runtime = build_runtime(replace(settings, store_process=store_process), load_model=shared_model)
+    await use(runtime)
+    child = runtime.store_process.pid if runtime.store_process is not None else None
+    runtime.close()
+    collected, engine = weakref.ref(runtime), weakref.ref(runtime.engine)
+    del runtime
+    gc.collect()
+    assert collected() is None and engine() is None, gc.get_referrers(engine())
+    assert started_since(before) == []
+    if child is not None:
+        with pytest.raises(ProcessLookupError):
+            os.kill(child, 0)
+
+
+async def test_an_app_closes_its_runtime_at_the_end_of_its_lifespan(settings: Settings) -> None:
+    before = set(threading.enumerate())
+    app = create_app(settings, load_model=shared_model)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+            assert (await http.get("/health")).status_code == 200
+        await use(app.state.runtime)
+    collected = weakref.ref(app.state.runtime)
+    del app, transport, http
+    gc.collect()
+    assert collected() is None
+    assert started_since(before) == []
