@@ -14,6 +14,8 @@ import pytest
 
 from tests.conftest import ServerProcess
 
+pytestmark = pytest.mark.server  # starts a server process
+
 
 @pytest.fixture(scope="module")
 def console(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator[httpx.Client]:
