@@ -62,6 +62,7 @@ class ImportJob:
     report: ImportReport | None = None
     error: str = ""
     task: asyncio.Task[None] | None = None
+    cancelling: bool = False  # asked to stop: it finishes the batch in hand, then shows as cancelled
 
     @property
     def percent(self) -> int:
@@ -173,6 +174,7 @@ class ImportJobs:
         each whole (what was stored before stays)."""
         if job.state not in ("waiting", "running") or job.task is None:
             raise JobError("This import is not running.")
+        job.cancelling = True
         job.task.cancel()
 
     def _forget_old(self) -> None:
