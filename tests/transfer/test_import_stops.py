@@ -19,7 +19,7 @@ import pytest
 
 from symbiote.config import Settings
 from symbiote.runtime import build_runtime
-from symbiote.storage.base import LEXICAL_FILE
+from symbiote.storage import LEXICAL_FILE
 from symbiote.transfer.exporting import export_lines
 from symbiote.transfer.importing import BATCH
 from tests.conftest import ServerProcess
