@@ -11,14 +11,15 @@ import functools
 import logging
 import unicodedata
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
-from pydantic import Field
+from mcp.types import CallToolResult, ToolAnnotations
+from pydantic import BaseModel, Field
 
 from symbiote.errors import SymbioteError
+from symbiote.mcp.replies import reply
 from symbiote.memory import (
     ASSISTANT,
     CONSOLE,
@@ -43,15 +44,18 @@ from symbiote.memory import (
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")
+P = ParamSpec("P")
 
 
-def readable_errors(fn: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R]]:
-    """Turn engine failures into tool errors a person can read; never leak a stack trace."""
+def readable_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R | CallToolResult]]:
+    """Turn engine failures into tool errors a person can read, never a stack trace; and a result
+    into its compact reply (`symbiote.mcp.replies`). The SDK reads `fn`'s signature through the
+    wrapper, so the output schema stays the result's."""
 
     @functools.wraps(fn)
-    async def wrapper(*args: Any, **kwargs: Any) -> R:
+    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R | CallToolResult:
         try:
-            return await fn(*args, **kwargs)
+            result = await fn(*args, **kwargs)
         except SymbioteError as exc:
             raise ToolError(str(exc)) from exc
         except ToolError:
@@ -59,6 +63,7 @@ def readable_errors(fn: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[
         except Exception as exc:
             log.exception("tool %s failed", fn.__name__)
             raise ToolError("Internal error in the memory server; it has been logged. Try again shortly.") from exc
+        return reply(result) if isinstance(result, BaseModel) else result
 
     return wrapper
 

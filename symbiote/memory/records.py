@@ -105,7 +105,7 @@ class StoreResult(BaseModel):
 
     memory_id: str = Field(description="The new memory's id, or the existing one's when status is 'duplicate'.")
     timestamp: str
-    tags: list[str]
+    tags: list[str] = Field(default_factory=list, description="The tags it was stored with.")
     status: Literal["stored", "duplicate"] = Field(
         description="'duplicate': identical content was already stored; nothing new was written."
     )

@@ -53,7 +53,7 @@ async def test_a_scripted_assistant_confirming_the_true_older_memory_gets_the_ne
                 ids[memory["id"]] = stored["memory_id"]
             for case in owner["updates"]:
                 new, old = ids[case["new"]], ids[case["old"]]
-                assert (await call(client, "get_memory", memory_id=old))["superseded_by"] == new
+                assert (await call(client, "get_memory", memory_id=old)).get("superseded_by") == new
                 for cut_off in (30, 0):  # the default, and everything stored
                     found = await call(client, "search_memory", query=case["query"], min_relevance=cut_off)
                     order = [r["memory_id"] for r in found["results"]]
@@ -85,10 +85,10 @@ async def test_offers_confirmed_and_who_linked_each(fresh_server: ServerProcess)
         iphone = await call(
             client, "store_memory", content="Got a new phone, an iPhone 13, from my son for my birthday."
         )
-        assert iphone["linked"] is None and [m["memory_id"] for m in iphone["may_replace"]] == [phone]
+        assert iphone.get("linked") is None and [m["memory_id"] for m in iphone.get("may_replace")] == [phone]
         assert "link_memories" in iphone["message"]
         linked = await call(client, "link_memories", newer_id=iphone["memory_id"], older_id=phone, kind="update")
-        assert linked["linked"] and linked["by"] == "assistant"
+        assert linked.get("linked") and linked["by"] == "assistant"
         found = await call(client, "search_memory", query="what phone do I have?")
         order = [r["memory_id"] for r in found["results"]]
         assert order.index(iphone["memory_id"]) < order.index(phone)
@@ -105,12 +105,12 @@ async def test_offers_confirmed_and_who_linked_each(fresh_server: ServerProcess)
             token = page.split('name="csrf-token" content="')[1].split('"')[0]
             forged = await http.post(f"/console/memories/{moved}/link", data={"older_id": city, "kind": "update"})
             assert forged.status_code == 403  # no CSRF token: nothing linked
-            assert (await call(client, "get_memory", memory_id=city))["superseded_by"] is None
+            assert (await call(client, "get_memory", memory_id=city)).get("superseded_by") is None
             made = await http.post(
                 f"/console/memories/{moved}/link", data={"csrf": token, "older_id": city, "kind": "update"}
             )
             assert made.status_code == 303 and made.headers["location"].endswith("/links?done=link")
-            assert (await call(client, "get_memory", memory_id=city))["superseded_by"] == moved
+            assert (await call(client, "get_memory", memory_id=city)).get("superseded_by") == moved
             listing = (await http.get("/console/links")).text
             assert "linked by an assistant" in listing and "linked by you" in listing
             exported = (await http.get("/console/export")).text.splitlines()
@@ -118,6 +118,6 @@ async def test_offers_confirmed_and_who_linked_each(fresh_server: ServerProcess)
             assert by[phone] == "assistant" and by[city] == "owner"
             undone = await http.post(f"/console/links/{phone}/undo", data={"csrf": token})  # the owner undoes any
             assert undone.status_code == 303
-        assert (await call(client, "get_memory", memory_id=phone))["superseded_by"] is None
+        assert (await call(client, "get_memory", memory_id=phone)).get("superseded_by") is None
         unlinked = await call(client, "unlink_memories", newer_id=moved, older_id=city)
-        assert unlinked["linked"] is False and unlinked["by"] == "owner"
+        assert unlinked.get("linked") is False and unlinked["by"] == "owner"
