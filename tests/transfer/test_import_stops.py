@@ -19,7 +19,7 @@ import pytest
 
 from symbiote.config import Settings
 from symbiote.runtime import build_runtime
-from symbiote.storage.base import LEXICAL_FILE
+from symbiote.storage import LEXICAL_FILE
 from symbiote.transfer.exporting import export_lines
 from symbiote.transfer.importing import BATCH
 from tests.conftest import ServerProcess
@@ -111,7 +111,9 @@ def test_cancel_in_the_console_stops_the_import_between_batches(tmp_path: Path, 
         assert 'id="cancel-import"' in page
         csrf = console.csrf["X-CSRF-Token"]
         cancelled = console.http.post(f"/import/{job}/cancel", data={"csrf": csrf}, follow_redirects=True)
-        assert 'data-state="failed"' in cancelled.text or 'id="import-stopping"' in cancelled.text, cancelled.text[-800:]
+        assert 'data-state="failed"' in cancelled.text or 'id="import-stopping"' in cancelled.text, cancelled.text[
+            -800:
+        ]
         cancelled = _wait_for_the_end(console, job)  # a loaded machine finishes the batch in hand slowly
         assert "Cancelled" in cancelled, cancelled[-800:]
         assert not _readers(server.proc.pid)
