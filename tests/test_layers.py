@@ -6,7 +6,7 @@ The surface rule: a module of package P (e.g. `symbiote.storage.filters`) may be
 only from inside P (its own modules and its subpackages'); everywhere else in `symbiote/` and in
 `function_app.py` imports P itself, and only names in P's `__all__` (which may name a whole module,
 as `symbiote.memory` does its argument checks, `validation`). A subpackage's `__init__` is a door
-of its own (`symbiote.storage.chroma`). Tests and benchmarks use the doors for what they let out;
+of its own (`symbiote.storage.chroma`). Tests, benchmarks and eval/ use the doors for what they let out;
 they reach into a module only for what no door lets out (the internals they test or measure), and
 `tests/<package>/` may use `symbiote.<package>`'s modules freely.
 
@@ -155,6 +155,7 @@ def _past_the_doors(paths: list[Path], root: Path = ROOT) -> list[str]:
 
 def _sources() -> list[Path]:
     found = [*PACKAGE.rglob("*.py"), ROOT / "function_app.py", *(ROOT / "benchmarks").rglob("*.py")]
+    found += [*(ROOT / "eval").rglob("*.py")]
     found += [p for p in (ROOT / "tests").rglob("*.py") if "node_modules" not in p.parts]
     return sorted(found)
 

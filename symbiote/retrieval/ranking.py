@@ -7,7 +7,7 @@ weakest cosine of the semantic candidates (its own is lower still, by constructi
 
 Relevance is the chance, in percent, that a candidate is relevant: calibrated, so results scored 80
 are relevant about 80 times in 100, in a store of 6 memories and of 5,000 (docs/performance.md). Two
-logistic stages, fitted by `benchmarks/calibrate_relevance.py` on the fitting half of its sets (every
+logistic stages, fitted by `eval/calibrate_relevance.py` on the fitting half of its sets (every
 store kind weighing the same, the classes at their natural shares), their weights by name in
 `relevance_model.json`:
 - its own evidence (`EVIDENCE`): its cosine's standing above the query's cosines to a fixed
@@ -81,7 +81,7 @@ def topic_strength(c: Candidate, evidence: QueryEvidence) -> float:
 
 
 # The model of P(relevant): its weights by feature name, with when, on what and how well they were fitted, in
-# relevance_model.json, which benchmarks/calibrate_relevance.py writes (docs/performance.md says how to refit).
+# relevance_model.json, which eval/calibrate_relevance.py writes (docs/performance.md says how to refit).
 # First stage: how strongly a candidate's own evidence says it is relevant (log-odds).
 EVIDENCE = ("standing", "keyword", "topic", "holder", "gap", "request")
 # Second stage: that evidence judged among the other candidates (its rank, how many stand as close,

@@ -3,7 +3,7 @@
 Real model, real Chroma, real keyword index. A query a person types (a request, a vague
 question, a bare phrase) must find the memory it needs whether that memory is alone in the
 store or one of many, and each result says whether it answers or is context. Figures per kind
-of query are in benchmarks/personal_set.py.
+of query are in eval/personal_set.py.
 """
 
 from __future__ import annotations
