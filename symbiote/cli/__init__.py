@@ -13,6 +13,8 @@ from symbiote.cli.prepare import export, record_handshake
 from symbiote.cli.serve import serve, stdio
 from symbiote.cli.transfer import add_commands as add_transfer_commands
 
+__all__ = ["main"]
+
 
 def main(argv: list[str] | None = None) -> int:
     """The console entry point (`symbiote`, `python -m symbiote`): run one command, return its exit status."""

@@ -19,20 +19,17 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from symbiote.auth.origin import OriginResolver
-from symbiote.auth.owner import OwnerChecks
+from symbiote.auth import OriginResolver, OwnerChecks
 from symbiote.console import editing, links_review, memories, overview, pasted_page, signin, transfer_pages, trash
 from symbiote.console.gate import Access, ConsoleGate
 from symbiote.console.jobs import UPLOADS, ImportJobs
 from symbiote.console.rendering import STATIC
 from symbiote.console.session import SessionKey, Sessions, key_path
 from symbiote.console.state import ConsoleState
-from symbiote.transfer.history_access import turn_reader
-from symbiote.transfer.import_report import ImportReport
-from symbiote.transfer.sources import import_path
+from symbiote.transfer import ImportReport, import_path, turn_reader
 
 if TYPE_CHECKING:
-    from symbiote.auth.store import AuthStore
+    from symbiote.auth import AuthStore
     from symbiote.config import Settings
     from symbiote.memory import ConversationHistory, MemoryEngine
 

@@ -15,7 +15,7 @@ from symbiote.console.jobs import ImportJobs
 
 if TYPE_CHECKING:
     from symbiote.memory import ConversationHistory, MemoryBulk, MemoryEngine
-    from symbiote.transfer.history_access import TurnReader
+    from symbiote.transfer import TurnReader
 
 
 @dataclass(frozen=True)

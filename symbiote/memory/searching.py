@@ -18,12 +18,9 @@ from symbiote.memory.records import SearchHit, SearchResults, public
 from symbiote.memory.requests import SearchRequest
 from symbiote.memory.statistics import Timer
 from symbiote.memory.store_io import StoreIO
-from symbiote.retrieval import background
+from symbiote.retrieval import Intent, TopicIndex, background, intent_of, mentions, subjects_of
 from symbiote.retrieval.background import Background
-from symbiote.retrieval.intent import Intent, intent
 from symbiote.retrieval.ranking import Candidate, Judged, QueryEvidence, judge, shortlist, with_members
-from symbiote.retrieval.subjects import mentions, subjects_of
-from symbiote.retrieval.topics import TopicIndex
 from symbiote.storage import MemoryFilter, MemoryStore, StoredMemory, content_hash
 from symbiote.telemetry.stages import stage
 
@@ -120,7 +117,7 @@ class MemorySearch:
             io.opened(), self._embedder.embed([text], urgent=True), self.topic_index(), self.background()
         )
         topic = topics.match(vectors[0])
-        kind = intent(text)
+        kind = intent_of(text)
         named = subjects_of(text)
         subject = named if kind == "request" else None
         words = list(topic.keywords) if topic else []

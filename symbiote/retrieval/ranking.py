@@ -36,7 +36,7 @@ from typing import Literal, NamedTuple
 from symbiote.retrieval import holders
 from symbiote.retrieval.background import Closeness
 from symbiote.retrieval.informative import QueryWords
-from symbiote.retrieval.intent import Intent, intent
+from symbiote.retrieval.intent import Intent, intent_of
 from symbiote.storage import KeywordMatch, Match
 
 KEYWORD_WEIGHT = 0.4
@@ -203,7 +203,7 @@ def meaning_relevance(query: str, texts: Sequence[str], cosines: Sequence[float]
     """The `relevance_score` (0-100) of texts found by meaning alone, as conversation turns are: the
     same model with no keyword or topic evidence, so a turn and a memory are on one scale."""
     candidates = [Candidate("", cosine, 0.0, 0.0, cosine, "semantic") for cosine in cosines]
-    evidence = QueryEvidence(closeness=closeness, intent=intent(query))
+    evidence = QueryEvidence(closeness=closeness, intent=intent_of(query))
     return [round(100.0 * p, 1) for _own, p in chances(query, candidates, evidence, texts, len(candidates))]
 
 

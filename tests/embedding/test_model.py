@@ -75,8 +75,7 @@ def test_the_runtime_loads_the_model_with_the_topic_questions_and_background_emb
     model_dir: Path, tmp_path: Path
 ) -> None:
     from symbiote.embedding.model import WarmModel
-    from symbiote.retrieval import background
-    from symbiote.retrieval.topics import TopicIndex
+    from symbiote.retrieval import TopicIndex, background
     from symbiote.runtime import load_embedder as runtime_load
 
     beside = tmp_path / "model"  # the model's files, with room for the warm vectors beside them

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from symbiote.azure.guard import GuardedHistory, GuardedStore, WriteGate
+from symbiote.azure import GuardedHistory, GuardedStore, WriteGate
 from symbiote.errors import StoreUnavailableError
 from symbiote.storage import (
     HistoryLayer,
