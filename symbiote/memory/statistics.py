@@ -127,7 +127,7 @@ class Statistics:
     async def _rescan(self, store: MemoryStore, idle: bool = False) -> Summary:
         """`idle`: a refresh nobody waits for, read only once no other store call waits."""
         writes = self._io.writes
-        fresh = Summary(await self._io.read(store.scan, urgent=False, idle=idle), iso_utc)
+        fresh = Summary(await self._io.read_in("idle" if idle else "background", store.scan), iso_utc)
         if self._io.writes != writes:  # a write landed meanwhile: the scan may or may not show it
             if self._summary is not None:
                 return self._summary  # kept current by that write; try again later
