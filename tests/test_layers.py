@@ -85,6 +85,54 @@ def test_imports_point_down() -> None:
     assert not upward, "\n".join(upward)
 
 
+def _file(module: str) -> Path | None:
+    base = ROOT.joinpath(*module.split("."))
+    return (
+        base / "__init__.py"
+        if (base / "__init__.py").is_file()
+        else base.with_suffix(".py")
+        if base.with_suffix(".py").is_file()
+        else None
+    )
+
+
+def _imported_by(module: str) -> set[str]:
+    """Every `symbiote` module that importing `module` may run, at import or later (lazy imports
+    count): what it imports, the packages on their way, and theirs in turn."""
+    found: set[str] = set()
+    todo = [module]
+    while todo:
+        name = todo.pop()
+        path = _file(name)
+        if name in found or path is None:
+            continue
+        found.add(name)
+        parts = name.split(".")
+        todo += [".".join(parts[:i]) for i in range(1, len(parts))]  # its packages' __init__ run first
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.ImportFrom)
+                and node.level == 0
+                and node.module
+                and node.module.startswith("symbiote")
+            ):
+                todo += [node.module, *(f"{node.module}.{a.name}" for a in node.names)]  # a name may be a module
+            elif isinstance(node, ast.Import):
+                todo += [a.name for a in node.names if a.name.startswith("symbiote")]
+    return found
+
+
+def test_the_store_process_runs_only_storage_and_what_lies_below() -> None:
+    """The store's own process (`storage/chroma/_store_child`) imports nothing above storage: a search
+    sends its fusion down as data (`storage.Fusion`), never retrieval's code to run there."""
+    above = sorted(
+        m
+        for m in _imported_by("symbiote.storage.chroma._store_child")
+        if _layer(m) in RANK and RANK[_layer(m)] >= RANK["storage"] and _layer(m) != "storage"
+    )
+    assert not above, f"the store process would import: {above}"
+
+
 def _doors() -> dict[str, set[str]]:
     """Each package with a door: its dotted name and the names its `__all__` lets out."""
     found = {}

@@ -41,8 +41,8 @@ from symbiote.memory.statistics import Statistics
 from symbiote.memory.store_io import StoreIO
 from symbiote.memory.trash import ASSISTANT, TRASH_DAYS, MemoryTrash
 from symbiote.memory.writing import MemoryWriter
-from symbiote.retrieval.ranking import Candidate, QueryEvidence
-from symbiote.storage import DiskSpace, MemoryFilter, MemoryStore
+from symbiote.retrieval.ranking import QueryEvidence
+from symbiote.storage import Candidate, DiskSpace, MemoryFilter, MemoryStore
 
 __all__ = ["EnginePolicy", "MemoryEngine", "PolicyRefusedError", "QuotaExceededError"]
 

@@ -8,7 +8,6 @@ search results, re-checking every filter on the memories themselves.
 from __future__ import annotations
 
 import asyncio
-import functools
 import time
 from collections.abc import Awaitable, Callable, Iterable
 
@@ -20,8 +19,8 @@ from symbiote.memory.statistics import Timer
 from symbiote.memory.store_io import StoreIO
 from symbiote.retrieval import Intent, TopicIndex, background, intent_of, mentions, subjects_of
 from symbiote.retrieval.background import Background
-from symbiote.retrieval.ranking import Candidate, Judged, QueryEvidence, judge, shortlist, with_members
-from symbiote.storage import MemoryFilter, MemoryStore, StoredMemory, content_hash
+from symbiote.retrieval.ranking import Judged, QueryEvidence, fusion, judge, with_members
+from symbiote.storage import Candidate, MemoryFilter, MemoryStore, StoredMemory, content_hash
 from symbiote.telemetry.stages import stage
 
 RELEVANCE_CUTOFF = 30.0
@@ -110,7 +109,7 @@ class MemorySearch:
     ) -> tuple[list[Candidate], QueryEvidence, dict[str, StoredMemory]]:
         """`rank`, plus the memories most likely to be returned (the first `prefetch` candidates and
         the leading topic members). One trip to the store after the query is embedded: vectors,
-        keywords and topic members, fused there (`shortlist`), then contents. The keyword search waits for the embedding rather than run beside it: the model has
+        keywords and topic members, fused there with the ranking's weights sent down (`ranking.fusion`), then contents. The keyword search waits for the embedding rather than run beside it: the model has
         both cores to itself, and in the store's process the keywords are searched beside the vectors."""
         io = self._io
         store, vectors, topics, cohort = await asyncio.gather(
@@ -123,7 +122,7 @@ class MemorySearch:
         words = list(topic.keywords) if topic else []
         # A request's subject: its members are marked among the leading candidates, whose contents
         # are read anyway (searching the whole store for the subject's words cost more than the rest).
-        plan = functools.partial(shortlist, prefetch=prefetch, pool=SUBJECT_POOL if subject else 0)
+        plan = fusion(prefetch, SUBJECT_POOL if subject else 0)
         with stage("candidate search"):
             candidates, found = await io.read(
                 store.search, vectors[0], text, CANDIDATES, words, TOPIC_CANDIDATES, where, plan

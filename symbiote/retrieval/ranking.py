@@ -37,28 +37,14 @@ from symbiote.retrieval import holders
 from symbiote.retrieval.background import Closeness
 from symbiote.retrieval.informative import QueryWords
 from symbiote.retrieval.intent import Intent, intent_of
-from symbiote.storage import KeywordMatch, Match
+from symbiote.storage import Candidate, Fusion, KeywordMatch, Match, fused
+from symbiote.storage import likely as likely  # the candidates a search scores: eval/ and the tests ask here
 
 KEYWORD_WEIGHT = 0.4
 TOPIC_BOOST = 0.25
 SEMANTIC_FLOOR = 0.25  # below this cosine, meaning alone is not why a memory matched
 
-MatchedBy = Literal["semantic", "keyword", "both", "topic"]
 MatchKind = Literal["answer", "context"]
-
-
-class Candidate(NamedTuple):
-    """One memory a search found, with its evidence. A named tuple: a search's hundred-odd candidates
-    cross from the store's process in every search, and a tuple pickles ten times faster than a
-    dataclass (docs/performance.md)."""
-
-    memory_id: str
-    cosine: float
-    keyword: float  # BM25 relative to the best keyword match of this query, 0..1
-    topic: float  # how strongly it carries the words of the question's topic, 0..1 (0: not a member)
-    fused: float
-    matched_by: MatchedBy
-    holds_named: bool = True  # it holds the particular thing the query names ("cat"), or the query names none
 
 
 @dataclass(frozen=True)
@@ -222,57 +208,14 @@ def with_members(candidates: Sequence[Candidate], members: set[str]) -> list[Can
     return rows
 
 
+def fusion(prefetch: int, pool: int = 0) -> Fusion:
+    """What a search sends down with its trip to the store: the fusion's weights (above) and how many
+    candidates to read (`likely`). Data, so the store's process runs none of this package's code."""
+    return Fusion(KEYWORD_WEIGHT, TOPIC_BOOST, SEMANTIC_FLOOR, prefetch, pool)
+
+
 def fuse(
     dense: Sequence[Match], keyword: Sequence[KeywordMatch], topic_members: Sequence[KeywordMatch] = ()
 ) -> list[Candidate]:
-    """Candidates from all retrievers, best first; ties go to the newer memory."""
-    cosines = {m.memory_id: m.similarity for m in dense}
-    floor = min(cosines.values()) if cosines else 0.0
-    best_keyword = max((k.score for k in keyword), default=0.0)
-    keywords = {k.memory_id: k.score / best_keyword for k in keyword} if best_keyword > 0 else {}
-    best_member = max((k.score for k in topic_members), default=0.0)
-    members = {k.memory_id: k.score / best_member for k in topic_members} if best_member > 0 else {}
-    rows = []
-    for memory_id in dict.fromkeys([*cosines, *keywords, *members]):
-        cosine = cosines.get(memory_id, floor)
-        lexical = keywords.get(memory_id, 0.0)
-        topic = members.get(memory_id, 0.0)
-        fused = cosine + KEYWORD_WEIGHT * lexical + TOPIC_BOOST * topic
-        semantic = memory_id in cosines and cosine >= SEMANTIC_FLOOR
-        how: MatchedBy = (
-            "both"
-            if semantic and lexical
-            else "keyword"
-            if lexical
-            else "semantic"
-            if semantic or not topic
-            else "topic"
-        )
-        rows.append(Candidate(memory_id, cosine, lexical, topic, fused, how))
-    # Equal scores (to 3 decimals): the newer memory first; ids sort by creation time.
-    rows.sort(key=lambda c: (round(c.fused, 3), c.memory_id), reverse=True)
-    return rows
-
-
-def shortlist(
-    dense: Sequence[Match],
-    keyword: Sequence[KeywordMatch],
-    members: Sequence[KeywordMatch],
-    prefetch: int,
-    pool: int = 0,
-) -> tuple[list[Candidate], list[str]]:
-    """What a search reads about its candidates once they are fused: the ranking, and those whose
-    records are read (`likely`). The store runs it between its two stages (`MemoryStore.search`), so a
-    search is one trip to the store's process."""
-    candidates = fuse(dense, keyword, members)
-    return candidates, likely(candidates, prefetch, pool)
-
-
-def likely(candidates: Sequence[Candidate], prefetch: int, pool: int = 0) -> list[str]:
-    """The candidates a search scores (their texts are read): the first `prefetch` of the fused ranking and
-    of plain cosine (so scoring never loses what meaning alone would show), the first `pool` (a request's
-    subject is marked among them) and up to `prefetch` topic members further down."""
-    ids = [c.memory_id for c in candidates]
-    nearest = [c.memory_id for c in sorted(candidates, key=lambda c: c.cosine, reverse=True)[:prefetch]]
-    further = [c.memory_id for c in candidates[prefetch:] if c.topic > 0][:prefetch]
-    return list(dict.fromkeys([*ids[:prefetch], *nearest, *ids[:pool], *further]))
+    """Candidates from all retrievers, best first, fused as a search's are in the store."""
+    return fused(dense, keyword, topic_members, fusion(0))

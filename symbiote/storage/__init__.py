@@ -14,7 +14,6 @@ from symbiote.storage.base import (
     KeywordMatch,
     Match,
     MemoryStore,
-    Shortlist,
     StoredMemory,
     StoredTurn,
     TrashedMemory,
@@ -32,7 +31,8 @@ from symbiote.storage.disk_errors import (
 )
 from symbiote.storage.diskspace import DiskSpace, directory_bytes
 from symbiote.storage.filters import MemoryFilter
-from symbiote.storage.layers import HistoryLayer, Layer, StoreLayer, invoke
+from symbiote.storage.fusion import Candidate, Fusion, MatchedBy, fused, likely
+from symbiote.storage.layers import HistoryLayer, Layer, StoreLayer
 from symbiote.storage.opening import (
     ResetCheck,
     ResetGuard,
@@ -47,6 +47,11 @@ from symbiote.storage.terms import query_terms
 
 __all__ = [
     "CHROMA_FILE",
+    "Candidate",
+    "Fusion",
+    "MatchedBy",
+    "fused",
+    "likely",
     "FORMAT_FILE",
     "FORMAT_VERSION",
     "LEXICAL_FILE",
@@ -63,7 +68,6 @@ __all__ = [
     "ResetCheck",
     "ResetGuard",
     "ResetHistoryGuard",
-    "Shortlist",
     "StorageFullError",
     "StorageReadOnlyError",
     "StoreDamagedError",
@@ -75,7 +79,6 @@ __all__ = [
     "content_hash",
     "directory_bytes",
     "embedded_store_exists",
-    "invoke",
     "is_damage",
     "is_transient",
     "make_private",
