@@ -14,10 +14,10 @@ and the console's sign-out read the store without loading the server; `gateway`,
 SDK's auth routes, is let out whole and imported where the HTTP app is built.
 """
 
+from symbiote.auth.auth_store import AUTH_DB_NAME, AuthStore, AuthStoreUnavailable, default_auth_db
 from symbiote.auth.origin import OriginResolver, address_key, client_address, current_origin, forwarded_client
 from symbiote.auth.owner import OwnerChecks, OwnerSecret, SignInLimiter, hash_secret
 from symbiote.auth.policy import AuthRefused, chatgpt_tools_enabled, enforce, resolve_mode
-from symbiote.auth.store import AUTH_DB_NAME, AuthStore, AuthStoreUnavailable, default_auth_db
 
 __all__ = [
     "AUTH_DB_NAME",

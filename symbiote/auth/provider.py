@@ -36,9 +36,9 @@ from pydantic import AnyUrl, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
+from symbiote.auth.auth_store import API_KEY_PREFIX, AuthStore
 from symbiote.auth.client_metadata import ClientMetadataDocuments, ClientMetadataError, is_metadata_url
 from symbiote.auth.overflow import OverflowTickets
-from symbiote.auth.store import API_KEY_PREFIX, AuthStore
 from symbiote.platform_hosts import is_loopback
 
 P = ParamSpec("P")

@@ -7,7 +7,7 @@ This is the package's door: other packages import from `symbiote.embedding`, nev
 inside it (tests/test_layers.py checks). It imports nothing: `symbiote serve` reads the model's name
 and dimension here before it listens, to start the store's process. The modules are let out whole
 and imported where used: `embedder` (the async embedder, with the OpenTelemetry API), `model` (the
-model on onnxruntime, imported on first load), `export` (the build-time export, torch) and `stamp`.
+model on onnxruntime, imported on first load), `onnx_export` (the build-time export, torch) and `stamp`.
 """
 
 MODEL_NAME = "all-MiniLM-L6-v2"
@@ -21,7 +21,7 @@ __all__ = [
     "MODEL_NAME",
     "ONNX_FILE",
     "embedder",
-    "export",
+    "onnx_export",
     "model",
     "stamp",
 ]

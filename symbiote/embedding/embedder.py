@@ -101,7 +101,7 @@ class AsyncEmbedder:
         """Each text's passages and their vectors, one run of the model per slice of texts
         (`Embedder.embed_passages`): all the model work a store waits for (an `embedding` span).
         A long text gets its whole vector only, its paragraphs and spans being indexed after the
-        store (`symbiote.memory.passages`); with `complete`, they are embedded here too."""
+        store (`symbiote.memory.passage_indexing`); with `complete`, they are embedded here too."""
         with stage("embedding", **{"symbiote.embedding.texts": len(texts)}):
             return await self._passages(texts, complete, idle)
 

@@ -54,7 +54,7 @@ from symbiote.auth import (
 from symbiote.auth.gateway import AuthGateway, OAuthOptions
 from symbiote.azure import FileShare
 from symbiote.config import ConfigError, Settings
-from symbiote.console.app import console_access, create_console
+from symbiote.console.console_app import console_access, create_console
 from symbiote.console.state import console_state
 from symbiote.http.headers import TrimmedHeaders
 from symbiote.http.health import health_endpoint

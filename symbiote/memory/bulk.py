@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from symbiote.embedding import MODEL_DIMENSION
 from symbiote.memory.clock import iso_utc
-from symbiote.memory.policy import EnginePolicy, check_quota
 from symbiote.memory.trash import OWNER
+from symbiote.memory.write_policy import EnginePolicy, check_quota
 from symbiote.storage import LINK_FIELDS, MemoryFilter, MemoryStore, StoredMemory
 
 if TYPE_CHECKING:

@@ -22,7 +22,6 @@ from symbiote.memory import validation
 from symbiote.memory.bulk import MemoryBulk
 from symbiote.memory.links import MemoryLinks
 from symbiote.memory.owner_stats import OwnerStats, duplicate_pair
-from symbiote.memory.policy import EnginePolicy, PolicyRefusedError, QuotaExceededError
 from symbiote.memory.records import (
     BatchStoreResult,
     DeleteResult,
@@ -40,6 +39,7 @@ from symbiote.memory.searching import MemorySearch
 from symbiote.memory.statistics import Statistics
 from symbiote.memory.store_io import StoreIO
 from symbiote.memory.trash import ASSISTANT, TRASH_DAYS, MemoryTrash
+from symbiote.memory.write_policy import EnginePolicy, PolicyRefusedError, QuotaExceededError
 from symbiote.memory.writing import MemoryWriter
 from symbiote.retrieval.ranking import QueryEvidence
 from symbiote.storage import Candidate, DiskSpace, MemoryFilter, MemoryStore

@@ -1,7 +1,7 @@
 """Conversation history: the turns of each conversation, kept beside (never inside) the memories.
 
 The turns live in a Chroma collection of their own, next to the memories, through the same
-client (`symbiote.storage.chroma.history` says where and how). This is the service over that store:
+client (`symbiote.storage.chroma.history_store` says where and how). This is the service over that store:
 it checks arguments, embeds each turn (which is what lets history be searched when that is
 asked for: `ConversationHistory.search`) and returns what the tools show.
 

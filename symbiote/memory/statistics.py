@@ -17,10 +17,10 @@ from typing import Any
 from symbiote.embedding import MODEL_DIMENSION, MODEL_NAME
 from symbiote.memory.clock import iso_utc
 from symbiote.memory.owner_stats import OwnerFigures
-from symbiote.memory.policy import EnginePolicy
 from symbiote.memory.records import MemoryStats
 from symbiote.memory.store_io import StoreIO
 from symbiote.memory.summary import Summary
+from symbiote.memory.write_policy import EnginePolicy
 from symbiote.storage import MemoryStore, StoredMemory
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """Deleting into the trash, restoring from it, and emptying it: by the owner, or after TRASH_DAYS.
 
 Every delete, the owner's in the console and an assistant's over MCP (`delete_memory`), moves the
-memory to the store's trash (`symbiote.storage.chroma.trash`): at once it is gone from search, reads and
+memory to the store's trash (`symbiote.storage.chroma.trashing`): at once it is gone from search, reads and
 counts, as a deletion must be, and for TRASH_DAYS the owner can bring it back with its id, text,
 tags, type, times and vector. After that it is deleted for good (checked at start, at each delete and
 each look at the trash, and daily with retention), with a log line naming what went. Retention (RETENTION_DAYS) deletes for good, as before: it is the owner's

@@ -5,7 +5,7 @@ embeds it, and checked for disk space before the store sees it, so a refused wri
 partial record. Identical content is never stored twice: a store of the same text returns the
 existing memory. A store waits only for what makes the memory durable and findable, the whole
 text's vector, in one call to the store; its passages are indexed right after
-(`symbiote.memory.passages`).
+(`symbiote.memory.passage_indexing`).
 """
 
 from __future__ import annotations
@@ -26,8 +26,7 @@ from symbiote.memory.clock import iso_utc, now_us
 from symbiote.memory.ids import IdGenerator, created_us
 from symbiote.memory.keyed_lock import KeyedLock
 from symbiote.memory.links import ASSISTANT, confirmed, link_new, offers, refuse_cycle
-from symbiote.memory.passages import PassageIndexer
-from symbiote.memory.policy import EnginePolicy, check_conversation, check_quota
+from symbiote.memory.passage_indexing import PassageIndexer
 from symbiote.memory.records import (
     BatchStoreResult,
     RetentionResult,
@@ -39,6 +38,7 @@ from symbiote.memory.requests import StoreRequest, UpdateRequest
 from symbiote.memory.statistics import Statistics
 from symbiote.memory.store_io import StoreIO
 from symbiote.memory.store_results import batch_results, duplicate_result, offered_as, stored_result
+from symbiote.memory.write_policy import EnginePolicy, check_conversation, check_quota
 from symbiote.storage import MemoryFilter, MemoryStore, StoredMemory, content_hash
 
 log = logging.getLogger(__name__)

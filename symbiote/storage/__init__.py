@@ -19,6 +19,16 @@ from symbiote.storage.base import (
     TrashedMemory,
     content_hash,
 )
+from symbiote.storage.data_directory import (
+    ResetCheck,
+    ResetGuard,
+    ResetHistoryGuard,
+    StoreResetError,
+    embedded_store_exists,
+    make_private,
+    quarantine,
+    reset_store,
+)
 from symbiote.storage.data_format import FORMAT_FILE, FORMAT_VERSION, record_format, recorded_format
 from symbiote.storage.disk_errors import (
     RemoteStoreError,
@@ -33,16 +43,6 @@ from symbiote.storage.diskspace import DiskSpace, directory_bytes
 from symbiote.storage.filters import MemoryFilter
 from symbiote.storage.fusion import Candidate, Fusion, MatchedBy, fused, likely
 from symbiote.storage.layers import HistoryLayer, Layer, StoreLayer
-from symbiote.storage.opening import (
-    ResetCheck,
-    ResetGuard,
-    ResetHistoryGuard,
-    StoreResetError,
-    embedded_store_exists,
-    make_private,
-    quarantine,
-    reset_store,
-)
 from symbiote.storage.terms import query_terms
 
 __all__ = [

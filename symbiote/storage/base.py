@@ -3,7 +3,7 @@
 The engine sees only `MemoryStore`; `symbiote.storage.chroma.store.ChromaMemoryStore` implements it
 over any Chroma client (embedded `PersistentClient`, or a Chroma server's `HttpClient` as the way
 past one machine). Calls block; the engine runs them in worker threads. Opening a store is
-`symbiote.storage.opening`.
+`symbiote.storage.data_directory`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The layers between the engine and Chroma, each a store itself: one delegating class per interface.
 
-A store is wrapped before the engine sees it: the reset check (`symbiote.storage.opening.ResetGuard`)
+A store is wrapped before the engine sees it: the reset check (`symbiote.storage.data_directory.ResetGuard`)
 and the file share's writer lease (`symbiote.azure.guard.GuardedStore`). Each is written once as a
 `Layer[S]` for both interfaces and mixed with `StoreLayer` (or `HistoryLayer`), where every method of
 the interface is written out once, as the call it makes on the store below, and sent through `_read`

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from symbiote.embedding.export import bundled_weights_dir
 from symbiote.embedding.model import MODEL_DIMENSION, OnnxEmbedder
+from symbiote.embedding.onnx_export import bundled_weights_dir
 
 TEXTS = [
     "I love building web apps with React",

@@ -82,7 +82,7 @@ def _open(kind: str, path: str, model: str, dimension: int) -> MemoryStore | His
                 discard_ahead(ahead)
     if kind == "history":
         from symbiote.storage.chroma.client import embedded_client
-        from symbiote.storage.chroma.history import open_history_store
+        from symbiote.storage.chroma.history_store import open_history_store
 
         return open_history_store(embedded_client(Path(path)), model, dimension)
     raise ValueError(f"unknown store kind {kind!r}")

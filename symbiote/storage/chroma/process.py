@@ -101,7 +101,7 @@ class StoreProcess:
 
     def make_ahead(self, model: str, dimension: int) -> None:
         """Have the child make a new, empty store now, in a thread, to be copied in by the first
-        memory operation (`symbiote.storage.opening.make_ahead`): the data directory has none yet."""
+        memory operation (`symbiote.storage.data_directory.make_ahead`): the data directory has none yet."""
 
         def run() -> None:
             try:
