@@ -34,11 +34,11 @@ from logistic import fit_newton
 from relevance_sets import Asked
 
 from symbiote.retrieval import ranking
+from symbiote.retrieval.thresholds import SUBJECT_POOL
 
 CUTOFF = 30.0
 LIMIT = 5
 PREFETCH = 15  # what a search for 5 results scores: symbiote/memory/searching.py's `count * 3`
-SUBJECT_POOL = 20  # searching.py's
 BINS = (30, 40, 50, 60, 70, 80, 90, 101)
 STORES = ("small", "facts100", "turns400", "mixed400", "5000", "locomo")
 

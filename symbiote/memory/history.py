@@ -26,11 +26,11 @@ from symbiote.errors import InvalidInputError
 from symbiote.memory import validation
 from symbiote.memory.clock import instant_us, iso_utc, now_us
 from symbiote.memory.keyed_lock import KeyedLock
-from symbiote.memory.searching import RELEVANCE_CUTOFF
 from symbiote.memory.store_io import StoreIO
 from symbiote.retrieval import background
 from symbiote.retrieval.background import Background
 from symbiote.retrieval.ranking import meaning_relevance
+from symbiote.retrieval.thresholds import RELEVANCE_CUTOFF
 from symbiote.storage import DiskSpace, HistoryStore, StoredTurn
 
 __all__ = ["AppendResult", "ConversationHistory", "History", "HistoryHit", "Turn", "parse_ts"]

@@ -20,14 +20,16 @@ from symbiote.memory.store_io import StoreIO
 from symbiote.retrieval import Intent, TopicIndex, background, intent_of, mentions, subjects_of
 from symbiote.retrieval.background import Background
 from symbiote.retrieval.ranking import Judged, QueryEvidence, fusion, judge, with_members
+from symbiote.retrieval.thresholds import (
+    CANDIDATES,
+    RELEVANCE_CUTOFF,
+    SUBJECT_POOL,
+    SUBJECT_STRENGTH,
+    TOPIC_CANDIDATES,
+)
 from symbiote.storage import Candidate, MemoryFilter, MemoryStore, StoredMemory, content_hash
 from symbiote.telemetry.stages import stage
 
-RELEVANCE_CUTOFF = 30.0
-CANDIDATES = 50  # per retriever, before fusion
-TOPIC_CANDIDATES = 10  # memories carrying a vague question's topic words that join the candidates
-SUBJECT_POOL = 20  # leading candidates of a request among which its subject's members are marked
-SUBJECT_STRENGTH = 1.0  # how surely a word naming a subject makes a request about it
 CHAIN_SHOWN = 3  # memories of one chain of updates among a search's results: the newest and two before it
 RANK_PREFETCH = 15  # `rank` reads the contents a search for 5 results reads
 

@@ -4,7 +4,8 @@ updates an older one (`sameness`), the background a query's closeness is judged 
 
 This is the package's door: other packages import from `symbiote.retrieval`, never from a module
 inside it (tests/test_layers.py checks). `ranking`, `sameness` and `background` are let out whole:
-their callers use them as namespaces (`ranking.judge`, `sameness.judge`, `background.embedded`).
+their callers use them as namespaces (`ranking.judge`, `sameness.judge`, `background.embedded`);
+so is `thresholds`, the ranking's hand-set numbers, each with where it came from.
 """
 
 from symbiote.retrieval.intent import Intent, intent_of
@@ -20,4 +21,5 @@ __all__ = [
     "ranking",
     "sameness",
     "subjects_of",
+    "thresholds",
 ]

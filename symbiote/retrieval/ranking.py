@@ -37,12 +37,9 @@ from symbiote.retrieval import holders
 from symbiote.retrieval.background import Closeness
 from symbiote.retrieval.informative import QueryWords
 from symbiote.retrieval.intent import Intent, intent_of
+from symbiote.retrieval.thresholds import KEYWORD_WEIGHT, RIVAL_SPAN, SEMANTIC_FLOOR, TOPIC_BOOST
 from symbiote.storage import Candidate, Fusion, KeywordMatch, Match, fused
 from symbiote.storage import likely as likely  # the candidates a search scores: eval/ and the tests ask here
-
-KEYWORD_WEIGHT = 0.4
-TOPIC_BOOST = 0.25
-SEMANTIC_FLOOR = 0.25  # below this cosine, meaning alone is not why a memory matched
 
 MatchKind = Literal["answer", "context"]
 
@@ -106,7 +103,6 @@ def load_model(path: Path = MODEL_FILE) -> RelevanceModel:
 
 
 MODEL = load_model()
-RIVAL_SPAN = 1.0  # candidates whose evidence is this close (in log-odds) are rivals; set by hand, one unit
 
 
 @dataclass(frozen=True)
