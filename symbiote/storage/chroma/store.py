@@ -28,13 +28,7 @@ from symbiote.storage.base import KeywordMatch, Match, StoredMemory, TrashedMemo
 from symbiote.storage.chroma.batches import BatchedCollection, max_batch_size
 from symbiote.storage.chroma.bulk_reads import BulkReads, read_all
 from symbiote.storage.chroma.bulk_reads import chunk_ids as _chunk_ids
-from symbiote.storage.chroma.chroma_records import (
-    check_identity,
-    chroma_nearest,
-    link_metadata,
-    memory_from,
-    metadata_of,
-)
+from symbiote.storage.chroma.codec import check_identity, chroma_nearest, link_metadata, memory_from, metadata_of
 from symbiote.storage.chroma.keywords import LexicalIndex
 from symbiote.storage.chroma.passages import DeferredPassages, chunk_records, passage_records
 from symbiote.storage.chroma.trashing import Trash
@@ -150,7 +144,7 @@ class ChromaMemoryStore:
     def vectors(self, memory_ids: Sequence[str]) -> dict[str, np.ndarray]:
         return self._bulk.vectors(memory_ids)
 
-    # -- the trash (symbiote.storage.chroma.trashing) -------------------------------------------------
+    # -- the trash (symbiote.storage.chroma.trashing) ---------------------------------------------
 
     def trash(self, memory_ids: Sequence[str], deleted_by: str, deleted_us: int) -> list[str]:
         return self._trash.trash(memory_ids, deleted_by, deleted_us)
