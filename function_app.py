@@ -21,7 +21,7 @@ import logging
 
 import azure.functions as func
 
-from symbiote.azure.share import FileShare
+from symbiote.azure import FileShare
 from symbiote.config import Settings
 from symbiote.http.app import create_app
 from symbiote.runtime import ModelLoader

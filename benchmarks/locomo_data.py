@@ -8,7 +8,7 @@ benchmarks read a directory of one file per conversation (`26.json`, `30.json`..
 
     python benchmarks/locomo_data.py locomo10.json DIR
 
-Shared by locomo.py, vs_peer.py, stages.py and calibrate_relevance.py.
+Shared by locomo.py, vs_peer.py, stages.py and eval/relevance_sets.py.
 """
 
 from __future__ import annotations

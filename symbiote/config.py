@@ -22,7 +22,7 @@ from symbiote.auth_settings import (
     read_auth_settings,
 )
 from symbiote.errors import SymbioteError
-from symbiote.telemetry.settings import DEFAULT_LOG_FORMAT, OFF_WORDS, ON_WORDS, read_telemetry_settings
+from symbiote.telemetry import DEFAULT_LOG_FORMAT, OFF_WORDS, ON_WORDS, read_telemetry_settings
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 INSTALLED_SHARE = Path(sys.prefix) / "share" / "symbiote"  # where an installed wheel puts its data files

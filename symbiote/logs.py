@@ -12,8 +12,8 @@ import logging
 import os
 import sys
 
+from symbiote.telemetry import log_format
 from symbiote.telemetry.redaction import RedactingFilter
-from symbiote.telemetry.settings import log_format
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 

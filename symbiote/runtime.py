@@ -10,17 +10,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from symbiote.azure.guard import GuardedHistory, GuardedStore
-from symbiote.azure.services import ShareServices, open_share_services
-from symbiote.azure.share import FileShare
+from symbiote.azure import FileShare, GuardedHistory, GuardedStore, ShareServices, open_share_services
 from symbiote.config import Settings
 from symbiote.embedding import model as embeddings
 from symbiote.embedding.embedder import AsyncEmbedder
 from symbiote.embedding.model import Embedder, WarmModel
 from symbiote.errors import StoreUnavailableError
-from symbiote.mcp.history_tools import HistoryServices, register_history_tools
-from symbiote.mcp.personality import Personality, load
-from symbiote.mcp.server import SymbioteMCP, build_server
+from symbiote.mcp import (
+    HistoryServices,
+    Personality,
+    SymbioteMCP,
+    build_server,
+    load_personality,
+    register_history_tools,
+)
 from symbiote.memory import ContextBuilder, ConversationHistory, EnginePolicy, MemoryEngine, TokenCounter
 from symbiote.storage import DiskSpace, HistoryStore, MemoryStore, ResetGuard, ResetHistoryGuard, embedded_store_exists
 from symbiote.storage.chroma import (
@@ -42,8 +45,7 @@ ModelLoader = Callable[[], Embedder | WarmModel]  # called once, in the embedder
 
 def load_embedder(model_dir: Path) -> Embedder | WarmModel:
     """The model, with the topic questions' and the background's vectors (every search needs them)."""
-    from symbiote.retrieval import background
-    from symbiote.retrieval.topics import TopicIndex
+    from symbiote.retrieval import TopicIndex, background
 
     return embeddings.load_warm(model_dir, [*TopicIndex.questions(), *background.texts()])
 
@@ -178,7 +180,7 @@ def build_runtime(
     `load_model` gives the model where one loaded model serves several instances (it is immutable:
     the tests share one); by default each instance loads its own from `settings.model_dir`."""
     telemetry.start()
-    personality = load(settings.personalities_dir, settings.personality)
+    personality = load_personality(settings.personalities_dir, settings.personality)
     chroma_server = ChromaServer.from_settings(settings)
 
     # Embedded Chroma runs in a process of its own (symbiote.storage.chroma.process) unless

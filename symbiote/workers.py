@@ -20,6 +20,7 @@ so reads in a closed loop still leave writes half the turns.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import math
 import os
@@ -29,10 +30,21 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any, TypeVar
+from typing import Any, Literal, ParamSpec, TypeVar
 
+P = ParamSpec("P")
 T = TypeVar("T")
-Job = tuple[Future[Any], Callable[..., Any], tuple[Any, ...]]
+Job = tuple[Future[Any], Callable[[], Any]]
+# Which queue a job waits in: someone waits on it; background (writes and the checks before them);
+# idle (work that follows an acknowledged write). Passed first, before the call it schedules, so the
+# call's own arguments are checked against its function (ParamSpec) and none can be mistaken for it.
+Lane = Literal["urgent", "background", "idle"]
+
+
+def lane(urgent: bool = False, idle: bool = False) -> Lane:
+    """The lane of a job someone may wait on (`urgent`) or nobody waits on (`idle`): urgent first."""
+    return "urgent" if urgent else "idle" if idle else "background"
+
 
 URGENT_STREAK = 16  # urgent jobs taken in a row while a background job waits, before it gets its turn
 GRACE_TRIPS = 3  # with a grace: urgent jobs in a row after which a waiting background job goes anyway
@@ -57,18 +69,18 @@ class PriorityExecutor:
         for thread in self._threads:
             thread.start()
 
-    def submit(self, fn: Callable[..., T], *args: Any, urgent: bool = False, idle: bool = False) -> Future[T]:
+    def submit(self, lane: Lane, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
         future: Future[T] = Future()
         with self._cond:
             if self._closed:
                 raise RuntimeError("cannot schedule new work after shutdown")
-            queue = self._urgent if urgent else self._idle if idle else self._background
-            queue.append((future, fn, args))
+            queue = {"urgent": self._urgent, "background": self._background, "idle": self._idle}[lane]
+            queue.append((future, functools.partial(fn, *args, **kwargs)))
             self._cond.notify_all()
         return future
 
-    async def run(self, fn: Callable[..., T], *args: Any, urgent: bool = False, idle: bool = False) -> T:
-        return await asyncio.wrap_future(self.submit(fn, *args, urgent=urgent, idle=idle))
+    async def run(self, lane: Lane, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return await asyncio.wrap_future(self.submit(lane, fn, *args, **kwargs))
 
     def _next(self) -> tuple[Job, bool] | None:
         with self._cond:
@@ -101,11 +113,11 @@ class PriorityExecutor:
 
     def _work(self) -> None:
         while (taken := self._next()) is not None:
-            (future, fn, args), background = taken
+            (future, call), background = taken
             try:
                 if future.set_running_or_notify_cancel():
                     try:
-                        result = fn(*args)
+                        result = call()
                     except BaseException as exc:  # noqa: BLE001 - handed to the caller through its future
                         future.set_exception(exc)
                     else:
@@ -123,7 +135,7 @@ class PriorityExecutor:
         with self._cond:
             self._closed = True
             if cancel_futures:
-                for future, _fn, _args in [*self._urgent, *self._background, *self._idle]:
+                for future, _call in [*self._urgent, *self._background, *self._idle]:
                     future.cancel()
                 self._urgent.clear()
                 self._background.clear()

@@ -269,7 +269,7 @@ def own_user_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture(scope="session")
 def model_dir() -> Path:
     if not (MODEL_DIR / MANIFEST_NAME).is_file():
-        from symbiote.embedding.export import export_model
+        from symbiote.embedding.onnx_export import export_model
 
         export_model(MODEL_DIR)
     return MODEL_DIR

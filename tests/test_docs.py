@@ -49,9 +49,9 @@ def _cited(pattern: str) -> set[tuple[str, str]]:
 
 
 def test_docs_cite_only_modules_and_scripts_that_exist() -> None:
-    """`symbiote/x/y.py`, `symbiote.x.y` and `benchmarks/z.py` in the docs all exist."""
+    """`symbiote/x/y.py`, `symbiote.x.y`, `benchmarks/z.py` and `eval/z.py` in the docs all exist."""
     missing = []
-    for doc, path in _cited(r"(?<![\w:/])(?:symbiote|benchmarks)/[\w/]+\.py\b"):  # not `git show REV:path`
+    for doc, path in _cited(r"(?<![\w:/])(?:symbiote|benchmarks|eval)/[\w/]+\.py\b"):  # not `git show REV:path`
         if not (ROOT / path).is_file():
             missing.append((doc, path))
     names = _string_literals()
@@ -67,11 +67,13 @@ def test_docs_cite_only_modules_and_scripts_that_exist() -> None:
 
 
 def test_performance_lists_only_benchmarks_that_exist() -> None:
-    """The "How to measure" table is what a contributor runs: every script in it exists."""
+    """The "How to measure" table is what a contributor runs: every script in it exists (the timing
+    scripts in `benchmarks/`, the relevance sets and the fit in `eval/`)."""
     text = (DOCS / "performance.md").read_text(encoding="utf-8")
     table = text.split("## How to measure", 1)[1].split("\n## ", 1)[0]
-    scripts = set(re.findall(r"benchmarks/(\w+\.py)", table))
-    assert scripts and all((ROOT / "benchmarks" / s).is_file() for s in scripts), scripts
+    scripts = set(re.findall(r"(?:benchmarks|eval)/\w+\.py", table))
+    assert {s.split("/")[0] for s in scripts} == {"benchmarks", "eval"}, scripts
+    assert all((ROOT / s).is_file() for s in scripts), scripts
 
 
 def test_one_set_of_targets() -> None:
@@ -99,6 +101,7 @@ def test_no_development_machine_paths() -> None:
         *DOCS.glob("*.md"),
         *(ROOT / "scripts").iterdir(),
         *(ROOT / "benchmarks").rglob("*.py"),
+        *(ROOT / "eval").rglob("*.py"),
     ]
     found = []
     for path in files:

@@ -24,7 +24,7 @@ from azure.functions.timer import TimerRequest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from symbiote.azure.local_share import LocalDirectoryShare
+from symbiote.azure import LocalDirectoryShare
 from symbiote.config import Settings
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -156,7 +156,7 @@ def test_dockerignore_keeps_the_context_small_but_complete():
         for line in (ROOT / ".dockerignore").read_text().splitlines()
         if line.strip() and not line.startswith("#")
     }
-    for heavy in (".venv", ".git", "models", "data", "tests", "benchmarks"):
+    for heavy in (".venv", ".git", "models", "data", "tests", "benchmarks", "eval"):
         assert heavy in ignored
     sources = []
     for item in dockerfile_stages():

@@ -11,7 +11,7 @@ import pytest
 from symbiote import config
 from symbiote.config import Settings
 from symbiote.errors import InvalidInputError
-from symbiote.memory import SearchRequest, clock, policy, takes, validation
+from symbiote.memory import SearchRequest, clock, takes, validation, write_policy
 from symbiote.storage import MemoryFilter
 from symbiote.transfer import export_format
 
@@ -22,7 +22,7 @@ def test_reading_an_empty_environment_gives_the_written_defaults() -> None:
 
 def test_the_content_cap_is_one_constant() -> None:
     assert Settings().max_content_bytes == config.MAX_CONTENT_BYTES
-    assert policy.EnginePolicy().max_content_bytes == config.MAX_CONTENT_BYTES
+    assert write_policy.EnginePolicy().max_content_bytes == config.MAX_CONTENT_BYTES
     assert validation.MAX_CONTENT_BYTES is config.MAX_CONTENT_BYTES
     assert inspect.signature(validation.content).parameters["max_bytes"].default == config.MAX_CONTENT_BYTES
 

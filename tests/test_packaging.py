@@ -61,11 +61,11 @@ def test_installed_wheel_finds_its_personalities_and_names_its_model_dir(wheel: 
     (site / "zz_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")  # the dependencies, from here
     probe = (
         "import symbiote, symbiote.config as c\n"
-        "from symbiote.mcp.personality import load\n"
+        "from symbiote.mcp.personality import load_personality\n"
         "s = c.Settings()\n"
         "print(symbiote.__file__)\n"
         "print(s.personalities_dir)\n"
-        "print(load(s.personalities_dir, 'v2').variant)\n"
+        "print(load_personality(s.personalities_dir, 'v2').variant)\n"
         "print(s.model_dir)\n"
     )
     out = subprocess.run(

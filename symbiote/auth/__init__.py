@@ -7,4 +7,35 @@
 - `owner`: the owner secret (scrypt, constant-time compare) and the sign-in rate limiter.
 - `origin`: the public origin of a request (forwarded headers or SYMBIOTE_PUBLIC_URL).
 - `gateway`: the SDK's auth routes and middleware, per public origin, in front of `/mcp`.
+
+This is the package's door: other packages import from `symbiote.auth`, never from a module inside
+it (tests/test_layers.py checks). What is imported here is light (no MCP SDK), so that `symbiote keys`
+and the console's sign-out read the store without loading the server; `gateway`, which brings the
+SDK's auth routes, is let out whole and imported where the HTTP app is built.
 """
+
+from symbiote.auth.auth_store import AUTH_DB_NAME, AuthStore, AuthStoreUnavailable, default_auth_db
+from symbiote.auth.origin import OriginResolver, address_key, client_address, current_origin, forwarded_client
+from symbiote.auth.owner import OwnerChecks, OwnerSecret, SignInLimiter, hash_secret
+from symbiote.auth.policy import AuthRefused, chatgpt_tools_enabled, enforce, resolve_mode
+
+__all__ = [
+    "AUTH_DB_NAME",
+    "AuthRefused",
+    "AuthStore",
+    "AuthStoreUnavailable",
+    "OriginResolver",
+    "OwnerChecks",
+    "OwnerSecret",
+    "SignInLimiter",
+    "address_key",
+    "chatgpt_tools_enabled",
+    "client_address",
+    "current_origin",
+    "default_auth_db",
+    "enforce",
+    "forwarded_client",
+    "gateway",
+    "hash_secret",
+    "resolve_mode",
+]

@@ -20,11 +20,11 @@ from mcp.server.auth.provider import construct_redirect_uri
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
+from symbiote.auth.auth_store import AuthStore
 from symbiote.auth.client_metadata import is_metadata_url
 from symbiote.auth.origin import address_key, client_address
 from symbiote.auth.overflow import OverflowTickets
 from symbiote.auth.owner import OwnerChecks
-from symbiote.auth.store import AuthStore
 
 log = logging.getLogger("symbiote.auth")
 MAX_FORM_BYTES = 8192

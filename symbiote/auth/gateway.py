@@ -59,6 +59,7 @@ from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import BaseRoute, Mount, Route, request_response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from symbiote.auth.auth_store import AuthStore, AuthStoreUnavailable
 from symbiote.auth.challenge import RequireToken
 from symbiote.auth.client_auth import HashedSecretAuthenticator
 from symbiote.auth.client_metadata import ClientMetadataDocuments
@@ -71,7 +72,6 @@ from symbiote.auth.provider import SCOPE, SymbioteOAuthProvider, TokenEndpoint
 from symbiote.auth.rates import Budgeted, RateBudget
 from symbiote.auth.registration import LimitedRegistration
 from symbiote.auth.revocation import Revocation
-from symbiote.auth.store import AuthStore, AuthStoreUnavailable
 from symbiote.platform_hosts import is_loopback
 
 log = logging.getLogger("symbiote.auth")

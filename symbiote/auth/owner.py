@@ -166,7 +166,7 @@ class OwnerChecks:
             async with self._checks:
                 if self.limiter.retry_after(source) > 0:
                     return None
-                correct = await self._threads.run(self.owner.verify, secret)
+                correct = await self._threads.run("background", self.owner.verify, secret)
         finally:
             self._checking.discard(source)
         if correct:

@@ -13,9 +13,11 @@ exchange naming any resource but the authorization's with `invalid_target`.
 
 from __future__ import annotations
 
+import functools
 import logging
+from collections.abc import Callable
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 from urllib.parse import urlsplit
 
 import anyio.to_thread
@@ -34,10 +36,13 @@ from pydantic import AnyUrl, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
+from symbiote.auth.auth_store import API_KEY_PREFIX, AuthStore
 from symbiote.auth.client_metadata import ClientMetadataDocuments, ClientMetadataError, is_metadata_url
 from symbiote.auth.overflow import OverflowTickets
-from symbiote.auth.store import API_KEY_PREFIX, AuthStore
 from symbiote.platform_hosts import is_loopback
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 log = logging.getLogger("symbiote.auth")
 
@@ -146,8 +151,9 @@ class SymbioteOAuthProvider:
         self.access_ttl = access_ttl
         self.refresh_ttl = refresh_ttl
 
-    async def _run(self, fn: Any, *args: Any) -> Any:
-        return await anyio.to_thread.run_sync(fn, *args)
+    async def _run(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """A call of the auth store, in a worker thread (SQLite blocks)."""
+        return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
 
     # -- clients --------------------------------------------------------------------------------
 

@@ -14,11 +14,11 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from symbiote.azure.lease import WriterLease
 from symbiote.errors import StoreUnavailableError
-from symbiote.storage import HistoryLayer, HistoryStore, Layer, MemoryStore, StoreLayer, invoke
+from symbiote.storage import HistoryLayer, HistoryStore, Layer, MemoryStore, StoreLayer
 
 log = logging.getLogger(__name__)
 
@@ -158,9 +158,9 @@ class _Guarded(Layer[S]):
     def _target(self) -> S:
         return self._guard.current()
 
-    def _write(self, op: Callable[..., T], *args: Any) -> T:
+    def _write(self, call: Callable[[S], T]) -> T:
         with self._guard.writing():
-            return invoke(self._guard.writable(), op, args)
+            return call(self._guard.writable())
 
     def writing(self) -> AbstractContextManager[None]:
         return self._guard.writing()

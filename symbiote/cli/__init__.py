@@ -11,7 +11,9 @@ from symbiote import __version__
 from symbiote.cli.admin import console, keys, oauth, owner_secret_hash, reset
 from symbiote.cli.prepare import export, record_handshake
 from symbiote.cli.serve import serve, stdio
-from symbiote.cli.transfer import add_commands as add_transfer_commands
+from symbiote.cli.transfer_commands import add_commands as add_transfer_commands
+
+__all__ = ["main"]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,11 +10,11 @@ from symbiote.cli.environment import settings_from_env
 from symbiote.config import Settings
 
 if TYPE_CHECKING:
-    from symbiote.auth.store import AuthStore
+    from symbiote.auth import AuthStore
 
 
 def _auth_store(settings: Settings) -> AuthStore:
-    from symbiote.auth.store import AuthStore, default_auth_db
+    from symbiote.auth import AuthStore, default_auth_db
 
     return AuthStore(settings.auth_db_path or default_auth_db(settings.chromadb_path))
 
@@ -29,8 +29,7 @@ def _when(stamp: float | None) -> str:
 
 def keys(args: argparse.Namespace) -> int:
     """`symbiote keys create|list|revoke`: static API keys for clients that can send a header."""
-    from symbiote.auth.policy import resolve_mode
-    from symbiote.auth.store import AuthStoreUnavailable
+    from symbiote.auth import AuthStoreUnavailable, resolve_mode
 
     settings = settings_from_env()
     store = _auth_store(settings)
@@ -83,7 +82,7 @@ def keys(args: argparse.Namespace) -> int:
 
 def _sign_out_console(settings: Settings, store: AuthStore) -> None:
     """A new console signing key in the data directory: every console session ends."""
-    from symbiote.console.session import SessionKey, key_path
+    from symbiote.console import SessionKey, key_path
 
     SessionKey(key_path(settings.chromadb_path)).rotate()
     store.forget_console_signouts()
@@ -92,7 +91,7 @@ def _sign_out_console(settings: Settings, store: AuthStore) -> None:
 def oauth(args: argparse.Namespace) -> int:
     """`symbiote oauth revoke-all`: disconnect every OAuth connector and sign the console out
     everywhere (API keys are untouched)."""
-    from symbiote.auth.store import AuthStoreUnavailable
+    from symbiote.auth import AuthStoreUnavailable
 
     settings = settings_from_env()
     store = _auth_store(settings)
@@ -111,7 +110,7 @@ def oauth(args: argparse.Namespace) -> int:
 
 def console(args: argparse.Namespace) -> int:
     """`symbiote console sign-out-all`: end every console session (a new signing key)."""
-    from symbiote.auth.store import AuthStoreUnavailable
+    from symbiote.auth import AuthStoreUnavailable
 
     settings = settings_from_env()
     store = _auth_store(settings)
@@ -130,7 +129,7 @@ def owner_secret_hash(_args: argparse.Namespace) -> int:
     """Read an owner secret (prompt or stdin) and print its SYMBIOTE_OWNER_SECRET_HASH value."""
     import getpass
 
-    from symbiote.auth.owner import hash_secret
+    from symbiote.auth import hash_secret
     from symbiote.auth_settings import GENERATE_HINT, MIN_OWNER_SECRET_LENGTH
 
     secret = getpass.getpass("Owner secret: ") if sys.stdin.isatty() else sys.stdin.readline()
@@ -151,7 +150,7 @@ def reset(args: argparse.Namespace) -> int:
     The sign-in database (API keys, connected apps) stays unless `--sign-ins` says to set it
     aside too. A server still running on the old directory refuses to go on until restarted.
     """
-    from symbiote.auth.store import AUTH_DB_NAME
+    from symbiote.auth import AUTH_DB_NAME
     from symbiote.storage import reset_store
 
     settings = settings_from_env()

@@ -12,7 +12,7 @@ from symbiote.config import ConfigError, Settings
 
 def export(args: argparse.Namespace) -> int:
     from symbiote import logs
-    from symbiote.embedding.export import export_model
+    from symbiote.embedding.onnx_export import export_model
 
     settings = settings_from_env()
     logs.configure(settings.log_level)

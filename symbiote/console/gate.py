@@ -23,9 +23,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from symbiote.auth.origin import OriginResolver
-from symbiote.auth.owner import OwnerChecks
-from symbiote.auth.store import AuthStoreUnavailable
+from symbiote.auth import AuthStoreUnavailable, OriginResolver, OwnerChecks
 from symbiote.console.session import COOKIE, Session, Sessions
 from symbiote.platform_hosts import is_loopback
 

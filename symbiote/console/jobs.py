@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from symbiote.errors import SymbioteError
-from symbiote.transfer.import_report import ImportReport
+from symbiote.transfer import ImportReport
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """The console's memory pages: the list (filtered, paged, newest first), search, one memory with
-its edit form. Deleting, with its confirmation and undo, is `symbiote.console.trash`.
+its edit form. Deleting, with its confirmation and undo, is `symbiote.console.trash_pages`.
 
 Reads and writes go through the same engine as the MCP tools: an edit is `update_memory`
 (re-embedded, keyword index updated), a search is the tools' hybrid search with its relevance

@@ -14,11 +14,10 @@ from symbiote.console.forms import checked_form, text
 from symbiote.console.memories import Filters
 from symbiote.console.rendering import page, problem
 from symbiote.console.state import console_state
-from symbiote.console.trash import ALL_MATCHING
+from symbiote.console.trash_pages import ALL_MATCHING
 from symbiote.errors import InvalidInputError, SymbioteError
 from symbiote.memory import OWNER, created_us, now_us, validation
-from symbiote.transfer.pasted import batch_tag, pasted_lines
-from symbiote.transfer.sources import import_text
+from symbiote.transfer import batch_tag, import_text, pasted_lines
 
 SHOWN = 200  # lines the preview lists (all are counted and stored)
 

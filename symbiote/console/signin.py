@@ -14,7 +14,7 @@ import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from symbiote.auth.origin import address_key, client_address
+from symbiote.auth import address_key, client_address
 from symbiote.console.forms import checked_form, text
 from symbiote.console.gate import visit_of
 from symbiote.console.rendering import page, problem

@@ -15,7 +15,7 @@ from symbiote.console.jobs import ImportJobs
 
 if TYPE_CHECKING:
     from symbiote.memory import ConversationHistory, MemoryBulk, MemoryEngine
-    from symbiote.transfer.history_access import TurnReader
+    from symbiote.transfer import TurnReader
 
 
 @dataclass(frozen=True)
@@ -46,5 +46,5 @@ def console_state(where: HTTPConnection | Starlette) -> ConsoleState:
     app = where.app if isinstance(where, HTTPConnection) else where
     state = app.state.console
     if not isinstance(state, ConsoleState):
-        raise TypeError("not the console's app: its state is set by symbiote.console.app.create_console")
+        raise TypeError("not the console's app: its state is set by symbiote.console.console_app.create_console")
     return state

@@ -25,8 +25,7 @@ from symbiote.console.rendering import page, problem
 from symbiote.console.session import Sessions
 from symbiote.console.state import console_state
 from symbiote.errors import SymbioteError
-from symbiote.transfer.exporting import export_lines
-from symbiote.transfer.pasted import batch_tag
+from symbiote.transfer import batch_tag, export_lines
 
 CHUNK_BYTES = 1024 * 1024
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from symbiote.embedding.model import Embedder, Passages, WarmModel
 from symbiote.telemetry.stages import stage
-from symbiote.workers import PriorityExecutor
+from symbiote.workers import PriorityExecutor, lane
 
 if TYPE_CHECKING:  # numpy is imported when first needed: it is not on the way to `initialize`
     import numpy as np
@@ -43,7 +43,7 @@ class AsyncEmbedder:
         if self._model is not None:
             return self._model
         if self._loading is None:
-            self._loading = asyncio.ensure_future(self._executor.run(self._load, urgent=True))
+            self._loading = asyncio.ensure_future(self._executor.run("urgent", self._load))
         try:
             loaded = await asyncio.shield(self._loading)
         except BaseException:
@@ -84,7 +84,7 @@ class AsyncEmbedder:
             missing.sort(key=len)
         for start in range(0, len(missing), size):
             part = missing[start : start + size]
-            vectors = await self._executor.run(model.embed, part, urgent=urgent, idle=idle)
+            vectors = await self._executor.run(lane(urgent, idle), model.embed, part)
             for text, vector in zip(part, vectors):
                 found[text] = vector
                 if not idle:  # passages are embedded once: they would only push queries out of the cache
@@ -95,13 +95,13 @@ class AsyncEmbedder:
 
     async def windows(self, text: str) -> list[str]:
         model = await self.model()
-        return await self._executor.run(model.windows, text)
+        return await self._executor.run("background", model.windows, text)
 
     async def passages(self, texts: Sequence[str], complete: bool = False, idle: bool = False) -> list[Passages]:
         """Each text's passages and their vectors, one run of the model per slice of texts
         (`Embedder.embed_passages`): all the model work a store waits for (an `embedding` span).
         A long text gets its whole vector only, its paragraphs and spans being indexed after the
-        store (`symbiote.memory.passages`); with `complete`, they are embedded here too."""
+        store (`symbiote.memory.passage_indexing`); with `complete`, they are embedded here too."""
         with stage("embedding", **{"symbiote.embedding.texts": len(texts)}):
             return await self._passages(texts, complete, idle)
 
@@ -112,7 +112,7 @@ class AsyncEmbedder:
         made: list[Passages] = []
         size = _IDLE_SLICE if idle else _SLICE
         for start in range(0, len(texts), size):
-            made += await self._executor.run(model.embed_passages, texts[start : start + size], idle=idle)
+            made += await self._executor.run(lane(idle=idle), model.embed_passages, texts[start : start + size])
         if not idle:  # passages are embedded once: they would only push queries out of the cache
             for passages in made:
                 self._remember(passages.windows[0], passages.vectors[0])

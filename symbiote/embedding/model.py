@@ -265,7 +265,7 @@ def load_embedder(model_dir: Path) -> Embedder:
     import_numpy()
     if not (model_dir / MANIFEST_NAME).is_file():
         try:
-            from symbiote.embedding.export import export_model
+            from symbiote.embedding.onnx_export import export_model
         except ImportError:
             raise ModelMissingError(
                 f"No exported embedding model in {model_dir}. Run scripts/setup.sh or `symbiote export-model`."

@@ -38,21 +38,30 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse
 from starlette.routing import BaseRoute, Mount, Route
 
+from symbiote.auth import (
+    AuthRefused,
+    AuthStore,
+    AuthStoreUnavailable,
+    OriginResolver,
+    OwnerChecks,
+    OwnerSecret,
+    SignInLimiter,
+    chatgpt_tools_enabled,
+    current_origin,
+    default_auth_db,
+    enforce,
+)
 from symbiote.auth.gateway import AuthGateway, OAuthOptions
-from symbiote.auth.origin import OriginResolver, current_origin
-from symbiote.auth.owner import OwnerChecks, OwnerSecret, SignInLimiter
-from symbiote.auth.policy import AuthRefused, chatgpt_tools_enabled, enforce
-from symbiote.auth.store import AuthStore, AuthStoreUnavailable, default_auth_db
-from symbiote.azure.share import FileShare
+from symbiote.azure import FileShare
 from symbiote.config import ConfigError, Settings
-from symbiote.console.app import console_access, create_console
+from symbiote.console.console_app import console_access, create_console
 from symbiote.console.state import console_state
 from symbiote.http.headers import TrimmedHeaders
 from symbiote.http.health import health_endpoint
 from symbiote.http.limits import body_limits, cors_middleware
 from symbiote.http.security import ForwardedClient, allowed_hosts, transport_security
 from symbiote.http.sse import LegacySseTransport, SessionTable
-from symbiote.mcp.chatgpt_tools import memory_link_endpoint, register_chatgpt_tools
+from symbiote.mcp import memory_link_endpoint, register_chatgpt_tools
 from symbiote.runtime import ModelLoader, Runtime, build_runtime
 
 log = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from symbiote.auth.origin import forwarded_client
+from symbiote.auth import forwarded_client
 from symbiote.config import Settings
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")

@@ -46,7 +46,7 @@ def available(directory: Path) -> list[str]:
     return names
 
 
-def load(directory: Path, requested: str) -> Personality:
+def load_personality(directory: Path, requested: str) -> Personality:
     """The requested variant, or the default (with a warning) when it does not exist."""
     requested = (requested or DEFAULT_VARIANT).strip().lower()
     if _VARIANT_NAME.match(requested):

@@ -36,7 +36,7 @@ async def nearest_older(
     """Each vector's `near` closest stored memories (ids and cosines of their whole texts)."""
     found = []
     for row in vectors:
-        matches = await io.read(store.nearest, row, near, None, False, urgent=False)
+        matches = await io.read_in("background", store.nearest, row, near, None, False)
         found.append([(m.memory_id, m.similarity) for m in matches])
     return found
 
@@ -52,7 +52,7 @@ async def link_batch(
     """Decide, in batch order, the link and offers of each memory of a batch about to be written:
     against its nearest stored memories and the batch's earlier items, the `near` closest of them."""
     ids = list(dict.fromkeys(mid for row in stored_nearest for mid, _ in row))
-    current: dict[str, StoredMemory] = dict(await io.read(store.get, ids, urgent=False)) if ids else {}
+    current: dict[str, StoredMemory] = dict(await io.read_in("background", store.get, ids)) if ids else {}
     changed: set[str] = set()
     links: dict[str, NewLink] = {}
     offered: dict[str, list[tuple[StoredMemory, float]]] = {}

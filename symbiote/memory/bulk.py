@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from symbiote.embedding import MODEL_DIMENSION
 from symbiote.memory.clock import iso_utc
-from symbiote.memory.policy import EnginePolicy, check_quota
 from symbiote.memory.trash import OWNER
+from symbiote.memory.write_policy import EnginePolicy, check_quota
 from symbiote.storage import LINK_FIELDS, MemoryFilter, MemoryStore, StoredMemory
 
 if TYPE_CHECKING:
@@ -98,19 +98,19 @@ class MemoryBulk:
         """Every memory id, oldest first: an export's order, fixed before its first line is written."""
         io = self._io
         store = await io.opened()
-        heads = await io.read(store.scan, None, urgent=False)
+        heads = await io.read_in("background", store.scan, None)
         return [m.memory_id for m in reversed(_newest_first(heads))]
 
     async def fetch(self, memory_ids: Sequence[str]) -> dict[str, StoredMemory]:
         io = self._io
         store = await io.opened()
-        return await io.read(store.get, list(memory_ids), urgent=False)
+        return await io.read_in("background", store.get, list(memory_ids))
 
     async def vectors(self, memory_ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Each memory's stored vectors (its whole text first, then its passages)."""
         io = self._io
         store = await io.opened()
-        return await io.read(store.vectors, list(memory_ids), urgent=False)
+        return await io.read_in("background", store.vectors, list(memory_ids))
 
     # -- writes ----------------------------------------------------------------------------
 
@@ -151,9 +151,9 @@ class MemoryBulk:
         """
         io = self._io
         store = await io.opened()
-        by_id = await io.read(store.get, [m.memory_id for m, _ in items], urgent=False)
+        by_id = await io.read_in("background", store.get, [m.memory_id for m, _ in items])
         fresh_hashes = [m.content_hash for m, _ in items if m.memory_id not in by_id]
-        by_text = await io.read(store.find_contents, fresh_hashes, urgent=False) if fresh_hashes else {}
+        by_text = await io.read_in("background", store.find_contents, fresh_hashes) if fresh_hashes else {}
         outcomes: list[tuple[Outcome, str]] = []
         adds: list[tuple[StoredMemory, Any]] = []
         updates: list[tuple[StoredMemory, StoredMemory, Any]] = []

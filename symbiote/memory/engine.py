@@ -22,7 +22,6 @@ from symbiote.memory import validation
 from symbiote.memory.bulk import MemoryBulk
 from symbiote.memory.links import MemoryLinks
 from symbiote.memory.owner_stats import OwnerStats, duplicate_pair
-from symbiote.memory.policy import EnginePolicy, PolicyRefusedError, QuotaExceededError
 from symbiote.memory.records import (
     BatchStoreResult,
     DeleteResult,
@@ -40,9 +39,10 @@ from symbiote.memory.searching import MemorySearch
 from symbiote.memory.statistics import Statistics
 from symbiote.memory.store_io import StoreIO
 from symbiote.memory.trash import ASSISTANT, TRASH_DAYS, MemoryTrash
+from symbiote.memory.write_policy import EnginePolicy, PolicyRefusedError, QuotaExceededError
 from symbiote.memory.writing import MemoryWriter
-from symbiote.retrieval.ranking import Candidate, QueryEvidence
-from symbiote.storage import DiskSpace, MemoryFilter, MemoryStore
+from symbiote.retrieval.ranking import QueryEvidence
+from symbiote.storage import Candidate, DiskSpace, MemoryFilter, MemoryStore
 
 __all__ = ["EnginePolicy", "MemoryEngine", "PolicyRefusedError", "QuotaExceededError"]
 
@@ -137,7 +137,7 @@ class MemoryEngine:
         one that could not be created is reported now (health), without creating anything."""
         if self._store_exists is not None and self._io.store is None:
             try:
-                exists = await self._io.run(self._store_exists)
+                exists = await self._io.run("background", self._store_exists)
             except SymbioteError as exc:
                 self._io.lazy.error = str(exc)
                 log.error("memory store unavailable: %s", exc)
@@ -173,7 +173,7 @@ class MemoryEngine:
         if store is None:
             return 0 if self._absent and not self._io.lazy.error else None
         if self._counting is None or self._counting.done():
-            self._counting = asyncio.ensure_future(self._io.run(store.count, urgent=True))
+            self._counting = asyncio.ensure_future(self._io.run("urgent", store.count))
             self._counting.add_done_callback(_retrieved)
         try:
             self._last_count = await asyncio.wait_for(asyncio.shield(self._counting), COUNT_WAIT_SECONDS)
@@ -190,7 +190,7 @@ class MemoryEngine:
         store = self._io.store
         if store is None:
             return None
-        return await self._io.read(store.size_bytes, urgent=False)
+        return await self._io.read_in("background", store.size_bytes)
 
     async def passages_indexed(self) -> None:
         """Wait until the passages of every memory stored so far are indexed (they follow a store)."""

@@ -1,7 +1,7 @@
 """Conversation history: the turns of each conversation, kept beside (never inside) the memories.
 
 The turns live in a Chroma collection of their own, next to the memories, through the same
-client (`symbiote.storage.chroma.history` says where and how). This is the service over that store:
+client (`symbiote.storage.chroma.history_store` says where and how). This is the service over that store:
 it checks arguments, embeds each turn (which is what lets history be searched when that is
 asked for: `ConversationHistory.search`) and returns what the tools show.
 
@@ -26,11 +26,11 @@ from symbiote.errors import InvalidInputError
 from symbiote.memory import validation
 from symbiote.memory.clock import instant_us, iso_utc, now_us
 from symbiote.memory.keyed_lock import KeyedLock
-from symbiote.memory.searching import RELEVANCE_CUTOFF
 from symbiote.memory.store_io import StoreIO
 from symbiote.retrieval import background
 from symbiote.retrieval.background import Background
 from symbiote.retrieval.ranking import meaning_relevance
+from symbiote.retrieval.thresholds import RELEVANCE_CUTOFF
 from symbiote.storage import DiskSpace, HistoryStore, StoredTurn
 
 __all__ = ["AppendResult", "ConversationHistory", "History", "HistoryHit", "Turn", "parse_ts"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from symbiote.embedding import MODEL_DIMENSION, MODEL_NAME
 from symbiote.errors import StoreUnavailableError, worded
@@ -22,19 +22,19 @@ S = TypeVar("S")
 
 
 class LazyStore(Generic[S]):
-    """`get()` returns the store, opening it with `open_store(model, dimension)` through `run` first."""
+    """`get()` returns the store, opening it with `open_store(model, dimension)` in `opening` first."""
 
     def __init__(
         self,
         open_store: Callable[[str, int], S],
-        run: Callable[..., Awaitable[Any]],
+        opening: Callable[[Callable[[str, int], S], str, int], Awaitable[S]],
         name: str,
     ) -> None:
         self.store: S | None = None
         self.error: str | None = None  # why the store could not be opened, for health
         self._damaged: StoreDamagedError | None = None
         self._open_store = open_store
-        self._run = run  # how blocking work runs: the owner's worker threads
+        self._opening = opening  # how the blocking open runs: the owner's worker threads
         self._name = name  # "memory store", "conversation history": what the messages call it
         self._lock = asyncio.Lock()
 
@@ -50,7 +50,7 @@ class LazyStore(Generic[S]):
 
     async def _open(self) -> S:
         try:
-            store: S = await self._run(self._open_store, MODEL_NAME, MODEL_DIMENSION)
+            store: S = await self._opening(self._open_store, MODEL_NAME, MODEL_DIMENSION)
         except StoreDamagedError as exc:
             self._damaged = exc
             self.error = str(exc)

@@ -321,9 +321,9 @@ async def unlink(io: StoreIO[MemoryStore], store: MemoryStore, memories: Sequenc
     one write."""
     gone = {m.memory_id for m in memories}
     ids = list(dict.fromkeys(p for m in memories for p in (m.supersedes, m.superseded_by) if p and p not in gone))
-    partners = dict(await io.read(store.get, ids, urgent=False)) if ids else {}
+    partners = dict(await io.read_in("background", store.get, ids)) if ids else {}
     if any(m.supersedes for m in memories):
-        for other in await io.read(store.scan, urgent=False):
+        for other in await io.read_in("background", store.scan):
             if other.superseded_by in gone and other.memory_id not in gone:
                 partners.setdefault(other.memory_id, other)
     changed = [without_links(m) for m in memories if m.supersedes or m.superseded_by]

@@ -155,7 +155,7 @@ class OwnerFigures:
         """`idle`: a refresh nobody waits for, read only once no other store call waits."""
         writes = self._io.writes
         store = await self._io.opened()
-        heads = await self._io.read(store.scan, None, idle=idle)
+        heads = await self._io.read_in("idle" if idle else "urgent", store.scan, None)
         if self._io.writes != writes:  # a write landed meanwhile: the scan may or may not show it
             if self._heads is not None:
                 return  # kept current by that write; scanned again later

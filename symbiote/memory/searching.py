@@ -8,7 +8,6 @@ search results, re-checking every filter on the memories themselves.
 from __future__ import annotations
 
 import asyncio
-import functools
 import time
 from collections.abc import Awaitable, Callable, Iterable
 
@@ -18,20 +17,19 @@ from symbiote.memory.records import SearchHit, SearchResults, public
 from symbiote.memory.requests import SearchRequest
 from symbiote.memory.statistics import Timer
 from symbiote.memory.store_io import StoreIO
-from symbiote.retrieval import background
+from symbiote.retrieval import Intent, TopicIndex, background, intent_of, mentions, subjects_of
 from symbiote.retrieval.background import Background
-from symbiote.retrieval.intent import Intent, intent
-from symbiote.retrieval.ranking import Candidate, Judged, QueryEvidence, judge, shortlist, with_members
-from symbiote.retrieval.subjects import mentions, subjects_of
-from symbiote.retrieval.topics import TopicIndex
-from symbiote.storage import MemoryFilter, MemoryStore, StoredMemory, content_hash
+from symbiote.retrieval.ranking import Judged, QueryEvidence, fusion, judge, with_members
+from symbiote.retrieval.thresholds import (
+    CANDIDATES,
+    RELEVANCE_CUTOFF,
+    SUBJECT_POOL,
+    SUBJECT_STRENGTH,
+    TOPIC_CANDIDATES,
+)
+from symbiote.storage import Candidate, MemoryFilter, MemoryStore, StoredMemory, content_hash
 from symbiote.telemetry.stages import stage
 
-RELEVANCE_CUTOFF = 30.0
-CANDIDATES = 50  # per retriever, before fusion
-TOPIC_CANDIDATES = 10  # memories carrying a vague question's topic words that join the candidates
-SUBJECT_POOL = 20  # leading candidates of a request among which its subject's members are marked
-SUBJECT_STRENGTH = 1.0  # how surely a word naming a subject makes a request about it
 CHAIN_SHOWN = 3  # memories of one chain of updates among a search's results: the newest and two before it
 RANK_PREFETCH = 15  # `rank` reads the contents a search for 5 results reads
 
@@ -113,20 +111,20 @@ class MemorySearch:
     ) -> tuple[list[Candidate], QueryEvidence, dict[str, StoredMemory]]:
         """`rank`, plus the memories most likely to be returned (the first `prefetch` candidates and
         the leading topic members). One trip to the store after the query is embedded: vectors,
-        keywords and topic members, fused there (`shortlist`), then contents. The keyword search waits for the embedding rather than run beside it: the model has
+        keywords and topic members, fused there with the ranking's weights sent down (`ranking.fusion`), then contents. The keyword search waits for the embedding rather than run beside it: the model has
         both cores to itself, and in the store's process the keywords are searched beside the vectors."""
         io = self._io
         store, vectors, topics, cohort = await asyncio.gather(
             io.opened(), self._embedder.embed([text], urgent=True), self.topic_index(), self.background()
         )
         topic = topics.match(vectors[0])
-        kind = intent(text)
+        kind = intent_of(text)
         named = subjects_of(text)
         subject = named if kind == "request" else None
         words = list(topic.keywords) if topic else []
         # A request's subject: its members are marked among the leading candidates, whose contents
         # are read anyway (searching the whole store for the subject's words cost more than the rest).
-        plan = functools.partial(shortlist, prefetch=prefetch, pool=SUBJECT_POOL if subject else 0)
+        plan = fusion(prefetch, SUBJECT_POOL if subject else 0)
         with stage("candidate search"):
             candidates, found = await io.read(
                 store.search, vectors[0], text, CANDIDATES, words, TOPIC_CANDIDATES, where, plan

@@ -17,10 +17,10 @@ from typing import Any
 from symbiote.embedding import MODEL_DIMENSION, MODEL_NAME
 from symbiote.memory.clock import iso_utc
 from symbiote.memory.owner_stats import OwnerFigures
-from symbiote.memory.policy import EnginePolicy
 from symbiote.memory.records import MemoryStats
 from symbiote.memory.store_io import StoreIO
 from symbiote.memory.summary import Summary
+from symbiote.memory.write_policy import EnginePolicy
 from symbiote.storage import MemoryStore, StoredMemory
 
 log = logging.getLogger(__name__)
@@ -127,7 +127,7 @@ class Statistics:
     async def _rescan(self, store: MemoryStore, idle: bool = False) -> Summary:
         """`idle`: a refresh nobody waits for, read only once no other store call waits."""
         writes = self._io.writes
-        fresh = Summary(await self._io.read(store.scan, urgent=False, idle=idle), iso_utc)
+        fresh = Summary(await self._io.read_in("idle" if idle else "background", store.scan), iso_utc)
         if self._io.writes != writes:  # a write landed meanwhile: the scan may or may not show it
             if self._summary is not None:
                 return self._summary  # kept current by that write; try again later

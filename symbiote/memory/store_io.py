@@ -13,15 +13,16 @@ import contextlib
 import functools
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, ParamSpec, TypeVar
 
 from symbiote.errors import StoreUnavailableError, worded
 from symbiote.memory.lazy_store import LazyStore
 from symbiote.storage import DiskSpace, HistoryStore, MemoryStore, is_transient, write_failure
 from symbiote.telemetry.stages import stage
-from symbiote.workers import PriorityExecutor
+from symbiote.workers import Lane, PriorityExecutor
 
 log = logging.getLogger(__name__)
+P = ParamSpec("P")
 T = TypeVar("T")
 S = TypeVar("S", bound=MemoryStore | HistoryStore)
 
@@ -44,7 +45,7 @@ class StoreIO(Generic[S]):
         self, open_store: Callable[[str, int], S], space: DiskSpace | None, name: str = "memory store"
     ) -> None:
         self._io = PriorityExecutor(4, "store", background_limit=1, grace=SEARCH_GRACE_SECONDS)
-        self.lazy: LazyStore[S] = LazyStore(open_store, self.run, name)
+        self.lazy: LazyStore[S] = LazyStore(open_store, self._open, name)
         self.name = name
         self._space = space
         self.writes = 0  # bumped by every write, so statistics can tell a scan raced one
@@ -64,15 +65,23 @@ class StoreIO(Generic[S]):
             hook()
         return store
 
-    async def run(self, fn: Callable[..., T], *args: Any, urgent: bool = False, idle: bool = False) -> T:
-        return await self._io.run(fn, *args, urgent=urgent, idle=idle)
+    async def _open(self, open_store: Callable[[str, int], S], model: str, dimension: int) -> S:
+        """Open the store in a worker thread, queued with the writes."""
+        return await self.run("background", open_store, model, dimension)
 
-    async def read(self, fn: Callable[..., T], *args: Any, urgent: bool = True, idle: bool = False) -> T:
-        """A read; `urgent` unless it only prepares a write (then it queues with the writes); `idle`
-        when nobody waits for it (a refresh): only once no other store call waits."""
+    async def run(self, lane: Lane, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return await self._io.run(lane, fn, *args, **kwargs)
+
+    async def read(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """A read someone waits on: before every write."""
+        return await self.read_in("urgent", fn, *args, **kwargs)
+
+    async def read_in(self, lane: Lane, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """A read in `lane`: `background` when it only prepares a write (it queues with the writes),
+        `idle` when nobody waits for it (a refresh: only once no other store call waits)."""
         try:
             with stage(_op(fn)):
-                return await self.run(fn, *args, urgent=urgent and not idle, idle=idle)
+                return await self.run(lane, fn, *args, **kwargs)
         except Exception as exc:  # any driver failure: logged with its trace, reported in words
             if worded(exc):
                 raise
@@ -87,7 +96,13 @@ class StoreIO(Generic[S]):
         if self._space is not None:
             await self._space.ensure(DiskSpace.estimate(list(windows), len(windows)))
 
-    async def write(self, fn: Callable[..., T], *args: Any, idle: bool = False) -> T:
+    async def write(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """A write, queued with the other writes (`write_in`)."""
+        return await self.write_in("background", fn, *args, **kwargs)
+
+    async def write_in(
+        self, lane: Literal["background", "idle"], fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T:
         """Run a write: with the writer lease where there is one, retrying transient lock contention.
         `idle`: only when no other store call waits (work that follows an acknowledged write)."""
         # A store on a shared file system (symbiote.azure.guard.GuardedStore) needs every write
@@ -96,13 +111,13 @@ class StoreIO(Generic[S]):
 
         def guarded() -> T:
             with store.writing() if store is not None else contextlib.nullcontext():
-                return fn(*args)
+                return fn(*args, **kwargs)
 
         for attempt in range(WRITE_RETRIES + 1):
             try:
                 try:
                     with stage(_op(fn)):
-                        return await self.run(guarded, idle=idle)
+                        return await self.run(lane, guarded)
                 finally:
                     self.writes += 1  # statistics must show this write (or whatever part of it landed)
             except Exception as exc:  # classified below: retried, or turned into an error a person can act on
@@ -113,7 +128,7 @@ class StoreIO(Generic[S]):
                     log.warning("%s busy (%s); retrying in %.2f s", self.name, exc, delay)
                     await asyncio.sleep(delay)
                     continue
-                if idle:  # work that follows a write: its caller reports a failure, once (`workers.Backoff`)
+                if lane == "idle":  # work that follows a write: its caller reports a failure, once (`workers.Backoff`)
                     log.debug("%s write failed", self.name, exc_info=True)
                 else:
                     log.exception("%s write failed", self.name)

@@ -1,7 +1,7 @@
 """Deleting into the trash, restoring from it, and emptying it: by the owner, or after TRASH_DAYS.
 
 Every delete, the owner's in the console and an assistant's over MCP (`delete_memory`), moves the
-memory to the store's trash (`symbiote.storage.chroma.trash`): at once it is gone from search, reads and
+memory to the store's trash (`symbiote.storage.chroma.trashing`): at once it is gone from search, reads and
 counts, as a deletion must be, and for TRASH_DAYS the owner can bring it back with its id, text,
 tags, type, times and vector. After that it is deleted for good (checked at start, at each delete and
 each look at the trash, and daily with retention), with a log line naming what went. Retention (RETENTION_DAYS) deletes for good, as before: it is the owner's
@@ -67,7 +67,7 @@ class MemoryTrash:
         if not ids:
             return []
         await self.purge_expired()
-        found = await io.read(store.get, ids, urgent=False)  # for the statistics and the links
+        found = await io.read_in("background", store.get, ids)  # for the statistics and the links
         await unlink(io, store, list(found.values()))
         at = deleted_us or now_us()
         removed: list[str] = []
@@ -93,9 +93,9 @@ class MemoryTrash:
         ids = list(dict.fromkeys(memory_ids))
         trashed = {item.memory.memory_id: item.memory for item in await self._items(store, ids)}
         missing = [mid for mid in ids if mid not in trashed]
-        taken = await io.read(store.get, list(trashed), urgent=False) if trashed else {}
+        taken = await io.read_in("background", store.get, list(trashed)) if trashed else {}
         hashes = [m.content_hash for mid, m in trashed.items() if mid not in taken]
-        same_text = await io.read(store.find_contents, hashes, urgent=False) if hashes else {}
+        same_text = await io.read_in("background", store.find_contents, hashes) if hashes else {}
         clashes: list[tuple[str, str]] = []
         wanted: list[StoredMemory] = []
         seen: set[str] = set()
@@ -128,14 +128,14 @@ class MemoryTrash:
         found: list[str] = []
         offset = 0
         while True:
-            items, _total = await io.read(store.trashed, offset, SCAN, urgent=False)
+            items, _total = await io.read_in("background", store.trashed, offset, SCAN)
             found += [item.memory.memory_id for item in items if item.deleted_us == deleted_us]
             if len(items) < SCAN or items[-1].deleted_us < deleted_us:
                 return found
             offset += SCAN
 
     async def _items(self, store: MemoryStore, ids: Sequence[str]) -> list[TrashedMemory]:
-        items, _total = await self._io.read(store.trashed, 0, 0, list(ids), urgent=False)
+        items, _total = await self._io.read_in("background", store.trashed, 0, 0, list(ids))
         return list(items)
 
     async def purge(self, memory_ids: Sequence[str] | None) -> list[str]:
@@ -143,8 +143,8 @@ class MemoryTrash:
         io = self._io
         store = await io.opened()
         if memory_ids is None:
-            _none, total = await io.read(store.trashed, 0, 0, urgent=False)
-            items, _total = await io.read(store.trashed, 0, total, urgent=False)
+            _none, total = await io.read_in("background", store.trashed, 0, 0)
+            items, _total = await io.read_in("background", store.trashed, 0, total)
             memory_ids = [item.memory.memory_id for item in items]
         ids = list(dict.fromkeys(memory_ids))
         purged = await self._purge(store, ids)
@@ -163,16 +163,16 @@ class MemoryTrash:
         io = self._io
         store = await io.opened()
         now = now_us()
-        _none, total = await io.read(store.trashed, 0, 0, urgent=False)
+        _none, total = await io.read_in("background", store.trashed, 0, 0)
         if total == 0:
             return []
-        oldest, _total = await io.read(store.trashed, total - 1, 1, urgent=False)
+        oldest, _total = await io.read_in("background", store.trashed, total - 1, 1)
         if not oldest or expires_us(oldest[0]) > now:  # the usual case: one row read
             return []
         expired: list[str] = []
         end = total
         while end > 0:  # from the oldest end, until a memory that has not expired
-            items, _total = await io.read(store.trashed, max(0, end - SCAN), end - max(0, end - SCAN), urgent=False)
+            items, _total = await io.read_in("background", store.trashed, max(0, end - SCAN), end - max(0, end - SCAN))
             gone = [item.memory.memory_id for item in items if expires_us(item) <= now]
             expired += gone
             if len(gone) < len(items):

@@ -5,7 +5,7 @@ embeds it, and checked for disk space before the store sees it, so a refused wri
 partial record. Identical content is never stored twice: a store of the same text returns the
 existing memory. A store waits only for what makes the memory durable and findable, the whole
 text's vector, in one call to the store; its passages are indexed right after
-(`symbiote.memory.passages`).
+(`symbiote.memory.passage_indexing`).
 """
 
 from __future__ import annotations
@@ -26,8 +26,7 @@ from symbiote.memory.clock import iso_utc, now_us
 from symbiote.memory.ids import IdGenerator, created_us
 from symbiote.memory.keyed_lock import KeyedLock
 from symbiote.memory.links import ASSISTANT, confirmed, link_new, offers, refuse_cycle
-from symbiote.memory.passages import PassageIndexer
-from symbiote.memory.policy import EnginePolicy, check_conversation, check_quota
+from symbiote.memory.passage_indexing import PassageIndexer
 from symbiote.memory.records import (
     BatchStoreResult,
     RetentionResult,
@@ -39,6 +38,7 @@ from symbiote.memory.requests import StoreRequest, UpdateRequest
 from symbiote.memory.statistics import Statistics
 from symbiote.memory.store_io import StoreIO
 from symbiote.memory.store_results import batch_results, duplicate_result, offered_as, stored_result
+from symbiote.memory.write_policy import EnginePolicy, check_conversation, check_quota
 from symbiote.storage import MemoryFilter, MemoryStore, StoredMemory, content_hash
 
 log = logging.getLogger(__name__)
@@ -102,7 +102,7 @@ async def _existing(io: StoreIO[MemoryStore], store: MemoryStore, ids: list[str]
     """The memories `replaces` names, in its order; an id not stored is an error naming it."""
     if not ids:
         return []
-    found = await io.read(store.get, ids, urgent=False)
+    found = await io.read_in("background", store.get, ids)
     for mid in ids:
         if mid not in found:
             raise InvalidInputError(f"replaces names {mid}, which is not a stored memory. Nothing was stored.")
@@ -164,7 +164,7 @@ class MemoryWriter:
         warning = None
         async with self._same_content.hold(item.content_hash):  # two identical stores at once make one memory
             if policy.max_memories is not None:  # a quota counts first; an existing text is not refused by it
-                existing = await io.read(store.find_content, item.content_hash, urgent=False)
+                existing = await io.read_in("background", store.find_content, item.content_hash)
                 if existing is not None:
                     return await self._again(existing, olders)
                 warning = await check_quota(policy, io, store, 1)
@@ -192,7 +192,7 @@ class MemoryWriter:
         """Write the links `replaces` asked for: `memory` replaces each of `olders`, by the assistant."""
         store = await self._io.opened()
         previous = [o.superseded_by for o in olders if o.superseded_by]
-        partners = await self._io.read(store.get, list(dict.fromkeys(previous)), urgent=False) if previous else {}
+        partners = await self._io.read_in("background", store.get, list(dict.fromkeys(previous))) if previous else {}
         await self._io.write(store.set_links, confirmed(memory, olders, "update", ASSISTANT, partners))
 
     async def _again(self, existing: StoredMemory, olders: list[StoredMemory]) -> StoreResult:
@@ -201,7 +201,7 @@ class MemoryWriter:
         store = await self._io.opened()
 
         async def get(ids: list[str]) -> dict[str, StoredMemory]:
-            return await self._io.read(store.get, ids, urgent=False)
+            return await self._io.read_in("background", store.get, ids)
 
         for other in others:  # the stored text replacing one that replaces it would make a loop
             await refuse_cycle(get, existing, other.memory_id)
@@ -221,7 +221,7 @@ class MemoryWriter:
         self.passages.write_began()
         io = self._io
         store = await io.opened()
-        existing = await io.read(store.find_contents, [d.content_hash for d in drafts], urgent=False)
+        existing = await io.read_in("background", store.find_contents, [d.content_hash for d in drafts])
         fresh: dict[str, StoredMemory] = {}
         for item in drafts:
             if item.content_hash not in existing:
@@ -294,7 +294,7 @@ class MemoryWriter:
         io = self._io
         store = await io.opened()
         cutoff = now_us() - days * 86_400 * 1_000_000
-        old = await io.read(store.scan, MemoryFilter(before_us=cutoff), urgent=False)
+        old = await io.read_in("background", store.scan, MemoryFilter(before_us=cutoff))
         keep = [m for m in old if m.bookmarked]
         doomed = [m.memory_id for m in old if not m.bookmarked]
         removed = await io.write(store.delete_many, doomed) if doomed else []

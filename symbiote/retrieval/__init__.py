@@ -1,1 +1,25 @@
-"""Ranking: how keyword and meaning candidates become one list of scored results."""
+"""Finding what a query asks for: fusion and the relevance model (`ranking`), whether a new memory
+updates an older one (`sameness`), the background a query's closeness is judged against
+(`background`), vague-question topics, a query's intent and subjects.
+
+This is the package's door: other packages import from `symbiote.retrieval`, never from a module
+inside it (tests/test_layers.py checks). `ranking`, `sameness` and `background` are let out whole:
+their callers use them as namespaces (`ranking.judge`, `sameness.judge`, `background.embedded`);
+so is `thresholds`, the ranking's hand-set numbers, each with where it came from.
+"""
+
+from symbiote.retrieval.intent import Intent, intent_of
+from symbiote.retrieval.subjects import mentions, subjects_of
+from symbiote.retrieval.topics import TopicIndex
+
+__all__ = [
+    "Intent",
+    "TopicIndex",
+    "background",
+    "intent_of",
+    "mentions",
+    "ranking",
+    "sameness",
+    "subjects_of",
+    "thresholds",
+]

@@ -17,13 +17,14 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from symbiote.retrieval.thresholds import MIN_SPREAD
+
 if TYPE_CHECKING:  # numpy is imported when first needed: it is not on the way to `initialize`
     import numpy as np
 
     from symbiote.embedding.embedder import AsyncEmbedder
 
 TEXTS = Path(__file__).with_name("background.txt")
-MIN_SPREAD = 0.02  # a query whose background cosines barely vary is not judged on noise
 
 
 class Closeness(NamedTuple):

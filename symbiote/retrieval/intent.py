@@ -36,7 +36,7 @@ _ADVICE = re.compile(
 )
 
 
-def intent(text: str) -> Intent:
+def intent_of(text: str) -> Intent:
     """'question' for a question about something (answered by a memory or by none), else 'request'."""
     words = _FILLER.sub("", text.strip().lower().replace("\u2019", "'"))
     if _ADVICE.match(words):

@@ -7,7 +7,7 @@ weakest cosine of the semantic candidates (its own is lower still, by constructi
 
 Relevance is the chance, in percent, that a candidate is relevant: calibrated, so results scored 80
 are relevant about 80 times in 100, in a store of 6 memories and of 5,000 (docs/performance.md). Two
-logistic stages, fitted by `benchmarks/calibrate_relevance.py` on the fitting half of its sets (every
+logistic stages, fitted by `eval/calibrate_relevance.py` on the fitting half of its sets (every
 store kind weighing the same, the classes at their natural shares), their weights by name in
 `relevance_model.json`:
 - its own evidence (`EVIDENCE`): its cosine's standing above the query's cosines to a fixed
@@ -36,29 +36,12 @@ from typing import Literal, NamedTuple
 from symbiote.retrieval import holders
 from symbiote.retrieval.background import Closeness
 from symbiote.retrieval.informative import QueryWords
-from symbiote.retrieval.intent import Intent, intent
-from symbiote.storage import KeywordMatch, Match
+from symbiote.retrieval.intent import Intent, intent_of
+from symbiote.retrieval.thresholds import KEYWORD_WEIGHT, RIVAL_SPAN, SEMANTIC_FLOOR, TOPIC_BOOST
+from symbiote.storage import Candidate, Fusion, KeywordMatch, Match, fused
+from symbiote.storage import likely as likely  # the candidates a search scores: eval/ and the tests ask here
 
-KEYWORD_WEIGHT = 0.4
-TOPIC_BOOST = 0.25
-SEMANTIC_FLOOR = 0.25  # below this cosine, meaning alone is not why a memory matched
-
-MatchedBy = Literal["semantic", "keyword", "both", "topic"]
 MatchKind = Literal["answer", "context"]
-
-
-class Candidate(NamedTuple):
-    """One memory a search found, with its evidence. A named tuple: a search's hundred-odd candidates
-    cross from the store's process in every search, and a tuple pickles ten times faster than a
-    dataclass (docs/performance.md)."""
-
-    memory_id: str
-    cosine: float
-    keyword: float  # BM25 relative to the best keyword match of this query, 0..1
-    topic: float  # how strongly it carries the words of the question's topic, 0..1 (0: not a member)
-    fused: float
-    matched_by: MatchedBy
-    holds_named: bool = True  # it holds the particular thing the query names ("cat"), or the query names none
 
 
 @dataclass(frozen=True)
@@ -81,7 +64,7 @@ def topic_strength(c: Candidate, evidence: QueryEvidence) -> float:
 
 
 # The model of P(relevant): its weights by feature name, with when, on what and how well they were fitted, in
-# relevance_model.json, which benchmarks/calibrate_relevance.py writes (docs/performance.md says how to refit).
+# relevance_model.json, which eval/calibrate_relevance.py writes (docs/performance.md says how to refit).
 # First stage: how strongly a candidate's own evidence says it is relevant (log-odds).
 EVIDENCE = ("standing", "keyword", "topic", "holder", "gap", "request")
 # Second stage: that evidence judged among the other candidates (its rank, how many stand as close,
@@ -120,7 +103,6 @@ def load_model(path: Path = MODEL_FILE) -> RelevanceModel:
 
 
 MODEL = load_model()
-RIVAL_SPAN = 1.0  # candidates whose evidence is this close (in log-odds) are rivals; set by hand, one unit
 
 
 @dataclass(frozen=True)
@@ -203,7 +185,7 @@ def meaning_relevance(query: str, texts: Sequence[str], cosines: Sequence[float]
     """The `relevance_score` (0-100) of texts found by meaning alone, as conversation turns are: the
     same model with no keyword or topic evidence, so a turn and a memory are on one scale."""
     candidates = [Candidate("", cosine, 0.0, 0.0, cosine, "semantic") for cosine in cosines]
-    evidence = QueryEvidence(closeness=closeness, intent=intent(query))
+    evidence = QueryEvidence(closeness=closeness, intent=intent_of(query))
     return [round(100.0 * p, 1) for _own, p in chances(query, candidates, evidence, texts, len(candidates))]
 
 
@@ -222,57 +204,14 @@ def with_members(candidates: Sequence[Candidate], members: set[str]) -> list[Can
     return rows
 
 
+def fusion(prefetch: int, pool: int = 0) -> Fusion:
+    """What a search sends down with its trip to the store: the fusion's weights (above) and how many
+    candidates to read (`likely`). Data, so the store's process runs none of this package's code."""
+    return Fusion(KEYWORD_WEIGHT, TOPIC_BOOST, SEMANTIC_FLOOR, prefetch, pool)
+
+
 def fuse(
     dense: Sequence[Match], keyword: Sequence[KeywordMatch], topic_members: Sequence[KeywordMatch] = ()
 ) -> list[Candidate]:
-    """Candidates from all retrievers, best first; ties go to the newer memory."""
-    cosines = {m.memory_id: m.similarity for m in dense}
-    floor = min(cosines.values()) if cosines else 0.0
-    best_keyword = max((k.score for k in keyword), default=0.0)
-    keywords = {k.memory_id: k.score / best_keyword for k in keyword} if best_keyword > 0 else {}
-    best_member = max((k.score for k in topic_members), default=0.0)
-    members = {k.memory_id: k.score / best_member for k in topic_members} if best_member > 0 else {}
-    rows = []
-    for memory_id in dict.fromkeys([*cosines, *keywords, *members]):
-        cosine = cosines.get(memory_id, floor)
-        lexical = keywords.get(memory_id, 0.0)
-        topic = members.get(memory_id, 0.0)
-        fused = cosine + KEYWORD_WEIGHT * lexical + TOPIC_BOOST * topic
-        semantic = memory_id in cosines and cosine >= SEMANTIC_FLOOR
-        how: MatchedBy = (
-            "both"
-            if semantic and lexical
-            else "keyword"
-            if lexical
-            else "semantic"
-            if semantic or not topic
-            else "topic"
-        )
-        rows.append(Candidate(memory_id, cosine, lexical, topic, fused, how))
-    # Equal scores (to 3 decimals): the newer memory first; ids sort by creation time.
-    rows.sort(key=lambda c: (round(c.fused, 3), c.memory_id), reverse=True)
-    return rows
-
-
-def shortlist(
-    dense: Sequence[Match],
-    keyword: Sequence[KeywordMatch],
-    members: Sequence[KeywordMatch],
-    prefetch: int,
-    pool: int = 0,
-) -> tuple[list[Candidate], list[str]]:
-    """What a search reads about its candidates once they are fused: the ranking, and those whose
-    records are read (`likely`). The store runs it between its two stages (`MemoryStore.search`), so a
-    search is one trip to the store's process."""
-    candidates = fuse(dense, keyword, members)
-    return candidates, likely(candidates, prefetch, pool)
-
-
-def likely(candidates: Sequence[Candidate], prefetch: int, pool: int = 0) -> list[str]:
-    """The candidates a search scores (their texts are read): the first `prefetch` of the fused ranking and
-    of plain cosine (so scoring never loses what meaning alone would show), the first `pool` (a request's
-    subject is marked among them) and up to `prefetch` topic members further down."""
-    ids = [c.memory_id for c in candidates]
-    nearest = [c.memory_id for c in sorted(candidates, key=lambda c: c.cosine, reverse=True)[:prefetch]]
-    further = [c.memory_id for c in candidates[prefetch:] if c.topic > 0][:prefetch]
-    return list(dict.fromkeys([*ids[:prefetch], *nearest, *ids[:pool], *further]))
+    """Candidates from all retrievers, best first, fused as a search's are in the store."""
+    return fused(dense, keyword, topic_members, fusion(0))

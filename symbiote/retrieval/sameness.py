@@ -10,7 +10,7 @@ possessive ("My sister ...", "Mum's ...") or a label ("Melanie: ..."), and how m
 older one is than the other memories nearest the new one:
 "My sister lives in Hamburg" and "My brother lives in Munich" have the same shape and a high
 cosine, but different holders, so they are never linked. Three constants, set on the fitting half
-of `benchmarks/updates_set.json` and LoCoMo conversation 26 (docs/performance.md).
+of `eval/updates_set.json` and LoCoMo conversation 26 (docs/performance.md).
 """
 
 from __future__ import annotations

@@ -17,11 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from symbiote.retrieval.thresholds import TOPIC_GATE
+
 if TYPE_CHECKING:  # numpy is imported when first needed: it is not on the way to `initialize`
     import numpy as np
 
-
-TOPIC_GATE = 0.5  # cosine to a topic's questions from which a query counts as being about it
 
 TOPICS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "projects": (

@@ -14,11 +14,20 @@ from symbiote.storage.base import (
     KeywordMatch,
     Match,
     MemoryStore,
-    Shortlist,
     StoredMemory,
     StoredTurn,
     TrashedMemory,
     content_hash,
+)
+from symbiote.storage.data_directory import (
+    ResetCheck,
+    ResetGuard,
+    ResetHistoryGuard,
+    StoreResetError,
+    embedded_store_exists,
+    make_private,
+    quarantine,
+    reset_store,
 )
 from symbiote.storage.data_format import FORMAT_FILE, FORMAT_VERSION, record_format, recorded_format
 from symbiote.storage.disk_errors import (
@@ -32,21 +41,17 @@ from symbiote.storage.disk_errors import (
 )
 from symbiote.storage.diskspace import DiskSpace, directory_bytes
 from symbiote.storage.filters import MemoryFilter
-from symbiote.storage.layers import HistoryLayer, Layer, StoreLayer, invoke
-from symbiote.storage.opening import (
-    ResetCheck,
-    ResetGuard,
-    ResetHistoryGuard,
-    StoreResetError,
-    embedded_store_exists,
-    make_private,
-    quarantine,
-    reset_store,
-)
+from symbiote.storage.fusion import Candidate, Fusion, MatchedBy, fused, likely
+from symbiote.storage.layers import HistoryLayer, Layer, StoreLayer
 from symbiote.storage.terms import query_terms
 
 __all__ = [
     "CHROMA_FILE",
+    "Candidate",
+    "Fusion",
+    "MatchedBy",
+    "fused",
+    "likely",
     "FORMAT_FILE",
     "FORMAT_VERSION",
     "LEXICAL_FILE",
@@ -63,7 +68,6 @@ __all__ = [
     "ResetCheck",
     "ResetGuard",
     "ResetHistoryGuard",
-    "Shortlist",
     "StorageFullError",
     "StorageReadOnlyError",
     "StoreDamagedError",
@@ -75,7 +79,6 @@ __all__ = [
     "content_hash",
     "directory_bytes",
     "embedded_store_exists",
-    "invoke",
     "is_damage",
     "is_transient",
     "make_private",

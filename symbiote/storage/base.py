@@ -3,28 +3,23 @@
 The engine sees only `MemoryStore`; `symbiote.storage.chroma.store.ChromaMemoryStore` implements it
 over any Chroma client (embedded `PersistentClient`, or a Chroma server's `HttpClient` as the way
 past one machine). Calls block; the engine runs them in worker threads. Opening a store is
-`symbiote.storage.opening`.
+`symbiote.storage.data_directory`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     import numpy as np
 
     from symbiote.storage.filters import MemoryFilter
-
-R = TypeVar("R")
-# The caller's ranking of a search's candidates (nearest, keyword matches, topic members): the ranking
-# itself and the ids whose records to read. It runs where the store runs (in its own process: a
-# module-level function or a partial of one, so it pickles).
-Shortlist = Callable[[list["Match"], list["KeywordMatch"], list["KeywordMatch"]], tuple[R, Sequence[str]]]
+    from symbiote.storage.fusion import Candidate, Fusion
 
 LEXICAL_FILE = "symbiote_keywords.sqlite3"
 CHROMA_FILE = "chroma.sqlite3"  # an embedded Chroma store exists once this file does
@@ -150,11 +145,11 @@ class MemoryStore(Protocol):
         topic_words: Sequence[str],
         topic_k: int,
         where: MemoryFilter | None,
-        shortlist: Shortlist[R],
-    ) -> tuple[R, dict[str, StoredMemory]]:
+        fusion: Fusion,
+    ) -> tuple[list[Candidate], dict[str, StoredMemory]]:
         """A search's store work in one call: `nearest`, `keyword` and (with topic words)
-        `keyword_words`; then `shortlist(dense, keyword, members)` gives the caller's ranking and
-        the ids to read. Returns the ranking and the records found."""
+        `keyword_words`, fused with the caller's `fusion` (`storage.fusion`). Returns the fused
+        candidates and the records of those likely shown."""
         ...
 
     def delete(self, memory_id: str) -> bool: ...

@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from symbiote.auth.store import AUTH_DB_NAME
+from symbiote.auth.auth_store import AUTH_DB_NAME
 from tests.auth.support import (
     OWNER_SECRET,
     REDIRECT_URI,

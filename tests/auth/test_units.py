@@ -14,11 +14,11 @@ import pytest
 from pydantic import AnyUrl
 from starlette.types import Scope
 
+from symbiote.auth.auth_store import REFRESH_REUSE_GRACE, AuthStore
 from symbiote.auth.origin import OriginResolver, client_address
 from symbiote.auth.owner import OwnerSecret, SignInLimiter, hash_secret
 from symbiote.auth.policy import chatgpt_tools_enabled, resolve_mode
 from symbiote.auth.provider import SymbioteClient, redirect_uri_problem
-from symbiote.auth.store import REFRESH_REUSE_GRACE, AuthStore
 from symbiote.auth_settings import OwnerSecretError, parse_secret_hash
 from symbiote.config import ConfigError, Settings
 from symbiote.http.security import allowed_hosts
@@ -299,7 +299,7 @@ def test_pending_tickets_are_single_use_and_capped(store: AuthStore) -> None:
 
 
 def test_unwritable_auth_database_is_a_clear_error(tmp_path: Path) -> None:
-    from symbiote.auth.store import AuthStoreUnavailable
+    from symbiote.auth.auth_store import AuthStoreUnavailable
 
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")

@@ -23,7 +23,7 @@ from urllib.parse import urlencode
 import httpx
 import pytest
 
-from symbiote.auth.owner import SignInLimiter, hash_secret
+from symbiote.auth import SignInLimiter, hash_secret
 from symbiote.console.session import KEY_FILE
 from tests.auth.support import OWNER_SECRET, oauth_env
 from tests.conftest import MODEL_DIR, ServerProcess

@@ -24,7 +24,7 @@ def test_no_type_ignore_in_the_console() -> None:
 
 def test_only_the_accessor_and_the_factory_touch_app_state() -> None:
     touching = {name for name, text in sources().items() if re.search(r"\bapp\.state\.", text)}
-    assert touching == {"app.py", "state.py"}
+    assert touching == {"console_app.py", "state.py"}
 
 
 def test_the_accessor_refuses_an_app_that_is_not_the_console() -> None:

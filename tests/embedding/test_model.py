@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from symbiote.embedding.export import bundled_weights_dir
 from symbiote.embedding.model import MODEL_DIMENSION, OnnxEmbedder
+from symbiote.embedding.onnx_export import bundled_weights_dir
 
 TEXTS = [
     "I love building web apps with React",
@@ -75,8 +75,7 @@ def test_the_runtime_loads_the_model_with_the_topic_questions_and_background_emb
     model_dir: Path, tmp_path: Path
 ) -> None:
     from symbiote.embedding.model import WarmModel
-    from symbiote.retrieval import background
-    from symbiote.retrieval.topics import TopicIndex
+    from symbiote.retrieval import TopicIndex, background
     from symbiote.runtime import load_embedder as runtime_load
 
     beside = tmp_path / "model"  # the model's files, with room for the warm vectors beside them

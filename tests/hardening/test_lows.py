@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from symbiote.auth.store import AUTH_DB_NAME
+from symbiote.auth import AUTH_DB_NAME
 from tests.auth.support import OWNER_SECRET, REDIRECT_URI, OAuthFlow, oauth_env, pkce, query_of
 from tests.conftest import ServerProcess
 

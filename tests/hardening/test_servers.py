@@ -22,8 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
-from symbiote.auth.owner import SignInLimiter
-from symbiote.auth.store import AUTH_DB_NAME
+from symbiote.auth import AUTH_DB_NAME, SignInLimiter
 from tests.auth.support import (
     INITIALIZE,
     MCP_HEADERS,

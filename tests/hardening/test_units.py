@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from symbiote.auth import AuthStore
 from symbiote.auth.rates import RateBudget
-from symbiote.auth.store import AuthStore
 from symbiote.config import Settings
 from symbiote.errors import InvalidInputError
 from symbiote.memory import timeparse, validation

@@ -14,7 +14,7 @@ from mcp import Client
 
 from tests.conftest import ServerProcess
 
-UPDATES_SET = Path(__file__).resolve().parents[2] / "benchmarks" / "updates_set.json"
+UPDATES_SET = Path(__file__).resolve().parents[2] / "eval" / "updates_set.json"
 # "where do I work?" scores both the chef's old and new restaurant under the default cut-off (28.8
 # and 28.7 of 100; the day off "at the new job" answers instead): a retrieval miss, not a link's.
 # With the cut-off at 0 the newer comes first there too.

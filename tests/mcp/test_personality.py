@@ -10,15 +10,15 @@ import pytest
 from mcp import Client
 
 from symbiote.config import PROJECT_ROOT
-from symbiote.mcp.personality import available, load
+from symbiote.mcp.personality import available, load_personality
 from tests.conftest import ServerProcess
 
 DIRECTORY = PROJECT_ROOT / "personalities"
 
 
 def test_default_and_variant2_are_different_real_prompts() -> None:
-    default = load(DIRECTORY, "")
-    second = load(DIRECTORY, "variant2")
+    default = load_personality(DIRECTORY, "")
+    second = load_personality(DIRECTORY, "variant2")
     assert (default.variant, second.variant) == ("default", "variant2")
     assert default.text != second.text
     for prompt in (default.text, second.text):
@@ -30,13 +30,13 @@ def test_default_and_variant2_are_different_real_prompts() -> None:
 
 def test_unknown_variant_falls_back_to_default_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING):
-        chosen = load(DIRECTORY, "pirate")
+        chosen = load_personality(DIRECTORY, "pirate")
     assert chosen.variant == "default" and chosen.requested == "pirate" and chosen.fell_back
     assert "pirate" in caplog.text and "default" in caplog.text
 
 
 def test_path_tricks_are_not_variants(caplog: pytest.LogCaptureFixture) -> None:
-    assert load(DIRECTORY, "../../etc/passwd").variant == "default"
+    assert load_personality(DIRECTORY, "../../etc/passwd").variant == "default"
 
 
 @pytest.mark.parametrize(("requested", "active"), [("variant2", "variant2"), ("no-such-variant", "default")])
@@ -52,7 +52,7 @@ async def test_server_serves_and_reports_the_active_variant(
     finally:
         proc.stop()
     assert health["personality"] == active
-    assert prompt.messages[0].content.text == load(DIRECTORY, active).text  # type: ignore[union-attr]
+    assert prompt.messages[0].content.text == load_personality(DIRECTORY, active).text  # type: ignore[union-attr]
     if active != requested:
         assert "no-such-variant" in proc.log() and "WARNING" in proc.log()
 
@@ -70,8 +70,8 @@ def test_every_text_of_the_protocol_lets_the_assistant_judge() -> None:
     search_tool = tool[tool.index('title="Search memory"') : tool.index("async def search_memory")]
     texts = {
         "instructions": INSTRUCTIONS,
-        "default prompt": load(DIRECTORY, "").text,
-        "variant2 prompt": load(DIRECTORY, "variant2").text,
+        "default prompt": load_personality(DIRECTORY, "").text,
+        "variant2 prompt": load_personality(DIRECTORY, "variant2").text,
         "tool description": search_tool,
         "message": JUDGE,
     }

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from symbiote.auth.store import AUTH_DB_NAME
+from symbiote.auth import AUTH_DB_NAME
 from tests.auth.support import MCP_HEADERS, bearer_client, oauth_env
 from tests.conftest import ServerProcess
 from tests.hardening.test_servers import api_key, cli

@@ -17,10 +17,10 @@ async def test_urgent_jobs_overtake_queued_background_jobs() -> None:
     gate = threading.Event()
     order: list[str] = []
     try:
-        blocker = pool.submit(gate.wait, 5)  # occupies the only worker
+        blocker = pool.submit("background", gate.wait, 5)  # occupies the only worker
         time.sleep(0.05)
-        background = [pool.submit(order.append, f"batch {i}") for i in range(3)]
-        urgent = asyncio.wrap_future(pool.submit(order.append, "search", urgent=True))
+        background = [pool.submit("background", order.append, f"batch {i}") for i in range(3)]
+        urgent = asyncio.wrap_future(pool.submit("urgent", order.append, "search"))
         gate.set()
         await urgent
         for future in (blocker, *background):
@@ -33,16 +33,16 @@ async def test_urgent_jobs_overtake_queued_background_jobs() -> None:
 async def test_errors_reach_the_caller_and_shutdown_cancels_what_waits() -> None:
     pool = PriorityExecutor(1, "test")
     with pytest.raises(ZeroDivisionError):
-        await pool.run(lambda: 1 / 0)
+        await pool.run("background", lambda: 1 / 0)
     gate = threading.Event()
-    running = pool.submit(gate.wait, 5)
+    running = pool.submit("background", gate.wait, 5)
     time.sleep(0.05)  # the worker has taken `running`
-    waiting = pool.submit(print, "never")
+    waiting = pool.submit("background", print, "never")
     threading.Timer(0.1, gate.set).start()
     pool.shutdown(wait=True, cancel_futures=True)
     assert running.result() is True and waiting.cancelled()
     with pytest.raises(RuntimeError, match="after shutdown"):
-        pool.submit(print)
+        pool.submit("background", print)
 
 
 async def test_background_jobs_never_take_the_workers_kept_for_urgent_ones() -> None:
@@ -61,11 +61,11 @@ async def test_background_jobs_never_take_the_workers_kept_for_urgent_ones() -> 
             running.remove(i)
 
     try:
-        writes = [pool.submit(write, i) for i in range(5)]
+        writes = [pool.submit("background", write, i) for i in range(5)]
         time.sleep(0.1)
         assert len(running) == 1  # one write runs, four wait although two workers are idle
         # and a read still gets a worker at once
-        assert await asyncio.wait_for(pool.run(lambda: "read", urgent=True), 1) == "read"
+        assert await asyncio.wait_for(pool.run("urgent", lambda: "read"), 1) == "read"
         gate.set()
         for future in writes:
             future.result(timeout=5)
@@ -79,10 +79,10 @@ async def test_a_stream_of_urgent_jobs_does_not_starve_background_work() -> None
     gate = threading.Event()
     order: list[str] = []
     try:
-        blocker = pool.submit(gate.wait, 5, urgent=True)  # occupies the only worker
+        blocker = pool.submit("urgent", gate.wait, 5)  # occupies the only worker
         time.sleep(0.05)
-        write = pool.submit(order.append, "write")
-        reads = [pool.submit(order.append, f"read {i}", urgent=True) for i in range(URGENT_STREAK + 6)]
+        write = pool.submit("background", order.append, "write")
+        reads = [pool.submit("urgent", order.append, f"read {i}") for i in range(URGENT_STREAK + 6)]
         gate.set()
         for future in (blocker, write, *reads):
             future.result(timeout=5)
@@ -96,11 +96,11 @@ async def test_idle_jobs_wait_until_nothing_else_does() -> None:
     gate = threading.Event()
     order: list[str] = []
     try:
-        blocker = pool.submit(gate.wait, 5)  # the one background slot is taken
+        blocker = pool.submit("background", gate.wait, 5)  # the one background slot is taken
         time.sleep(0.05)
-        idle = [pool.submit(order.append, f"passages {i}", idle=True) for i in range(2)]
-        write = pool.submit(order.append, "store")
-        search = pool.submit(order.append, "search", urgent=True)
+        idle = [pool.submit("idle", order.append, f"passages {i}") for i in range(2)]
+        write = pool.submit("background", order.append, "store")
+        search = pool.submit("urgent", order.append, "search")
         search.result(timeout=5)
         assert order == ["search"]  # the free worker serves urgent work, never idle work past the limit
         gate.set()
@@ -115,12 +115,12 @@ async def test_a_write_waits_for_a_searchs_next_trip_but_not_for_ever() -> None:
     pool = PriorityExecutor(2, "test", background_limit=1, grace=2.0)
     order: list[str] = []
     try:
-        pool.submit(order.append, "search 1", urgent=True).result(timeout=5)
-        write = pool.submit(order.append, "write")  # within the grace after a read: waits
+        pool.submit("urgent", order.append, "search 1").result(timeout=5)
+        write = pool.submit("background", order.append, "write")  # within the grace after a read: waits
         for trip in range(1, 4):
             time.sleep(0.05)
             assert order[-1] != "write"
-            pool.submit(order.append, f"trip {trip}", urgent=True).result(timeout=5)
+            pool.submit("urgent", order.append, f"trip {trip}").result(timeout=5)
         started = time.monotonic()
         write.result(timeout=5)  # three reads in a row while it waited: it goes without the grace
         assert time.monotonic() - started < 1.0

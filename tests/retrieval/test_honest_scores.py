@@ -33,7 +33,7 @@ QUESTIONS = [
 NEVER_STORED = ["what's my blood type?", "what car do I drive?", "where did I go to university?"]
 # A turn that shares one word with a question ("library", "type") is someone else's: never the answer.
 SHARED_WORD = ["which dataframe library do I like?", "what type of tea do I drink?", "what sport do I play?"]
-CHATTER = Path(__file__).resolve().parents[2] / "benchmarks" / "chatter.json"
+CHATTER = Path(__file__).resolve().parents[2] / "eval" / "chatter.json"
 
 
 @pytest.fixture(scope="module")

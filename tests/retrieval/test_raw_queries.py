@@ -3,7 +3,7 @@
 Real model, real Chroma, real keyword index. A query a person types (a request, a vague
 question, a bare phrase) must find the memory it needs whether that memory is alone in the
 store or one of many, and each result says whether it answers or is context. Figures per kind
-of query are in benchmarks/personal_set.py.
+of query are in eval/personal_set.py.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from symbiote.memory import MemoryEngine, SearchRequest, SearchResults, StoreRequest
-from symbiote.retrieval.intent import intent
+from symbiote.retrieval.intent import intent_of
 from symbiote.retrieval.subjects import subjects_of
 from tests.retrieval.test_search import MEMORIES as OTHERS
 
@@ -119,8 +119,8 @@ def test_questions_and_requests_are_told_apart() -> None:
         "can't sleep again",
         "how do I unclog a drain",
     ]
-    assert [intent(q) for q in questions] == ["question"] * len(questions)
-    assert [intent(r) for r in requests] == ["request"] * len(requests)
+    assert [intent_of(q) for q in questions] == ["question"] * len(questions)
+    assert [intent_of(r) for r in requests] == ["request"] * len(requests)
 
 
 def test_a_request_names_its_subject_by_its_words() -> None:

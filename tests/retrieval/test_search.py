@@ -1,7 +1,7 @@
 """Retrieval behaviour: hybrid search, honest relevance, dedup, time filters, index consistency.
 
 Real model, real Chroma, real FTS5 index. These pin behaviour, not benchmark numbers (those
-are in benchmarks/locomo.py and benchmarks/owners_eval.py).
+are in benchmarks/locomo.py and eval/owners_eval.py).
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ async def test_seed_scenarios_hold_together(engine: MemoryEngine) -> None:
 )
 async def test_questions_about_things_never_stored_are_never_answered(engine: MemoryEngine, question: str) -> None:
     """The nearest memory may be shown, as context ("not stored; this is the nearest"), never as the answer.
-    (Not every time: the share answered is measured by benchmarks/owners_eval.py.)"""
+    (Not every time: the share answered is measured by eval/owners_eval.py.)"""
     assert all(hit.match == "context" for hit in (await engine.search(SearchRequest(question))).results)
 
 

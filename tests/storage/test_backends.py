@@ -24,7 +24,7 @@ from symbiote.memory.history import parse_ts
 from symbiote.memory.ids import IdGenerator
 from symbiote.storage.base import StoredMemory, content_hash
 from symbiote.storage.chroma.client import ChromaClients, ChromaServer
-from symbiote.storage.chroma.history import ChromaHistoryStore
+from symbiote.storage.chroma.history_store import ChromaHistoryStore
 from symbiote.storage.chroma.opening import open_embedded_store, open_server_store
 from tests.chroma_server import Backend, backend, chroma_server  # noqa: F401  (fixtures)
 from tests.conftest import make_runtime

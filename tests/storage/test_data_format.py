@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from symbiote.auth.store import AuthStore, AuthStoreUnavailable, default_auth_db
+from symbiote.auth import AuthStore, AuthStoreUnavailable, default_auth_db
 from symbiote.config import Settings
 from symbiote.errors import DataFormatError, StoreUnavailableError
 from symbiote.memory import SearchRequest, StoreRequest

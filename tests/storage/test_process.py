@@ -207,3 +207,20 @@ def test_a_preopen_that_failed_is_opened_again_and_says_why(tmp_path: Path) -> N
         assert host.open("memories", MODEL_NAME, MODEL_DIMENSION).count() == 0  # the process still serves
     finally:
         host.close()
+
+
+def test_only_data_crosses_into_the_store_process(tmp_path: Path) -> None:
+    """The store's process unpickles no Symbiote class above storage: code of another layer (here
+    retrieval's) is refused, and the process keeps serving."""
+    from symbiote.embedding.model import MODEL_DIMENSION, MODEL_NAME
+    from symbiote.retrieval import ranking
+    from symbiote.storage import RemoteStoreError
+
+    host = StoreProcess(tmp_path / "data")
+    try:
+        store = host.open("memories", MODEL_NAME, MODEL_DIMENSION)
+        with pytest.raises(RemoteStoreError, match="symbiote.retrieval.ranking.fuse is not the store's"):
+            store.get([ranking.fuse])  # type: ignore[list-item]
+        assert store.get([]) == {} and store.count() == 0
+    finally:
+        host.close()

@@ -37,7 +37,7 @@ KEYS = {"timestamp", "level", "logger", "message", "trace_id", "span_id"}
 
 @pytest.fixture
 def debug_server(tmp_path: Path, model_dir: Path) -> Iterator[tuple[ServerProcess, str]]:
-    from symbiote.auth.store import AuthStore, default_auth_db
+    from symbiote.auth import AuthStore, default_auth_db
 
     data = tmp_path / "data"
     data.mkdir()

@@ -18,9 +18,10 @@ from symbiote.storage.chroma.client import (
     embedded_client,
     import_chromadb,
 )
-from symbiote.storage.chroma.history import ChromaHistoryStore, open_history_store
+from symbiote.storage.chroma.history_store import ChromaHistoryStore, open_history_store
 from symbiote.storage.chroma.opening import open_embedded_store, open_server_store
-from symbiote.storage.chroma.process import RemoteHistory, RemoteStore, StoreProcess, for_path, prestart
+from symbiote.storage.chroma.process import StoreProcess, for_path, prestart
+from symbiote.storage.chroma.remote import RemoteHistory, RemoteStore
 
 __all__ = [
     "ChromaClients",

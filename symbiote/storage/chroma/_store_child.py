@@ -6,18 +6,17 @@ the moments when no request waits.
 
 from __future__ import annotations
 
+import io
 import logging
 import pickle
 import signal
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from symbiote.errors import SymbioteError
+from symbiote.storage.base import HistoryStore, MemoryStore
 from symbiote.storage.disk_errors import RemoteStoreError, exception_chain
-
-if TYPE_CHECKING:
-    from symbiote.storage.base import HistoryStore, MemoryStore
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +48,26 @@ IDLE_AFTER_SECONDS = 0.05
 _AHEAD: dict[tuple[str, int], Path] = {}  # new stores made ahead (`symbiote.storage.chroma.opening.make_ahead`)
 
 
+class _StorageOnly(pickle.Unpickler):
+    """Reads a request: of Symbiote's own classes only storage's and the error tree's, so what crosses
+    into this process is data for the store, never another layer's code to run here (a search's
+    fusion comes down as `storage.Fusion`; tests/test_layers.py follows this process's imports)."""
+
+    def find_class(self, module: str, name: str, /) -> Any:
+        if module.startswith("symbiote") and not module.startswith(("symbiote.storage", "symbiote.errors")):
+            raise pickle.UnpicklingError(f"{module}.{name} is not the store's: only data crosses into its process")
+        return super().find_class(module, name)
+
+
+def _receive(conn: Connection) -> tuple[Any, ...]:
+    request: tuple[Any, ...] = _StorageOnly(io.BytesIO(conn.recv_bytes())).load()
+    return request
+
+
+# The names a call may ask for: the interfaces' methods (the rest of a store object is its own).
+_METHODS = frozenset(name for interface in (MemoryStore, HistoryStore) for name in vars(interface) if name[0] != "_")
+
+
 def _open(kind: str, path: str, model: str, dimension: int) -> MemoryStore | HistoryStore:
     if kind == "memories":
         from symbiote.storage.chroma.opening import discard_ahead, open_embedded_store
@@ -63,7 +82,7 @@ def _open(kind: str, path: str, model: str, dimension: int) -> MemoryStore | His
                 discard_ahead(ahead)
     if kind == "history":
         from symbiote.storage.chroma.client import embedded_client
-        from symbiote.storage.chroma.history import open_history_store
+        from symbiote.storage.chroma.history_store import open_history_store
 
         return open_history_store(embedded_client(Path(path)), model, dimension)
     raise ValueError(f"unknown store kind {kind!r}")
@@ -120,9 +139,12 @@ def child_main(fd: int) -> None:
     while True:
         _idle_work(conn, idle, loaded)
         try:
-            request = conn.recv()
+            request = _receive(conn)
         except (EOFError, OSError):
             break
+        except pickle.UnpicklingError as exc:  # answered like any failure: the child keeps serving
+            conn.send(("error", RemoteStoreError(f"the store refused a request: {exc}")))
+            continue
         op = request[0]
         if op == "close":
             break
@@ -148,9 +170,11 @@ def child_main(fd: int) -> None:
                 if gone is not None:
                     gone.close()
                 reply = ("ok", None)
-            else:  # "call"
-                handle, method, args = request[1:]
-                reply = ("ok", getattr(objects[handle], method)(*args))
+            else:  # "call": a method of the store's interface, by the name `remote` sent
+                handle, method, args, kwargs = request[1:]
+                if method not in _METHODS:
+                    raise RemoteStoreError(f"{method!r} is no method of the store's interfaces")
+                reply = ("ok", getattr(objects[handle], method)(*args, **kwargs))
         except BaseException as exc:  # noqa: BLE001 - every failure goes back to the caller; the child keeps serving
             reply = ("error", _portable(exc))
         try:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from symbiote.storage.base import StoredMemory
-from symbiote.storage.chroma.records import memory_from
+from symbiote.storage.chroma.codec import memory_from
 from symbiote.storage.filters import MemoryFilter
 
 if TYPE_CHECKING:

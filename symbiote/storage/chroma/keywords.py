@@ -113,7 +113,7 @@ class LexicalIndex:
         self._conn.execute("CREATE TABLE IF NOT EXISTS pending (memory_id TEXT PRIMARY KEY, windows TEXT)")
         self._counts: dict[str, int] = {}  # "" -> all memories, term -> memories containing it; reset on write
         self._scores = TermScores(self._conn, CONTEXT_WEIGHT)
-        self.trash = TrashRows(self._conn, self._lock)  # deleted memories (`symbiote.storage.chroma.trash`)
+        self.trash = TrashRows(self._conn, self._lock)  # deleted memories (`symbiote.storage.chroma.trashing`)
         self._conn.execute(
             "CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5("
             "memory_id UNINDEXED, body, ctx, tokenize='porter unicode61 remove_diacritics 2')"

@@ -1,7 +1,7 @@
 """Opening a Chroma store: embedded in a data directory, or on a Chroma server, with its keyword index.
 
 What is not Chroma's in opening (the directory's privacy, a damaged directory copied aside, the
-reset check) is `symbiote.storage.opening`; this is the part that makes a Chroma client. The
+reset check) is `symbiote.storage.data_directory`; this is the part that makes a Chroma client. The
 store's classes are imported when a store is opened, not with this module: the store's process
 imports this package on its way to listening, and they bring numpy.
 """
@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 
 from symbiote.errors import StoreUnavailableError
 from symbiote.storage.base import CHROMA_FILE, LEXICAL_FILE
+from symbiote.storage.data_directory import make_private, not_writable, quarantine
 from symbiote.storage.data_format import record_format
 from symbiote.storage.disk_errors import StorageReadOnlyError, StoreDamagedError, is_damage
-from symbiote.storage.opening import make_private, not_writable, quarantine
 
 if TYPE_CHECKING:
     from symbiote.storage.chroma.client import ChromaServer
@@ -34,7 +34,7 @@ AHEAD_PREFIX = "symbiote-new-store-"  # then the making process's id: `_sweep_ah
 def make_ahead(model_name: str, dimension: int) -> Path:
     """A new, empty store made in a directory of its own under the system's temporary directory:
     creating Chroma's catalogue takes most of a first store's time, and a start creates nothing in
-    the data directory (`symbiote.storage.opening.embedded_store_exists`). The first memory
+    the data directory (`symbiote.storage.data_directory.embedded_store_exists`). The first memory
     operation copies it in (`open_embedded_store`'s `ahead`); the caller removes it (`discard_ahead`)."""
     import tempfile
 

@@ -11,7 +11,7 @@ embedding a long text's spans most of it. So the store queues them in the keywor
   written to Chroma by the store's own work between requests (`write_step`), never while a
   request waits;
 - a longer text's spans are embedded and indexed by the engine right after
-  (`symbiote.memory.passages`).
+  (`symbiote.memory.passage_indexing`).
 
 The queue is durable: what a crash interrupts is indexed after the next open.
 """

@@ -7,7 +7,8 @@ event loop, HTTP handling and embedding go on. The child also imports chromadb
 on the other core while the server imports the MCP SDK, so the first search comes sooner.
 
 The child hosts the same objects as before (`storage.open_embedded_store`, the history store);
-`RemoteStore` forwards method calls to them over a socket pair (pickled arguments and results).
+`RemoteStore` (`symbiote.storage.chroma.remote`) sends method calls to them over a socket pair
+(the method's name, pickled arguments and results).
 One call at a time, like Chroma itself (the child's loop: `symbiote.storage.chroma._store_child`;
 between calls it reads the store's vectors into memory, `symbiote.storage.chroma.vectors`). If the child dies (killed, crashed), the next call
 starts a new one and reopens what was open: the server keeps serving.
@@ -26,16 +27,15 @@ import subprocess
 import sys
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Mapping
 from concurrent.futures import Future
-from contextlib import AbstractContextManager, nullcontext
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, TypeVar
 
 from symbiote.errors import StoreUnavailableError, SymbioteError
 from symbiote.storage.base import HistoryStore, MemoryStore
-from symbiote.storage.layers import HistoryLayer, Layer, StoreLayer
+from symbiote.storage.chroma.remote import RemoteHistory, RemoteStore
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +101,7 @@ class StoreProcess:
 
     def make_ahead(self, model: str, dimension: int) -> None:
         """Have the child make a new, empty store now, in a thread, to be copied in by the first
-        memory operation (`symbiote.storage.opening.make_ahead`): the data directory has none yet."""
+        memory operation (`symbiote.storage.data_directory.make_ahead`): the data directory has none yet."""
 
         def run() -> None:
             try:
@@ -211,8 +211,9 @@ class StoreProcess:
         """Return once the child has imported Chroma (or started again): ready for its first call."""
         self._request(("ping",))
 
-    def call(self, handle: int, method: str, args: tuple[Any, ...]) -> Any:
-        return self._request(("call", handle, method, args))
+    def call(self, handle: int, method: str, args: tuple[object, ...], kwargs: Mapping[str, object]) -> Any:
+        """Call the method `method` of the store `handle` in the child (`remote` types each call)."""
+        return self._request(("call", handle, method, args, dict(kwargs)))
 
     def forget(self, handle: int) -> None:
         with self._lock:
@@ -250,50 +251,6 @@ class StoreProcess:
             except (OSError, subprocess.TimeoutExpired) as exc:
                 log.warning("memory store process did not close cleanly (%s); stopping it", exc)
             self._discard()
-
-
-class _Remote:
-    """A store object living in the child, by its handle."""
-
-    def __init__(self, host: StoreProcess, handle: int) -> None:
-        self._host = host
-        self._handle = handle
-
-    def call(self, op: Callable[..., T], args: tuple[Any, ...]) -> T:
-        result: T = self._host.call(self._handle, op.__name__, args)
-        return result
-
-    def close(self) -> None:
-        """Close this store's Chroma client in the child (e.g. to reopen it after a new writer took over)."""
-        self._host.forget(self._handle)
-
-
-class _RemoteLayer(Layer[S]):
-    """A store living in the child: every call is sent there. Writes hold nothing here (a guard
-    above this layer holds the writer lease); the child does its idle work between calls."""
-
-    def __init__(self, host: StoreProcess, handle: int) -> None:
-        self._remote = _Remote(host, handle)
-
-    def _read(self, op: Callable[..., T], *args: Any) -> T:
-        return self._remote.call(op, args)
-
-    def _write(self, op: Callable[..., T], *args: Any) -> T:
-        return self._remote.call(op, args)
-
-    def writing(self) -> AbstractContextManager[None]:
-        return nullcontext()
-
-    def close(self) -> None:
-        self._remote.close()
-
-
-class RemoteStore(_RemoteLayer[MemoryStore], StoreLayer):
-    """The memory store living in the child."""
-
-
-class RemoteHistory(_RemoteLayer[HistoryStore], HistoryLayer):
-    """The conversation history's store living in the child."""
 
 
 def _reap(proc: subprocess.Popen[bytes], conn: Connection) -> None:

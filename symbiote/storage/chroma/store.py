@@ -24,17 +24,18 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from symbiote.storage.base import KeywordMatch, Match, R, Shortlist, StoredMemory, TrashedMemory
+from symbiote.storage.base import KeywordMatch, Match, StoredMemory, TrashedMemory
 from symbiote.storage.chroma.batches import BatchedCollection, max_batch_size
 from symbiote.storage.chroma.bulk_reads import BulkReads, read_all
 from symbiote.storage.chroma.bulk_reads import chunk_ids as _chunk_ids
+from symbiote.storage.chroma.codec import check_identity, chroma_nearest, link_metadata, memory_from, metadata_of
 from symbiote.storage.chroma.keywords import LexicalIndex
 from symbiote.storage.chroma.passages import DeferredPassages, chunk_records, passage_records
-from symbiote.storage.chroma.records import check_identity, chroma_nearest, link_metadata, memory_from, metadata_of
-from symbiote.storage.chroma.trash import Trash
+from symbiote.storage.chroma.trashing import Trash
 from symbiote.storage.chroma.vectors import MirroredCollection, VectorIndex, VectorRows
 from symbiote.storage.diskspace import directory_bytes
 from symbiote.storage.filters import MemoryFilter
+from symbiote.storage.fusion import Candidate, Fusion, fused, likely
 
 if TYPE_CHECKING:  # annotations only: numpy is not on the way to `initialize`
     import numpy as np
@@ -143,7 +144,7 @@ class ChromaMemoryStore:
     def vectors(self, memory_ids: Sequence[str]) -> dict[str, np.ndarray]:
         return self._bulk.vectors(memory_ids)
 
-    # -- the trash (symbiote.storage.chroma.trash) -------------------------------------------------
+    # -- the trash (symbiote.storage.chroma.trashing) ---------------------------------------------
 
     def trash(self, memory_ids: Sequence[str], deleted_by: str, deleted_us: int) -> list[str]:
         return self._trash.trash(memory_ids, deleted_by, deleted_us)
@@ -362,15 +363,15 @@ class ChromaMemoryStore:
         topic_words: Sequence[str],
         topic_k: int,
         where: MemoryFilter | None,
-        shortlist: Shortlist[R],
-    ) -> tuple[R, dict[str, StoredMemory]]:
+        fusion: Fusion,
+    ) -> tuple[list[Candidate], dict[str, StoredMemory]]:
         """A search's store work in one call, so one trip to the store's process. The keyword
         searches run while the vectors are searched."""
         members = self._beside.submit(self.keyword_words, topic_words, topic_k, where) if topic_words else None
         keyword = self._beside.submit(self.keyword, text, k, where)
         nearest = self.nearest(vector, k, where)
-        ranked, read = shortlist(nearest, keyword.result(), members.result() if members else [])
-        return ranked, self.get(read)
+        ranked = fused(nearest, keyword.result(), members.result() if members else [], fusion)
+        return ranked, self.get(likely(ranked, fusion.prefetch, fusion.pool))
 
     def count_from(self, conversation_id: str, since_us: int) -> int:
         got = self._memories.get(

@@ -112,7 +112,7 @@ async def test_owner_signs_in_searches_edits_and_deletes_and_mcp_sees_it(
     await page.wait_for_selector("#confirm-delete")
     assert "Berlin half marathon" in await page.inner_text("main")
     await page.click("#confirm-delete")
-    await page.wait_for_url("**/console/?deleted=1&undo=*")  # with an undo: tests/console/test_trash.py
+    await page.wait_for_url("**/console/?deleted=1&undo=*")  # with an undo: tests/console/test_trash_pages.py
     assert "Deleted 1 memory" in await page.inner_text(".done")
     assert "6 memories" in await page.inner_text(".toolbar .count")
 

@@ -19,20 +19,17 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from symbiote.auth.origin import OriginResolver
-from symbiote.auth.owner import OwnerChecks
-from symbiote.console import editing, links_review, memories, overview, pasted_page, signin, transfer_pages, trash
+from symbiote.auth import OriginResolver, OwnerChecks
+from symbiote.console import editing, links_review, memories, overview, pasted_page, signin, transfer_pages, trash_pages
 from symbiote.console.gate import Access, ConsoleGate
 from symbiote.console.jobs import UPLOADS, ImportJobs
 from symbiote.console.rendering import STATIC
 from symbiote.console.session import SessionKey, Sessions, key_path
 from symbiote.console.state import ConsoleState
-from symbiote.transfer.history_access import turn_reader
-from symbiote.transfer.import_report import ImportReport
-from symbiote.transfer.sources import import_path
+from symbiote.transfer import ImportReport, import_path, turn_reader
 
 if TYPE_CHECKING:
-    from symbiote.auth.store import AuthStore
+    from symbiote.auth import AuthStore
     from symbiote.config import Settings
     from symbiote.memory import ConversationHistory, MemoryEngine
 
@@ -96,12 +93,12 @@ def create_console(
         Route("/memories/{memory_id}", editing.save_memory, methods=["POST"]),
         Route("/new", editing.new_memory_page, methods=["GET"]),
         Route("/new", editing.add_memory, methods=["POST"]),
-        Route("/delete", trash.confirm_delete, methods=["GET"]),
-        Route("/delete", trash.delete_memories, methods=["POST"]),
-        Route("/trash", trash.trash_page, methods=["GET"]),
-        Route("/trash/restore", trash.restore_memories, methods=["POST"]),
-        Route("/trash/empty", trash.confirm_empty, methods=["GET"]),
-        Route("/trash/empty", trash.empty_trash, methods=["POST"]),
+        Route("/delete", trash_pages.confirm_delete, methods=["GET"]),
+        Route("/delete", trash_pages.delete_memories, methods=["POST"]),
+        Route("/trash", trash_pages.trash_page, methods=["GET"]),
+        Route("/trash/restore", trash_pages.restore_memories, methods=["POST"]),
+        Route("/trash/empty", trash_pages.confirm_empty, methods=["GET"]),
+        Route("/trash/empty", trash_pages.empty_trash, methods=["POST"]),
         Route("/stats", overview.stats_page, methods=["GET"]),
         Route("/links", links_review.links_page, methods=["GET"]),
         Route("/links/{memory_id}/{action}", links_review.review_link, methods=["POST"]),

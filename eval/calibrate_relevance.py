@@ -10,8 +10,8 @@ the score is a calibrated chance, not a balanced one. Prints the coefficients
 relevant) and its expected calibration error, answer precision, never-stored questions with an
 answer, and shown@5 / first against plain cosine; with `--plot`, a reliability plot (PNG).
 
-    .venv/bin/python benchmarks/relevance_sets.py --out /tmp/asked        # collect (about 10 minutes)
-    .venv/bin/python benchmarks/calibrate_relevance.py --asked /tmp/asked [--current] [--write] [--plot docs/reliability.png]
+    .venv/bin/python eval/relevance_sets.py --out /tmp/asked        # collect (about 10 minutes)
+    .venv/bin/python eval/calibrate_relevance.py --asked /tmp/asked [--current] [--write] [--plot docs/reliability.png]
 """
 
 from __future__ import annotations
@@ -34,11 +34,11 @@ from logistic import fit_newton
 from relevance_sets import Asked
 
 from symbiote.retrieval import ranking
+from symbiote.retrieval.thresholds import SUBJECT_POOL
 
 CUTOFF = 30.0
 LIMIT = 5
 PREFETCH = 15  # what a search for 5 results scores: symbiote/memory/searching.py's `count * 3`
-SUBJECT_POOL = 20  # searching.py's
 BINS = (30, 40, 50, 60, 70, 80, 90, 101)
 STORES = ("small", "facts100", "turns400", "mixed400", "5000", "locomo")
 
@@ -113,7 +113,7 @@ def write_model(path: Path, first: np.ndarray, second: np.ndarray, prefix: Path,
     data = {
         "fitted": datetime.date.today().isoformat(),
         "commit": commit.stdout.strip() or None,
-        "by": "benchmarks/calibrate_relevance.py on the fitting half of benchmarks/relevance_sets.py",
+        "by": "eval/calibrate_relevance.py on the fitting half of eval/relevance_sets.py",
         "data_sha256": digest.hexdigest(),
         "figures": figures,
         "evidence": {name: round(float(v), 3) for name, v in zip((*ranking.EVIDENCE, "bias"), first, strict=True)},

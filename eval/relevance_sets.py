@@ -11,7 +11,7 @@ once, by owner, holder case, personal query (by position: even fit, odd held) an
 conversation (26 fit, 30 held); the padding too: the fitting half's stores are padded with LoCoMo 26,
 the first half of the chatter and of the summaries, the held-out half's with the rest.
 
-    .venv/bin/python benchmarks/relevance_sets.py --out asked.pickle [--kinds small,turns400] [--locomo DIR] [--form clock]
+    .venv/bin/python eval/relevance_sets.py --out asked.pickle [--kinds small,turns400] [--locomo DIR] [--form clock]
 
 LoCoMo's turns are stored as "8 May 2023 Melanie: ..." unless `--form` says otherwise (`clock`: as the
 files give them, "1:56 pm on 8 May, 2023 Melanie: ..."; `speaker`: "Melanie: ..."; `none`: the words alone).
@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+# What the timing benchmarks share with the sets: the LoCoMo loader and the synthetic notes.
+sys.path.insert(1, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import locomo_data
 from personal_set import new_engine
 

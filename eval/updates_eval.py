@@ -27,9 +27,9 @@ per owner (optionally after `--pad K` unrelated chat turns from `chatter.json`).
   confirmed_first    newer_first when a scripted assistant passes `replaces=[the true older memory]`
                 with each update (and confirms nothing else), as the protocol asks
 
-    .venv/bin/python benchmarks/updates_eval.py                 # both halves
-    .venv/bin/python benchmarks/updates_eval.py --half fit --verbose
-    .venv/bin/python benchmarks/updates_eval.py --batch --no-confirm   # each owner in one store_memories
+    .venv/bin/python eval/updates_eval.py                 # both halves
+    .venv/bin/python eval/updates_eval.py --half fit --verbose
+    .venv/bin/python eval/updates_eval.py --batch --no-confirm   # each owner in one store_memories
 """
 
 from __future__ import annotations

@@ -15,8 +15,8 @@ first); `cosine@k` = among plain cosine's first k over the same memories; `never
 marked `answer`; `answer precision` = share of `answer` results that are wanted; ECE = expected
 calibration error of the shown results' scores (bins of 10 from 30), and the reliability table.
 
-    .venv/bin/python benchmarks/relevance_sets.py --out /tmp/asked          # collect (about 10 minutes)
-    .venv/bin/python benchmarks/owners_eval.py --asked /tmp/asked [--json figures.json]
+    .venv/bin/python eval/relevance_sets.py --out /tmp/asked          # collect (about 10 minutes)
+    .venv/bin/python eval/owners_eval.py --asked /tmp/asked [--json figures.json]
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ async def check_conversation(
             "user asked for it explicitly."
         )
     since = now_us() - policy.window_minutes * 60 * 1_000_000
-    recent = await io.read(store.count_from, draft.conversation_id, since, urgent=False)
+    recent = await io.read_in("background", store.count_from, draft.conversation_id, since)
     if recent >= policy.max_per_window:
         raise PolicyRefusedError(
             f"Not stored: {recent} memories were already drawn from this conversation in the last "
@@ -69,7 +69,7 @@ async def check_quota(policy: EnginePolicy, io: StoreIO[MemoryStore], store: Mem
     quota = policy.max_memories
     if quota is None or adding == 0:
         return None
-    current = await io.read(store.count, urgent=False)
+    current = await io.read_in("background", store.count)
     if current + adding > quota:
         raise QuotaExceededError(
             f"Memory quota reached: {current} of {quota} memories are stored (MAX_MEMORIES), so this was not "

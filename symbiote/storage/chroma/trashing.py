@@ -16,7 +16,7 @@ import numpy as np
 
 from symbiote.storage.base import StoredMemory, TrashedMemory
 from symbiote.storage.chroma.bulk_reads import chunk_ids
-from symbiote.storage.chroma.records import memory_from, metadata_of
+from symbiote.storage.chroma.codec import memory_from, metadata_of
 from symbiote.storage.chroma.trash_rows import TrashRow
 
 if TYPE_CHECKING:

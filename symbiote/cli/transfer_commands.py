@@ -19,8 +19,7 @@ def export_memories(args: argparse.Namespace) -> int:
     """Write every memory (and with --with-history every conversation turn) as JSON Lines."""
     from symbiote.errors import SymbioteError
     from symbiote.runtime import build_runtime
-    from symbiote.transfer.history_access import turn_reader
-    from symbiote.transfer.terminal import export_to
+    from symbiote.transfer import export_to, turn_reader
 
     out = None if args.out == "-" else Path(args.out or time.strftime("symbiote-export-%Y%m%d-%H%M%S.jsonl"))
     runtime = build_runtime(settings_from_env())
@@ -43,9 +42,7 @@ def import_memories(args: argparse.Namespace) -> int:
     basic-memory folder, or (--text) a pasted list."""
     from symbiote.errors import SymbioteError
     from symbiote.runtime import build_runtime
-    from symbiote.transfer.pasted import batch_tag
-    from symbiote.transfer.sources import import_text
-    from symbiote.transfer.terminal import import_from, report_lines
+    from symbiote.transfer import batch_tag, import_from, import_text, report_lines
 
     path = Path(args.text or args.file or "")
     if not (args.text or args.file) or not (path.is_file() or (path.is_dir() and not args.text)):

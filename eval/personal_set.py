@@ -14,10 +14,10 @@ about what was never stored (`unknown_attribute`, `never`) the nearest memory ma
 results given as answers, and `any` counts every result. The halves (even / odd query index)
 are reported apart: `calibrate_context.py` fits on the even half, the odd half is held out.
 
-    .venv/bin/python benchmarks/personal_set.py              # the whole store
-    .venv/bin/python benchmarks/personal_set.py --fresh      # each query's main memory alone in a new store
-    .venv/bin/python benchmarks/personal_set.py --pad 2000   # plus 2,000 unrelated memories
-    .venv/bin/python benchmarks/personal_set.py --verbose    # every query's results
+    .venv/bin/python eval/personal_set.py              # the whole store
+    .venv/bin/python eval/personal_set.py --fresh      # each query's main memory alone in a new store
+    .venv/bin/python eval/personal_set.py --pad 2000   # plus 2,000 unrelated memories
+    .venv/bin/python eval/personal_set.py --verbose    # every query's results
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+# What the timing benchmarks share with the sets: the LoCoMo loader and the synthetic notes.
+sys.path.insert(1, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from bench_core import synthetic_memory
 
 from symbiote.config import Settings
