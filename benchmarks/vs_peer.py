@@ -102,6 +102,8 @@ class Figures:
     peak_rss: int = 0
     failed_stores: int = 0
     settle_s: float = 0.0  # after the last store, until every memory's passages were indexed
+    store_bytes: list[int] = field(default_factory=list)  # each reply as the client got it (JSON, without
+    search_bytes: list[int] = field(default_factory=list)  # the JSON-RPC envelope): what the assistant pays for
 
 
 @dataclass
@@ -223,6 +225,7 @@ async def measure(contender: Contender, conv: Conversation, keep: Path | None, s
                 t = time.perf_counter()
                 result = await client.call_tool(contender.store_tool, {"content": turn.memory})
                 figures.store_ms.append((time.perf_counter() - t) * 1000)
+                figures.store_bytes.append(len(result.model_dump_json(by_alias=True, exclude_none=True)))
                 try:
                     owner.setdefault(contender.stored_id(result), set()).add(turn.dia_id)
                 except (AttributeError, KeyError, RuntimeError):
@@ -234,6 +237,7 @@ async def measure(contender: Contender, conv: Conversation, keep: Path | None, s
                 t = time.perf_counter()
                 result = await client.call_tool(contender.search_tool, {"query": q.question, "limit": 10})
                 figures.search_ms.append((time.perf_counter() - t) * 1000)
+                figures.search_bytes.append(len(result.model_dump_json(by_alias=True, exclude_none=True)))
                 ranks = [owner.get(i, set()) for i in contender.found_ids(result)]
                 figures.questions += 1
                 for k in KS:
@@ -261,6 +265,7 @@ def _rows(f: Figures) -> dict[str, tuple[float, ...]]:
         "start to first store answered (s)": (f.start_s + f.first_store_ms / 1000,),
         "passages indexed, after the last store (s)": (f.settle_s,),
         "peak RSS (MB)": (f.peak_rss / 2**20,),
+        "store / search reply, median bytes": (statistics.median(f.store_bytes), statistics.median(f.search_bytes)),
         "recall@1 / @5 / @10": recall,
     }
 
