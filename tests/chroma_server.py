@@ -123,7 +123,7 @@ class Backend:
         return replace(base, **overrides)
 
 
-@pytest.fixture(params=["embedded", "server"])
+@pytest.fixture(params=["embedded", pytest.param("server", marks=pytest.mark.server)])  # the quick tier: embedded only
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
     if request.param == "server":
         return Backend("server", tmp_path, request.getfixturevalue("chroma_server"))
