@@ -75,7 +75,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 # -- the memory budget (docs/tests.md): the test process's peak resident memory, checked at the end.
-MEMORY_BUDGET_MB = int(os.environ.get("SYMBIOTE_TEST_MEMORY_BUDGET_MB", "2560"))
+MEMORY_BUDGET_MB = int(os.environ.get("SYMBIOTE_TEST_MEMORY_BUDGET_MB", "3072"))
 
 
 def peak_rss_mb() -> float:

@@ -82,7 +82,10 @@ async def _message(process: asyncio.subprocess.Process, idle_seconds: float) -> 
     when it ended or wrote something that is not one of its lines."""
     assert process.stdout is not None
     try:
-        line = await asyncio.wait_for(process.stdout.readline(), idle_seconds)
+        # not wait_for: on Python 3.11 it drops a cancel (Ctrl-C, the console's Cancel) that comes as
+        # the line does, and the reader streams lines without pause
+        async with asyncio.timeout(idle_seconds):
+            line = await process.stdout.readline()
     except TimeoutError:
         process.kill()
         return QUIET
@@ -143,6 +146,12 @@ async def _end(process: asyncio.subprocess.Process) -> None:
     if process.stdin is not None:
         process.stdin.close()
     with suppress(TimeoutError):
-        await asyncio.wait_for(process.wait(), KILL_WAIT_SECONDS)
+        async with asyncio.timeout(KILL_WAIT_SECONDS):
+            # What the reader wrote and no one took is read first: on Python 3.11 `wait` returns only
+            # once its pipes are closed, and a full pipe is never closed (a stop would wait the whole
+            # KILL_WAIT_SECONDS, then print "Event loop is closed" at exit).
+            if process.stdout is not None:
+                await process.stdout.read()
+            await process.wait()
     if process.returncode not in (0, -9, None):
         log.warning("an import's reader ended with status %s", process.returncode)
