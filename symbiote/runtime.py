@@ -15,7 +15,6 @@ from symbiote.config import Settings
 from symbiote.embedding import model as embeddings
 from symbiote.embedding.embedder import AsyncEmbedder
 from symbiote.embedding.model import Embedder, WarmModel
-from symbiote.errors import StoreUnavailableError
 from symbiote.mcp import (
     HistoryServices,
     Personality,
@@ -25,7 +24,7 @@ from symbiote.mcp import (
     register_history_tools,
 )
 from symbiote.memory import ContextBuilder, ConversationHistory, EnginePolicy, MemoryEngine, TokenCounter
-from symbiote.storage import DiskSpace, HistoryStore, MemoryStore, ResetGuard, ResetHistoryGuard, embedded_store_exists
+from symbiote.storage import DiskSpace, HistoryStore, MemoryStore, ResetGuard, ResetHistoryGuard
 from symbiote.storage.chroma import (
     ChromaClients,
     ChromaServer,
@@ -139,21 +138,6 @@ def history_services(
     return HistoryServices(history, builder)
 
 
-def _exists(settings: Settings, host: StoreProcess | None) -> Callable[[], bool]:
-    """Whether the embedded store exists yet, asked once its process is ready for work: the warm-up
-    that finds none still leaves Chroma imported for the first store, which creates it."""
-
-    def exists() -> bool:
-        if host is not None:
-            try:
-                host.ping()
-            except StoreUnavailableError as exc:  # closing, or the child died: the first store starts one
-                log.info("the memory store's process did not answer the warm-up: %s", exc)
-        return embedded_store_exists(settings.chromadb_path)
-
-    return exists
-
-
 MemoryGuard = Callable[[Callable[[], MemoryStore]], MemoryStore]
 HistoryGuard = Callable[[Callable[[], HistoryStore]], HistoryStore]
 
@@ -208,9 +192,8 @@ def build_runtime(
         engine_policy(settings),
         disk_space(settings),
         on_close=host.close if host else None,
-        # The embedded store is created on the first memory operation, not at start. On a file share
-        # the guard decides instead: the writer opens (or creates) it, a standby never creates it.
-        store_exists=None if chroma_server is not None or services is not None else _exists(settings, host),
+        # The warm-up opens the store, creating it from the copy made ahead if there is none. On a file
+        # share the guard decides: the writer opens (or creates) it, a standby never creates it.
         share_usage=services.usage_report if services is not None else None,
     )
     history = history_services(

@@ -234,7 +234,7 @@ class ServerProcess:
                 raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.log()}")
             try:
                 health = httpx.get(f"{self.base_url}/health", timeout=2).json()
-                if not wait_ready or health["store"] in ("ready", "not_created", "unavailable"):
+                if not wait_ready or health["store"] in ("ready", "unavailable"):
                     return self
             except httpx.HTTPError:
                 pass

@@ -162,9 +162,8 @@ def _prestart(settings: Settings) -> None:
         from symbiote.storage import embedded_store_exists
         from symbiote.storage.chroma import prestart
 
-        # With a file share the store may be opened only under the writer lease: not before. A
-        # store that does not exist yet is created on the first memory operation, not now.
-        # One that does not exist yet is made ahead elsewhere, for the first operation to copy in.
+        # With a file share the store may be opened only under the writer lease: not before. One
+        # that does not exist yet is made ahead elsewhere, for the engine's warm-up to copy in.
         try:
             exists = embedded_store_exists(settings.chromadb_path)
         except StoreUnavailableError:

@@ -1,7 +1,7 @@
 """The memory engine: validation, ids, embedding, policy and scoring over a `MemoryStore`.
 
 It knows nothing of MCP or HTTP; every surface (MCP tools, resources, health) calls it. The
-store is opened lazily on the first memory operation (or by `warm_up()` in the background), so
+store is opened by `warm_up()` in the background (or by the first memory operation without one), so
 a server answers `initialize` before Chroma and the model have loaded. A store that cannot be
 opened is not fatal: each call reports why and tries again (`symbiote.memory.lazy_store`).
 All blocking work runs in worker threads (`symbiote.memory.store_io`). The write path, the
@@ -69,16 +69,11 @@ class MemoryEngine:
         policy: EnginePolicy | None = None,
         space: DiskSpace | None = None,
         on_close: Callable[[], None] | None = None,
-        store_exists: Callable[[], bool] | None = None,
         share_usage: Callable[[], dict[str, Any] | None] | None = None,
     ) -> None:
-        """`store_exists` (blocking; may raise a SymbioteError saying the store cannot be created):
-        given, the warm-up opens only a store that exists, and creating one waits for the first
-        memory operation. `share_usage` (blocking): the usage of the file share holding the store,
-        for memory_stats, where there is one."""
+        """`share_usage` (blocking): the usage of the file share holding the store, for
+        memory_stats, where there is one."""
         self._embedder = embedder
-        self._store_exists = store_exists
-        self._absent = False  # the warm-up found no store yet: none is created until it is used
         self._warming: asyncio.Future[None] | None = None  # the warm-up's model load and store opening
         self._on_close = on_close  # e.g. end the memory store's process (symbiote.storage.chroma.process)
         self._counting: asyncio.Future[int] | None = None  # health's count of memories, while in flight
@@ -99,7 +94,7 @@ class MemoryEngine:
     # -- lifecycle -------------------------------------------------------------------------
 
     async def warm_up(self) -> None:
-        """Open the store (if it exists yet) and load the model now rather than on the first request.
+        """Open the store (creating it if need be) and load the model now rather than on the first request.
 
         With RETENTION_DAYS set it then stays on as the daily retention cleanup (cancel it at shutdown).
         """
@@ -119,7 +114,7 @@ class MemoryEngine:
             await asyncio.sleep(RETENTION_INTERVAL_SECONDS)
 
     async def _prepare(self) -> None:
-        results = await asyncio.gather(self._open_if_created(), self._search.topic_index(), return_exceptions=True)
+        results = await asyncio.gather(self._open(), self._search.topic_index(), return_exceptions=True)
         for result in results:
             if isinstance(result, BaseException):
                 log.warning("memory warm-up incomplete: %s", result)
@@ -132,31 +127,19 @@ class MemoryEngine:
         if self._warming is not None and not self._warming.done():
             await asyncio.wait({self._warming}, timeout=READY_TIMEOUT_SECONDS)
 
-    async def _open_if_created(self) -> None:
-        """Open the store if it exists. Chroma creates one only on the first memory operation;
-        one that could not be created is reported now (health), without creating anything."""
-        if self._store_exists is not None and self._io.store is None:
-            try:
-                exists = await self._io.run("background", self._store_exists)
-            except SymbioteError as exc:
-                self._io.lazy.error = str(exc)
-                log.error("memory store unavailable: %s", exc)
-                return
-            if not exists:
-                self._absent = True
-                log.info("no memory store yet: it is created on the first memory operation")
-                return
+    async def _open(self) -> None:
+        """Open the store, creating it if there is none yet (from the copy made ahead, where there is
+        one): a client that connects is about to store, and the first store should not wait the
+        30-40 ms of an open. One that cannot be opened is reported now (health)."""
         await self._store_or_raise()
 
     def status(self) -> dict[str, Any]:
-        """Health facts without touching the disk: ready, not created yet, starting, or unavailable (and why)."""
+        """Health facts without touching the disk: ready, starting, or unavailable (and why)."""
         loaded = self._embedder.loaded
         if self._io.store is not None:
             return {"store": "ready", "model_loaded": loaded}
         if self._io.lazy.error:
             return {"store": "unavailable", "error": self._io.lazy.error, "model_loaded": loaded}
-        if self._absent:
-            return {"store": "not_created", "model_loaded": loaded}
         return {"store": "not_opened", "model_loaded": loaded}
 
     def background_problems(self) -> dict[str, str]:
@@ -165,13 +148,13 @@ class MemoryEngine:
         return {"passages": problem} if problem else {}
 
     async def count(self) -> int | None:
-        """Number of memories: 0 before the store is created, None while it cannot be read. For
+        """Number of memories; None while the store opens or cannot be read. For
         health: never queued behind writes, and never waiting more than COUNT_WAIT_SECONDS: the
         store's process serves one call at a time, and a large batch's write holds it for seconds,
         so health answers with the count from before it (one count in flight at a time)."""
         store = self._io.store
         if store is None:
-            return 0 if self._absent and not self._io.lazy.error else None
+            return None
         if self._counting is None or self._counting.done():
             self._counting = asyncio.ensure_future(self._io.run("urgent", store.count))
             self._counting.add_done_callback(_retrieved)

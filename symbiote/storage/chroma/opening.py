@@ -32,10 +32,10 @@ AHEAD_PREFIX = "symbiote-new-store-"  # then the making process's id: `_sweep_ah
 
 
 def make_ahead(model_name: str, dimension: int) -> Path:
-    """A new, empty store made in a directory of its own under the system's temporary directory:
-    creating Chroma's catalogue takes most of a first store's time, and a start creates nothing in
-    the data directory (`symbiote.storage.data_directory.embedded_store_exists`). The first memory
-    operation copies it in (`open_embedded_store`'s `ahead`); the caller removes it (`discard_ahead`)."""
+    """A new, empty store made in a directory of its own under the system's temporary directory, while
+    the server imports the rest: creating Chroma's catalogue in place takes far longer than copying
+    one. The engine's warm-up copies it in (`open_embedded_store`'s `ahead`); the caller removes it
+    (`discard_ahead`)."""
     import tempfile
 
     _sweep_ahead(Path(tempfile.gettempdir()))

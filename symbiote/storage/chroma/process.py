@@ -107,7 +107,7 @@ class StoreProcess:
             try:
                 self._request(("ahead", model, dimension))
             except Exception as exc:  # noqa: BLE001 - the first operation then creates the store itself
-                log.info("making a new store ahead failed (%s); the first memory operation creates it", exc)
+                log.info("making a new store ahead failed (%s); the warm-up creates it in place", exc)
 
         threading.Thread(target=run, name="symbiote-store-ahead", daemon=True).start()
 
