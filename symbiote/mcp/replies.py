@@ -1,9 +1,9 @@
 """What a tool's reply puts on the wire: its fields that say something, once as structured content and
 once as compact JSON text, because the assistant pays for every token it reads.
 
-A field that may be left out and is empty (None, an empty list or mapping) is left out; the output
-schema still names it, with its default, so a client that validates finds the same object. A field
-with a value that says something (`match: "answer"`, `bookmarked: false`) stays, default or not. The SDK's own conversion
+A field that may be left out and says nothing (None, an empty list or mapping, a flag left false) is
+left out; the output schema still names it, with its default, so a client that validates finds the
+same object. A field with a value that says something (`match: "answer"`) stays, default or not. The SDK's own conversion
 would send every field twice, the text indented.
 """
 
@@ -28,7 +28,11 @@ def _empty(model: BaseModel) -> dict[Any, Any]:
     exclude: dict[Any, Any] = {}
     for name, info in type(model).model_fields.items():
         value = getattr(model, name)
-        if not info.is_required() and (value is None or (isinstance(value, list | dict | tuple) and not value)):
+        if not info.is_required() and (
+            value is None
+            or (isinstance(value, list | dict | tuple) and not value)
+            or (value is False and info.default is False)
+        ):
             exclude[name] = True
         elif isinstance(value, BaseModel):
             if inner := _empty(value):
