@@ -1,4 +1,4 @@
-"""The console's part of the 10,000 hostile inputs (tests/hardening/test_fuzz.py): requests at its
+"""The console's part of the hostile inputs (tests/hardening/test_fuzz.py): requests at its
 sign-in, pages, writes and imports, and the import that warms the server up first. No tests live here."""
 
 from __future__ import annotations

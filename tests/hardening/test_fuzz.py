@@ -1,4 +1,5 @@
-"""10,000 random and malformed inputs against a real server (issues 20 and 30).
+"""Thousands of random and malformed inputs against a real server (issues 20 and 30): 4,000 in a
+run of the suite, as many as SYMBIOTE_FUZZ_INPUTS says in a longer one (the seed is fixed).
 
 JSON-RPC envelopes that are broken in every way, tool calls with arguments of every wrong type
 and size, OAuth endpoints fed random form fields and JSON, and the owner's console (signed in):
@@ -34,7 +35,7 @@ from tests.hardening.test_servers import rss_mib
 
 pytestmark = pytest.mark.server  # starts servers (docs/tests.md: tiers)
 
-TOTAL = 10_000
+TOTAL = int(os.environ.get("SYMBIOTE_FUZZ_INPUTS", "4000"))  # 10,000 took 110 s of every CI run
 WORKERS = 8
 KNOWN = 20
 
@@ -331,7 +332,7 @@ def answer_kind(body: str) -> str:
     return ", ".join(sorted(kinds))
 
 
-async def test_ten_thousand_hostile_inputs(target: tuple[ServerProcess, str]) -> None:
+async def test_thousands_of_hostile_inputs(target: tuple[ServerProcess, str]) -> None:
     server, key = target
     assert server.proc is not None
     auth = {**MCP_HEADERS, "Authorization": f"Bearer {key}"}
