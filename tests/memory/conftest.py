@@ -13,7 +13,7 @@ from tests.chroma_server import Backend, chroma_server  # noqa: F401  (fixture)
 from tests.conftest import make_runtime
 
 
-@pytest.fixture(scope="module", params=["embedded", "server"])
+@pytest.fixture(scope="module", params=["embedded", pytest.param("server", marks=pytest.mark.server)])
 def backend_runtime(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
     """A runtime on each backend, for the module."""
     server = request.getfixturevalue("chroma_server") if request.param == "server" else None
