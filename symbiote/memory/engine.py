@@ -114,7 +114,11 @@ class MemoryEngine:
             await asyncio.sleep(RETENTION_INTERVAL_SECONDS)
 
     async def _prepare(self) -> None:
-        results = await asyncio.gather(self._open(), self._search.topic_index(), return_exceptions=True)
+        # The store is opened, and created if there is none yet (from the copy made ahead): a client
+        # that connects is about to store, and its first store should not wait the 30-40 ms of an
+        # open. One that cannot be opened is reported now (health).
+        opening = self._store_or_raise()
+        results = await asyncio.gather(opening, self._search.topic_index(), return_exceptions=True)
         for result in results:
             if isinstance(result, BaseException):
                 log.warning("memory warm-up incomplete: %s", result)
@@ -126,12 +130,6 @@ class MemoryEngine:
         call then reports why)."""
         if self._warming is not None and not self._warming.done():
             await asyncio.wait({self._warming}, timeout=READY_TIMEOUT_SECONDS)
-
-    async def _open(self) -> None:
-        """Open the store, creating it if there is none yet (from the copy made ahead, where there is
-        one): a client that connects is about to store, and the first store should not wait the
-        30-40 ms of an open. One that cannot be opened is reported now (health)."""
-        await self._store_or_raise()
 
     def status(self) -> dict[str, Any]:
         """Health facts without touching the disk: ready, starting, or unavailable (and why)."""
