@@ -85,6 +85,12 @@ async def test_a_maximal_batch_gives_its_memory_back_and_health_stays_quick(plai
     async with client(plain) as mcp:
         assert not (await mcp.call_tool("store_memory", {"content": "warm up the model"})).is_error
         before = rss_mib(pid)
+        idle = []  # /health's own time on this machine now, the batch's bound scaled by it (a loaded run)
+        for _ in range(10):
+            started = time.monotonic()
+            assert httpx.get(f"{plain.base_url}/health", timeout=10).status_code == 200
+            idle.append(time.monotonic() - started)
+        bound = max(1.0, 20 * max(idle))
         slowest = [0.0]
         probing = True
 
@@ -107,4 +113,4 @@ async def test_a_maximal_batch_gives_its_memory_back_and_health_stays_quick(plai
         assert not stored.is_error, stored.content
         kept = rss_mib(pid) - before
     assert kept < 200, f"the server kept {kept:.0f} MiB after the batch"
-    assert slowest[0] < 1.0, f"/health took {slowest[0]:.2f} s during the batch"
+    assert slowest[0] < bound, f"/health took {slowest[0]:.2f} s during the batch (idle: {max(idle):.3f} s)"
