@@ -12,7 +12,7 @@ import pickle
 import signal
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from symbiote.errors import SymbioteError
 from symbiote.storage.base import HistoryStore, MemoryStore
@@ -68,15 +68,28 @@ def _receive(conn: Connection) -> tuple[Any, ...]:
 _METHODS = frozenset(name for interface in (MemoryStore, HistoryStore) for name in vars(interface) if name[0] != "_")
 
 
-def _open(kind: str, path: str, model: str, dimension: int) -> MemoryStore | HistoryStore:
+class _Served(Protocol):
+    """What the loop itself calls on an object it serves (the interfaces' methods are asked for by name)."""
+
+    def idle_step(self) -> bool: ...
+
+    def settle(self) -> None:
+        """The work a call's answer went ahead of (`symbiote.storage.chroma.write_behind`): done
+        after every reply, before the next request is read."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def _open(kind: str, path: str, model: str, dimension: int) -> _Served:
     if kind == "memories":
         from symbiote.storage.chroma.opening import discard_ahead, open_embedded_store
 
         ahead = _AHEAD.pop((model, dimension), None)
         try:
             return open_embedded_store(
-                Path(path), model, dimension, vectors_in_memory=True, ahead=ahead
-            )  # the only writer
+                Path(path), model, dimension, vectors_in_memory=True, ahead=ahead, write_behind=True
+            )  # the only writer, which settles after every reply
         finally:
             if ahead is not None:
                 discard_ahead(ahead)
@@ -88,7 +101,7 @@ def _open(kind: str, path: str, model: str, dimension: int) -> MemoryStore | His
     raise ValueError(f"unknown store kind {kind!r}")
 
 
-def _idle_work(conn: Connection, idle: list[MemoryStore | HistoryStore], loaded: set[int]) -> None:
+def _idle_work(conn: Connection, idle: list[_Served], loaded: set[int]) -> None:
     """Steps of the open objects' idle work until a request arrives or none is left for now (a
     request can give an object more). An object's first work (reading its vectors into memory,
     which makes every later call quicker) goes in any gap between requests; once it is done
@@ -109,6 +122,16 @@ def _idle_work(conn: Connection, idle: list[MemoryStore | HistoryStore], loaded:
                 more = False
         if not more:
             loaded.add(id(obj))
+
+
+def _settle(objects: dict[int, _Served]) -> None:
+    """After a reply: what it went ahead of. A failure is the object's to keep (logged here); the
+    loop goes on serving."""
+    for obj in objects.values():
+        try:
+            obj.settle()
+        except Exception:
+            log.exception("the store's work after a reply failed")
 
 
 def _die_with_parent() -> None:
@@ -133,8 +156,8 @@ def child_main(fd: int) -> None:
 
     import_chromadb()  # now, while the server is still importing its own modules
 
-    objects: dict[int, MemoryStore | HistoryStore] = {}
-    idle: list[MemoryStore | HistoryStore] = []  # objects whose work between requests is not done (`idle_step`)
+    objects: dict[int, _Served] = {}
+    idle: list[_Served] = []  # objects whose work between requests is not done (`idle_step`)
     loaded: set[int] = set()  # ids of those whose first work is done (`_idle_work`)
     while True:
         _idle_work(conn, idle, loaded)
@@ -183,6 +206,7 @@ def child_main(fd: int) -> None:
             conn.send(("error", RemoteStoreError(f"the store's answer could not be sent back: {exc}")))
         except (EOFError, OSError):
             break
+        _settle(objects)
     for obj in objects.values():
         obj.close()
     from symbiote.storage.chroma.opening import discard_ahead

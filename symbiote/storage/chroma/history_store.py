@@ -78,6 +78,9 @@ class ChromaHistoryStore:
         """No work between calls: the turns are read from Chroma when asked for."""
         return False
 
+    def settle(self) -> None:
+        """Nothing goes ahead of its Chroma write: a turn is written before it is answered."""
+
     def close(self) -> None:
         """Nothing to let go of: the Chroma client is the memory store's, which closes it."""
 

@@ -31,6 +31,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from symbiote.storage.base import KeywordMatch
+from symbiote.storage.chroma.additions import UnwrittenRows
 from symbiote.storage.chroma.term_scores import TermScores
 from symbiote.storage.chroma.trash_rows import TrashRows
 from symbiote.storage.terms import query_terms
@@ -77,6 +78,7 @@ class LexicalTransaction:
 
     def delete(self, memory_id: str) -> None:
         self._conn.execute("DELETE FROM pending WHERE memory_id = ?", (memory_id,))
+        self._conn.execute("DELETE FROM unwritten WHERE memory_id = ?", (memory_id,))
         found = self._conn.execute("SELECT rowid FROM docs WHERE memory_id = ?", (memory_id,)).fetchone()
         if found is not None:
             self._conn.execute("DELETE FROM fts WHERE rowid = ?", found)
@@ -114,6 +116,8 @@ class LexicalIndex:
         self._counts: dict[str, int] = {}  # "" -> all memories, term -> memories containing it; reset on write
         self._scores = TermScores(self._conn, CONTEXT_WEIGHT)
         self.trash = TrashRows(self._conn, self._lock)  # deleted memories (`symbiote.storage.chroma.trashing`)
+        # memories acknowledged before Chroma had them (`symbiote.storage.chroma.additions`)
+        self.unwritten = UnwrittenRows(self._conn, self._lock)
         self._conn.execute(
             "CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5("
             "memory_id UNINDEXED, body, ctx, tokenize='porter unicode61 remove_diacritics 2')"
@@ -155,18 +159,26 @@ class LexicalIndex:
         return int(newest) == min(3, docs)
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[LexicalTransaction]:
-        """Stage changes; they are committed only if the block (and the Chroma write in it) succeeds."""
+    def transaction(self, durable: bool = False) -> Iterator[LexicalTransaction]:
+        """Stage changes; they are committed only if the block (and the Chroma write in it) succeeds.
+        `durable`: committed with `synchronous=FULL`, to survive a power cut as well as a crash
+        (`symbiote.storage.chroma.additions`); the index's own commits need only the latter."""
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+            if durable:
+                self._conn.execute("PRAGMA synchronous=FULL")
             try:
-                yield LexicalTransaction(self._conn)
-            except BaseException:
-                self._conn.execute("ROLLBACK")
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield LexicalTransaction(self._conn)
+                except BaseException:
+                    self._conn.execute("ROLLBACK")
+                    self._forget_counts()
+                    raise
+                self._conn.execute("COMMIT")
                 self._forget_counts()
-                raise
-            self._conn.execute("COMMIT")
-            self._forget_counts()
+            finally:
+                if durable:
+                    self._conn.execute("PRAGMA synchronous=NORMAL")
 
     def _forget_counts(self) -> None:
         self._counts.clear()

@@ -81,10 +81,16 @@ def _copy_ahead(ahead: Path, path: Path) -> None:
 
 
 def open_embedded_store(
-    path: Path, model_name: str, dimension: int, vectors_in_memory: bool = False, ahead: Path | None = None
+    path: Path,
+    model_name: str,
+    dimension: int,
+    vectors_in_memory: bool = False,
+    ahead: Path | None = None,
+    write_behind: bool = False,
 ) -> ChromaMemoryStore:
     """Open (creating if needed) the embedded Chroma store and its keyword index at `path`.
-    `vectors_in_memory`: only where nothing else writes to it (`ChromaMemoryStore`). `ahead`: a
+    `vectors_in_memory` and `write_behind`: only where nothing else writes to it, and for
+    `write_behind` where every call is followed by `settle` (`ChromaMemoryStore`). `ahead`: a
     new store made ahead (`make_ahead`), copied in if there is none at `path` yet."""
     if ahead is not None and not (path / CHROMA_FILE).is_file():
         try:
@@ -126,7 +132,13 @@ def open_embedded_store(
             "Memory is unavailable until then."
         ) from exc
     return ChromaMemoryStore(
-        client, model_name, dimension, _keyword_index(path), data_path=path, vectors_in_memory=vectors_in_memory
+        client,
+        model_name,
+        dimension,
+        _keyword_index(path),
+        data_path=path,
+        vectors_in_memory=vectors_in_memory,
+        write_behind=write_behind,
     )
 
 

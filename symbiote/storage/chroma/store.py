@@ -11,7 +11,9 @@ text's vector queues the passages, which are indexed right after (`symbiote.stor
 
 Consistency: a store or delete changes Chroma and the keyword index together or not at all
 (the index transaction commits only after the Chroma write succeeded; a failed commit undoes
-the Chroma write). An index that is missing or disagrees with Chroma at open is rebuilt from
+the Chroma write). In the store process a new memory's Chroma write comes right after its
+answer, from a journal committed with the index (`symbiote.storage.chroma.additions`). An index
+that is missing or disagrees with Chroma at open (the journal written first) is rebuilt from
 Chroma, which is the source of truth.
 """
 
@@ -25,12 +27,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from symbiote.storage.base import KeywordMatch, Match, StoredMemory, TrashedMemory
+from symbiote.storage.chroma.additions import Additions
 from symbiote.storage.chroma.batches import BatchedCollection, max_batch_size
 from symbiote.storage.chroma.bulk_reads import BulkReads, read_all
 from symbiote.storage.chroma.bulk_reads import chunk_ids as _chunk_ids
 from symbiote.storage.chroma.codec import check_identity, chroma_nearest, link_metadata, memory_from, metadata_of
 from symbiote.storage.chroma.keywords import LexicalIndex
-from symbiote.storage.chroma.passages import DeferredPassages, chunk_records, passage_records
+from symbiote.storage.chroma.passages import DeferredPassages, chunk_records
 from symbiote.storage.chroma.trashing import Trash
 from symbiote.storage.chroma.vectors import MirroredCollection, VectorIndex, VectorRows
 from symbiote.storage.diskspace import directory_bytes
@@ -57,9 +60,12 @@ class ChromaMemoryStore:
         lexical: LexicalIndex,
         data_path: Path | None = None,
         vectors_in_memory: bool = False,
+        write_behind: bool = False,
     ) -> None:
         """`vectors_in_memory`: search a copy of every vector held here (`symbiote.storage.chroma.vectors`),
-        for a store no other process writes to; it is read from Chroma by `idle_step`."""
+        for a store no other process writes to; it is read from Chroma by `idle_step`. `write_behind`:
+        `store_new` answers before its Chroma write, which `settle` does (`symbiote.storage.chroma.additions`),
+        for a store whose every call is followed by `settle`."""
         self._client = client
         self._data_path = data_path
         self._lexical = lexical
@@ -79,6 +85,7 @@ class ChromaMemoryStore:
         most = max_batch_size(client)
         self._memories: Any = BatchedCollection(memories, most)
         self._chunks: Any = BatchedCollection(chunks, most)
+        self._write_behind = write_behind
         self._vectors: VectorIndex | None = None
         if vectors_in_memory:
             self._memories = MirroredCollection(self._memories, VectorRows(dimension, passages=False))
@@ -86,7 +93,13 @@ class ChromaMemoryStore:
             self._vectors = VectorIndex(self._memories, self._chunks)
         self._bulk = BulkReads(self._memories, self._chunks, lexical, self.get)
         self._passages = DeferredPassages(self._chunks, lexical, self.get)
+        self._additions = Additions(self._memories, self._chunks, lexical, self._passages, self._held_rows)
+        replayed = self._additions.replay()  # before anything reads Chroma
         self._trash = Trash(self._memories, self._chunks, lexical)
+        if replayed:
+            with lexical.transaction() as tx:
+                for mid in replayed:
+                    tx.queue_passages(mid, None)
         self._sync_lexical()
 
     def idle_step(self) -> bool:
@@ -100,6 +113,11 @@ class ChromaMemoryStore:
             return True
         return self._lexical.idle_step()
 
+    def settle(self) -> None:
+        """The Chroma writes of the memories `store_new` answered for before making them (with
+        `write_behind`); nothing otherwise."""
+        self._additions.settle()
+
     def writing(self) -> AbstractContextManager[None]:
         """Nothing to hold: the writer lease, where there is one, is a layer's (`symbiote.azure.guard`)."""
         return nullcontext()
@@ -108,6 +126,7 @@ class ChromaMemoryStore:
         """Close the Chroma client and the keyword index (e.g. before reopening the store to see another
         writer's changes)."""
         self._beside.shutdown(wait=True)
+        self._additions.settle()
         self._passages.write_all()  # else indexed again after the next open, from the queue
         self._lexical.close()
         try:
@@ -166,26 +185,12 @@ class ChromaMemoryStore:
         self.add_many([(memory, vectors, windows)])
 
     def add_many(self, items: Sequence[tuple[StoredMemory, np.ndarray, Sequence[str]]]) -> None:
-        """One keyword transaction, one Chroma call per collection: all stored or none. An item
-        with one vector for several windows has its passages queued (`symbiote.storage.chroma.passages`)."""
-        if not items:
-            return
-        written = False
-        rows: VectorRows | None = self._chunks.rows if self._vectors is not None and self._vectors.ready else None
-        held = self._passages.to_hold(rows, items)
-        try:
-            with self._lexical.transaction() as tx:
-                for (memory, vectors, windows), holding in zip(items, held):
-                    tx.add(memory.memory_id, memory.created_us, memory.content)
-                    if len(windows) > 1 and (holding or len(vectors) < len(windows)):
-                        tx.queue_passages(memory.memory_id, windows)
-                self._add_vectors(items, held)
-                self._passages.hold(rows, items, held)
-                written = True
-        except BaseException:
-            if written:  # the index commit failed after Chroma took the write: undo it
-                self._delete_vectors([(m.memory_id, len(w)) for m, _v, w in items])
-            raise
+        """All stored or none (`symbiote.storage.chroma.additions`)."""
+        self._additions.add(items, behind=False)
+
+    def _held_rows(self) -> VectorRows | None:
+        """The passage vectors held in memory, while searches may use them."""
+        return self._chunks.rows if self._vectors is not None and self._vectors.ready else None
 
     def store_new(
         self, memory: StoredMemory, vectors: np.ndarray, windows: Sequence[str], near: int
@@ -210,31 +215,8 @@ class ChromaMemoryStore:
                     got["ids"][0], got["distances"][0], (got["documents"] or [[]])[0], (got["metadatas"] or [[]])[0]
                 )
             ]
-        self.add_many([(memory, vectors, windows)])
+        self._additions.add([(memory, vectors, windows)], behind=self._write_behind)
         return None, close
-
-    def _add_vectors(self, items: Sequence[tuple[StoredMemory, np.ndarray, Sequence[str]]], held: list[bool]) -> None:
-        """The memories to Chroma, with the passages neither queued nor `held` (`symbiote.storage.chroma.passages`)."""
-        chunk_ids, chunk_vectors, chunk_docs, chunk_meta = passage_records(items, held)
-        if chunk_ids:
-            self._chunks.add(ids=chunk_ids, embeddings=chunk_vectors, documents=chunk_docs, metadatas=chunk_meta)
-        try:
-            self._memories.add(
-                ids=[m.memory_id for m, _v, _w in items],
-                embeddings=[v[0].tolist() for _m, v, _w in items],
-                documents=[m.content for m, _v, _w in items],
-                metadatas=[metadata_of(m, len(w)) for m, _v, w in items],
-            )
-        except BaseException:
-            if chunk_ids:
-                self._chunks.delete(ids=chunk_ids)
-            raise
-
-    def _delete_vectors(self, memories: Sequence[tuple[str, int]]) -> None:
-        self._memories.delete(ids=[mid for mid, _ in memories])
-        chunks = [cid for mid, passages in memories for cid in _chunk_ids(mid, passages)]
-        if chunks:
-            self._chunks.delete(ids=chunks)
 
     def replace(self, memory: StoredMemory, vectors: np.ndarray | None, windows: Sequence[str]) -> None:
         old = self._memories.get(ids=[memory.memory_id], include=["metadatas"])
@@ -283,7 +265,7 @@ class ChromaMemoryStore:
         with self._lexical.transaction() as tx:
             for memory_id, _passages in present:
                 tx.delete(memory_id)
-            self._delete_vectors(present)
+            self._additions.delete_vectors(present)
         return [mid for mid, _ in present]
 
     # -- reads -----------------------------------------------------------------------------
