@@ -74,8 +74,11 @@ class _Served(Protocol):
     def idle_step(self) -> bool: ...
 
     def settle(self) -> None:
-        """The work a call's answer went ahead of (`symbiote.storage.chroma.write_behind`): done
-        after every reply, before the next request is read."""
+        """The writes answered for before they were made (`symbiote.storage.chroma.additions`)."""
+        ...
+
+    def defers(self, method: str) -> bool:
+        """Whether a call of `method` may be served before `settle`."""
         ...
 
     def close(self) -> None: ...
@@ -124,14 +127,18 @@ def _idle_work(conn: Connection, idle: list[_Served], loaded: set[int]) -> None:
             loaded.add(id(obj))
 
 
-def _settle(objects: dict[int, _Served]) -> None:
-    """After a reply: what it went ahead of. A failure is the object's to keep (logged here); the
-    loop goes on serving."""
-    for obj in objects.values():
+def _settle_for(objects: dict[int, _Served], request: tuple[Any, ...]) -> None:
+    """Before serving `request`: the writes behind of every object it might read, i.e. all but
+    those of the object a deferrable call goes to. A failure is the object's to keep (logged
+    here); the loop goes on serving."""
+    to = request[1] if request[0] == "call" and request[1] in objects else None
+    for handle, obj in objects.items():
+        if handle == to and obj.defers(str(request[2])):
+            continue
         try:
             obj.settle()
         except Exception:
-            log.exception("the store's work after a reply failed")
+            log.exception("the store's writes behind their answers failed")
 
 
 def _die_with_parent() -> None:
@@ -171,6 +178,7 @@ def child_main(fd: int) -> None:
         op = request[0]
         if op == "close":
             break
+        _settle_for(objects, request)
         try:
             if op == "open":
                 handle, kind, path, model, dimension = request[1:]
@@ -206,7 +214,6 @@ def child_main(fd: int) -> None:
             conn.send(("error", RemoteStoreError(f"the store's answer could not be sent back: {exc}")))
         except (EOFError, OSError):
             break
-        _settle(objects)
     for obj in objects.values():
         obj.close()
     from symbiote.storage.chroma.opening import discard_ahead

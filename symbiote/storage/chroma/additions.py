@@ -3,16 +3,17 @@
 `add` writes the keyword index and Chroma together: the index transaction commits only after the
 Chroma write succeeded, and a failed commit undoes the Chroma write.
 
-Write-behind, and the journal that makes it safe: a memory acknowledged before Chroma has it.
-
-Chroma's add of one memory was a store's largest stage (10-19 ms of about 30 on two cores: its
-core commits several SQLite transactions per call); the keyword index's commit takes a fraction of
-a millisecond. So, in the store process, a new memory is committed to the keyword index together
-with a journal row holding all Chroma needs (text, metadata, the whole text's vector), the store
-is answered, and the Chroma write follows at once, before the process reads its next request
-(`settle`, called by `symbiote.storage.chroma._store_child` after every reply): no call ever sees
-the store between the two, and the engine embeds its next text meanwhile. A crash in between
-loses nothing: the next open writes the journal's rows into Chroma before anything else reads it.
+Write-behind, in the store process. Chroma's add of one memory was a store's largest stage: 12-13
+ms of CPU for one memory, 1.1 ms a memory for 32 in one call (its core commits several SQLite
+transactions per call, whatever it holds). So a new memory is committed to the keyword index
+together with a journal row holding all Chroma needs (text, metadata, the whole text's vector),
+put among the vectors and records held in memory, and answered for; its Chroma write waits, with
+the next stores', until a call other than a store comes, until no call came for 50 ms (the
+store's `idle_step`), or until WAITING_AT_MOST are waiting: then all of them go to Chroma in one
+call (`settle`). `symbiote.storage.chroma._store_child` settles before any call that could read
+what is waiting (`ChromaMemoryStore.defers`), so no call sees the store in between; a store in
+the meantime checks the waiting memories for its duplicate and among its nearest. A crash loses
+nothing: the next open writes the journal's rows into Chroma before anything else reads it.
 
 The journal is committed with `synchronous=FULL` (the keyword index's own commits are NORMAL):
 an acknowledged memory survives a power cut, as it did when Chroma's commit acknowledged it.
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
     from symbiote.storage.chroma.vectors import VectorRows
 
 log = logging.getLogger(__name__)
+
+WAITING_AT_MOST = 32  # memories whose Chroma write waits at most; then a store writes them first
 
 Item = tuple["StoredMemory", np.ndarray, Sequence[str]]  # a memory, its vectors (all or the first), its passages
 
@@ -97,13 +100,24 @@ class Additions:
         passages: DeferredPassages,
         rows: Callable[[], VectorRows | None],
     ) -> None:
-        """`rows`: the passage vectors held in memory while searches may use them, else None."""
+        """`rows`: the passage vectors held in memory while searches may use them, else None.
+        `memories`: with writes behind, a `MirroredCollection` (what waits is held in it)."""
         self._memories = memories
         self._chunks = chunks
         self._lexical = lexical
         self._passages = passages
         self._rows = rows
         self._waiting: list[tuple[Sequence[Item], list[bool]]] = []
+        self._waiting_texts: dict[str, StoredMemory] = {}  # content hash -> a memory waiting
+
+    @property
+    def waiting(self) -> int:
+        """How many memories' Chroma writes are behind their answers."""
+        return len(self._waiting_texts)
+
+    def waiting_with(self, content_hash: str) -> StoredMemory | None:
+        """The waiting memory with this text, if one is (Chroma cannot say yet)."""
+        return self._waiting_texts.get(content_hash)
 
     def add(self, items: Sequence[Item], behind: bool) -> None:
         """One keyword transaction, one Chroma call per collection: all stored or none. An item with
@@ -121,7 +135,6 @@ class Additions:
                         tx.queue_passages(memory.memory_id, windows)
                 if behind:
                     self._lexical.unwritten.put(items)
-                    self._waiting.append((items, held))
                 else:
                     self._write(items, held)
                     written = True
@@ -129,19 +142,29 @@ class Additions:
             if written:  # the index commit failed after Chroma took the write: undo it
                 self.delete_vectors([(m.memory_id, len(w)) for m, _v, w in items])
             raise
+        if behind:  # held in memory as Chroma will have them: a store's nearest and `get` see them
+            self._waiting.append((items, held))
+            self._waiting_texts.update((memory.content_hash, memory) for memory, _v, _w in items)
+            ids, whole, documents, metadatas = _records(items)
+            self._memories.rows.put(ids, whole, metadatas)
+            self._memories.hold(ids, documents, metadatas)
 
     def settle(self) -> None:
-        """Write every waiting memory to Chroma, oldest first. One that fails stays in the journal
-        (logged): the next open writes it, as after a crash."""
-        while self._waiting:
-            items, held = self._waiting.pop(0)
-            ids = [memory.memory_id for memory, _v, _w in items]
-            try:
-                self._write(items, held)
-            except Exception:
-                log.exception("memories %s were not written to Chroma; the next open writes them from the journal", ids)
-                continue
-            self._lexical.unwritten.remove(ids)
+        """Write every waiting memory to Chroma in one call. If it fails, they stay in the journal
+        (logged): the next open writes them, as after a crash."""
+        if not self._waiting:
+            return
+        items = [item for batch, _held in self._waiting for item in batch]
+        held = [flag for _batch, flags in self._waiting for flag in flags]
+        self._waiting.clear()
+        self._waiting_texts.clear()
+        ids = [memory.memory_id for memory, _v, _w in items]
+        try:
+            self._write(items, held)
+        except Exception:
+            log.exception("memories %s were not written to Chroma; the next open writes them from the journal", ids)
+            return
+        self._lexical.unwritten.remove(ids)
 
     def replay(self) -> list[str]:
         """At open, before anything reads the store: write what a crash left in the journal (an
@@ -167,13 +190,9 @@ class Additions:
         chunk_ids_, chunk_vectors, chunk_docs, chunk_meta = passage_records(items, held)
         if chunk_ids_:
             self._chunks.add(ids=chunk_ids_, embeddings=chunk_vectors, documents=chunk_docs, metadatas=chunk_meta)
+        ids, whole, documents, metadatas = _records(items)
         try:
-            self._memories.add(
-                ids=[m.memory_id for m, _v, _w in items],
-                embeddings=[v[0].tolist() for _m, v, _w in items],
-                documents=[m.content for m, _v, _w in items],
-                metadatas=[metadata_of(m, len(w)) for m, _v, w in items],
-            )
+            self._memories.add(ids=ids, embeddings=whole, documents=documents, metadatas=metadatas)
         except BaseException:
             if chunk_ids_:
                 self._chunks.delete(ids=chunk_ids_)
@@ -186,3 +205,13 @@ class Additions:
         chunks = [cid for mid, passages in memories for cid in chunk_ids(mid, passages)]
         if chunks:
             self._chunks.delete(ids=chunks)
+
+
+def _records(items: Sequence[Item]) -> tuple[list[str], list[list[float]], list[str], list[dict[str, Any]]]:
+    """Chroma's ids, vectors (the whole text's), documents and metadata for these memories."""
+    return (
+        [m.memory_id for m, _v, _w in items],
+        [v[0].tolist() for _m, v, _w in items],
+        [m.content for m, _v, _w in items],
+        [metadata_of(m, len(w)) for m, _v, w in items],
+    )

@@ -81,6 +81,9 @@ class ChromaHistoryStore:
     def settle(self) -> None:
         """Nothing goes ahead of its Chroma write: a turn is written before it is answered."""
 
+    def defers(self, method: str) -> bool:
+        return False
+
     def close(self) -> None:
         """Nothing to let go of: the Chroma client is the memory store's, which closes it."""
 

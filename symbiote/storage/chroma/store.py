@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from symbiote.storage.base import KeywordMatch, Match, StoredMemory, TrashedMemory
-from symbiote.storage.chroma.additions import Additions
+from symbiote.storage.chroma.additions import WAITING_AT_MOST, Additions
 from symbiote.storage.chroma.batches import BatchedCollection, max_batch_size
 from symbiote.storage.chroma.bulk_reads import BulkReads, read_all
 from symbiote.storage.chroma.bulk_reads import chunk_ids as _chunk_ids
@@ -106,6 +106,9 @@ class ChromaMemoryStore:
         """A step of the work done while no call waits: reading the vectors into memory, writing
         the passages held in memory to Chroma, then holding the keyword scores searches asked for.
         True while there is more to do."""
+        if self._additions.waiting:  # no call for a while: the writes behind go to Chroma now
+            self._additions.settle()
+            return True
         if self._vectors is not None and self._vectors.load_step():
             return True
         if self._passages.holding:
@@ -117,6 +120,11 @@ class ChromaMemoryStore:
         """The Chroma writes of the memories `store_new` answered for before making them (with
         `write_behind`); nothing otherwise."""
         self._additions.settle()
+
+    def defers(self, method: str) -> bool:
+        """Whether a call of `method` may be served with Chroma writes still behind: a store, while
+        few wait (it checks them itself); any other call could read what waits."""
+        return method == "store_new" and self._additions.waiting < WAITING_AT_MOST
 
     def writing(self) -> AbstractContextManager[None]:
         """Nothing to hold: the writer lease, where there is one, is a layer's (`symbiote.azure.guard`)."""
@@ -198,10 +206,13 @@ class ChromaMemoryStore:
         """A store in one call: the memory already stored with the same text (then nothing is
         written), or None and the `near` closest memories (with their links, for
         `symbiote.memory.links`) and their cosines, before this one was added."""
-        existing = self.find_content(memory.content_hash)
+        held = self._vectors is not None and self._vectors.ready and self._memories.held
+        if not held:  # what waits is found among the vectors held in memory only
+            self._additions.settle()
+        existing = self._additions.waiting_with(memory.content_hash) or self.find_content(memory.content_hash)
         if existing is not None:
             return existing, []
-        if self._vectors is not None and self._vectors.ready and self._memories.held:
+        if self._vectors is not None and held:
             nearest = self._vectors.whole.nearest(vectors[0], near)
             found = self.get([mid for mid, _ in nearest])  # held records: no query into Chroma
             close = [(found[mid], similarity) for mid, similarity in nearest if mid in found]
@@ -215,7 +226,7 @@ class ChromaMemoryStore:
                     got["ids"][0], got["distances"][0], (got["documents"] or [[]])[0], (got["metadatas"] or [[]])[0]
                 )
             ]
-        self._additions.add([(memory, vectors, windows)], behind=self._write_behind)
+        self._additions.add([(memory, vectors, windows)], behind=self._write_behind and held)
         return None, close
 
     def replace(self, memory: StoredMemory, vectors: np.ndarray | None, windows: Sequence[str]) -> None:
