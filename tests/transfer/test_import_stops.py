@@ -125,17 +125,19 @@ def test_cancel_in_the_console_stops_the_import_between_batches(tmp_path: Path, 
 
 def test_sigterm_stops_the_server_during_an_import(tmp_path: Path, model_dir: Path) -> None:
     server = ServerProcess(tmp_path / "data").start()
-    assert server.proc is not None
-    console = Console(server.base_url)
-    _started(console, _export(tmp_path).read_bytes())
-    readers = set(_readers(server.proc.pid))  # a quick reader may have written the whole file by the first batch
-    _wait_for_first_batch(console.http)
-    readers |= set(_readers(server.proc.pid))
-    started = time.monotonic()
-    server.proc.send_signal(signal.SIGTERM)
-    assert server.proc.wait(timeout=20) == 0
-    took = time.monotonic() - started
-    server.stop()
+    try:
+        assert server.proc is not None
+        console = Console(server.base_url)
+        _started(console, _export(tmp_path).read_bytes())
+        readers = set(_readers(server.proc.pid))  # a quick reader may have written the whole file by the first batch
+        _wait_for_first_batch(console.http)
+        readers |= set(_readers(server.proc.pid))
+        started = time.monotonic()
+        server.proc.send_signal(signal.SIGTERM)
+        assert server.proc.wait(timeout=20) == 0
+        took = time.monotonic() - started
+    finally:
+        server.stop()
     for pid in readers:
         assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1][:3]
     print(f"\nSIGTERM mid-import: the server stopped in {took:.1f} s")
