@@ -27,16 +27,15 @@ from tests.transfer.test_hardening import Console
 
 pytestmark = pytest.mark.server  # each test starts a server process or the import command
 
-ENTRIES = 8 * BATCH
-FILLER = "Tickets are sold at the kiosk by the harbour master's office, cash only, until ten. " * 10  # the reader
-# then writes more than the pipe and the server's buffer hold, so it is still running when the import stops
+# Many short memories: a batch is quick to embed, and the reader's 3.5 MB of lines are twice what the
+# pipe and the server's buffer hold (1.8 MB), so it is still running when the import stops.
+ENTRIES = 64 * BATCH
 
 
 def _export(tmp_path: Path) -> Path:
     entries = [
         {
-            "content": f"Stop test {i}: the night ferry to island {i} leaves at {i % 24}:15 from quay {i % 7}. "
-            + FILLER,
+            "content": f"Stop test {i}: the night ferry to island {i} leaves at {i % 24}:15 from quay {i % 7}.",
             "content_hash": f"{i:064x}",
             "tags": ["ferries"],
             "created_at": 1_700_000_000.0 + i,
@@ -105,7 +104,8 @@ def test_cancel_in_the_console_stops_the_import_between_batches(tmp_path: Path, 
         assert server.proc is not None
         console = Console(server.base_url)
         job = _started(console, _export(tmp_path).read_bytes())
-        _wait_for_first_batch(console.http)  # the reader may have written the whole file by now
+        _wait_for_first_batch(console.http)
+        assert _readers(server.proc.pid)  # the cancel has a reader to stop
         page = console.http.get(f"/import/{job}").text
         assert 'id="cancel-import"' in page
         csrf = console.csrf["X-CSRF-Token"]
