@@ -12,12 +12,12 @@ import contextlib
 import json
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -139,16 +139,28 @@ class StdioProcess:
         return code, self.proc.stderr.read().decode(errors="replace")
 
 
-@pytest.fixture
-def recorded(tmp_path: Path) -> Iterator[Path]:
-    """A data directory prepared as setup prepares it: `symbiote record-handshake`."""
-    data = tmp_path / "data"
-    env = StdioProcess(data).env
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`symbiote record-handshake` run once for the module (about 4 s a run): the data directory and
+    the user cache it leaves, under one folder."""
+    root = tmp_path_factory.mktemp("recording")
+    env = {**StdioProcess(root / "data").env, "XDG_CACHE_HOME": str(root / "user-cache")}
     done = subprocess.run(
         [sys.executable, "-m", "symbiote", "record-handshake"], env=env, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0 and "stdio handshake answers" in done.stdout, done.stderr
-    yield data
+    return root
+
+
+@pytest.fixture
+def recorded(tmp_path: Path, own_user_cache: Path, recording: Path) -> Path:
+    """A data directory prepared as setup prepares it (`symbiote record-handshake`), and this test's
+    user cache as setup leaves it: copies of the module's recording, which a test may change (its
+    answers do not depend on where the data lives: `test_the_fingerprint_ignores_where_the_data_lives`)."""
+    data = tmp_path / "data"
+    shutil.copytree(recording / "data", data)
+    shutil.copytree(recording / "user-cache", own_user_cache, dirs_exist_ok=True)
+    return data
 
 
 def test_the_opening_is_answered_before_the_sdk_loads_and_equals_the_sdks_answers(
