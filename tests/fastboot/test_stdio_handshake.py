@@ -8,7 +8,9 @@ hook given to the child through PYTHONPATH) holds back the import of `symbiote.r
 
 from __future__ import annotations
 
+import array
 import contextlib
+import fcntl
 import json
 import os
 import queue
@@ -16,10 +18,11 @@ import shutil
 import signal
 import subprocess
 import sys
+import termios
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 
@@ -247,6 +250,20 @@ def spawn(server: StdioProcess) -> subprocess.Popen[bytes]:
     )
 
 
+def wait_until_full(pipe: IO[bytes]) -> None:
+    """Until answers fill over half the pipe and no more come for a second: the server has written
+    what fits, and waits to write the rest (instead of a fixed 6 s for every request to be answered)."""
+    capacity = fcntl.fcntl(pipe.fileno(), fcntl.F_GETPIPE_SZ)
+    unread, seen, since = array.array("i", [0]), -1, time.monotonic()
+    deadline = since + 60
+    while unread[0] <= capacity // 2 or time.monotonic() - since < 1.0:
+        assert time.monotonic() < deadline, f"{unread[0]} bytes of answers in a pipe of {capacity}"
+        time.sleep(0.05)
+        fcntl.ioctl(pipe.fileno(), termios.FIONREAD, unread)
+        if unread[0] != seen:
+            seen, since = unread[0], time.monotonic()
+
+
 def test_every_answer_reaches_a_client_that_reads_late(recorded: Path) -> None:
     """The client sends, waits, closes its end, and only then reads: the server waits for it, as
     the SDK alone did, instead of exiting with answers unwritten (about 90 KB, past the pipes' buffers)."""
@@ -258,7 +275,7 @@ def test_every_answer_reaches_a_client_that_reads_late(recorded: Path) -> None:
     ]
     proc.stdin.write(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
     proc.stdin.flush()
-    time.sleep(6)  # every request is done by now; the answers wait in the pipes
+    wait_until_full(proc.stdout)  # the answers wait in the pipes, the rest in the server
     proc.stdin.close()
     time.sleep(8)  # the input has ended long ago
     replies = [json.loads(line) for line in proc.stdout.read().splitlines()]
