@@ -67,10 +67,13 @@ reqs=(-r requirements.txt -r requirements-build.txt)
 stamp=".venv/.symbiote-${1:-run}-$(cat requirements*.txt pyproject.toml | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
   # torch first and pinned: its CPU wheel is local, and an unpinned resolve would pull CUDA.
-  .venv/bin/python -m pip install -qq "torch==2.13.0"
+  .venv/bin/python -m pip install -qq --no-compile "torch==2.13.0"
   step "torch installed"
-  .venv/bin/python -m pip install -qq "${reqs[@]}"
+  .venv/bin/python -m pip install -qq --no-compile "${reqs[@]}"
   .venv/bin/python -m pip install -qq --no-deps -e .
+  # Their bytecode, as pip would have written it, on every core at once (pip's is one file at a time,
+  # about a minute); errors are a few packages' templates and tests, as pip's are.
+  .venv/bin/python -m compileall -qq -j 0 .venv/lib/python*/site-packages >/dev/null || true
   touch "$stamp"
   step "dependencies installed"
 fi
