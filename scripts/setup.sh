@@ -92,5 +92,6 @@ if [ "${1:-}" != "dev" ]; then
   HF_HUB_OFFLINE=1 .venv/bin/symbiote record-handshake >/dev/null || echo "handshake cache not recorded (the server records it itself)" >&2
   step "handshake caches current"
 fi
+installing=${#pids[@]}
 wait_for_background
-[ "${1:-}" != "dev" ] || step "tools installed"
+[ "$installing" -eq 0 ] || step "tools installed"
