@@ -3,7 +3,8 @@
 Chroma 1.5.9 fails such a read with "too many SQL variables"; the statistics' scan, the newest
 page, the retention scan and the keyword index's rebuild read every memory, so they page
 (`symbiote.storage.chroma.bulk_reads.read_all`). Filled with random unit vectors in batches (the model
-is not what is under test), on the real embedded Chroma.
+is not what is under test), on the real embedded Chroma; they lie in 8 of the 384 dimensions, which
+Chroma indexes in about 60 % of the time it takes for vectors spread over all of them.
 """
 
 from __future__ import annotations
@@ -30,9 +31,10 @@ def big_store(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-unty
     store = open_embedded_store(path, MODEL_NAME, MODEL_DIMENSION)
     ids = IdGenerator()
     rng = np.random.default_rng(3)
+    basis = rng.standard_normal((8, MODEL_DIMENSION))
     for start in range(0, SIZE, 3_000):
         batch = []
-        vectors = rng.standard_normal((min(3_000, SIZE - start), MODEL_DIMENSION)).astype(np.float32)
+        vectors = (rng.standard_normal((min(3_000, SIZE - start), 8)) @ basis).astype(np.float32)
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         for i, vector in enumerate(vectors):
             text = f"note {start + i} about the garden"
