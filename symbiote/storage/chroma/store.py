@@ -11,8 +11,8 @@ text's vector queues the passages, which are indexed right after (`symbiote.stor
 
 Consistency: a store or delete changes Chroma and the keyword index together or not at all
 (the index transaction commits only after the Chroma write succeeded; a failed commit undoes
-the Chroma write). In the store process a new memory's Chroma write comes right after its
-answer, from a journal committed with the index (`symbiote.storage.chroma.additions`). An index
+the Chroma write). In the store process a new memory's Chroma write follows its answer,
+with the next stores', from a journal committed with the index (`symbiote.storage.chroma.additions`). An index
 that is missing or disagrees with Chroma at open (the journal written first) is rebuilt from
 Chroma, which is the source of truth.
 """
