@@ -5,7 +5,9 @@ A store-relative weight (BM25's IDF, or a score relative to the best keyword mat
 word decisive in a store where nothing else matches: "what type of tea do I drink?" lifted a chat turn
 that says "what type of guitar". A word's weight here is its information in English, `-log10` of its
 frequency in `wordfreq`'s lists (a maintained package of word frequencies): "type" weighs 3.7, "polars"
-7.6, a name never seen 9. Words are compared by their Snowball stems ("plays" is "play").
+7.6, a name never seen 9. Words are compared by their Snowball stems ("plays" is "play"), from
+PyStemmer, Snowball's own C library: the pure-Python port took 40 us a word, a tenth of a
+search's judging on memories it had not seen (the same stems on wordfreq's 276,000 English words).
 """
 
 from __future__ import annotations
@@ -28,9 +30,9 @@ class Stemmer(Protocol):
 
 @cache
 def _stemmer() -> Stemmer:
-    import snowballstemmer  # imported when first needed: it is not on the way to `initialize`
+    import Stemmer as snowball  # imported when first needed: it is not on the way to `initialize`
 
-    stemmer: Stemmer = snowballstemmer.stemmer("english")
+    stemmer: Stemmer = snowball.Stemmer("english")
     return stemmer
 
 
