@@ -1,6 +1,6 @@
 """A new memory is answered for once its journal row is committed, before Chroma has it: the store
 process writes the waiting memories to Chroma in one call before any call that could read them, and
-a crash in between loses nothing."""
+a crash in between loses nothing. So are the links a store makes (an update of an older memory)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,14 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from symbiote.memory.writing import draft
 from symbiote.storage.base import LEXICAL_FILE, StoredMemory
 from symbiote.storage.chroma.additions import WAITING_AT_MOST
+from symbiote.storage.chroma.client import embedded_client
 from symbiote.storage.chroma.opening import open_embedded_store
-from symbiote.storage.chroma.store import ChromaMemoryStore
+from symbiote.storage.chroma.store import MEMORY_COLLECTION, ChromaMemoryStore
 
 MODEL = "all-MiniLM-L6-v2"
 SHORT = "Melanie: I ran a charity race for mental health last Saturday."
@@ -43,6 +45,10 @@ CRASH = textwrap.dedent(
         memory = replace(draft(text, None, None, None, None, False), memory_id=f"m{n}", created_us=n + 1, timestamp="t")
         existing, _near = store.store_new(memory, vector / np.linalg.norm(vector), windows, 3)
         assert existing is None
+    if len(sys.argv) > 4:  # m1 updates m0, then the crash
+        old, new = store.get(["m0", "m1"]).values()
+        assert store.defers("set_links")
+        store.set_links([replace(old, superseded_by="m1", link_kind="update"), replace(new, supersedes="m0", link_kind="update")])
     journal = sqlite3.connect(Path(sys.argv[1]) / "symbiote_keywords.sqlite3")
     assert journal.execute("SELECT count(*) FROM unwritten").fetchone()[0] == 2, "both wait for Chroma"
     print("answered", flush=True)
@@ -56,10 +62,10 @@ def _vector(seed: int) -> np.ndarray:
     return vector / np.linalg.norm(vector)
 
 
-def _journalled(path: Path) -> int:
-    """Memories answered for whose Chroma write is still to come, as the journal on disk holds them."""
+def _journalled(path: Path, table: str = "unwritten") -> int:
+    """Memories answered for whose Chroma write (or links', `unlinked`) is still to come, as the journal on disk holds them."""
     with closing(sqlite3.connect(path / LEXICAL_FILE)) as db:
-        return int(db.execute("SELECT count(*) FROM unwritten").fetchone()[0])
+        return int(db.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
 
 
 def _memory(text: str, n: int) -> StoredMemory:
@@ -126,3 +132,47 @@ def test_a_crash_after_the_answers_loses_no_memory_and_no_passage(tmp_path: Path
         assert again.counts()["memories"] == 2
     finally:
         again.close()
+
+
+def _chroma_links(path: Path, ids: list[str]) -> dict[str, tuple[str | None, str | None]]:
+    """The link fields as Chroma itself has them (not the records the store holds in memory)."""
+    got = embedded_client(path).get_collection(MEMORY_COLLECTION).get(ids=ids, include=["metadatas"])
+    return {mid: (meta.get("supersedes"), meta.get("superseded_by")) for mid, meta in zip(got["ids"], got["metadatas"])}
+
+
+def test_a_stores_links_wait_with_it_and_show_at_once(tmp_path: Path) -> None:
+    store = _open(tmp_path / "data", write_behind=True)
+    try:
+        store.store_new(_memory(SHORT, 0), _vector(0), [SHORT], 3)
+        store.settle()  # the older memory in Chroma, the newer one waiting
+        store.store_new(_memory(LONG, 1), _vector(1), [LONG], 3)
+        old, new = store.get(["m0", "m1"]).values()
+        assert store.defers("set_links")
+        store.set_links(
+            [replace(old, superseded_by="m1", link_kind="update"), replace(new, supersedes="m0", link_kind="update")]
+        )
+        assert _journalled(tmp_path / "data", "unlinked") == 2
+        assert _chroma_links(tmp_path / "data", ["m0"]) == {"m0": (None, None)}  # Chroma has not got them
+        shown = store.get(["m0", "m1"])  # a store's nearest and `get` see them at once
+        assert shown["m0"].superseded_by == "m1" and shown["m1"].supersedes == "m0"
+        with pytest.raises(KeyError):
+            store.set_links([replace(old, memory_id="nowhere")])
+        store.settle()
+        assert _journalled(tmp_path / "data", "unlinked") == 0 and _journalled(tmp_path / "data") == 0
+        assert _chroma_links(tmp_path / "data", ["m0", "m1"]) == {"m0": (None, "m1"), "m1": ("m0", None)}
+    finally:
+        store.close()
+
+
+def test_a_crash_before_the_links_are_written_loses_none(tmp_path: Path) -> None:
+    path = tmp_path / "data"
+    done = subprocess.run(
+        [sys.executable, "-c", CRASH, str(path), SHORT, LONG, "link"], capture_output=True, text=True, timeout=120
+    )
+    assert done.stdout.strip() == "answered", done.stderr
+    store = _open(path)
+    try:
+        assert _journalled(path, "unlinked") == 0
+        assert _chroma_links(path, ["m0", "m1"]) == {"m0": (None, "m1"), "m1": ("m0", None)}
+    finally:
+        store.close()

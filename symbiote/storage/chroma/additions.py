@@ -15,6 +15,11 @@ what is waiting (`ChromaMemoryStore.defers`), so no call sees the store in betwe
 the meantime checks the waiting memories for its duplicate and among its nearest. A crash loses
 nothing: the next open writes the journal's rows into Chroma before anything else reads it.
 
+A store that links the new memory to an older one (an update, a duplicate: `set_links`) waits the
+same way: the links are journalled (`unlinked`), shown at once on the records held in memory, and
+written to Chroma in one call after the memories, when they settle. Before, that call first wrote
+every waiting memory and then the links, 17-40 ms, in 4 % of a conversation's stores.
+
 The journal is committed with `synchronous=FULL` (the keyword index's own commits are NORMAL):
 an acknowledged memory survives a power cut, as it did when Chroma's commit acknowledged it.
 """
@@ -31,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from symbiote.storage.chroma.bulk_reads import chunk_ids
-from symbiote.storage.chroma.codec import metadata_of
+from symbiote.storage.chroma.codec import link_metadata, metadata_of
 from symbiote.storage.chroma.passages import passage_records
 
 if TYPE_CHECKING:
@@ -58,6 +63,7 @@ class UnwrittenRows:
             "CREATE TABLE IF NOT EXISTS unwritten "
             "(memory_id TEXT PRIMARY KEY, body TEXT NOT NULL, meta TEXT NOT NULL, vector BLOB NOT NULL)"
         )
+        conn.execute("CREATE TABLE IF NOT EXISTS unlinked (memory_id TEXT PRIMARY KEY, meta TEXT NOT NULL)")
 
     def put(self, items: Sequence[Item]) -> None:
         with self._lock:
@@ -73,6 +79,23 @@ class UnwrittenRows:
                     for memory, vectors, windows in items
                 ],
             )
+
+    def put_links(self, links: dict[str, dict[str, Any]]) -> None:
+        """Memories' link fields, to write to Chroma (each row the whole of a memory's links: the latest wins)."""
+        with self._lock:
+            self._conn.executemany(
+                "INSERT OR REPLACE INTO unlinked(memory_id, meta) VALUES (?, ?)",
+                [(mid, json.dumps(meta)) for mid, meta in links.items()],
+            )
+
+    def links(self) -> dict[str, dict[str, Any]]:
+        with self._lock:
+            rows = self._conn.execute("SELECT memory_id, meta FROM unlinked ORDER BY rowid").fetchall()
+        return {str(mid): json.loads(meta) for mid, meta in rows}
+
+    def remove_links(self, memory_ids: Sequence[str]) -> None:
+        with self._lock:
+            self._conn.executemany("DELETE FROM unlinked WHERE memory_id = ?", [(mid,) for mid in memory_ids])
 
     def remove(self, memory_ids: Sequence[str]) -> None:
         """Forget these rows (their memories are in Chroma now), in a commit of its own."""
@@ -109,11 +132,12 @@ class Additions:
         self._rows = rows
         self._waiting: list[tuple[Sequence[Item], list[bool]]] = []
         self._waiting_texts: dict[str, StoredMemory] = {}  # content hash -> a memory waiting
+        self._links: dict[str, dict[str, Any]] = {}  # memory id -> its link fields, to write after the memories
 
     @property
     def waiting(self) -> int:
-        """How many memories' Chroma writes are behind their answers."""
-        return len(self._waiting_texts)
+        """How many memories' Chroma writes (and links') are behind their answers."""
+        return len(self._waiting_texts) + len(self._links)
 
     def waiting_with(self, content_hash: str) -> StoredMemory | None:
         """The waiting memory with this text, if one is (Chroma cannot say yet)."""
@@ -149,39 +173,78 @@ class Additions:
             self._memories.rows.put(ids, whole, metadatas)
             self._memories.hold(ids, documents, metadatas)
 
+    def link(self, memories: Sequence[StoredMemory], behind: bool) -> None:
+        """Write these memories' link fields; KeyError for one that is not stored. `behind`: journalled
+        in a durable commit, shown on the records held in memory, and left to `settle`."""
+        if not behind:
+            self.settle()  # what waits must be in Chroma before Chroma's records are changed
+        links = {m.memory_id: link_metadata(m, True) for m in memories}
+        waiting = {m.memory_id for batch, _held in self._waiting for m, _v, _w in batch}
+        others = [mid for mid in links if mid not in waiting]
+        present = (
+            set(self._memories.records(others)) if behind else set(self._memories.get(ids=others, include=[])["ids"])
+        )
+        for mid in others:
+            if mid not in present:
+                raise KeyError(mid)
+        if not behind:
+            self._memories.update(ids=list(links), metadatas=list(links.values()))
+            return
+        with self._lexical.transaction(durable=True):
+            self._lexical.unwritten.put_links(links)
+        self._links.update(links)
+        self._memories.relink(links)
+
     def settle(self) -> None:
-        """Write every waiting memory to Chroma in one call. If it fails, they stay in the journal
-        (logged): the next open writes them, as after a crash."""
-        if not self._waiting:
-            return
-        items = [item for batch, _held in self._waiting for item in batch]
-        held = [flag for _batch, flags in self._waiting for flag in flags]
-        self._waiting.clear()
-        self._waiting_texts.clear()
-        ids = [memory.memory_id for memory, _v, _w in items]
-        try:
-            self._write(items, held)
-        except Exception:
-            log.exception("memories %s were not written to Chroma; the next open writes them from the journal", ids)
-            return
-        self._lexical.unwritten.remove(ids)
+        """Write every waiting memory to Chroma in one call, then the waiting links in another. If one
+        fails, what it held stays in the journal (logged): the next open writes it, as after a crash."""
+        if self._waiting:
+            items = [item for batch, _held in self._waiting for item in batch]
+            held = [flag for _batch, flags in self._waiting for flag in flags]
+            self._waiting.clear()
+            self._waiting_texts.clear()
+            ids = [memory.memory_id for memory, _v, _w in items]
+            try:
+                self._write(items, held)
+            except Exception:
+                log.exception("memories %s were not written to Chroma; the next open writes them from the journal", ids)
+                self._links.clear()  # they may name those memories: written from the journal with them
+                return
+            self._lexical.unwritten.remove(ids)
+        if self._links:
+            links = dict(self._links)
+            self._links.clear()
+            try:
+                self._memories.update(ids=list(links), metadatas=list(links.values()))
+            except Exception:
+                log.exception("the links of %s were not written to Chroma; the next open writes them", list(links))
+                return
+            self._lexical.unwritten.remove_links(list(links))
 
     def replay(self) -> list[str]:
         """At open, before anything reads the store: write what a crash left in the journal (an
         upsert, so a row whose write landed before the crash is written again unchanged). Returns
         the ids written whose passages the caller queues again."""
         rows = self._lexical.unwritten.all()
-        if not rows:
-            return []
-        ids = [mid for mid, _b, _m, _v in rows]
-        self._memories.upsert(
-            ids=ids,
-            embeddings=[vector.tolist() for _i, _b, _m, vector in rows],
-            documents=[body for _i, body, _m, _v in rows],
-            metadatas=[meta for _i, _b, meta, _v in rows],
-        )
-        self._lexical.unwritten.remove(ids)
-        log.warning("%d memories acknowledged before a crash were written to Chroma from the journal", len(ids))
+        if rows:
+            ids = [mid for mid, _b, _m, _v in rows]
+            self._memories.upsert(
+                ids=ids,
+                embeddings=[vector.tolist() for _i, _b, _m, vector in rows],
+                documents=[body for _i, body, _m, _v in rows],
+                metadatas=[meta for _i, _b, meta, _v in rows],
+            )
+            self._lexical.unwritten.remove(ids)
+            log.warning("%d memories acknowledged before a crash were written to Chroma from the journal", len(ids))
+        links = self._lexical.unwritten.links()
+        if links:
+            present = set(self._memories.get(ids=list(links), include=[])["ids"])  # none deleted since: deletes settle
+            if present:
+                self._memories.update(ids=list(present), metadatas=[links[mid] for mid in present])
+            self._lexical.unwritten.remove_links(list(links))
+            log.warning(
+                "the links of %d memories, acknowledged before a crash, were written from the journal", len(present)
+            )
         return [mid for mid, _b, meta, _v in rows if int(meta.get("windows", 1) or 1) > 1]
 
     def _write(self, items: Sequence[Item], held: list[bool]) -> None:

@@ -79,6 +79,7 @@ class LexicalTransaction:
     def delete(self, memory_id: str) -> None:
         self._conn.execute("DELETE FROM pending WHERE memory_id = ?", (memory_id,))
         self._conn.execute("DELETE FROM unwritten WHERE memory_id = ?", (memory_id,))
+        self._conn.execute("DELETE FROM unlinked WHERE memory_id = ?", (memory_id,))
         found = self._conn.execute("SELECT rowid FROM docs WHERE memory_id = ?", (memory_id,)).fetchone()
         if found is not None:
             self._conn.execute("DELETE FROM fts WHERE rowid = ?", found)

@@ -31,7 +31,7 @@ from symbiote.storage.chroma.additions import WAITING_AT_MOST, Additions
 from symbiote.storage.chroma.batches import BatchedCollection, max_batch_size
 from symbiote.storage.chroma.bulk_reads import BulkReads, read_all
 from symbiote.storage.chroma.bulk_reads import chunk_ids as _chunk_ids
-from symbiote.storage.chroma.codec import check_identity, chroma_nearest, link_metadata, memory_from, metadata_of
+from symbiote.storage.chroma.codec import check_identity, chroma_nearest, memory_from, metadata_of
 from symbiote.storage.chroma.keywords import LexicalIndex
 from symbiote.storage.chroma.passages import DeferredPassages, chunk_records
 from symbiote.storage.chroma.trashing import Trash
@@ -122,9 +122,9 @@ class ChromaMemoryStore:
         self._additions.settle()
 
     def defers(self, method: str) -> bool:
-        """Whether a call of `method` may be served with Chroma writes still behind: a store, while
-        few wait (it checks them itself); any other call could read what waits."""
-        return method == "store_new" and self._additions.waiting < WAITING_AT_MOST
+        """Whether a call of `method` may be served with Chroma writes still behind: a store or its
+        links, while few wait (a store checks them itself); any other call could read what waits."""
+        return method in ("store_new", "set_links") and self._additions.waiting < WAITING_AT_MOST
 
     def writing(self) -> AbstractContextManager[None]:
         """Nothing to hold: the writer lease, where there is one, is a layer's (`symbiote.azure.guard`)."""
@@ -254,12 +254,9 @@ class ChromaMemoryStore:
             )
 
     def set_links(self, memories: Sequence[StoredMemory]) -> None:
-        ids = [m.memory_id for m in memories]
-        present = set(self._memories.get(ids=ids, include=[])["ids"])
-        for mid in ids:
-            if mid not in present:
-                raise KeyError(mid)
-        self._memories.update(ids=ids, metadatas=[link_metadata(m, True) for m in memories])
+        """With `write_behind`, written with the memories waiting (`symbiote.storage.chroma.additions`)."""
+        held = self._vectors is not None and self._vectors.ready and self._memories.held
+        self._additions.link(memories, behind=self._write_behind and held)
 
     def delete(self, memory_id: str) -> bool:
         return bool(self.delete_many([memory_id]))

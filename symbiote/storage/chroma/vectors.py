@@ -200,6 +200,7 @@ class MirroredCollection:
         self._lock = threading.Lock()
         self._records: OrderedDict[str, tuple[Any, Any]] = OrderedDict()
         self._writes = 0  # a read that a write overtook holds nothing it read
+        self._links: dict[str, dict[str, Any]] = {}  # link fields whose write waits (`additions`), shown on reads
 
     @property
     def held(self) -> bool:
@@ -214,14 +215,27 @@ class MirroredCollection:
                 self._records.move_to_end(rid)
             writes = self._writes
         missing = [rid for rid in dict.fromkeys(ids) if rid not in found]
-        if not missing:
-            return found
-        got = self._collection.get(ids=missing, include=["documents", "metadatas"])
-        fresh = {rid: (doc, meta) for rid, doc, meta in zip(got["ids"], got["documents"] or [], got["metadatas"] or [])}
+        if missing:
+            got = self._collection.get(ids=missing, include=["documents", "metadatas"])
+            fresh = {
+                rid: (doc, meta) for rid, doc, meta in zip(got["ids"], got["documents"] or [], got["metadatas"] or [])
+            }
+            with self._lock:
+                if writes == self._writes:
+                    self._hold(fresh)
+            found.update(fresh)
         with self._lock:
-            if writes == self._writes:
-                self._hold(fresh)
-        return {**found, **fresh}
+            links = {rid: self._links[rid] for rid in found if rid in self._links}
+        for rid, fields in links.items():
+            document, meta = found[rid]
+            found[rid] = (document, {**(meta or {}), **fields})
+        return found
+
+    def relink(self, links: dict[str, dict[str, Any]]) -> None:
+        """Link fields (`codec.link_metadata`) whose Chroma write waits: shown over the records read
+        until an `update` of those records writes them."""
+        with self._lock:
+            self._links.update(links)
 
     def hold(self, ids: Sequence[str], documents: Sequence[Any] | None, metadatas: Sequence[Any] | None) -> None:
         """Hold these memories' records as Chroma has them (read in a page, or just added): a search
@@ -255,6 +269,9 @@ class MirroredCollection:
                 self._collection.update(ids=ids, **fields)
             else:
                 self._collection.update(ids=ids, embeddings=embeddings, **fields)
+        with self._lock:
+            for rid in ids:
+                self._links.pop(rid, None)
         if embeddings is not None:
             self.rows.put(ids, embeddings, fields.get("metadatas"))
         elif fields.get("metadatas") is not None:
@@ -263,6 +280,9 @@ class MirroredCollection:
     def delete(self, ids: Sequence[str]) -> None:
         with self._writing(ids):
             self._collection.delete(ids=ids)
+        with self._lock:
+            for rid in ids:
+                self._links.pop(rid, None)
         self.rows.remove(ids)
 
     @contextlib.contextmanager
