@@ -17,7 +17,7 @@ from symbiote.memory.records import SearchHit, SearchResults, public
 from symbiote.memory.requests import SearchRequest
 from symbiote.memory.statistics import Timer
 from symbiote.memory.store_io import StoreIO
-from symbiote.retrieval import Intent, TopicIndex, background, intent_of, mentions, subjects_of
+from symbiote.retrieval import Intent, TopicIndex, background, informative, intent_of, mentions, subjects_of
 from symbiote.retrieval.background import Background
 from symbiote.retrieval.ranking import Judged, QueryEvidence, fusion, judge, with_members
 from symbiote.retrieval.thresholds import (
@@ -149,6 +149,11 @@ class MemorySearch:
         if self._background is None:
             self._background = await background.embedded(self._embedder)
         return self._background
+
+    async def prepare(self) -> None:
+        """What a first search would otherwise wait for: the model and the topic questions' vectors,
+        and beside them the word lists scoring reads (`informative.load_lists`)."""
+        await asyncio.gather(self.topic_index(), asyncio.to_thread(informative.load_lists))
 
     async def topic_index(self) -> TopicIndex:
         if self._topics is None:

@@ -50,6 +50,14 @@ def information(word: str) -> float:
     return UNSEEN if zipf <= 0 else max(0.0, 9.0 - zipf)
 
 
+def load_lists() -> None:
+    """Import wordfreq, read its English list and make the stemmer now: some 0.3-0.5 s, most of it
+    holding the GIL, that the first search, or the first store with a near neighbour (`holders`),
+    would otherwise wait. The warm-up calls this in a thread beside the model's load."""
+    information("the")
+    stem("the")
+
+
 @lru_cache(maxsize=4096)  # the same memories come back search after search
 def stems(text: str) -> frozenset[str]:
     """The stems of every word in a text."""
