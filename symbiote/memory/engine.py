@@ -116,10 +116,14 @@ class MemoryEngine:
     async def _prepare(self) -> None:
         # The store is opened, and created if there is none yet (from the copy made ahead): a client
         # that connects is about to store, and its first store should not wait the 30-40 ms of an
-        # open. One that cannot be opened is reported now (health). The model and the word lists load
-        # beside it (`MemorySearch.prepare`): the second store of a session waited 0.3-0.5 s for the lists.
+        # open. One that cannot be opened is reported now (health). The word lists load beside the
+        # model, in a thread, and the tools are listed once they are in (`ready`): the second store of
+        # a session (the first with a near neighbour) waited 0.3-0.5 s for them, and a store
+        # while they load waits for the GIL (the first store 40-50 ms after them, 43-130 ms beside them).
         opening = self._store_or_raise()
-        results = await asyncio.gather(opening, self._search.prepare(), return_exceptions=True)
+        results = await asyncio.gather(
+            opening, self._search.topic_index(), self._search.word_lists(), return_exceptions=True
+        )
         for result in results:
             if isinstance(result, BaseException):
                 log.warning("memory warm-up incomplete: %s", result)

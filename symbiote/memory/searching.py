@@ -8,6 +8,7 @@ search results, re-checking every filter on the memories themselves.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
 
@@ -17,7 +18,7 @@ from symbiote.memory.records import SearchHit, SearchResults, public
 from symbiote.memory.requests import SearchRequest
 from symbiote.memory.statistics import Timer
 from symbiote.memory.store_io import StoreIO
-from symbiote.retrieval import Intent, TopicIndex, background, informative, intent_of, mentions, subjects_of
+from symbiote.retrieval import Intent, TopicIndex, background, intent_of, load_lists, mentions, subjects_of
 from symbiote.retrieval.background import Background
 from symbiote.retrieval.ranking import Judged, QueryEvidence, fusion, judge, with_members
 from symbiote.retrieval.thresholds import (
@@ -29,6 +30,8 @@ from symbiote.retrieval.thresholds import (
 )
 from symbiote.storage import Candidate, MemoryFilter, MemoryStore, StoredMemory, content_hash
 from symbiote.telemetry.stages import stage
+
+log = logging.getLogger(__name__)
 
 CHAIN_SHOWN = 3  # memories of one chain of updates among a search's results: the newest and two before it
 RANK_PREFETCH = 15  # `rank` reads the contents a search for 5 results reads
@@ -150,10 +153,13 @@ class MemorySearch:
             self._background = await background.embedded(self._embedder)
         return self._background
 
-    async def prepare(self) -> None:
-        """What a first search would otherwise wait for: the model and the topic questions' vectors,
-        and beside them the word lists scoring reads (`informative.load_lists`)."""
-        await asyncio.gather(self.topic_index(), asyncio.to_thread(informative.load_lists))
+    async def word_lists(self) -> None:
+        """Load the word lists scoring reads (`retrieval.load_lists`), in a thread: the warm-up starts
+        it beside the model's load. A failure is logged: the first search then loads them, or says why."""
+        try:
+            await asyncio.to_thread(load_lists)
+        except (ImportError, OSError, ValueError) as exc:
+            log.warning("the word lists were not loaded ahead: %s", exc)
 
     async def topic_index(self) -> TopicIndex:
         if self._topics is None:

@@ -8,6 +8,7 @@ their callers use them as namespaces (`ranking.judge`, `sameness.judge`, `backgr
 so is `thresholds`, the ranking's hand-set numbers, each with where it came from.
 """
 
+from symbiote.retrieval.informative import load_lists
 from symbiote.retrieval.intent import Intent, intent_of
 from symbiote.retrieval.subjects import mentions, subjects_of
 from symbiote.retrieval.topics import TopicIndex
@@ -17,6 +18,7 @@ __all__ = [
     "TopicIndex",
     "background",
     "intent_of",
+    "load_lists",
     "mentions",
     "ranking",
     "sameness",
