@@ -196,6 +196,10 @@ class ChromaMemoryStore:
         """All stored or none (`symbiote.storage.chroma.additions`)."""
         self._additions.add(items, behind=False)
 
+    def _holding(self) -> bool:
+        """Whether the memories' vectors and records are held here, complete: what waits is found among them."""
+        return self._vectors is not None and self._vectors.ready and self._memories.held
+
     def _held_rows(self) -> VectorRows | None:
         """The passage vectors held in memory, while searches may use them."""
         return self._chunks.rows if self._vectors is not None and self._vectors.ready else None
@@ -206,7 +210,7 @@ class ChromaMemoryStore:
         """A store in one call: the memory already stored with the same text (then nothing is
         written), or None and the `near` closest memories (with their links, for
         `symbiote.memory.links`) and their cosines, before this one was added."""
-        held = self._vectors is not None and self._vectors.ready and self._memories.held
+        held = self._holding()
         if not held:  # what waits is found among the vectors held in memory only
             self._additions.settle()
         existing = self._additions.waiting_with(memory.content_hash) or self.find_content(memory.content_hash)
@@ -255,8 +259,7 @@ class ChromaMemoryStore:
 
     def set_links(self, memories: Sequence[StoredMemory]) -> None:
         """With `write_behind`, written with the memories waiting (`symbiote.storage.chroma.additions`)."""
-        held = self._vectors is not None and self._vectors.ready and self._memories.held
-        self._additions.link(memories, behind=self._write_behind and held)
+        self._additions.link(memories, behind=self._write_behind and self._holding())
 
     def delete(self, memory_id: str) -> bool:
         return bool(self.delete_many([memory_id]))
@@ -292,8 +295,7 @@ class ChromaMemoryStore:
 
     def _surely_new(self, hashes: Sequence[str]) -> bool:
         """Whether the vectors held here show that no memory has any of these texts (no query needed)."""
-        held = self._vectors is not None and self._vectors.ready and self._memories.held
-        return held and not any(self._memories.rows.holds_content(digest) for digest in hashes)
+        return self._holding() and not any(self._memories.rows.holds_content(digest) for digest in hashes)
 
     def find_content(self, content_hash: str) -> StoredMemory | None:
         return self.find_contents([content_hash]).get(content_hash)

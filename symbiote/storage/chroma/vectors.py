@@ -237,6 +237,12 @@ class MirroredCollection:
         with self._lock:
             self._links.update(links)
 
+    def _written_links(self, ids: Sequence[str]) -> None:
+        """An update or delete of these records landed: their waiting link fields are Chroma's now, or gone."""
+        with self._lock:
+            for rid in ids:
+                self._links.pop(rid, None)
+
     def hold(self, ids: Sequence[str], documents: Sequence[Any] | None, metadatas: Sequence[Any] | None) -> None:
         """Hold these memories' records as Chroma has them (read in a page, or just added): a search
         reads its likely results', and each one not held costs a query into Chroma."""
@@ -269,9 +275,7 @@ class MirroredCollection:
                 self._collection.update(ids=ids, **fields)
             else:
                 self._collection.update(ids=ids, embeddings=embeddings, **fields)
-        with self._lock:
-            for rid in ids:
-                self._links.pop(rid, None)
+        self._written_links(ids)
         if embeddings is not None:
             self.rows.put(ids, embeddings, fields.get("metadatas"))
         elif fields.get("metadatas") is not None:
@@ -280,9 +284,7 @@ class MirroredCollection:
     def delete(self, ids: Sequence[str]) -> None:
         with self._writing(ids):
             self._collection.delete(ids=ids)
-        with self._lock:
-            for rid in ids:
-                self._links.pop(rid, None)
+        self._written_links(ids)
         self.rows.remove(ids)
 
     @contextlib.contextmanager
