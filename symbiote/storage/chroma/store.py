@@ -320,7 +320,7 @@ class ChromaMemoryStore:
     def nearest(
         self, vector: np.ndarray, k: int, where: MemoryFilter | None = None, passages: bool = True
     ) -> list[Match]:
-        in_memory = self._vectors is not None and self._vectors.ready and (where is None or where.by_time_only)
+        in_memory = self._searched_here(where)
         after, before = (where.after_us, where.before_us) if where else (None, None)
         best: dict[str, float] = {}
         # Chroma returns what it has when asked for more (or none, empty): no count() first,
@@ -338,6 +338,10 @@ class ChromaMemoryStore:
                 if similarity > best.get(mid, -2.0):
                     best[mid] = similarity
         return sorted((Match(m, s) for m, s in best.items()), key=lambda m: m.similarity, reverse=True)
+
+    def _searched_here(self, where: MemoryFilter | None) -> bool:
+        """Whether `nearest` searches the vectors held here (numpy) rather than ask Chroma."""
+        return self._vectors is not None and self._vectors.ready and (where is None or where.by_time_only)
 
     def keyword(self, text: str, k: int, where: MemoryFilter | None = None) -> list[KeywordMatch]:
         after, before = (where.after_us, where.before_us) if where else (None, None)
@@ -358,11 +362,18 @@ class ChromaMemoryStore:
         fusion: Fusion,
     ) -> tuple[list[Candidate], dict[str, StoredMemory]]:
         """A search's store work in one call, so one trip to the store's process. The keyword
-        searches run while the vectors are searched."""
-        members = self._beside.submit(self.keyword_words, topic_words, topic_k, where) if topic_words else None
-        keyword = self._beside.submit(self.keyword, text, k, where)
-        nearest = self.nearest(vector, k, where)
-        ranked = fused(nearest, keyword.result(), members.result() if members else [], fusion)
+        searches run while Chroma searches the vectors; beside vectors held here (a millisecond of
+        numpy) they run first, in this thread: handing them to another took longer than they do."""
+        if self._searched_here(where):
+            members = self.keyword_words(topic_words, topic_k, where) if topic_words else []
+            keyword = self.keyword(text, k, where)
+            nearest = self.nearest(vector, k, where)
+        else:
+            beside = self._beside.submit(self.keyword_words, topic_words, topic_k, where) if topic_words else None
+            later = self._beside.submit(self.keyword, text, k, where)
+            nearest = self.nearest(vector, k, where)
+            keyword, members = later.result(), beside.result() if beside else []
+        ranked = fused(nearest, keyword, members, fusion)
         return ranked, self.get(likely(ranked, fusion.prefetch, fusion.pool))
 
     def count_from(self, conversation_id: str, since_us: int) -> int:
