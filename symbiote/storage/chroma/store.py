@@ -47,6 +47,9 @@ log = logging.getLogger(__name__)
 
 MEMORY_COLLECTION = "venom_memories"
 CHUNK_COLLECTION = "venom_memories_chunks"
+# From this many memories held, searching their vectors takes long enough (a millisecond or more of
+# numpy, which lets go of the GIL) to hide the keyword search's hand-off to a thread behind it.
+BESIDE_FROM = 5_000
 
 
 class ChromaMemoryStore:
@@ -362,9 +365,9 @@ class ChromaMemoryStore:
         fusion: Fusion,
     ) -> tuple[list[Candidate], dict[str, StoredMemory]]:
         """A search's store work in one call, so one trip to the store's process. The keyword
-        searches run while Chroma searches the vectors; beside vectors held here (a millisecond of
-        numpy) they run first, in this thread: handing them to another took longer than they do."""
-        if self._searched_here(where):
+        searches run in a thread while the vectors are searched; beside a few thousand vectors held
+        here they run first, in this one: handing them to another took longer than they do."""
+        if self._searched_here(where) and len(self._memories.rows) < BESIDE_FROM:
             members = self.keyword_words(topic_words, topic_k, where) if topic_words else []
             keyword = self.keyword(text, k, where)
             nearest = self.nearest(vector, k, where)
