@@ -1,8 +1,8 @@
 """One suite, three transports: every tool behaves the same over streamable HTTP, legacy SSE and stdio.
 
-`client` is parametrized: a real `symbiote serve --transport http` (the SDK client on /mcp), a real
-`symbiote serve --transport sse` (the SDK's legacy SSE client on /sse), and a real
-`symbiote serve --transport stdio` child process (the SDK's stdio client).
+`client` is parametrized: a real `symbiote serve` over HTTP, its default (the suite's shared `server`;
+the SDK client on /mcp), a real `symbiote serve --transport sse` (the SDK's legacy SSE client on
+/sse), and a real `symbiote serve --transport stdio` child process (the SDK's stdio client).
 """
 
 from __future__ import annotations
@@ -28,13 +28,6 @@ TRANSPORTS = ("http", "sse", "stdio")
 
 
 @pytest.fixture(scope="module")
-def http_server(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator[ServerProcess]:
-    proc = ServerProcess(tmp_path_factory.mktemp("t-http") / "data", env={"SYMBIOTE_TRANSPORT": "http"}).start()
-    yield proc
-    proc.stop()
-
-
-@pytest.fixture(scope="module")
 def sse_server(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator[ServerProcess]:
     proc = ServerProcess(tmp_path_factory.mktemp("t-sse") / "data", env={"SYMBIOTE_TRANSPORT": "sse"}).start()
     yield proc
@@ -50,7 +43,7 @@ def connect(request: pytest.FixtureRequest, tmp_path: Path, model_dir: Path) -> 
     """
     transport = request.param
     if transport == "http":
-        url = request.getfixturevalue("http_server").mcp_url
+        url = request.getfixturevalue("server").mcp_url  # the suite's shared server: HTTP is the default
         return lambda: Client(url)
     if transport == "sse":
         sse_url = request.getfixturevalue("sse_server").base_url + "/sse"
@@ -147,11 +140,12 @@ async def test_sse_transport_serves_only_the_legacy_pair(sse_server: ServerProce
     assert "transport: sse" in sse_server.log()
 
 
-async def test_http_transport_is_the_default_and_logged(http_server: ServerProcess) -> None:
-    async with httpx.AsyncClient(base_url=http_server.base_url) as http:
+async def test_http_transport_is_the_default_and_logged(server: ServerProcess) -> None:
+    assert "SYMBIOTE_TRANSPORT" not in server.env  # the shared server is started without it
+    async with httpx.AsyncClient(base_url=server.base_url) as http:
         health = (await http.get("/health")).json()
     assert health["transport"] == "http" and "active_sessions" in health
-    assert "transport: http" in http_server.log()
+    assert "transport: http" in server.log()
 
 
 async def test_bad_transport_is_a_config_error(tmp_path: Path) -> None:

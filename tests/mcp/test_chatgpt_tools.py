@@ -4,22 +4,12 @@ structured content and as the same JSON in the text, with links that resolve on 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 from mcp import Client
 
 from tests.conftest import ServerProcess
-
-
-@pytest.fixture(scope="module")
-def chatgpt_server(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator[ServerProcess]:
-    proc = ServerProcess(tmp_path_factory.mktemp("chatgpt") / "data", env={"SYMBIOTE_CHATGPT_TOOLS": "on"}).start()
-    yield proc
-    proc.stop()
 
 
 async def structured_and_text(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,6 @@ import re
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +26,6 @@ from tests.hardening.test_servers import rss_mib
 
 PART = 2 * 1024 * 1024
 HEADER = json.dumps({"format": "symbiote-memories", "version": 1, "model": "all-MiniLM-L6-v2", "dimension": 384})
-
-
-@pytest.fixture(scope="module")
-def importing(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator[ServerProcess]:
-    proc = ServerProcess(tmp_path_factory.mktemp("import") / "data").start()  # loopback, auth off: the console is open
-    yield proc
-    proc.stop()
 
 
 class Console:

@@ -18,7 +18,6 @@ import sys
 import threading
 import time
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,13 +29,6 @@ from tests.hardening.test_servers import rss_mib
 from tests.transfer.test_hardening import Console
 
 LATENCY_S = 1.0
-
-
-@pytest.fixture(scope="module")
-def hostile(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator[ServerProcess]:
-    proc = ServerProcess(tmp_path_factory.mktemp("hostile") / "data").start()  # loopback, auth off
-    yield proc
-    proc.stop()
 
 
 class Watch:
@@ -122,7 +114,7 @@ def row(i: int, **changes: Any) -> tuple[Any, ...]:
     return tuple(values.values())
 
 
-def test_a_view_that_never_ends_is_refused_and_the_server_answers(hostile: ServerProcess, tmp_path: Path) -> None:
+def test_a_view_that_never_ends_is_refused_and_the_server_answers(importing: ServerProcess, tmp_path: Path) -> None:
     """Finding 1: `memories` a view over an endless recursive query (4 KB): refused, not read."""
     data = database(
         tmp_path / "view.db",
@@ -131,11 +123,11 @@ def test_a_view_that_never_ends_is_refused_and_the_server_answers(hostile: Serve
         "1700000000.0 AS created_at, 1700000000.0 AS updated_at, NULL AS deleted_at FROM r;",
     )
     assert len(data) <= 8192
-    result = imported(hostile, data)
+    result = imported(importing, data)
     assert result["state"] == "failed" and "memories is a view" in result["page"], result["page"]
 
 
-def test_computed_rows_are_refused_and_a_row_too_long_alone(hostile: ServerProcess, tmp_path: Path) -> None:
+def test_computed_rows_are_refused_and_a_row_too_long_alone(importing: ServerProcess, tmp_path: Path) -> None:
     """Finding 4: rows built by printf (a generated column) refused whole; a real row longer than the
     content limit refused alone, in SQL, the others imported."""
     computed = database(
@@ -143,14 +135,14 @@ def test_computed_rows_are_refused_and_a_row_too_long_alone(hostile: ServerProce
         f"CREATE TABLE memories ({COLUMNS.replace('content TEXT', PRINTF)});"
         "INSERT INTO memories (seed, content_hash, created_at) VALUES (1, 'abcdef01', 1700000000.0);",
     )
-    result = imported(hostile, computed)
+    result = imported(importing, computed)
     assert result["state"] == "failed" and "computes columns" in result["page"], result["page"]
     long_row = database(
         tmp_path / "long.db",
         f"CREATE TABLE memories ({COLUMNS});",
         [row(1), row(2, content="y" * 200_000), row(3)],
     )
-    result = imported(hostile, long_row)
+    result = imported(importing, long_row)
     assert result["state"] == "done" and result["added"] == 2 and result["refused"] == 1, result
     assert "text longer than 100,000 bytes (not read)" in result["page"]
 
@@ -173,7 +165,7 @@ def _zip(entries: dict[str, bytes], flag_encrypted: str = "") -> bytes:
     return bytes(data)
 
 
-def test_notes_built_to_make_a_parser_backtrack_are_read_in_linear_time(hostile: ServerProcess) -> None:
+def test_notes_built_to_make_a_parser_backtrack_are_read_in_linear_time(importing: ServerProcess) -> None:
     """Finding 2: a note of `---` and 4 MiB of newlines (hours before), and a list item of spaces
     (quadratic in the line's length before); an encrypted entry refused alone (finding 6)."""
     relation = "- " + "a " * 30_000 + "\n"
@@ -187,7 +179,7 @@ def test_notes_built_to_make_a_parser_backtrack_are_read_in_linear_time(hostile:
     )
     assert len(data) < 64 * 1024
     started = time.monotonic()
-    result = imported(hostile, data)
+    result = imported(importing, data)
     assert time.monotonic() - started < 30
     assert result["state"] == "done" and result["added"] == 1, result
     assert "secret.md: encrypted (not read)" in result["page"]
@@ -197,7 +189,7 @@ def _export(entries: list[Any]) -> bytes:
     return json.dumps({"export_metadata": {"source": "test"}, "memories": entries}, indent=2).encode()
 
 
-def test_tags_are_capped_before_anything_else(hostile: ServerProcess) -> None:
+def test_tags_are_capped_before_anything_else(importing: ServerProcess) -> None:
     """Finding 3: one entry with 100,000 tags (a minute on the loop before) keeps ten."""
     entry = {
         "content": "Hostile test: a memory with one hundred thousand tags.",
@@ -205,29 +197,29 @@ def test_tags_are_capped_before_anything_else(hostile: ServerProcess) -> None:
         "tags": [f"tag{i}" for i in range(100_000)],
         "created_at": 1_700_000_100.0,
     }
-    result = imported(hostile, _export([entry]))
+    result = imported(importing, _export([entry]))
     assert result["state"] == "done" and result["added"] == 1, result
 
 
-def test_one_entry_with_a_time_out_of_range_is_refused_alone(hostile: ServerProcess) -> None:
+def test_one_entry_with_a_time_out_of_range_is_refused_alone(importing: ServerProcess) -> None:
     """Finding 6: `created_at` 1e13 aborted the whole import (OverflowError); now that entry alone."""
     entries = [
         {"content": f"Hostile test: time entry {i}.", "content_hash": f"{i:08x}" * 8, "created_at": 1_700_000_200.0 + i}
         for i in range(3)
     ]
     entries.insert(1, {"content": "Hostile test: far future.", "content_hash": "cd" * 32, "created_at": 1e13})
-    result = imported(hostile, _export(entries))
+    result = imported(importing, _export(entries))
     assert result["state"] == "done" and result["added"] == 3 and result["refused"] == 1, result
 
 
-def test_a_large_export_of_empty_objects_is_streamed(hostile: ServerProcess) -> None:
+def test_a_large_export_of_empty_objects_is_streamed(importing: ServerProcess) -> None:
     """Finding 4: a JSON export of empty objects grew the server by 3.3 GiB for 128 MiB (16 MiB here: about 400 MiB before); now it is
     read as a stream by another process: the server grows by at most 200 MB."""
     data = b'{"export_metadata": {}, "memories": [' + b"{}," * (16 * 1024 * 1024 // 3) + b"{}]}"
-    assert hostile.proc is not None
-    before = rss_mib(hostile.proc.pid)
-    result = imported(hostile, data, seconds=300)
-    grown = rss_mib(hostile.proc.pid) - before
+    assert importing.proc is not None
+    before = rss_mib(importing.proc.pid)
+    result = imported(importing, data, seconds=300)
+    grown = rss_mib(importing.proc.pid) - before
     assert result["state"] == "done" and result["refused"] > 5_000_000, result
     assert grown < 200, f"the server grew by {grown:.0f} MiB"
 
@@ -253,7 +245,7 @@ def test_a_folder_import_reads_only_regular_files_and_prints_names_escaped(tmp_p
     assert "\x1b" not in out and "\\x1b[2Jclear.md" in out, out
 
 
-def test_a_note_with_a_title_of_megabytes_is_refused_alone(hostile: ServerProcess) -> None:
+def test_a_note_with_a_title_of_megabytes_is_refused_alone(importing: ServerProcess) -> None:
     """A title of 3 MB makes every memory of its note longer than any memory may be: those are
     refused with the note's name, the other note imported (before the reader's line limit, the
     whole import would have stopped)."""
@@ -263,7 +255,7 @@ def test_a_note_with_a_title_of_megabytes_is_refused_alone(hostile: ServerProces
             "small.md": b"---\ntitle: Small\n---\n- [fact] Small note is imported #kept\n",
         }
     )
-    result = imported(hostile, data)
+    result = imported(importing, data)
     assert result["state"] == "done" and result["added"] == 1 and result["refused"] == 1, result
 
 

@@ -10,11 +10,9 @@ import json
 import sqlite3
 import tempfile
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -79,13 +77,6 @@ JSON_VALUES = st.recursive(
 )
 
 
-@pytest.fixture(scope="module")
-def fuzzed(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator[ServerProcess]:
-    proc = ServerProcess(tmp_path_factory.mktemp("fuzz") / "data").start()
-    yield proc
-    proc.stop()
-
-
 def _check(server: ServerProcess, data: bytes) -> None:
     assert server.proc is not None
     before = rss_mib(server.proc.pid)
@@ -103,7 +94,7 @@ def _check(server: ServerProcess, data: bytes) -> None:
     ),
     deep=st.integers(0, 3),
 )
-def test_fuzzed_databases(fuzzed: ServerProcess, kind: str, rows: list[tuple[Any, ...]], deep: int) -> None:
+def test_fuzzed_databases(importing: ServerProcess, kind: str, rows: list[tuple[Any, ...]], deep: int) -> None:
     columns = "content TEXT, content_hash TEXT, tags TEXT, memory_type TEXT, created_at, updated_at, deleted_at"
     schema = {
         "table": f"CREATE TABLE memories (id INTEGER PRIMARY KEY, {columns});",
@@ -134,7 +125,7 @@ def test_fuzzed_databases(fuzzed: ServerProcess, kind: str, rows: list[tuple[Any
         db.commit()
         db.close()
         data = path.read_bytes()
-    _check(fuzzed, data)
+    _check(importing, data)
 
 
 @EXAMPLES
@@ -145,7 +136,7 @@ def test_fuzzed_databases(fuzzed: ServerProcess, kind: str, rows: list[tuple[Any
     metadata_first=st.booleans(),
 )
 def test_fuzzed_json_exports(
-    fuzzed: ServerProcess, entries: list[Any], nesting: int, cut: int, metadata_first: bool
+    importing: ServerProcess, entries: list[Any], nesting: int, cut: int, metadata_first: bool
 ) -> None:
     body = json.dumps(entries)
     if nesting:
@@ -158,7 +149,7 @@ def test_fuzzed_json_exports(
     data = document.encode("utf-8", "surrogatepass")
     if cut:
         data = data[: max(1, len(data) - cut)]
-    _check(fuzzed, data)
+    _check(importing, data)
 
 
 @EXAMPLES
@@ -168,7 +159,7 @@ def test_fuzzed_json_exports(
     encrypted=st.booleans(),
 )
 def test_fuzzed_zips_of_notes(
-    fuzzed: ServerProcess, notes: list[tuple[str, str]], empty_entries: int, encrypted: bool
+    importing: ServerProcess, notes: list[tuple[str, str]], empty_entries: int, encrypted: bool
 ) -> None:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
@@ -181,4 +172,4 @@ def test_fuzzed_zips_of_notes(
         at = data.find(b"PK\x01\x02")
         if at >= 0:
             data[at + 8] |= 1
-    _check(fuzzed, bytes(data))
+    _check(importing, bytes(data))

@@ -1,0 +1,20 @@
+"""The transfer package's shared server for imports through the console."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ServerProcess
+
+
+@pytest.fixture(scope="package")
+def importing(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator[ServerProcess]:
+    """One server (loopback, auth off: the console is open) for the package's modules that import
+    hostile files through its console: each test looks at its own import's report, and measures the
+    server's memory and answers from where they are when it starts."""
+    proc = ServerProcess(tmp_path_factory.mktemp("import") / "data").start()
+    yield proc
+    proc.stop()
