@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,14 +30,15 @@ from symbiote.storage.chroma.additions import WAITING_AT_MOST, Additions
 from symbiote.storage.chroma.batches import BatchedCollection, max_batch_size
 from symbiote.storage.chroma.bulk_reads import BulkReads, read_all
 from symbiote.storage.chroma.bulk_reads import chunk_ids as _chunk_ids
-from symbiote.storage.chroma.codec import check_identity, chroma_nearest, memory_from, metadata_of
+from symbiote.storage.chroma.candidates import CandidateSearch
+from symbiote.storage.chroma.codec import check_identity, memory_from, metadata_of
 from symbiote.storage.chroma.keywords import LexicalIndex
 from symbiote.storage.chroma.passages import DeferredPassages, chunk_records
 from symbiote.storage.chroma.trashing import Trash
 from symbiote.storage.chroma.vectors import MirroredCollection, VectorIndex, VectorRows
 from symbiote.storage.diskspace import directory_bytes
 from symbiote.storage.filters import MemoryFilter
-from symbiote.storage.fusion import Candidate, Fusion, fused, likely
+from symbiote.storage.fusion import Candidate, Fusion
 
 if TYPE_CHECKING:  # annotations only: numpy is not on the way to `initialize`
     import numpy as np
@@ -47,9 +47,6 @@ log = logging.getLogger(__name__)
 
 MEMORY_COLLECTION = "venom_memories"
 CHUNK_COLLECTION = "venom_memories_chunks"
-# From this many memories held, searching their vectors takes long enough (a millisecond or more of
-# numpy, which lets go of the GIL) to hide the keyword search's hand-off to a thread behind it.
-BESIDE_FROM = 5_000
 
 
 class ChromaMemoryStore:
@@ -72,9 +69,6 @@ class ChromaMemoryStore:
         self._client = client
         self._data_path = data_path
         self._lexical = lexical
-        # A search's keyword-index reads run here, beside its Chroma calls: SQLite lets go of the
-        # GIL while it works, Chroma's bindings hold it for a whole call (`search`).
-        self._beside = ThreadPoolExecutor(1, thread_name_prefix="symbiote-keywords")
         identity = {"embedding_model": model_name, "embedding_dim": dimension}
         config = {"hnsw": {"space": "cosine"}}
         memories = client.get_or_create_collection(
@@ -95,6 +89,7 @@ class ChromaMemoryStore:
             self._chunks = MirroredCollection(self._chunks, VectorRows(dimension, passages=True))
             self._vectors = VectorIndex(self._memories, self._chunks)
         self._bulk = BulkReads(self._memories, self._chunks, lexical, self.get)
+        self._candidates = CandidateSearch(self._memories, self._chunks, self._vectors, lexical, self.get)
         self._passages = DeferredPassages(self._chunks, lexical, self.get)
         self._additions = Additions(self._memories, self._chunks, lexical, self._passages, self._held_rows)
         replayed = self._additions.replay()  # before anything reads Chroma
@@ -136,7 +131,7 @@ class ChromaMemoryStore:
     def close(self) -> None:
         """Close the Chroma client and the keyword index (e.g. before reopening the store to see another
         writer's changes)."""
-        self._beside.shutdown(wait=True)
+        self._candidates.close()
         self._additions.settle()
         self._passages.write_all()  # else indexed again after the next open, from the queue
         self._lexical.close()
@@ -320,39 +315,18 @@ class ChromaMemoryStore:
             "passages_queued": self._lexical.pending_count(),
         }
 
+    # -- searches (symbiote.storage.chroma.candidates) ---------------------------------------------
+
     def nearest(
         self, vector: np.ndarray, k: int, where: MemoryFilter | None = None, passages: bool = True
     ) -> list[Match]:
-        in_memory = self._searched_here(where)
-        after, before = (where.after_us, where.before_us) if where else (None, None)
-        best: dict[str, float] = {}
-        # Chroma returns what it has when asked for more (or none, empty): no count() first,
-        # which cost two trips into Chroma per search. A passage's id is "<memory id>#<n>"
-        # (`_chunk_ids`), so its owner needs no metadata fetch either (half the passage query).
-        sources = [(self._memories, False, where.chroma_where() if where else None)]
-        if passages:  # passages carry only the time; the engine re-checks the rest
-            sources.append((self._chunks, True, where.chroma_where(with_metadata=False) if where else None))
-        for collection, passage, condition in sources:
-            if in_memory and collection.held:
-                found = collection.rows.nearest(vector, k, after, before)
-            else:
-                found = chroma_nearest(collection, vector, k, condition, passage)
-            for mid, similarity in found:
-                if similarity > best.get(mid, -2.0):
-                    best[mid] = similarity
-        return sorted((Match(m, s) for m, s in best.items()), key=lambda m: m.similarity, reverse=True)
-
-    def _searched_here(self, where: MemoryFilter | None) -> bool:
-        """Whether `nearest` searches the vectors held here (numpy) rather than ask Chroma."""
-        return self._vectors is not None and self._vectors.ready and (where is None or where.by_time_only)
+        return self._candidates.nearest(vector, k, where, passages)
 
     def keyword(self, text: str, k: int, where: MemoryFilter | None = None) -> list[KeywordMatch]:
-        after, before = (where.after_us, where.before_us) if where else (None, None)
-        return self._lexical.search(text, k, after, before)
+        return self._candidates.keyword(text, k, where)
 
     def keyword_words(self, words: Sequence[str], k: int, where: MemoryFilter | None = None) -> list[KeywordMatch]:
-        after, before = (where.after_us, where.before_us) if where else (None, None)
-        return self._lexical.search_words(words, k, after, before, body_only=True)
+        return self._candidates.keyword_words(words, k, where)
 
     def search(
         self,
@@ -364,20 +338,7 @@ class ChromaMemoryStore:
         where: MemoryFilter | None,
         fusion: Fusion,
     ) -> tuple[list[Candidate], dict[str, StoredMemory]]:
-        """A search's store work in one call, so one trip to the store's process. The keyword
-        searches run in a thread while the vectors are searched; beside a few thousand vectors held
-        here they run first, in this one: handing them to another took longer than they do."""
-        if self._searched_here(where) and len(self._memories.rows) < BESIDE_FROM:
-            members = self.keyword_words(topic_words, topic_k, where) if topic_words else []
-            keyword = self.keyword(text, k, where)
-            nearest = self.nearest(vector, k, where)
-        else:
-            beside = self._beside.submit(self.keyword_words, topic_words, topic_k, where) if topic_words else None
-            later = self._beside.submit(self.keyword, text, k, where)
-            nearest = self.nearest(vector, k, where)
-            keyword, members = later.result(), beside.result() if beside else []
-        ranked = fused(nearest, keyword, members, fusion)
-        return ranked, self.get(likely(ranked, fusion.prefetch, fusion.pool))
+        return self._candidates.search(vector, text, k, topic_words, topic_k, where, fusion)
 
     def count_from(self, conversation_id: str, since_us: int) -> int:
         got = self._memories.get(
