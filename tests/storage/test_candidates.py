@@ -7,6 +7,7 @@ beside it). Real Chroma, the real model.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 from symbiote.embedding import MODEL_DIMENSION, MODEL_NAME
@@ -45,9 +46,11 @@ def test_candidates_are_the_same_from_held_vectors_and_from_chroma(tmp_path: Pat
         memory_id = IDS.new()
         micros = created_us(memory_id)
         memories.append(StoredMemory(memory_id, text, "", micros, ("home",), content_hash(text)))
-    held = _filled(tmp_path / "held", model, memories, held=True)
-    asked = _filled(tmp_path / "asked", model, memories, held=False)
-    try:
+    with contextlib.ExitStack() as opened:  # both stores closed, whatever fails
+        held = _filled(tmp_path / "held", model, memories, held=True)
+        opened.callback(held.close)
+        asked = _filled(tmp_path / "asked", model, memories, held=False)
+        opened.callback(asked.close)
         for query in ("what did Caroline do?", "frontend development preferences", "what does my sister do?"):
             vector = model.embed([query])[0]
             ranked = {}
@@ -60,6 +63,3 @@ def test_candidates_are_the_same_from_held_vectors_and_from_chroma(tmp_path: Pat
         for store in (held, asked):  # a topic's words find its members, on either path
             found = store.search(model.embed(["Caroline"])[0], "Caroline", 10, ["adoption"], 5, None, fusion(3))[0]
             assert found[0].memory_id == memories[0].memory_id and found[0].keyword > 0 and found[0].topic > 0
-    finally:
-        held.close()
-        asked.close()
