@@ -49,6 +49,19 @@ LIST_LIMITS = {  # field: (most items, most characters per item)
     "response_types": (MAX_LIST_ITEMS, 100),
 }
 MAX_JWKS_BYTES = 4096
+# What the token endpoint honours (authorization code with PKCE, and refresh): a registration naming
+# another grant or response type is refused (RFC 7591 §3.2.2), never echoed as if it would work.
+GRANT_TYPES = ("authorization_code", "refresh_token")
+RESPONSE_TYPES = ("code",)
+
+
+def unhonoured(document: dict[str, Any]) -> str | None:
+    """A registration's grant or response type the server will never honour, in words; else None."""
+    for name, honoured in (("grant_types", GRANT_TYPES), ("response_types", RESPONSE_TYPES)):
+        others = [item for item in document.get(name) or [] if item not in honoured]
+        if others:
+            return f"{name} {others} are not supported: this server issues tokens only by {' and '.join(honoured)}"
+    return None
 
 
 def metadata_problem(document: Any) -> str | None:
@@ -105,7 +118,8 @@ class LimitedRegistration:
             problem = f"a registration is limited to {MAX_REGISTRATION_BYTES} bytes (got {len(body)})"
         else:
             try:
-                problem = metadata_problem(json.loads(body))
+                document = json.loads(body)
+                problem = metadata_problem(document) or unhonoured(document)
             except (ValueError, UnicodeDecodeError):
                 problem = None  # not JSON: the SDK's handler says so in its own words
         if problem is not None:

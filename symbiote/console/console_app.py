@@ -77,10 +77,12 @@ def create_console(
     data_dir: Path,
     max_body_bytes: int = 4 * 1024 * 1024,
     after_gate: Callable[[ASGIApp], ASGIApp] | None = None,
+    trash_per_instance: bool = False,
 ) -> Starlette:
     """`after_gate` wraps the pages behind the gate's checks: the server's full body cap, which the
     host leaves to endpoints that check their caller before reading a body. Import uploads are
-    kept in `data_dir` (the private data directory)."""
+    kept in `data_dir` (the private data directory). `trash_per_instance`: the memories are on a
+    Chroma server, the trash in this instance's `data_dir` (the trash page says so)."""
     bulk = engine.bulk
 
     async def run_import(path: Path, dry_run: bool, replace: bool, progress: Callable[[int], None]) -> ImportReport:
@@ -130,5 +132,6 @@ def create_console(
         turns=turn_reader(history) if history is not None else None,
         jobs=ImportJobs(run_import, data_dir / UPLOADS),
         max_body=max_body_bytes,
+        trash_per_instance=trash_per_instance,
     )
     return app

@@ -44,10 +44,19 @@ async def stats_page(request: Request) -> Response:
             _owner_statistics(request),
             engine.links.count(),
         )
+        aside = await state.bulk.set_aside()  # read once per store opened
         conversations = await reader.conversations() if reader is not None else None
     except SymbioteError as exc:
         context.update(
-            stats=None, count=None, newest=[], tags={}, owner=None, conversations=None, links=None, error=str(exc)
+            stats=None,
+            count=None,
+            newest=[],
+            tags={},
+            owner=None,
+            conversations=None,
+            links=None,
+            aside=[],
+            error=str(exc),
         )
         return page(request, "stats.html", **context)
     context.update(
@@ -59,6 +68,7 @@ async def stats_page(request: Request) -> Response:
         owner=owner,
         conversations=conversations,
         links=links,
+        aside=aside,
     )
     return page(request, "stats.html", **context)
 

@@ -29,6 +29,7 @@ class ConsoleState:
     turns: TurnReader | None
     jobs: ImportJobs
     max_body: int
+    trash_per_instance: bool = False  # memories on a Chroma server, the trash in this instance's directory
 
     @property
     def mode(self) -> str:

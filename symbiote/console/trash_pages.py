@@ -133,6 +133,7 @@ async def trash_page(request: Request) -> Response:
         restored=params.get("restored", ""),
         purged=params.get("purged", ""),
         refused=params.getlist("refused"),
+        per_instance=console_state(request).trash_per_instance,
     )
 
 

@@ -56,6 +56,7 @@ from symbiote.azure import FileShare
 from symbiote.config import ConfigError, Settings
 from symbiote.console.console_app import console_access, create_console
 from symbiote.console.state import console_state
+from symbiote.http.envelope import CheckedEnvelope
 from symbiote.http.headers import TrimmedHeaders
 from symbiote.http.health import health_endpoint
 from symbiote.http.limits import body_limits, cors_middleware
@@ -125,6 +126,7 @@ def create_app(
         data_dir=settings.chromadb_path,
         max_body_bytes=settings.max_body_bytes,
         after_gate=body_limits(settings.max_body_bytes, mode == "oauth")[1],  # the full cap, after the session check
+        trash_per_instance=bool(settings.chroma_host),
     )
     health = health_endpoint(runtime, sessions)
     routes: list[BaseRoute] = [
@@ -169,7 +171,7 @@ def _endpoints(
     endpoints: list[BaseRoute] = []
     if settings.transport != "sse":
         mcp_endpoint = next(r.endpoint for r in streamable.routes if isinstance(r, Route) and r.path == "/mcp")
-        endpoints.append(Route("/mcp", endpoint=mcp_endpoint, methods=["POST", "DELETE"]))
+        endpoints.append(Route("/mcp", endpoint=CheckedEnvelope(mcp_endpoint), methods=["POST", "DELETE"]))
     sse = LegacySseTransport(
         mcp._lowlevel_server,
         security=security,

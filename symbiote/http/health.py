@@ -33,6 +33,15 @@ async def health_report(runtime: Runtime, sessions: Sized) -> dict[str, Any]:
     }
     if "error" in status:
         report["store_error"] = status["error"]
+    if status["store"] == "ready":
+        aside = await runtime.engine.bulk.set_aside()
+        if aside:  # the store serves; the owner should know what an earlier release left unwritten
+            report["set_aside"] = {
+                "memories": len(aside),
+                "why": aside[0][1],
+                "what_to_do": "Kept apart, never searched; listed in the console's statistics page and "
+                "included in `symbiote export` (text that was not Unicode shown as U+FFFD).",
+            }
     problems = runtime.engine.background_problems()
     if problems:  # a background job that keeps failing (retried less and less often): say which, and why
         report["status"] = "degraded"

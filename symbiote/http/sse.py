@@ -39,6 +39,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
+from symbiote.http import envelope
+
 log = logging.getLogger("symbiote.sessions")
 
 SESSION_ID_BYTES = 16  # 128 bits
@@ -240,6 +242,11 @@ class LegacySseTransport:
             await _error(404, "Unknown or closed session: open a new one with GET /sse")(scope, receive, send)
             return
         body = await request.body()
+        refusal = envelope.refused(body)  # text that is not Unicode, an id that cannot be one: as /mcp answers them
+        if refusal is not None:
+            log.info("session %s: JSON-RPC message refused (400)", _short(session.id))
+            await refusal(scope, receive, send)
+            return
         try:
             message = types.jsonrpc_message_adapter.validate_json(body, by_name=False)
         except ValidationError:

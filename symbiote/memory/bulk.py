@@ -79,6 +79,7 @@ class MemoryBulk:
         self._io = io
         self._stats = stats
         self._policy = policy
+        self._aside: tuple[MemoryStore, list[tuple[StoredMemory, str]]] | None = None
 
     @property
     def max_content_bytes(self) -> int:
@@ -111,6 +112,14 @@ class MemoryBulk:
         io = self._io
         store = await io.opened()
         return await io.read_in("background", store.vectors, list(memory_ids))
+
+    async def set_aside(self) -> list[tuple[StoredMemory, str]]:
+        """The memories set aside at open, each with why (`MemoryStore.set_aside`): they change only
+        when a store opens, so they are read once per store opened (health asks on every probe)."""
+        store = await self._io.opened()
+        if self._aside is None or self._aside[0] is not store:
+            self._aside = (store, await self._io.read_in("background", store.set_aside))
+        return list(self._aside[1])
 
     # -- writes ----------------------------------------------------------------------------
 

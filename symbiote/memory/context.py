@@ -30,6 +30,7 @@ from symbiote.memory import validation
 from symbiote.memory.history import ConversationHistory, Turn
 from symbiote.memory.records import Memory, SearchResults
 from symbiote.memory.requests import SearchRequest
+from symbiote.storage import text as unicode_text
 
 MIN_BUDGET = 64  # below this the section headers leave too little to be useful
 MAX_BUDGET = 200_000
@@ -181,6 +182,7 @@ class ContextBuilder:
         cid = validation.conversation_id(conversation_id)
         if not isinstance(message, str) or not message.strip():
             raise InvalidInputError("message is empty: pass the new message the context is for.")
+        unicode_text.text(message, "message")
         budget = self.budget if token_budget is None else token_budget
         if isinstance(budget, bool) or not isinstance(budget, int) or not MIN_BUDGET <= budget <= MAX_BUDGET:
             raise InvalidInputError(

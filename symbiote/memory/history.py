@@ -32,6 +32,7 @@ from symbiote.retrieval.background import Background
 from symbiote.retrieval.ranking import meaning_relevance
 from symbiote.retrieval.thresholds import RELEVANCE_CUTOFF
 from symbiote.storage import DiskSpace, HistoryStore, StoredTurn
+from symbiote.storage import text as unicode_text
 
 __all__ = ["AppendResult", "ConversationHistory", "History", "HistoryHit", "Turn", "parse_ts"]
 
@@ -95,7 +96,7 @@ def check_role(value: Any) -> str:
 def check_text(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise InvalidInputError("text is empty: give what was said in this turn.")
-    text = value.strip()
+    text = unicode_text.text(value, "text").strip()
     if len(text) > MAX_TURN_CHARS:
         raise InvalidInputError(f"text is {len(text)} characters long; a turn may have at most {MAX_TURN_CHARS}.")
     return text
@@ -216,6 +217,7 @@ class ConversationHistory:
         meaning alone: a turn has no keyword index."""
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError("query is empty: say what to look for in the conversation history.")
+        unicode_text.text(query, "query")
         cid = validation.conversation_id(conversation_id) if conversation_id is not None else None
         k = check_count(limit, "limit", 50)
         cutoff = validation.min_relevance(min_relevance, RELEVANCE_CUTOFF)

@@ -11,20 +11,20 @@ from symbiote.memory import timeparse
 from symbiote.memory.clock import instant_us
 from symbiote.memory.ids import created_us, is_memory_id
 from symbiote.storage import MemoryFilter
+from symbiote.storage import text as unicode_text
 
 MAX_TAGS = 10
 MAX_TAGS_GIVEN = 100  # a longer list of tags is refused unread (duplicates count): no loop over millions
 MAX_TAG_LENGTH = 50
 MAX_CONVERSATION_ID = 200
 MAX_QUERY_CHARS = 2_000  # a question, not a document: longer ones cost search time and find nothing more
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def content(value: Any, max_bytes: int = MAX_CONTENT_BYTES) -> str:
     """The text of a memory, at most `max_bytes` in UTF-8 (SYMBIOTE_MAX_CONTENT_BYTES)."""
     if not isinstance(value, str):
         raise InvalidInputError("content must be text.")
-    text = value.strip()
+    text = unicode_text.text(value, "content").strip()
     if not text:
         raise InvalidInputError("content is empty: give the text to remember.")
     size = len(text) if len(text) > max_bytes else len(text.encode("utf-8", "surrogatepass"))
@@ -39,7 +39,7 @@ def content(value: Any, max_bytes: int = MAX_CONTENT_BYTES) -> str:
 def query(value: Any) -> str:
     if not isinstance(value, str):
         raise InvalidInputError("query must be text.")
-    text = value.strip()
+    text = unicode_text.text(value, "query").strip()
     if not text:
         raise InvalidInputError("query is empty: say what to look for, e.g. 'the user's favourite editor'.")
     if len(text) > MAX_QUERY_CHARS:
@@ -62,7 +62,7 @@ def tags(value: Any) -> list[str]:
     for position, tag in enumerate(value, start=1):
         if not isinstance(tag, str):
             raise InvalidInputError(f"tag {position} is not text.")
-        tag = tag.strip()
+        tag = unicode_text.name(tag, f"tag {position}").strip()
         if not tag:
             raise InvalidInputError(f"tag {position} is empty.")
         if len(tag) > MAX_TAG_LENGTH:
@@ -101,7 +101,7 @@ def before(value: Any) -> int | None:
         return None
     if not isinstance(value, str):
         raise InvalidInputError("before must be a memory id or an ISO-8601 date/time.")
-    value = value.strip()
+    value = unicode_text.text(value, "before").strip()
     if is_memory_id(value):
         return created_us(value)
     try:
@@ -133,6 +133,7 @@ def time_window(after: Any, before: Any, when: Any) -> tuple[int | None, int | N
             continue
         if not isinstance(value, str):
             raise InvalidInputError(f"{name} must be text: an ISO date or a phrase like 'last week'.")
+        unicode_text.text(value, name)
         try:
             period = timeparse.parse(value)
         except timeparse.TimePhraseError as exc:
@@ -179,8 +180,8 @@ def conversation_id(value: Any) -> str:
     """The client's id for a conversation: printable, so it can be shown and used in record ids."""
     if not isinstance(value, str) or not value.strip():
         raise InvalidInputError("conversation_id is empty: pass the id your client uses for this conversation.")
-    text: str = value.strip()
-    if len(text) > MAX_CONVERSATION_ID or _CONTROL.search(text):
+    text: str = unicode_text.name(value, "conversation_id").strip()
+    if len(text) > MAX_CONVERSATION_ID:
         raise InvalidInputError(
             f"conversation_id must be at most {MAX_CONVERSATION_ID} printable characters (got {len(text)})."
         )

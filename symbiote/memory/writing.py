@@ -40,6 +40,7 @@ from symbiote.memory.store_io import StoreIO
 from symbiote.memory.store_results import batch_results, duplicate_result, offered_as, stored_result
 from symbiote.memory.write_policy import EnginePolicy, check_conversation, check_quota
 from symbiote.storage import MemoryFilter, MemoryStore, StoredMemory, content_hash
+from symbiote.storage import text as unicode_text
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +74,7 @@ def draft(
 
 def client_name(name: str | None) -> str | None:
     """What stored a memory, as recorded with it: a client's self-declared name, cut to 64 characters."""
-    text = " ".join((name or "").split())[:64]
+    text = unicode_text.printable(" ".join((name or "").split())[:64])
     return text or None
 
 

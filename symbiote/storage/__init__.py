@@ -6,6 +6,7 @@ This is the package's door: other packages import from `symbiote.storage` (or fr
 command line and the sign-in database can use it on their way to listening.
 """
 
+from symbiote.storage import text
 from symbiote.storage.base import (
     CHROMA_FILE,
     LEXICAL_FILE,
@@ -87,5 +88,6 @@ __all__ = [
     "record_format",
     "recorded_format",
     "reset_store",
+    "text",
     "write_failure",
 ]

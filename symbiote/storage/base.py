@@ -199,6 +199,12 @@ class MemoryStore(Protocol):
         """Each memory's stored vectors, its whole text's first: for an export that keeps them."""
         ...
 
+    def set_aside(self) -> list[tuple[StoredMemory, str]]:
+        """The memories an earlier release acknowledged that Chroma refuses (set aside at open, never
+        searched), each with why; text that is not Unicode shown as U+FFFD. For `/health`, the
+        console and an export."""
+        ...
+
     def writing(self) -> AbstractContextManager[None]:
         """Held around one write (re-entrant): where writes need the file share's writer lease and
         must wait for a snapshot (`symbiote.azure.guard.GuardedStore`), this is where they do."""

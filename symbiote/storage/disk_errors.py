@@ -27,6 +27,23 @@ class StoreDamagedError(StoreUnavailableError):
 _FULL = ("database or disk is full", "no space left on device", "disk full", "quota exceeded")
 _READ_ONLY = ("readonly database", "read-only file system", "read only file system", "attempt to write a readonly")
 _TRANSIENT = ("database is locked", "database table is locked", "database is busy", "resource temporarily unavailable")
+# A Chroma server that stopped answering mid-call (httpx's errors, by name and message): the write
+# may have landed, so "nothing was changed" would not be true.
+_CUT_OFF = (
+    "server disconnected",
+    "connection reset",
+    "connection aborted",
+    "connection refused",
+    "broken pipe",
+    "remoteprotocolerror",
+    "readerror",
+    "writeerror",
+    "readtimeout",
+    "writetimeout",
+    "connecterror",
+    "could not connect",
+)
+_CUT_OFF_ERRNOS = {errno.ECONNRESET, errno.ECONNABORTED, errno.ECONNREFUSED, errno.EPIPE, errno.ETIMEDOUT}
 _DAMAGED = ("file is not a database", "database disk image is malformed", "malformed", "not a database", "corrupt")
 
 
@@ -41,7 +58,7 @@ def exception_chain(exc: BaseException) -> list[BaseException]:
 
 
 def _text(exc: BaseException) -> str:
-    return " ".join(str(e).lower() for e in exception_chain(exc))
+    return " ".join(f"{type(e).__name__} {e}".lower() for e in exception_chain(exc))
 
 
 class RemoteStoreError(DriverError):
@@ -70,6 +87,12 @@ def write_failure(exc: BaseException) -> StoreUnavailableError:
         return StorageReadOnlyError(
             "Storage is read-only, unable to save memory. Make CHROMADB_PATH writable (check the mount and its "
             "permissions); everything already stored is intact and search keeps working."
+        )
+    if codes & _CUT_OFF_ERRNOS or any(s in text for s in _CUT_OFF):
+        return StoreUnavailableError(
+            f"The memory store stopped answering during the write ({exc}), so whether it was saved is unknown: "
+            "some or all of it may be stored. Look with search_memory or list_memories before writing again; "
+            "storing the same text again is safe (it is reported as a duplicate, not stored twice)."
         )
     return StoreUnavailableError(
         f"Saving to the memory store failed ({exc}); nothing was changed. "

@@ -161,6 +161,9 @@ class StoreLayer(Layer[MemoryStore]):
     ) -> tuple[list[TrashedMemory], int]:
         return self._read(lambda store: store.trashed(offset, limit, memory_ids))
 
+    def set_aside(self) -> list[tuple[StoredMemory, str]]:
+        return self._read(lambda store: store.set_aside())
+
 
 class HistoryLayer(Layer[HistoryStore]):
     """A `HistoryStore` over another one, as `StoreLayer` is a `MemoryStore`'s."""

@@ -122,7 +122,7 @@ def note_items(name: str, raw: bytes, modified_us: int, first: int) -> Iterator[
     offset = text[: len(text) - len(body)].count("\n")
     title = str(meta.get("title") or Path(name).stem).strip()
     permalink = meta.get("permalink")
-    common: dict[str, Any] = {"created": iso_utc(modified_us)}
+    common: dict[str, Any] = {}
     if isinstance(permalink, str) and permalink.strip():
         common["metadata"] = {"conversation_id": f"basic-memory:{permalink.strip()}"[:200]}
     number = first
@@ -145,7 +145,10 @@ def note_items(name: str, raw: bytes, modified_us: int, first: int) -> Iterator[
             if record is not None:
                 record["type"] = OBSERVATION_TYPE
         if record is not None:
-            yield SourceItem(number, {**record, **common}, where=f"{name} line {line_number}")
+            # The note's time, a microsecond apart in its order: each observation's own id (an import
+            # makes it from the time and the text) and the note's order kept.
+            created = iso_utc(modified_us + number - first)
+            yield SourceItem(number, {**record, **common, "created": created}, where=f"{name} line {line_number}")
             number += 1
 
 

@@ -38,11 +38,12 @@ async def export_lines(
     """The export, line by line (each ends with a newline). `history` given: its turns follow the
     memories. `progress(done, total)` is told after each batch of memories."""
     ids = await bulk.ids_oldest_first()
+    aside = await bulk.set_aside()  # never in Chroma: their text as kept, U+FFFD where it was not Unicode
     turns = await history.count() if history is not None else 0
     header = Header(
         model=MODEL_NAME,
         dimension=MODEL_DIMENSION,
-        memories=len(ids),
+        memories=len(ids) + len(aside),
         turns=turns,
         exported_at=iso_utc(now_us()),
         vectors=with_vectors,
@@ -61,6 +62,8 @@ async def export_lines(
         yield "".join(lines)
         if progress is not None:
             progress(min(start + FETCH_BATCH, len(ids)), len(ids))
+    if aside:
+        yield "".join(dumps(memory_record(memory)) + "\n" for memory, _why in aside)
     if history is None:
         return
     for offset in range(0, turns, TURN_BATCH):

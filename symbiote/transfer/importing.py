@@ -18,11 +18,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import secrets
 import time
 from collections.abc import AsyncIterable, Callable
 from dataclasses import dataclass, replace
-from typing import IO, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from symbiote.embedding import MODEL_DIMENSION, MODEL_NAME
 from symbiote.errors import SymbioteError
@@ -39,6 +38,9 @@ from symbiote.transfer.import_links import NO_LINKS, ImportLinks, claim_of, with
 from symbiote.transfer.import_report import ImportReport
 from symbiote.transfer.knowledge_graph import graph_memories, is_graph_line
 from symbiote.transfer.lines import line_cap, read_lines
+
+if TYPE_CHECKING:
+    import numpy as np
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +101,8 @@ class Importer:
         self._progress = progress  # told the bytes read so far, after each batch
         self.report = ImportReport(dry_run=dry_run)
         self._dimension: int | None = None  # vectors in the file are used only when the model matches
-        self._seen_ids: dict[str, int] = {}
+        self._seen_ids: dict[str, int] = {}  # the ids the file gives, and their lines
+        self._made: set[str] = set()  # the ids this import made (`_identified`)
         self._seen_texts: set[str] = set()
         self._pending: list[tuple[int, IncomingMemory]] = []
         self._clock = now_us()  # memories without times get this, one microsecond apart, in file order
@@ -254,22 +257,14 @@ class Importer:
         """Write the pending memories; False when the import has to stop (reported)."""
         if not self._pending:
             return True
-        claimed = []
-        made: set[str] = set()
-        for _number, incoming in self._pending:
-            memory = incoming.memory
-            while not memory.memory_id or memory.memory_id in made:  # an id carrying its creation time
-                memory = _with_id(memory)  # (memories of one note share a time: their ids never collide)
-            if not incoming.memory.memory_id:
-                made.add(memory.memory_id)
-            self._links.claim(memory)
-            claimed.append((memory, incoming.vectors))
         numbers = [number for number, _incoming in self._pending]
         first = numbers[0]
-        self._pending = []
+        pending, self._pending = self._pending, []
         try:
+            claimed, stored = await self._identified([incoming for _number, incoming in pending])
+            for memory, _vectors in claimed:
+                self._links.claim(memory)
             # the file's links wait for the end of the file: each memory keeps the links it has
-            stored = await self._bulk.fetch([memory.memory_id for memory, _vectors in claimed])
             items = [
                 (with_claim(m, claim_of(stored[m.memory_id]) if m.memory_id in stored else NO_LINKS), vectors)
                 for m, vectors in claimed
@@ -290,6 +285,43 @@ class Importer:
                 setattr(self.report, outcome, getattr(self.report, outcome) + 1)
         return True
 
+    async def _identified(
+        self, batch: list[IncomingMemory]
+    ) -> tuple[list[tuple[StoredMemory, np.ndarray | None]], dict[str, StoredMemory]]:
+        """The batch with an id for each memory the file gave none, and what is stored under the ids.
+
+        A made id is the memory's creation time and four digits of its text's hash (`made_id`): the
+        same entry imported again gets the same id. One already taken, in this import or in the store
+        by another text, moves to the next four digits, so a made id never names another memory (an
+        import's `--replace` replaces only the entries the file names by id)."""
+        memories = [incoming.memory for incoming in batch]
+        made = [index for index, memory in enumerate(memories) if not memory.memory_id]
+        for index in made:
+            memories[index] = replace(memories[index], memory_id=self._free(made_id(memories[index], 0)))
+        stored = await self._bulk.fetch([memory.memory_id for memory in memories])
+        taken = [index for index in made if _taken(stored, memories[index])]
+        attempt = 1
+        while taken:
+            if attempt >= ID_TAILS:
+                raise SymbioteError("no free id for a memory of this file: every one its creation time allows is taken")
+            for index in taken:
+                self._made.discard(memories[index].memory_id)
+                memories[index] = replace(memories[index], memory_id=self._free(made_id(memories[index], attempt)))
+            again = await self._bulk.fetch([memories[index].memory_id for index in taken])
+            stored.update(again)
+            taken = [index for index in taken if _taken(again, memories[index])]
+            attempt += 1
+        return [(memory, incoming.vectors) for memory, incoming in zip(memories, batch)], stored
+
+    def _free(self, memory_id: str) -> str:
+        """`memory_id`, or the next tail not yet made by this import; recorded as made."""
+        prefix, tail = memory_id[:20], int(memory_id[20:])
+        while memory_id in self._made or memory_id in self._seen_ids:
+            tail = (tail + 1) % ID_TAILS
+            memory_id = f"{prefix}{tail:04d}"
+        self._made.add(memory_id)
+        return memory_id
+
     async def _finish_links(self) -> None:
         """Check the file's links against the store as the import left it, and write those kept,
         each write holding both ends of its links (`symbiote.transfer.import_links`)."""
@@ -307,8 +339,20 @@ class Importer:
             log.warning("import's links not written: %s", exc)
 
 
-def _with_id(memory: StoredMemory) -> StoredMemory:
-    return replace(memory, memory_id=f"mem_{memory.created_us:016d}{secrets.randbelow(10_000):04d}")
+ID_TAILS = 10_000  # the four digits after a memory id's creation time
+
+
+def made_id(memory: StoredMemory, attempt: int) -> str:
+    """The id an import makes for a memory the file names none for: its creation time and four digits
+    of its text's hash (moved on by `attempt` when taken), stable for the same entry."""
+    tail = (int(memory.content_hash[:8], 16) + attempt) % ID_TAILS
+    return f"mem_{memory.created_us:016d}{tail:04d}"
+
+
+def _taken(stored: dict[str, StoredMemory], memory: StoredMemory) -> bool:
+    """Whether another memory (another text) is stored under this memory's id."""
+    old = stored.get(memory.memory_id)
+    return old is not None and old.content_hash != memory.content_hash
 
 
 def _recognisable(record: Any) -> bool:

@@ -234,3 +234,19 @@ async def test_sigterm_ends_open_streams_cleanly(fresh_server: ServerProcess) ->
     assert await asyncio.wait_for(asyncio.gather(*streams), 10) == ["ended", "ended"]
     assert code == 0
     assert " ERROR " not in fresh_server.log(), fresh_server.log()[-2000:]
+
+
+async def test_messages_answers_text_that_is_not_unicode_and_odd_ids_as_mcp_does(http: httpx.AsyncClient) -> None:
+    """Issue 58: the legacy pair refuses the bodies the 2026-07-28 wire refuses, in the same words."""
+    from tests.http.test_envelope import LEGACY, call
+
+    surrogate, headers = call(LEGACY, "store_memory", '{"content":"my bike is blue","tags":["t\\ud800"]}')
+    odd_id, _ = call(LEGACY, "memory_stats", "{}", "true")
+    answers = []
+    for body in (surrogate, odd_id):
+        async with http.stream("GET", "/sse") as response:
+            endpoint = (await Stream(response).event())["data"]
+            answers.append(await http.post(endpoint, content=body, headers=JSON))
+    on_mcp = [await http.post("/mcp", content=body, headers=headers) for body in (surrogate, odd_id)]
+    assert [(a.status_code, a.json()) for a in answers] == [(a.status_code, a.json()) for a in on_mcp]
+    assert [a.json()["error"]["code"] for a in answers] == [-32602, -32600]

@@ -4,9 +4,11 @@ a crash in between loses nothing. So are the links a store makes (an update of a
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import subprocess
 import sys
+import tarfile
 import textwrap
 from contextlib import closing
 from dataclasses import replace
@@ -15,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from symbiote.errors import InvalidInputError
 from symbiote.memory.writing import draft
 from symbiote.storage.base import LEXICAL_FILE, StoredMemory
 from symbiote.storage.chroma.additions import WAITING_AT_MOST
@@ -174,5 +177,69 @@ def test_a_crash_before_the_links_are_written_loses_none(tmp_path: Path) -> None
     try:
         assert _journalled(path, "unlinked") == 0
         assert _chroma_links(path, ["m0", "m1"]) == {"m0": (None, "m1"), "m1": ("m0", None)}
+    finally:
+        store.close()
+
+
+# -- issue 58: nothing journalled that Chroma will not take; a row it refuses at open set aside -----
+
+BROKEN = (
+    Path(__file__).resolve().parents[1] / "fixtures" / "broken-stores" / "store-broken-by-a-surrogate-tag-edb1c0f.tgz"
+)
+
+
+def _broken_store(tmp_path: Path) -> Path:
+    """The data directory edb1c0f left unopenable: one memory acknowledged with the tag "t\\ud800"."""
+    with tarfile.open(BROKEN) as archive:
+        archive.extractall(tmp_path, filter="data")
+    return tmp_path / "d_sur_tags"
+
+
+def test_nothing_chroma_would_refuse_is_journalled(tmp_path: Path) -> None:
+    store = _open(tmp_path / "data", write_behind=True)
+    try:
+        bad = replace(_memory(SHORT, 1), tags=("t\ud800",))
+        with pytest.raises(InvalidInputError, match="tag 1 is not valid Unicode text"):
+            store.store_new(bad, _vector(1), [SHORT], 3)
+        assert _journalled(tmp_path / "data") == 0 and store.counts()["keyword_index"] == 0
+        assert store.store_new(_memory(SHORT, 2), _vector(2), [SHORT], 3)[0] is None  # the store goes on
+    finally:
+        store.close()
+    assert _open(tmp_path / "data").counts()["memories"] == 1
+
+
+def test_a_store_edb1c0f_left_broken_opens_with_the_refused_row_set_aside(tmp_path: Path) -> None:
+    path = _broken_store(tmp_path)
+    store = _open(path, write_behind=True)
+    try:
+        assert store.counts()["set_aside"] == 1 and store.count() == 0 and _journalled(path) == 0
+        [(memory, why)] = store.set_aside()
+        assert memory.memory_id == "mem_17961569649291019792" and memory.content == "my bike is blue"
+        assert memory.tags == ("t\ufffd",) and "lone surrogate (U+D800)" in why
+        assert store.store_new(_memory(LONG, 3), _vector(3), [LONG], 3)[0] is None  # writable as ever
+    finally:
+        store.close()
+    again = _open(path)  # kept apart across opens, never a reason to refuse the store
+    try:
+        assert again.counts()["set_aside"] == 1 and again.count() == 1
+        assert [m.memory_id for m in again.keyword("support group", 5, None)] == ["m3"]
+    finally:
+        again.close()
+
+
+def test_a_row_chroma_itself_refuses_is_set_aside_and_the_rest_written(tmp_path: Path) -> None:
+    path = tmp_path / "data"
+    _open(path).close()
+    with closing(sqlite3.connect(path / LEXICAL_FILE)) as db, db:  # rows as a crash leaves them, one unwritable
+        for mid, meta in (("m1", {"created_us": 1, "windows": 1}), ("m2", {"created_us": 2, "tags": [1, "x"]})):
+            db.execute(
+                "INSERT INTO unwritten(memory_id, body, meta, vector) VALUES (?, ?, ?, ?)",
+                (mid, SHORT if mid == "m1" else LONG, json.dumps(meta), _vector(int(mid[1]))[0].tobytes()),
+            )
+    store = _open(path)
+    try:
+        assert store.count() == 1 and list(store.get(["m1", "m2"])) == ["m1"]
+        [(memory, why)] = store.set_aside()
+        assert memory.memory_id == "m2" and "Chroma refused it" in why
     finally:
         store.close()

@@ -184,3 +184,49 @@ def test_a_killed_import_leaves_whole_batches_or_none(tmp_path: Path, model_dir:
     assert len(memories) % BATCH == 0, f"{len(memories)} stored: a torn batch"
     assert {m["content"] for m in memories} <= set(lines)
     print(f"killed after {len(memories)} of {len(lines)} memories (whole batches of {BATCH})")
+
+
+# -- issue 58: an import keeps every entry, and --replace replaces only the entry with that id ------
+
+
+def _big_note(folder: Path, observations: int) -> Path:
+    """One basic-memory note of `observations` observations (one modification time for all of them)."""
+    folder.mkdir()
+    lines = "\n".join(
+        f"- [fact] Observation {n} of the long note is its own fact #n{n % 7}" for n in range(observations)
+    )
+    note = folder / "Long Note.md"
+    note.write_text(f"---\ntitle: Long Note\npermalink: long-note\n---\n\n# Long Note\n\n{lines}\n")
+    os.utime(note, (1_780_000_000, 1_780_000_000))
+    return folder
+
+
+async def test_a_note_of_many_observations_imports_whole_and_again_adds_nothing(
+    runtime: Runtime, tmp_path: Path
+) -> None:
+    notes = _big_note(tmp_path / "notes", 2 * BATCH + 100)  # 600: edb1c0f kept 586-587, then overwrote others
+    first = await import_path(runtime.engine.bulk, notes)
+    assert (first.added, first.conflicts, first.refused_count) == (600, 0, 0)
+    ids = sorted(m["id"] for m in await stored(runtime))
+    assert len(set(ids)) == 600
+    again = await import_path(runtime.engine.bulk, notes)
+    assert (again.added, again.unchanged, again.conflicts) == (0, 600, 0)
+    replaced = await import_path(runtime.engine.bulk, notes, replace=True)  # the console's "replace conflicts"
+    assert (replaced.added, replaced.unchanged, replaced.replaced) == (0, 600, 0)
+    after = await stored(runtime)
+    assert sorted(m["id"] for m in after) == ids and len({m["content"] for m in after}) == 600
+
+
+def test_the_ids_an_import_makes_for_a_note_of_20000_observations_are_distinct_and_stable() -> None:
+    from symbiote.transfer.basic_memory import note_items
+    from symbiote.transfer.export_format import read_memory
+    from symbiote.transfer.importing import made_id
+
+    raw = "\n".join(f"- [fact] Observation {n} #tag" for n in range(20_000)).encode()
+
+    def ids() -> list[str]:
+        items = note_items("Long Note.md", raw, 1_780_000_000_000_000, 1)
+        return [made_id(read_memory(item.record or {}, 2**62, None, 10_000).memory, 0) for item in items]
+
+    made = ids()
+    assert len(made) == 20_000 and len(set(made)) == 20_000 and ids() == made

@@ -276,3 +276,35 @@ def test_the_export_and_import_commands(tmp_path: Path, model_dir: Path) -> None
     )
     missing = run(tmp_path / "b", "import", str(tmp_path / "nope.jsonl"))
     assert missing.returncode == 2 and "is not a file" in missing.stderr
+
+
+async def test_one_line_that_is_not_text_is_refused_alone_and_the_rest_imported(
+    runtimes: tuple[Runtime, Runtime],
+) -> None:
+    """Issue 58: edb1c0f stopped the whole import at a lone-surrogate tag ("nothing from line 1 on was written")."""
+    _source, target = runtimes
+    lines = [
+        '{"kind":"memory","content":"my bike is blue","tags":["bikes"]}',
+        '{"kind":"memory","content":"my car is red","tags":["t\\ud800"]}',
+        '{"kind":"memory","content":"my boat is green","metadata":{"conversation_id":"c\\udc00"}}',
+        '{"kind":"memory","content":"my kite is yellow"}',
+    ]
+    report = await import_text(target, "\n".join(lines))
+    assert (report.added, report.stopped) == (2, None)
+    assert [number for number, _why in report.refused] == [2, 3]
+    assert "tag 1 is not valid Unicode text" in report.refused[0][1]
+    assert (await target.engine.stats()).total_memories == 2
+
+
+def test_symbiote_export_gets_every_memory_out_of_a_store_edb1c0f_left_broken(tmp_path: Path, model_dir: Path) -> None:
+    from tests.storage.test_additions import _broken_store
+
+    exported = run(_broken_store(tmp_path), "export", "--out", "-")
+    assert exported.returncode == 0, exported.stderr
+    header, line = (json.loads(text) for text in exported.stdout.splitlines())
+    assert header["counts"]["memories"] == 1
+    assert (line["id"], line["content"], line["tags"]) == ("mem_17961569649291019792", "my bike is blue", ["t\ufffd"])
+    back = tmp_path / "export.jsonl"
+    back.write_text(exported.stdout)
+    imported = run(tmp_path / "fresh", "import", str(back))
+    assert imported.returncode == 0 and "1 added" in imported.stdout, imported.stdout + imported.stderr

@@ -30,11 +30,14 @@ import json
 import logging
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from symbiote.errors import InvalidInputError
+from symbiote.storage import text
 from symbiote.storage.chroma.bulk_reads import chunk_ids
 from symbiote.storage.chroma.codec import link_metadata, metadata_of
 from symbiote.storage.chroma.passages import passage_records
@@ -64,6 +67,10 @@ class UnwrittenRows:
             "(memory_id TEXT PRIMARY KEY, body TEXT NOT NULL, meta TEXT NOT NULL, vector BLOB NOT NULL)"
         )
         conn.execute("CREATE TABLE IF NOT EXISTS unlinked (memory_id TEXT PRIMARY KEY, meta TEXT NOT NULL)")
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS set_aside (memory_id TEXT PRIMARY KEY, body TEXT NOT NULL, "
+            "meta TEXT NOT NULL, vector BLOB NOT NULL, reason TEXT NOT NULL, set_us INTEGER NOT NULL)"
+        )
 
     def put(self, items: Sequence[Item]) -> None:
         with self._lock:
@@ -101,6 +108,34 @@ class UnwrittenRows:
         """Forget these rows (their memories are in Chroma now), in a commit of its own."""
         with self._lock:
             self._conn.executemany("DELETE FROM unwritten WHERE memory_id = ?", [(mid,) for mid in memory_ids])
+
+    def set_aside(self, memory_ids: Sequence[str], reasons: Sequence[str]) -> None:
+        """Move these journal rows, which Chroma refuses, into `set_aside`: kept as they were (the
+        body as JSON, so text that is not Unicode is kept too), never written, never a reason the
+        store does not open. Inside a `LexicalIndex.transaction`, with the rows' removal from the index."""
+        stamp = time.time_ns() // 1000
+        with self._lock:
+            for mid, reason in zip(memory_ids, reasons):
+                self._conn.execute(
+                    "INSERT OR REPLACE INTO set_aside(memory_id, body, meta, vector, reason, set_us) "
+                    "SELECT memory_id, ?, meta, vector, ?, ? FROM unwritten WHERE memory_id = ?",
+                    (json.dumps(self._body(mid)), reason, stamp, mid),
+                )
+                self._conn.execute("DELETE FROM unwritten WHERE memory_id = ?", (mid,))
+
+    def _body(self, memory_id: str) -> str:
+        row = self._conn.execute("SELECT body FROM unwritten WHERE memory_id = ?", (memory_id,)).fetchone()
+        return str(row[0]) if row is not None else ""
+
+    def aside(self) -> list[tuple[str, str, dict[str, Any], str]]:
+        """The rows set aside: (memory id, text, metadata, why), text and metadata as journalled."""
+        with self._lock:
+            rows = self._conn.execute("SELECT memory_id, body, meta, reason FROM set_aside ORDER BY rowid").fetchall()
+        return [(str(mid), str(json.loads(body)), json.loads(meta), str(reason)) for mid, body, meta, reason in rows]
+
+    def aside_count(self) -> int:
+        with self._lock:
+            return int(self._conn.execute("SELECT count(*) FROM set_aside").fetchone()[0])
 
     def all(self) -> list[tuple[str, str, dict[str, Any], np.ndarray]]:
         with self._lock:
@@ -225,15 +260,17 @@ class Additions:
         """At open, before anything reads the store: write what a crash left in the journal (an
         upsert, so a row whose write landed before the crash is written again unchanged). Returns
         the ids written whose passages the caller queues again."""
-        rows = self._lexical.unwritten.all()
+        rows = self._refused_set_aside(self._lexical.unwritten.all())
         if rows:
             ids = [mid for mid, _b, _m, _v in rows]
-            self._memories.upsert(
-                ids=ids,
-                embeddings=[vector.tolist() for _i, _b, _m, vector in rows],
-                documents=[body for _i, body, _m, _v in rows],
-                metadatas=[meta for _i, _b, meta, _v in rows],
-            )
+            try:
+                self._upsert(rows)
+            except (TypeError, ValueError):  # a row Chroma refuses (an earlier release journalled it): one by one
+                for row in rows:
+                    try:
+                        self._upsert([row])
+                    except (TypeError, ValueError) as exc:  # its checks' ValueError, its Rust core's TypeError
+                        self._set_aside([row[0]], [f"Chroma refused it: {exc}"])
             self._lexical.unwritten.remove(ids)
             log.warning("%d memories acknowledged before a crash were written to Chroma from the journal", len(ids))
         links = self._lexical.unwritten.links()
@@ -246,6 +283,35 @@ class Additions:
                 "the links of %d memories, acknowledged before a crash, were written from the journal", len(present)
             )
         return [mid for mid, _b, meta, _v in rows if int(meta.get("windows", 1) or 1) > 1]
+
+    def _upsert(self, rows: Sequence[tuple[str, str, dict[str, Any], np.ndarray]]) -> None:
+        self._memories.upsert(
+            ids=[mid for mid, _b, _m, _v in rows],
+            embeddings=[vector.tolist() for _i, _b, _m, vector in rows],
+            documents=[body for _i, body, _m, _v in rows],
+            metadatas=[meta for _i, _b, meta, _v in rows],
+        )
+
+    def _refused_set_aside(
+        self, rows: list[tuple[str, str, dict[str, Any], np.ndarray]]
+    ) -> list[tuple[str, str, dict[str, Any], np.ndarray]]:
+        """The journal rows Chroma can take; those holding text that is not Unicode are set aside."""
+        refused = {mid: why for mid, body, meta, _v in rows if (why := _not_text(body, meta))}
+        if refused:
+            self._set_aside(list(refused), list(refused.values()))
+        return [row for row in rows if row[0] not in refused]
+
+    def _set_aside(self, memory_ids: list[str], reasons: list[str]) -> None:
+        with self._lexical.transaction(durable=True) as tx:  # never in Chroma: out of the keyword index too
+            self._lexical.unwritten.set_aside(memory_ids, reasons)
+            for mid in memory_ids:
+                tx.delete(mid)
+        log.error(
+            "memories %s, acknowledged by an earlier release, cannot be written to Chroma (%s): set aside, kept in "
+            "the keyword index's file and included in an export; every other memory is readable",
+            memory_ids,
+            "; ".join(reasons),
+        )
 
     def _write(self, items: Sequence[Item], held: list[bool]) -> None:
         """The memories to Chroma, with the passages neither queued nor `held`; then the `held`
@@ -268,6 +334,19 @@ class Additions:
         chunks = [cid for mid, passages in memories for cid in chunk_ids(mid, passages)]
         if chunks:
             self._chunks.delete(ids=chunks)
+
+
+def _not_text(body: str, meta: dict[str, Any]) -> str:
+    """Why Chroma would refuse a journal row's text or metadata, or "" when it would take it."""
+    try:
+        text.text(body, "its text")
+        for key, value in meta.items():
+            for item in value if isinstance(value, list) else [value]:
+                if isinstance(item, str):
+                    text.text(item, f"its {key} field")
+    except InvalidInputError as exc:
+        return str(exc)
+    return ""
 
 
 def _records(items: Sequence[Item]) -> tuple[list[str], list[list[float]], list[str], list[dict[str, Any]]]:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from symbiote.errors import StoreUnavailableError
+from symbiote.storage import text
 from symbiote.storage.base import StoredMemory
 
 if TYPE_CHECKING:
@@ -13,7 +15,11 @@ if TYPE_CHECKING:
 
 def metadata_of(memory: StoredMemory, passages: int, clear_missing: bool = False) -> dict[str, Any]:
     """Chroma metadata for a memory. For an update, `clear_missing` sends None for absent keys,
-    which Chroma's merge treats as "remove" (a tag list emptied by an update must not linger)."""
+    which Chroma's merge treats as "remove" (a tag list emptied by an update must not linger).
+
+    Every write and every journal row is made here, so here a memory Chroma would refuse (text that
+    is not Unicode, `symbiote.storage.text`) is refused before anything is written or journalled."""
+    _check_text(memory)
     meta: dict[str, Any] = {
         "timestamp": memory.timestamp,
         "created_us": memory.created_us,
@@ -33,6 +39,15 @@ def metadata_of(memory: StoredMemory, passages: int, clear_missing: bool = False
     }
     meta.update({key: value for key, value in optional.items() if value is not None or clear_missing})
     return meta
+
+
+def _check_text(memory: StoredMemory) -> None:
+    text.text(memory.content, "content")
+    for position, tag in enumerate(memory.tags, start=1):
+        text.text(tag, f"tag {position}")
+    for field, value in (("type", memory.type), ("conversation_id", memory.conversation_id), ("client", memory.client)):
+        if value is not None:
+            text.text(value, field)
 
 
 def link_metadata(memory: StoredMemory, clear_missing: bool) -> dict[str, Any]:
@@ -71,6 +86,19 @@ def memory_from(memory_id: str, document: str | None, meta: dict[str, Any] | Non
         link_by=meta.get("link_by"),
         edits=int(meta.get("edits") or 0),
         client=meta.get("client"),
+    )
+
+
+def repaired(memory: StoredMemory) -> StoredMemory:
+    """A memory with its text that is not Unicode shown as U+FFFD (`symbiote.storage.text.repaired`)."""
+    fix = text.repaired
+    return replace(
+        memory,
+        content=fix(memory.content),
+        tags=tuple(fix(str(tag)) for tag in memory.tags),
+        type=fix(memory.type) if memory.type is not None else None,
+        conversation_id=fix(memory.conversation_id) if memory.conversation_id is not None else None,
+        client=fix(memory.client) if memory.client is not None else None,
     )
 
 

@@ -153,6 +153,9 @@ class RemoteStore(_Remote[MemoryStore]):
     ) -> tuple[list[TrashedMemory], int]:
         return self._call(MemoryStore.trashed, offset, limit, memory_ids)
 
+    def set_aside(self) -> list[tuple[StoredMemory, str]]:
+        return self._call(MemoryStore.set_aside)
+
 
 class RemoteHistory(_Remote[HistoryStore]):
     """The conversation history's store living in the child."""

@@ -31,7 +31,7 @@ from symbiote.storage.chroma.batches import BatchedCollection, max_batch_size
 from symbiote.storage.chroma.bulk_reads import BulkReads, read_all
 from symbiote.storage.chroma.bulk_reads import chunk_ids as _chunk_ids
 from symbiote.storage.chroma.candidates import CandidateSearch
-from symbiote.storage.chroma.codec import check_identity, memory_from, metadata_of
+from symbiote.storage.chroma.codec import check_identity, memory_from, metadata_of, repaired
 from symbiote.storage.chroma.keywords import LexicalIndex
 from symbiote.storage.chroma.passages import DeferredPassages, chunk_records
 from symbiote.storage.chroma.trashing import Trash
@@ -313,7 +313,14 @@ class ChromaMemoryStore:
             "passages": passages,
             "keyword_index": self._lexical.count(),
             "passages_queued": self._lexical.pending_count(),
+            "set_aside": self._lexical.unwritten.aside_count(),
         }
+
+    def set_aside(self) -> list[tuple[StoredMemory, str]]:
+        """The journal rows set aside at open (`symbiote.storage.chroma.additions`), readable."""
+        return [
+            (repaired(memory_from(mid, body, meta)), why) for mid, body, meta, why in self._lexical.unwritten.aside()
+        ]
 
     # -- searches (symbiote.storage.chroma.candidates) ---------------------------------------------
 
