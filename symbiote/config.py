@@ -123,6 +123,8 @@ class Settings:
     chroma_auth_header: str = "Authorization"
     chroma_tenant: str = "default_tenant"
     chroma_database: str = "default_database"
+    # How stale this instance's keyword index may be, at most, with other instances' writes (docs/chroma-server.md).
+    chroma_keyword_sync_seconds: float = 5.0
     # Transports and the HTTP surface (symbiote.http.app, symbiote.http.sse, symbiote.http.limits; docs/transports.md).
     transport: str = "http"  # http (streamable /mcp + legacy SSE) | sse (legacy SSE only) | stdio
     sse_heartbeat_seconds: float = 30.0
@@ -308,6 +310,15 @@ def _chroma_server_settings(env: Mapping[str, str], problems: list[str], integer
     header = env.get("CHROMA_AUTH_HEADER", "").strip()
     tenant = env.get("CHROMA_TENANT", "").strip() or Settings.chroma_tenant
     database = env.get("CHROMA_DATABASE", "").strip() or Settings.chroma_database
+    raw_sync = env.get("CHROMA_KEYWORD_SYNC_SECONDS", "").strip()
+    sync = Settings.chroma_keyword_sync_seconds
+    try:
+        sync = float(raw_sync or sync)
+    except ValueError:
+        problems.append(f"CHROMA_KEYWORD_SYNC_SECONDS={raw_sync!r} is not a number of seconds")
+    if not 0 <= sync <= 3600:
+        problems.append(f"CHROMA_KEYWORD_SYNC_SECONDS={raw_sync} is out of range (0..3600 seconds)")
+        sync = Settings.chroma_keyword_sync_seconds
     ssl: bool | None = None
     if raw_ssl in ("1", "true", "yes", "on"):
         ssl = True
@@ -344,7 +355,14 @@ def _chroma_server_settings(env: Mapping[str, str], problems: list[str], integer
                 "the embedded store; with a Chroma server, the server holds the memories. Unset one of them"
             )
     else:
-        for name in ("CHROMA_PORT", "CHROMA_SSL", "CHROMA_AUTH_TOKEN", "CHROMA_TENANT", "CHROMA_DATABASE"):
+        for name in (
+            "CHROMA_PORT",
+            "CHROMA_SSL",
+            "CHROMA_AUTH_TOKEN",
+            "CHROMA_TENANT",
+            "CHROMA_DATABASE",
+            "CHROMA_KEYWORD_SYNC_SECONDS",
+        ):
             if env.get(name, "").strip():
                 problems.append(f"{name} is set but CHROMA_HOST is not: set CHROMA_HOST to use a Chroma server")
     if header:
@@ -360,6 +378,7 @@ def _chroma_server_settings(env: Mapping[str, str], problems: list[str], integer
         "chroma_auth_header": header or Settings.chroma_auth_header,
         "chroma_tenant": tenant,
         "chroma_database": database,
+        "chroma_keyword_sync_seconds": sync,
     }
 
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from symbiote.azure import FileShare, GuardedHistory, GuardedStore, ShareServices, open_share_services
+from symbiote.azure import FileShare, GuardedStore, ShareServices, open_share_services
 from symbiote.config import Settings
 from symbiote.embedding import model as embeddings
 from symbiote.embedding.embedder import AsyncEmbedder
@@ -24,7 +24,7 @@ from symbiote.mcp import (
     register_history_tools,
 )
 from symbiote.memory import ContextBuilder, ConversationHistory, EnginePolicy, MemoryEngine, TokenCounter
-from symbiote.storage import DiskSpace, HistoryStore, MemoryStore, ResetGuard, ResetHistoryGuard
+from symbiote.storage import DiskSpace, HistoryStore, Local, MemoryStore, Reach, ResetGuard
 from symbiote.storage.chroma import (
     ChromaClients,
     ChromaServer,
@@ -44,9 +44,9 @@ ModelLoader = Callable[[], Embedder | WarmModel]  # called once, in the embedder
 
 def load_embedder(model_dir: Path) -> Embedder | WarmModel:
     """The model, with the topic questions' and the background's vectors (every search needs them)."""
-    from symbiote.retrieval import TopicIndex, background
+    from symbiote.retrieval import TopicIndex, cohort
 
-    return embeddings.load_warm(model_dir, [*TopicIndex.questions(), *background.texts()])
+    return embeddings.load_warm(model_dir, [*TopicIndex.questions(), *cohort.texts()])
 
 
 def store_host(settings: Settings) -> StoreProcess | None:
@@ -107,7 +107,7 @@ def history_services(
     embedder: AsyncEmbedder,
     engine: MemoryEngine,
     clients: ChromaClients | None = None,
-    guard: Callable[[Callable[[], HistoryStore]], HistoryStore] | None = None,
+    guard: Callable[[Callable[[], Reach[HistoryStore]]], Reach[HistoryStore]] | None = None,
     host: StoreProcess | None = None,
 ) -> HistoryServices:
     """Conversation history and build_context, in the same Chroma as the memories.
@@ -118,11 +118,11 @@ def history_services(
     """
     clients = clients or ChromaClients(ChromaServer.from_settings(settings), settings.chromadb_path)
 
-    def open_history(model: str, dimension: int) -> HistoryStore:
-        def opener() -> HistoryStore:
+    def open_history(model: str, dimension: int) -> Reach[HistoryStore]:
+        def opener() -> Reach[HistoryStore]:
             if host is not None:
                 return host.history(model, dimension)
-            return open_history_store(clients.get(), model, dimension)
+            return Local(open_history_store(clients.get(), model, dimension))
 
         return guard(opener) if guard is not None else opener()
 
@@ -138,8 +138,8 @@ def history_services(
     return HistoryServices(history, builder)
 
 
-MemoryGuard = Callable[[Callable[[], MemoryStore]], MemoryStore]
-HistoryGuard = Callable[[Callable[[], HistoryStore]], HistoryStore]
+MemoryGuard = Callable[[Callable[[], Reach[MemoryStore]]], Reach[MemoryStore]]
+HistoryGuard = Callable[[Callable[[], Reach[HistoryStore]]], Reach[HistoryStore]]
 
 
 def _guards(settings: Settings, services: ShareServices | None) -> tuple[MemoryGuard, HistoryGuard]:
@@ -147,11 +147,11 @@ def _guards(settings: Settings, services: ShareServices | None) -> tuple[MemoryG
     on a file share, writes need the writer lease and wait for a snapshot in progress."""
     path = settings.chromadb_path
     if services is None:
-        return (lambda opener: ResetGuard(opener(), path)), (lambda opener: ResetHistoryGuard(opener(), path))
+        return (lambda opener: ResetGuard(opener(), path)), (lambda opener: ResetGuard(opener(), path))
     lease, gate = services.lease, services.gate
     return (
         lambda opener: ResetGuard(GuardedStore(opener, lease, gate, path), path),
-        lambda opener: ResetHistoryGuard(GuardedHistory(opener, lease, gate, path), path),
+        lambda opener: ResetGuard(GuardedStore(opener, lease, gate, path), path),
     )
 
 
@@ -173,13 +173,14 @@ def build_runtime(
     services = open_share_services(settings, share)
     guard, history_guard = _guards(settings, services)
 
-    def open_store(model: str, dimension: int) -> MemoryStore:
-        def opener() -> MemoryStore:
+    def open_store(model: str, dimension: int) -> Reach[MemoryStore]:
+        def opener() -> Reach[MemoryStore]:
             if host is not None:
                 return host.memories(model, dimension)
             if chroma_server is not None:
-                return open_server_store(chroma_server, settings.chromadb_path, model, dimension)
-            return open_embedded_store(settings.chromadb_path, model, dimension)
+                sync = settings.chroma_keyword_sync_seconds
+                return Local(open_server_store(chroma_server, settings.chromadb_path, model, dimension, sync))
+            return Local(open_embedded_store(settings.chromadb_path, model, dimension))
 
         return guard(opener)
 

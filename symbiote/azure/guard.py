@@ -1,9 +1,9 @@
 """Writes on a file share: behind the writer lease, and held back while a snapshot is taken.
 
 `WriteGate` lets writes through together and lets a snapshot close it, wait for the writes in
-flight and hold new ones until it is done. `GuardedStore` is a layer over a `MemoryStore`
-(`GuardedHistory` over the history store) whose every write needs the writer lease and passes the
-gate (`symbiote.storage.layers`: writes all go through `_write`); reads always work.
+flight and hold new ones until it is done. `GuardedStore` reaches a store (the memories' or the
+history's) so that every call the interface's `WRITES` table names needs the writer lease and
+passes the gate; reads always work.
 """
 
 from __future__ import annotations
@@ -12,17 +12,17 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Concatenate, Generic, ParamSpec, TypeVar
 
 from symbiote.azure.lease import WriterLease
 from symbiote.errors import StoreUnavailableError
-from symbiote.storage import HistoryLayer, HistoryStore, Layer, MemoryStore, StoreLayer
+from symbiote.storage import HistoryStore, MemoryStore, Reach, is_write
 
 log = logging.getLogger(__name__)
 
 S = TypeVar("S", MemoryStore, HistoryStore)
+P = ParamSpec("P")
 T = TypeVar("T")
 
 QUIESCE_TIMEOUT_S = 60.0  # how long a snapshot waits for in-flight writes
@@ -89,18 +89,20 @@ class _Lease(Generic[S]):
     instance never creates a store that does not exist yet (creating is writing).
     """
 
-    def __init__(self, opener: Callable[[], S], lease: WriterLease | None, gate: WriteGate, data_path: Path) -> None:
-        self._opener: Callable[[], S] = opener
+    def __init__(
+        self, opener: Callable[[], Reach[S]], lease: WriterLease | None, gate: WriteGate, data_path: Path
+    ) -> None:
+        self._opener: Callable[[], Reach[S]] = opener
         self._local = _Depth()
         self._lease = lease
         self._gate = gate
         self._data_path = data_path
         self._lock = threading.Lock()
-        self._store: S | None = None
+        self._store: Reach[S] | None = None
         self._generation: int | None = None
         self.current()
 
-    def current(self) -> S:
+    def current(self) -> Reach[S]:
         """The store to use now: reopened once after this instance took over as the writer."""
         lease = self._lease
         with self._lock:
@@ -117,7 +119,7 @@ class _Lease(Generic[S]):
             self._generation = writer_generation
             return self._store
 
-    def writable(self) -> S:
+    def writable(self) -> Reach[S]:
         if self._lease is not None:
             self._lease.check_writable()
         return self.current()
@@ -148,30 +150,20 @@ class _Lease(Generic[S]):
                 self._store = None
 
 
-class _Guarded(Layer[S]):
-    """A store whose every write (`_write`) needs the writer lease and passes through the write
-    gate; reads always work."""
+class GuardedStore(Reach[S]):
+    """A store on the file share (the memories' or the history's): every write (`is_write`) needs the
+    writer lease and passes through the write gate; reads always work."""
 
-    def __init__(self, opener: Callable[[], S], lease: WriterLease | None, gate: WriteGate, data_path: Path) -> None:
+    def __init__(
+        self, opener: Callable[[], Reach[S]], lease: WriterLease | None, gate: WriteGate, data_path: Path
+    ) -> None:
         self._guard: _Lease[S] = _Lease(opener, lease, gate, data_path)
 
-    def _target(self) -> S:
-        return self._guard.current()
-
-    def _write(self, call: Callable[[S], T]) -> T:
+    def call(self, op: Callable[Concatenate[S, P], T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        if not is_write(op):
+            return self._guard.current().call(op, *args, **kwargs)
         with self._guard.writing():
-            return call(self._guard.writable())
-
-    def writing(self) -> AbstractContextManager[None]:
-        return self._guard.writing()
+            return self._guard.writable().call(op, *args, **kwargs)
 
     def close(self) -> None:
         self._guard.close()
-
-
-class GuardedStore(_Guarded[MemoryStore], StoreLayer):
-    """The memory store on the file share: each write the interface lists needs the writer lease."""
-
-
-class GuardedHistory(_Guarded[HistoryStore], HistoryLayer):
-    """The conversation history's `GuardedStore`: its writes (`add`, `delete_conversation`) need the lease."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import sys
 import time
 from pathlib import Path
@@ -56,6 +57,16 @@ def import_memories(args: argparse.Namespace) -> int:
             return 1
     runtime = build_runtime(settings_from_env())
     history = runtime.history.history if runtime.history is not None else None
+    # Ctrl-C is ours, not asyncio's: asyncio.run turns it into a cancellation that the import's
+    # cleanup may finish quietly (exit 0, seen on a loaded machine). Here it always ends the import
+    # with 130, whatever the moment it comes.
+    interrupted: list[int] = []
+
+    def on_interrupt(signum: int, _frame: object) -> None:
+        interrupted.append(signum)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, on_interrupt)
     try:
         if args.text:
             tag = args.tag or batch_tag()
@@ -68,10 +79,13 @@ def import_memories(args: argparse.Namespace) -> int:
         print(f"symbiote: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:  # Ctrl-C: the reader is killed, the batch being written ends whole
-        print("symbiote: import interrupted; what was imported before stays (each batch is whole).", file=sys.stderr)
-        return 130
+        interrupted.append(signal.SIGINT)
     finally:
         runtime.close()
+        signal.signal(signal.SIGINT, previous)
+    if interrupted:
+        print("symbiote: import interrupted; what was imported before stays (each batch is whole).", file=sys.stderr)
+        return 130
     print("\n".join(report_lines(report)))
     if args.text and report.added and not report.dry_run:
         print(f"Tagged {tag}: to undo, delete the memories with that tag (they go to the trash).")

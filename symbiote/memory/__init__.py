@@ -14,7 +14,6 @@ from symbiote.memory.context import BuiltContext, ContextBuilder, TokenCounter
 from symbiote.memory.engine import MemoryEngine
 from symbiote.memory.history import AppendResult, ConversationHistory, History, HistoryHit, Turn
 from symbiote.memory.ids import created_us, is_memory_id
-from symbiote.memory.owner_stats import CONSOLE, UNKNOWN, OwnerStats
 from symbiote.memory.records import (
     BatchStoreResult,
     DeleteResult,
@@ -32,6 +31,7 @@ from symbiote.memory.records import (
     UpdateResult,
 )
 from symbiote.memory.requests import SearchRequest, StoreRequest, UpdateRequest, takes
+from symbiote.memory.statistics import CONSOLE, UNKNOWN, OwnerStats
 from symbiote.memory.trash import ASSISTANT, OWNER, TRASH_DAYS, expires_us
 from symbiote.memory.validation import MAX_TAG_LENGTH, MAX_TAGS
 from symbiote.memory.write_policy import EnginePolicy, PolicyRefusedError, QuotaExceededError

@@ -30,20 +30,17 @@ class BatchLinks:
     changed: list[StoredMemory]
 
 
-async def nearest_older(
-    io: StoreIO[MemoryStore], store: MemoryStore, vectors: np.ndarray, near: int
-) -> list[list[tuple[str, float]]]:
+async def nearest_older(io: StoreIO[MemoryStore], vectors: np.ndarray, near: int) -> list[list[tuple[str, float]]]:
     """Each vector's `near` closest stored memories (ids and cosines of their whole texts)."""
     found = []
     for row in vectors:
-        matches = await io.read_in("background", store.nearest, row, near, None, False)
+        matches = await io.read_in("background", MemoryStore.nearest, row, near, None, False)
         found.append([(m.memory_id, m.similarity) for m in matches])
     return found
 
 
 async def link_batch(
     io: StoreIO[MemoryStore],
-    store: MemoryStore,
     memories: Sequence[StoredMemory],
     vectors: np.ndarray,
     stored_nearest: list[list[tuple[str, float]]],
@@ -52,7 +49,7 @@ async def link_batch(
     """Decide, in batch order, the link and offers of each memory of a batch about to be written:
     against its nearest stored memories and the batch's earlier items, the `near` closest of them."""
     ids = list(dict.fromkeys(mid for row in stored_nearest for mid, _ in row))
-    current: dict[str, StoredMemory] = dict(await io.read_in("background", store.get, ids)) if ids else {}
+    current: dict[str, StoredMemory] = dict(await io.read_in("background", MemoryStore.get, ids)) if ids else {}
     changed: set[str] = set()
     links: dict[str, NewLink] = {}
     offered: dict[str, list[tuple[StoredMemory, float]]] = {}

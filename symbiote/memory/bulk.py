@@ -18,7 +18,7 @@ from symbiote.embedding import MODEL_DIMENSION
 from symbiote.memory.clock import iso_utc
 from symbiote.memory.trash import OWNER
 from symbiote.memory.write_policy import EnginePolicy, check_quota
-from symbiote.storage import LINK_FIELDS, MemoryFilter, MemoryStore, StoredMemory
+from symbiote.storage import LINK_FIELDS, MemoryFilter, MemoryStore, Reach, StoredMemory
 
 if TYPE_CHECKING:
     import numpy as np
@@ -79,7 +79,7 @@ class MemoryBulk:
         self._io = io
         self._stats = stats
         self._policy = policy
-        self._aside: tuple[MemoryStore, list[tuple[StoredMemory, str]]] | None = None
+        self._aside: tuple[Reach[MemoryStore], list[tuple[StoredMemory, str]]] | None = None
 
     @property
     def max_content_bytes(self) -> int:
@@ -91,34 +91,30 @@ class MemoryBulk:
     async def browse(self, where: MemoryFilter | None, offset: int, limit: int) -> BrowsePage:
         """One page of the memories matching `where`, newest first, and how many match in all."""
         io = self._io
-        store = await io.opened()
-        memories, total = await io.read(store.browse, where, offset, limit)
+        memories, total = await io.read(MemoryStore.browse, where, offset, limit)
         return BrowsePage(memories, total)
 
     async def ids_oldest_first(self) -> list[str]:
         """Every memory id, oldest first: an export's order, fixed before its first line is written."""
         io = self._io
-        store = await io.opened()
-        heads = await io.read_in("background", store.scan, None)
+        heads = await io.read_in("background", MemoryStore.scan, None)
         return [m.memory_id for m in reversed(_newest_first(heads))]
 
     async def fetch(self, memory_ids: Sequence[str]) -> dict[str, StoredMemory]:
         io = self._io
-        store = await io.opened()
-        return await io.read_in("background", store.get, list(memory_ids))
+        return await io.read_in("background", MemoryStore.get, list(memory_ids))
 
     async def vectors(self, memory_ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Each memory's stored vectors (its whole text first, then its passages)."""
         io = self._io
-        store = await io.opened()
-        return await io.read_in("background", store.vectors, list(memory_ids))
+        return await io.read_in("background", MemoryStore.vectors, list(memory_ids))
 
     async def set_aside(self) -> list[tuple[StoredMemory, str]]:
         """The memories set aside at open, each with why (`MemoryStore.set_aside`): they change only
         when a store opens, so they are read once per store opened (health asks on every probe)."""
         store = await self._io.opened()
         if self._aside is None or self._aside[0] is not store:
-            self._aside = (store, await self._io.read_in("background", store.set_aside))
+            self._aside = (store, await self._io.read_in("background", MemoryStore.set_aside))
         return list(self._aside[1])
 
     # -- writes ----------------------------------------------------------------------------
@@ -131,8 +127,7 @@ class MemoryBulk:
         """Write only these memories' link fields, in one go (an import's links, checked, once both
         ends of each are stored)."""
         io = self._io
-        store = await io.opened()
-        await io.write(store.set_links, list(memories))
+        await io.write(MemoryStore.set_links, list(memories))
 
     async def matching_ids(self, where: MemoryFilter | None, limit: int) -> tuple[list[str], int]:
         """The ids of up to `limit` memories matching `where`, newest first, and how many match."""
@@ -159,10 +154,10 @@ class MemoryBulk:
         given are used when there is one per passage; otherwise the text is embedded.
         """
         io = self._io
-        store = await io.opened()
-        by_id = await io.read_in("background", store.get, [m.memory_id for m, _ in items])
+        await io.opened()
+        by_id = await io.read_in("background", MemoryStore.get, [m.memory_id for m, _ in items])
         fresh_hashes = [m.content_hash for m, _ in items if m.memory_id not in by_id]
-        by_text = await io.read_in("background", store.find_contents, fresh_hashes) if fresh_hashes else {}
+        by_text = await io.read_in("background", MemoryStore.find_contents, fresh_hashes) if fresh_hashes else {}
         outcomes: list[tuple[Outcome, str]] = []
         adds: list[tuple[StoredMemory, Any]] = []
         updates: list[tuple[StoredMemory, StoredMemory, Any]] = []
@@ -188,13 +183,13 @@ class MemoryBulk:
             else:
                 outcomes.append(("added", memory.memory_id))
                 adds.append((memory, vectors))
-        await check_quota(self._policy(), io, store, len(adds))
+        await check_quota(self._policy(), io, len(adds))
         if dry_run:
             return outcomes
         if adds:
             batch = await self._embedded(adds)
             await io.ensure_space([text for _m, _v, windows in batch for text in windows])
-            await io.write(store.add_many, batch)
+            await io.write(MemoryStore.add_many, batch)
             for memory, _vectors, _windows in batch:
                 self._stats.added(memory)
         rewritten = [(memory, vectors) for old, memory, vectors in updates if memory.content != old.content]
@@ -203,10 +198,10 @@ class MemoryBulk:
             if memory.memory_id in embedded:
                 vectors, windows = embedded[memory.memory_id]
                 await io.ensure_space(windows)
-                await io.write(store.replace, memory, vectors, windows)
+                await io.write(MemoryStore.replace, memory, vectors, windows)
             else:
                 await io.ensure_space([""])
-                await io.write(store.replace, memory, None, [])
+                await io.write(MemoryStore.replace, memory, None, [])
             self._stats.replaced(old, memory)
         return outcomes
 

@@ -21,7 +21,6 @@ from symbiote.errors import MemoryNotFoundError, SymbioteError
 from symbiote.memory import validation
 from symbiote.memory.bulk import MemoryBulk
 from symbiote.memory.links import MemoryLinks
-from symbiote.memory.owner_stats import OwnerStats, duplicate_pair
 from symbiote.memory.records import (
     BatchStoreResult,
     DeleteResult,
@@ -36,13 +35,13 @@ from symbiote.memory.records import (
 )
 from symbiote.memory.requests import SearchRequest, StoreRequest, UpdateRequest
 from symbiote.memory.searching import MemorySearch
-from symbiote.memory.statistics import Statistics
+from symbiote.memory.statistics import OwnerStats, Statistics, duplicate_pair
 from symbiote.memory.store_io import StoreIO
 from symbiote.memory.trash import ASSISTANT, TRASH_DAYS, MemoryTrash
 from symbiote.memory.write_policy import EnginePolicy, PolicyRefusedError, QuotaExceededError
 from symbiote.memory.writing import MemoryWriter
 from symbiote.retrieval.ranking import QueryEvidence
-from symbiote.storage import Candidate, DiskSpace, MemoryFilter, MemoryStore
+from symbiote.storage import Candidate, DiskSpace, MemoryFilter, MemoryStore, Reach
 
 __all__ = ["EnginePolicy", "MemoryEngine", "PolicyRefusedError", "QuotaExceededError"]
 
@@ -65,7 +64,7 @@ class MemoryEngine:
     def __init__(
         self,
         embedder: AsyncEmbedder,
-        open_store: Callable[[str, int], MemoryStore],
+        open_store: Callable[[str, int], Reach[MemoryStore]],
         policy: EnginePolicy | None = None,
         space: DiskSpace | None = None,
         on_close: Callable[[], None] | None = None,
@@ -120,7 +119,7 @@ class MemoryEngine:
         # model, in a thread, and the tools are listed once they are in (`ready`): the second store of
         # a session (the first with a near neighbour) waited 0.3-0.5 s for them, and a store
         # while they load waits for the GIL (the first store 40-50 ms after them, 43-130 ms beside them).
-        opening = self._store_or_raise()
+        opening = self._io.opened()  # a SymbioteError saying why when it cannot be
         results = await asyncio.gather(
             opening, self._search.topic_index(), self._search.word_lists(), return_exceptions=True
         )
@@ -159,7 +158,7 @@ class MemoryEngine:
         if store is None:
             return None
         if self._counting is None or self._counting.done():
-            self._counting = asyncio.ensure_future(self._io.run("urgent", store.count))
+            self._counting = asyncio.ensure_future(self._io.read_in("urgent", MemoryStore.count))
             self._counting.add_done_callback(_retrieved)
         try:
             self._last_count = await asyncio.wait_for(asyncio.shield(self._counting), COUNT_WAIT_SECONDS)
@@ -176,7 +175,7 @@ class MemoryEngine:
         store = self._io.store
         if store is None:
             return None
-        return await self._io.read_in("background", store.size_bytes)
+        return await self._io.read_in("background", MemoryStore.size_bytes)
 
     async def passages_indexed(self) -> None:
         """Wait until the passages of every memory stored so far are indexed (they follow a store)."""
@@ -190,10 +189,6 @@ class MemoryEngine:
         self._embedder.close()
         if self._on_close is not None:
             self._on_close()
-
-    async def _store_or_raise(self) -> MemoryStore:
-        """The store, opened now if it is not yet; a SymbioteError saying why when it cannot be."""
-        return await self._io.opened()
 
     # -- writes (symbiote.memory.writing) --------------------------------------------------
 
@@ -237,8 +232,7 @@ class MemoryEngine:
 
     async def get(self, memory_id: object) -> Memory:
         mid = validation.memory_id(memory_id)
-        store = await self._store_or_raise()
-        found = await self._io.read(store.get, [mid])
+        found = await self._io.read(MemoryStore.get, [mid])
         if mid not in found:
             raise MemoryNotFoundError(mid)
         return public(found[mid])
@@ -246,15 +240,13 @@ class MemoryEngine:
     async def get_many(self, memory_ids: object) -> list[Memory | None]:
         """One lookup; results in the order asked, None where no memory has that id."""
         ids = validation.memory_ids(memory_ids)
-        store = await self._store_or_raise()
-        found = await self._io.read(store.get, list(dict.fromkeys(ids)))
+        found = await self._io.read(MemoryStore.get, list(dict.fromkeys(ids)))
         return [public(found[mid]) if mid in found else None for mid in ids]
 
     async def list_memories(self, limit: object = 10, before: object = None) -> MemoryPage:
         count = validation.limit(limit, name="limit", high=50)
         before_us = validation.before(before)
-        store = await self._store_or_raise()
-        page = await self._io.read(store.page, count + 1, before_us)
+        page = await self._io.read(MemoryStore.page, count + 1, before_us)
         more = len(page) > count
         page = page[:count]
         return MemoryPage(
@@ -264,7 +256,7 @@ class MemoryEngine:
         )
 
     async def owner_stats(self, weeks: int = 12, top: int = 5) -> OwnerStats:
-        """The owner's statistics page's figures (symbiote.memory.owner_stats), with the memories the
+        """The owner's statistics page's figures (symbiote.memory.statistics), with the memories the
         server linked as duplicates of one another."""
         report = await self._stats.owner.report(weeks, top)
         pairs = [
@@ -276,8 +268,8 @@ class MemoryEngine:
 
     async def stats(self) -> MemoryStats:
         """memory_stats (symbiote.memory.statistics)."""
-        return await self._stats.report(await self._store_or_raise(), self.policy)
+        return await self._stats.report(self.policy)
 
     async def tags(self) -> dict[str, int]:
         """Every stored tag as spelled, most used first: for the console's tag picker and filter."""
-        return await self._stats.tags(await self._store_or_raise())
+        return await self._stats.tags()

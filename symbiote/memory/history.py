@@ -27,11 +27,11 @@ from symbiote.memory import validation
 from symbiote.memory.clock import instant_us, iso_utc, now_us
 from symbiote.memory.keyed_lock import KeyedLock
 from symbiote.memory.store_io import StoreIO
-from symbiote.retrieval import background
-from symbiote.retrieval.background import Background
+from symbiote.retrieval import cohort
+from symbiote.retrieval.cohort import Cohort
 from symbiote.retrieval.ranking import meaning_relevance
 from symbiote.retrieval.thresholds import RELEVANCE_CUTOFF
-from symbiote.storage import DiskSpace, HistoryStore, StoredTurn
+from symbiote.storage import DiskSpace, HistoryStore, Reach, StoredTurn
 from symbiote.storage import text as unicode_text
 
 __all__ = ["AppendResult", "ConversationHistory", "History", "HistoryHit", "Turn", "parse_ts"]
@@ -143,7 +143,7 @@ class ConversationHistory:
     def __init__(
         self,
         embedder: AsyncEmbedder,
-        open_store: Callable[[str, int], HistoryStore],
+        open_store: Callable[[str, int], Reach[HistoryStore]],
         space: DiskSpace | None = None,
         on_close: Callable[[], None] | None = None,
     ) -> None:
@@ -153,7 +153,7 @@ class ConversationHistory:
         # The memory store's way of calling a store: the same priorities, write retries and spans.
         self._io: StoreIO[HistoryStore] = StoreIO(open_store, space, "conversation history")
         self._appending = KeyedLock()
-        self._background: Background | None = None
+        self._background: Cohort | None = None
 
     def close(self) -> None:
         """End the store's threads and close it, then `on_close`."""
@@ -169,11 +169,11 @@ class ConversationHistory:
         said = check_text(text)
         index = check_turn_index(turn_index)
         stamp, micros = parse_ts(ts)
-        store = await self._io.opened()
+        await self._io.opened()
         vector = (await self._embedder.embed([said]))[0]
         await self._io.ensure_space([said])
         async with self._appending.hold(cid):  # this instance's appends to one conversation, one at a time
-            turn, written = await self._io.write(store.add, cid, who, said, stamp, micros, vector, index)
+            turn, written = await self._io.write(HistoryStore.add, cid, who, said, stamp, micros, vector, index)
         if written:
             message = f"Turn {turn.turn_index} appended to conversation {cid!r}."
         else:
@@ -189,25 +189,21 @@ class ConversationHistory:
     async def get(self, conversation_id: Any, n: Any = 16) -> History:
         cid = validation.conversation_id(conversation_id)
         last = check_count(n)
-        store = await self._io.opened()
-        stored, total = await self._io.read(store.get_turns, cid, last)
+        stored, total = await self._io.read(HistoryStore.get_turns, cid, last)
         turns = [_public(turn) for turn in stored]
         return History(conversation_id=cid, turns=turns, count=len(turns), total_turns=total)
 
     async def count_turns(self) -> int:
         """Turns in all conversations."""
-        store = await self._io.opened()
-        return int(await self._io.read(store.count))
+        return int(await self._io.read(HistoryStore.count))
 
     async def page_turns(self, offset: int, limit: int) -> list[StoredTurn]:
         """Every turn, a page at a time in the order they were stored: for an export."""
-        store = await self._io.opened()
-        return list(await self._io.read(store.page_turns, offset, limit))
+        return list(await self._io.read(HistoryStore.page_turns, offset, limit))
 
     async def conversations(self) -> list[tuple[str, int, str]]:
         """(conversation id, turns, time of the last turn), most recent first: for the owner's console."""
-        store = await self._io.opened()
-        return list(await self._io.read(store.conversations))
+        return list(await self._io.read(HistoryStore.conversations))
 
     async def search(
         self, query: Any, conversation_id: Any = None, limit: Any = 5, min_relevance: Any = None
@@ -221,11 +217,11 @@ class ConversationHistory:
         cid = validation.conversation_id(conversation_id) if conversation_id is not None else None
         k = check_count(limit, "limit", 50)
         cutoff = validation.min_relevance(min_relevance, RELEVANCE_CUTOFF)
-        store = await self._io.opened()
+        await self._io.opened()
         vector = (await self._embedder.embed([query.strip()], urgent=True))[0]
         if self._background is None:
-            self._background = await background.embedded(self._embedder)
-        found = await self._io.read(store.search, vector, k, cid)
+            self._background = await cohort.embedded(self._embedder)
+        found = await self._io.read(HistoryStore.search, vector, k, cid)
         scores = meaning_relevance(
             query.strip(),
             [turn.text for turn, _sim in found],
@@ -241,6 +237,6 @@ class ConversationHistory:
     async def delete_conversation(self, conversation_id: Any) -> int:
         """Every turn of one conversation deleted, nothing else; how many turns there were."""
         cid = validation.conversation_id(conversation_id)
-        store = await self._io.opened()
+        await self._io.opened()
         async with self._appending.hold(cid):  # not while this instance appends to it
-            return int(await self._io.write(store.delete_conversation, cid))
+            return int(await self._io.write(HistoryStore.delete_conversation, cid))

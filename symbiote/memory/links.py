@@ -87,14 +87,14 @@ def decide(
 
 
 async def link_new(
-    io: StoreIO[MemoryStore], store: MemoryStore, memory: StoredMemory, nearest: list[tuple[StoredMemory, float]]
+    io: StoreIO[MemoryStore], memory: StoredMemory, nearest: list[tuple[StoredMemory, float]]
 ) -> NewLink | None:
     """Link a memory just stored to the nearest older one about the same thing, if there is one.
     The store returned the nearest with their links, so this costs one write, and only for a link."""
     decided = decide(memory, nearest)
     if decided is None:
         return None
-    await io.write(store.set_links, list(decided[1]))
+    await io.write(MemoryStore.set_links, list(decided[1]))
     return decided[0]
 
 
@@ -189,8 +189,9 @@ class MemoryLinks:
         self._delete = delete  # the engine's delete: statistics and the partners' links kept right
 
     async def _get(self, ids: list[str]) -> dict[str, StoredMemory]:
-        store = await self._io.opened()
-        return await self._io.read(store.get, list(dict.fromkeys(i for i in ids if i)))  # Chroma refuses an id twice
+        return await self._io.read(
+            MemoryStore.get, list(dict.fromkeys(i for i in ids if i))
+        )  # Chroma refuses an id twice
 
     async def _link(self, memory_id: object) -> tuple[StoredMemory, StoredMemory | None]:
         """The memory replaced, and the one replacing it (None when that one is gone)."""
@@ -204,8 +205,7 @@ class MemoryLinks:
         return replaced, (await self._get([replaced.superseded_by])).get(replaced.superseded_by)
 
     async def _replaced(self) -> list[StoredMemory]:
-        store = await self._io.opened()
-        return [m for m in await self._io.read(store.scan) if m.superseded_by]
+        return [m for m in await self._io.read(MemoryStore.scan) if m.superseded_by]
 
     async def links(self) -> list[Link]:
         """Every link, newest first (by the later of its two memories)."""
@@ -236,8 +236,7 @@ class MemoryLinks:
     async def keep(self, memory_id: object) -> None:
         """The owner agrees: both memories stay, linked, and the link is marked as reviewed."""
         replaced, _first = await self._link(memory_id)
-        store = await self._io.opened()
-        await self._io.write(store.set_links, [replace(replaced, link_kept=True)])
+        await self._io.write(MemoryStore.set_links, [replace(replaced, link_kept=True)])
 
     async def undo(self, memory_id: object) -> None:
         """The owner disagrees: both memories stay, unlinked."""
@@ -245,8 +244,7 @@ class MemoryLinks:
         changed = [_without_replacer(replaced)]
         if first is not None and first.supersedes == replaced.memory_id:
             changed.append(_without_replaced(first))
-        store = await self._io.opened()
-        await self._io.write(store.set_links, changed)
+        await self._io.write(MemoryStore.set_links, changed)
 
     async def link(self, newer_id: object, older_id: object, kind: object, by: str) -> LinkResult:
         """`newer` replaces `older` (kind "update": a new value; "duplicate": the same fact, said
@@ -265,8 +263,7 @@ class MemoryLinks:
         await refuse_cycle(self._get, newer, older_mid)
         previous = older.superseded_by
         partners = await self._get([previous]) if previous and previous != newer_mid else {}
-        store = await self._io.opened()
-        await self._io.write(store.set_links, confirmed(newer, [older], checked, by, partners))
+        await self._io.write(MemoryStore.set_links, confirmed(newer, [older], checked, by, partners))
         moved = f" It was replaced by {previous} before; not any more." if partners else ""
         return _result(
             newer_mid, older_mid, checked, by, f"Linked: {newer_mid} replaces {older_mid} and is shown first.{moved}"
@@ -314,16 +311,16 @@ def _result(newer: str, older: str, kind: str, by: str, message: str, linked: bo
     return LinkResult(newer_id=newer, older_id=older, kind=kind, linked=linked, by=by, message=message)
 
 
-async def unlink(io: StoreIO[MemoryStore], store: MemoryStore, memories: Sequence[StoredMemory]) -> None:
+async def unlink(io: StoreIO[MemoryStore], memories: Sequence[StoredMemory]) -> None:
     """Before `memories` go to the trash: they and the memories linked to them lose those links, so
     none points at nothing, and one restored points at no one. One read of the partners, at most one
     scan without texts (only when one of them replaced others: who it replaced is found there), and
     one write."""
     gone = {m.memory_id for m in memories}
     ids = list(dict.fromkeys(p for m in memories for p in (m.supersedes, m.superseded_by) if p and p not in gone))
-    partners = dict(await io.read_in("background", store.get, ids)) if ids else {}
+    partners = dict(await io.read_in("background", MemoryStore.get, ids)) if ids else {}
     if any(m.supersedes for m in memories):
-        for other in await io.read_in("background", store.scan):
+        for other in await io.read_in("background", MemoryStore.scan):
             if other.superseded_by in gone and other.memory_id not in gone:
                 partners.setdefault(other.memory_id, other)
     changed = [without_links(m) for m in memories if m.supersedes or m.superseded_by]
@@ -334,4 +331,4 @@ async def unlink(io: StoreIO[MemoryStore], store: MemoryStore, memories: Sequenc
             partner = _without_replaced(partner)
         changed.append(partner)
     if changed:
-        await io.write(store.set_links, changed)
+        await io.write(MemoryStore.set_links, changed)

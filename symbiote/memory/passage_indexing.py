@@ -105,7 +105,7 @@ class PassageIndexer:
         store = io.store
         if store is None:
             return False
-        pending = await io.run("idle", store.pending_passages, BATCH)
+        pending = await io.read_in("idle", MemoryStore.pending_passages, BATCH)
         if not pending:
             return False
         items: list[tuple[str, np.ndarray, list[str]]] = []
@@ -126,5 +126,5 @@ class PassageIndexer:
         for memory_id, windows in spans:
             items.append((memory_id, vectors[offset : offset + len(windows) - 1], windows))
             offset += len(windows) - 1
-        await io.write_in("idle", store.add_passages, items)  # within Chroma's maximum (`storage.chroma.batches`)
+        await io.write_in("idle", MemoryStore.add_passages, items)  # within Chroma's maximum (`storage.chroma.batches`)
         return True

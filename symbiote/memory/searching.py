@@ -18,8 +18,8 @@ from symbiote.memory.records import SearchHit, SearchResults, public
 from symbiote.memory.requests import SearchRequest
 from symbiote.memory.statistics import Timer
 from symbiote.memory.store_io import StoreIO
-from symbiote.retrieval import Intent, TopicIndex, background, intent_of, load_lists, mentions, subjects_of
-from symbiote.retrieval.background import Background
+from symbiote.retrieval import Intent, TopicIndex, cohort, intent_of, load_lists, mentions, subjects_of
+from symbiote.retrieval.cohort import Cohort
 from symbiote.retrieval.ranking import Judged, QueryEvidence, fusion, judge, with_members
 from symbiote.retrieval.thresholds import (
     CANDIDATES,
@@ -55,7 +55,7 @@ class MemorySearch:
         self._io = io
         self._timer = timer
         self._topics: TopicIndex | None = None
-        self._background: Background | None = None
+        self._background: Cohort | None = None
 
     async def search(self, request: SearchRequest) -> SearchResults:
         started = time.perf_counter()
@@ -95,7 +95,7 @@ class MemorySearch:
         shown = {hit.memory_id for hit in hits}
         missing = [h.superseded_by for h in hits if h.superseded_by and h.superseded_by not in shown]
         if missing:
-            found = await self._io.read((await self._io.opened()).get, list(dict.fromkeys(missing)))
+            found = await self._io.read(MemoryStore.get, list(dict.fromkeys(missing)))
             for hit in list(hits):
                 newer = found.get(hit.superseded_by or "")
                 if newer is not None and newer.memory_id not in shown and where.matches(newer):
@@ -130,7 +130,7 @@ class MemorySearch:
         plan = fusion(prefetch, SUBJECT_POOL if subject else 0)
         with stage("candidate search"):
             candidates, found = await io.read(
-                store.search, vectors[0], text, CANDIDATES, words, TOPIC_CANDIDATES, where, plan
+                MemoryStore.search, vectors[0], text, CANDIDATES, words, TOPIC_CANDIDATES, where, plan
             )
         if not candidates:
             return [], QueryEvidence(), {}
@@ -148,9 +148,9 @@ class MemorySearch:
         )
         return candidates, evidence, found
 
-    async def background(self) -> Background:
+    async def background(self) -> Cohort:
         if self._background is None:
-            self._background = await background.embedded(self._embedder)
+            self._background = await cohort.embedded(self._embedder)
         return self._background
 
     async def word_lists(self) -> None:

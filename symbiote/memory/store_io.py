@@ -1,40 +1,35 @@
 """The memory engine's calls to its store: all blocking, all in worker threads.
 
-Reads someone waits on go first and one write at a time leaves the other workers free
-(`symbiote.workers`). A read that fails becomes a `StoreUnavailableError`; a write holds the
-writer lease where the store has one and retries transient lock contention, and a full or
+Every call names the interface's method and its arguments, `io.read(MemoryStore.get, ids)`, and
+goes to the store's `Reach` (`symbiote.storage.base`), which does what every call needs (the reset
+check, the writer lease for a write, the trip to the store's process). Reads someone waits on go
+first and one write at a time leaves the other workers free (`symbiote.workers`). A read that
+fails becomes a `StoreUnavailableError`; a write retries transient lock contention, and a full or
 read-only disk becomes an error a person can act on (`symbiote.storage.disk_errors`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, Literal, ParamSpec, TypeVar
+from typing import Concatenate, Generic, Literal, ParamSpec, TypeVar
 
 from symbiote.errors import StoreUnavailableError, worded
 from symbiote.memory.lazy_store import LazyStore
-from symbiote.storage import DiskSpace, HistoryStore, MemoryStore, is_transient, write_failure
+from symbiote.storage import DiskSpace, HistoryStore, MemoryStore, Reach, is_transient, is_write, write_failure
 from symbiote.telemetry.stages import stage
 from symbiote.workers import Lane, PriorityExecutor
 
 log = logging.getLogger(__name__)
 P = ParamSpec("P")
 T = TypeVar("T")
-S = TypeVar("S", bound=MemoryStore | HistoryStore)
+S = TypeVar("S", MemoryStore, HistoryStore)
 
 WRITE_RETRIES = 3  # transient lock contention: retried this many times, backing off exponentially
 RETRY_BASE_SECONDS = 0.05
 SEARCH_GRACE_SECONDS = 0.015  # a write waits this long after a read, for the same search's next trip
-
-
-def _op(fn: Callable[..., Any]) -> str:
-    """The stage's name: the store method (or the function a partial wraps) that runs."""
-    named = fn.func if isinstance(fn, functools.partial) else fn
-    return f"store {named.__name__}"
 
 
 class StoreIO(Generic[S]):
@@ -42,21 +37,21 @@ class StoreIO(Generic[S]):
     the conversation history's (`name`), so both get the same priorities, retries and spans."""
 
     def __init__(
-        self, open_store: Callable[[str, int], S], space: DiskSpace | None, name: str = "memory store"
+        self, open_store: Callable[[str, int], Reach[S]], space: DiskSpace | None, name: str = "memory store"
     ) -> None:
         self._io = PriorityExecutor(4, "store", background_limit=1, grace=SEARCH_GRACE_SECONDS)
-        self.lazy: LazyStore[S] = LazyStore(open_store, self._open, name)
+        self.lazy: LazyStore[Reach[S]] = LazyStore(open_store, self._open, name)
         self.name = name
         self._space = space
         self.writes = 0  # bumped by every write, so statistics can tell a scan raced one
         self.on_open: list[Callable[[], None]] = []  # called once the store is first open (e.g. replay a queue)
 
     @property
-    def store(self) -> S | None:
+    def store(self) -> Reach[S] | None:
         """The store if it is open; None before (never opens it)."""
         return self.lazy.store
 
-    async def opened(self) -> S:
+    async def opened(self) -> Reach[S]:
         if self.lazy.store is not None:
             return self.lazy.store
         store = await self.lazy.get()
@@ -65,23 +60,25 @@ class StoreIO(Generic[S]):
             hook()
         return store
 
-    async def _open(self, open_store: Callable[[str, int], S], model: str, dimension: int) -> S:
+    async def _open(self, open_store: Callable[[str, int], Reach[S]], model: str, dimension: int) -> Reach[S]:
         """Open the store in a worker thread, queued with the writes."""
         return await self.run("background", open_store, model, dimension)
 
     async def run(self, lane: Lane, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         return await self._io.run(lane, fn, *args, **kwargs)
 
-    async def read(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
-        """A read someone waits on: before every write."""
-        return await self.read_in("urgent", fn, *args, **kwargs)
+    async def read(self, op: Callable[Concatenate[S, P], T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """A read someone waits on: before every write. `op` is the interface's method."""
+        return await self.read_in("urgent", op, *args, **kwargs)
 
-    async def read_in(self, lane: Lane, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+    async def read_in(self, lane: Lane, op: Callable[Concatenate[S, P], T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """A read in `lane`: `background` when it only prepares a write (it queues with the writes),
         `idle` when nobody waits for it (a refresh: only once no other store call waits)."""
+        assert not is_write(op), op.__name__  # a write goes through `write_in`: its retries, its wording
+        reach = await self.opened()
         try:
-            with stage(_op(fn)):
-                return await self.run(lane, fn, *args, **kwargs)
+            with stage(f"store {op.__name__}"):
+                return await self.run(lane, functools.partial(reach.call, op, *args, **kwargs))
         except Exception as exc:  # any driver failure: logged with its trace, reported in words
             if worded(exc):
                 raise
@@ -96,27 +93,28 @@ class StoreIO(Generic[S]):
         if self._space is not None:
             await self._space.ensure(DiskSpace.estimate(list(windows), len(windows)))
 
-    async def write(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+    async def write(self, op: Callable[Concatenate[S, P], T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """A write, queued with the other writes (`write_in`)."""
-        return await self.write_in("background", fn, *args, **kwargs)
+        return await self.write_in("background", op, *args, **kwargs)
 
     async def write_in(
-        self, lane: Literal["background", "idle"], fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs
+        self,
+        lane: Literal["background", "idle"],
+        op: Callable[Concatenate[S, P], T],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
     ) -> T:
-        """Run a write: with the writer lease where there is one, retrying transient lock contention.
-        `idle`: only when no other store call waits (work that follows an acknowledged write)."""
-        # A store on a shared file system (symbiote.azure.guard.GuardedStore) needs every write
-        # to hold the writer lease and pass the snapshot gate: its `writing()` does.
-        store = self.store
-
-        def guarded() -> T:
-            with store.writing() if store is not None else contextlib.nullcontext():
-                return fn(*args, **kwargs)
-
+        """Run a write (the store's `Reach` holds the writer lease where there is one), retrying
+        transient lock contention. `idle`: only when no other store call waits (work that follows an
+        acknowledged write)."""
+        assert is_write(op), op.__name__  # the table the lease and the store's process go by
+        reach = await self.opened()
+        guarded = functools.partial(reach.call, op, *args, **kwargs)
         for attempt in range(WRITE_RETRIES + 1):
             try:
                 try:
-                    with stage(_op(fn)):
+                    with stage(f"store {op.__name__}"):
                         return await self.run(lane, guarded)
                 finally:
                     self.writes += 1  # statistics must show this write (or whatever part of it landed)

@@ -62,17 +62,17 @@ class MemoryTrash:
         """Move these memories to the trash in one write; returns the ids that existed. Memories
         moved together share `deleted_us` (now, unless given): an undo restores that one deletion."""
         io = self._io
-        store = await io.opened()
+        await io.opened()
         ids = list(dict.fromkeys(memory_ids))
         if not ids:
             return []
         await self.purge_expired()
-        found = await io.read_in("background", store.get, ids)  # for the statistics and the links
-        await unlink(io, store, list(found.values()))
+        found = await io.read_in("background", MemoryStore.get, ids)  # for the statistics and the links
+        await unlink(io, list(found.values()))
         at = deleted_us or now_us()
         removed: list[str] = []
         for start in range(0, len(ids), MOVE_BATCH):
-            removed += await io.write(store.trash, ids[start : start + MOVE_BATCH], deleted_by, at)
+            removed += await io.write(MemoryStore.trash, ids[start : start + MOVE_BATCH], deleted_by, at)
         for mid in removed:
             if mid in found:
                 self._stats.removed(found[mid])
@@ -80,22 +80,22 @@ class MemoryTrash:
 
     async def page(self, offset: int, limit: int) -> TrashPage:
         io = self._io
-        store = await io.opened()
+        await io.opened()
         await self.purge_expired()
-        items, total = await io.read(store.trashed, offset, limit)
+        items, total = await io.read(MemoryStore.trashed, offset, limit)
         return TrashPage(items, total)
 
     async def restore(self, memory_ids: Sequence[str]) -> RestoreReport:
         """Bring memories back under their ids. One whose id or text is stored again meanwhile (an
         import, the same text stored anew) stays in the trash, with the reason: never two copies."""
         io = self._io
-        store = await io.opened()
+        await io.opened()
         ids = list(dict.fromkeys(memory_ids))
-        trashed = {item.memory.memory_id: item.memory for item in await self._items(store, ids)}
+        trashed = {item.memory.memory_id: item.memory for item in await self._items(ids)}
         missing = [mid for mid in ids if mid not in trashed]
-        taken = await io.read_in("background", store.get, list(trashed)) if trashed else {}
+        taken = await io.read_in("background", MemoryStore.get, list(trashed)) if trashed else {}
         hashes = [m.content_hash for mid, m in trashed.items() if mid not in taken]
-        same_text = await io.read_in("background", store.find_contents, hashes) if hashes else {}
+        same_text = await io.read_in("background", MemoryStore.find_contents, hashes) if hashes else {}
         clashes: list[tuple[str, str]] = []
         wanted: list[StoredMemory] = []
         seen: set[str] = set()
@@ -111,7 +111,9 @@ class MemoryTrash:
                 wanted.append(memory)
         restored: list[str] = []
         for start in range(0, len(wanted), RESTORE_BATCH):
-            restored += await io.write(store.restore, [m.memory_id for m in wanted[start : start + RESTORE_BATCH]])
+            restored += await io.write(
+                MemoryStore.restore, [m.memory_id for m in wanted[start : start + RESTORE_BATCH]]
+            )
         back = set(restored)
         for memory in wanted:
             if memory.memory_id in back:
@@ -124,61 +126,63 @@ class MemoryTrash:
         """The ids still in the trash from the deletion made at `deleted_us` (what its undo restores):
         read from the most recent end, as an undo is for a recent deletion."""
         io = self._io
-        store = await io.opened()
+        await io.opened()
         found: list[str] = []
         offset = 0
         while True:
-            items, _total = await io.read_in("background", store.trashed, offset, SCAN)
+            items, _total = await io.read_in("background", MemoryStore.trashed, offset, SCAN)
             found += [item.memory.memory_id for item in items if item.deleted_us == deleted_us]
             if len(items) < SCAN or items[-1].deleted_us < deleted_us:
                 return found
             offset += SCAN
 
-    async def _items(self, store: MemoryStore, ids: Sequence[str]) -> list[TrashedMemory]:
-        items, _total = await self._io.read_in("background", store.trashed, 0, 0, list(ids))
+    async def _items(self, ids: Sequence[str]) -> list[TrashedMemory]:
+        items, _total = await self._io.read_in("background", MemoryStore.trashed, 0, 0, list(ids))
         return list(items)
 
     async def purge(self, memory_ids: Sequence[str] | None) -> list[str]:
         """Delete from the trash for good: these memories, or (None) everything in it."""
         io = self._io
-        store = await io.opened()
+        await io.opened()
         if memory_ids is None:
-            _none, total = await io.read_in("background", store.trashed, 0, 0)
-            items, _total = await io.read_in("background", store.trashed, 0, total)
+            _none, total = await io.read_in("background", MemoryStore.trashed, 0, 0)
+            items, _total = await io.read_in("background", MemoryStore.trashed, 0, total)
             memory_ids = [item.memory.memory_id for item in items]
         ids = list(dict.fromkeys(memory_ids))
-        purged = await self._purge(store, ids)
+        purged = await self._purge(ids)
         if purged:
             log.info("trash emptied by the owner: %d memories deleted for good: %s", len(purged), purged)
         return purged
 
-    async def _purge(self, store: MemoryStore, ids: list[str]) -> list[str]:
+    async def _purge(self, ids: list[str]) -> list[str]:
         purged: list[str] = []
         for start in range(0, len(ids), MOVE_BATCH):
-            purged += await self._io.write(store.purge, ids[start : start + MOVE_BATCH])
+            purged += await self._io.write(MemoryStore.purge, ids[start : start + MOVE_BATCH])
         return purged
 
     async def purge_expired(self) -> list[str]:
         """Delete for good what has been in the trash for TRASH_DAYS; logged. At start, then daily."""
         io = self._io
-        store = await io.opened()
+        await io.opened()
         now = now_us()
-        _none, total = await io.read_in("background", store.trashed, 0, 0)
+        _none, total = await io.read_in("background", MemoryStore.trashed, 0, 0)
         if total == 0:
             return []
-        oldest, _total = await io.read_in("background", store.trashed, total - 1, 1)
+        oldest, _total = await io.read_in("background", MemoryStore.trashed, total - 1, 1)
         if not oldest or expires_us(oldest[0]) > now:  # the usual case: one row read
             return []
         expired: list[str] = []
         end = total
         while end > 0:  # from the oldest end, until a memory that has not expired
-            items, _total = await io.read_in("background", store.trashed, max(0, end - SCAN), end - max(0, end - SCAN))
+            items, _total = await io.read_in(
+                "background", MemoryStore.trashed, max(0, end - SCAN), end - max(0, end - SCAN)
+            )
             gone = [item.memory.memory_id for item in items if expires_us(item) <= now]
             expired += gone
             if len(gone) < len(items):
                 break
             end -= SCAN
-        purged = await self._purge(store, expired)
+        purged = await self._purge(expired)
         if purged:
             log.info("trash: %d memories deleted for good after %d days: %s", len(purged), TRASH_DAYS, purged)
         return purged

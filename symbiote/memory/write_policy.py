@@ -41,9 +41,7 @@ class EnginePolicy:
     max_content_bytes: int = MAX_CONTENT_BYTES  # SYMBIOTE_MAX_CONTENT_BYTES
 
 
-async def check_conversation(
-    policy: EnginePolicy, io: StoreIO[MemoryStore], store: MemoryStore, draft: StoredMemory
-) -> None:
+async def check_conversation(policy: EnginePolicy, io: StoreIO[MemoryStore], draft: StoredMemory) -> None:
     """Memories drawn from a conversation (conversation_id given) must be confident and few."""
     if draft.conversation_id is None:
         return
@@ -55,7 +53,7 @@ async def check_conversation(
             "user asked for it explicitly."
         )
     since = now_us() - policy.window_minutes * 60 * 1_000_000
-    recent = await io.read_in("background", store.count_from, draft.conversation_id, since)
+    recent = await io.read_in("background", MemoryStore.count_from, draft.conversation_id, since)
     if recent >= policy.max_per_window:
         raise PolicyRefusedError(
             f"Not stored: {recent} memories were already drawn from this conversation in the last "
@@ -64,12 +62,12 @@ async def check_conversation(
         )
 
 
-async def check_quota(policy: EnginePolicy, io: StoreIO[MemoryStore], store: MemoryStore, adding: int) -> str | None:
+async def check_quota(policy: EnginePolicy, io: StoreIO[MemoryStore], adding: int) -> str | None:
     """Refuse `adding` memories past MAX_MEMORIES; a warning to pass on from 90 % of it."""
     quota = policy.max_memories
     if quota is None or adding == 0:
         return None
-    current = await io.read_in("background", store.count)
+    current = await io.read_in("background", MemoryStore.count)
     if current + adding > quota:
         raise QuotaExceededError(
             f"Memory quota reached: {current} of {quota} memories are stored (MAX_MEMORIES), so this was not "

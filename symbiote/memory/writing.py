@@ -99,11 +99,11 @@ def _batch_drafts(items: Any, max_bytes: int) -> list[StoredMemory]:
     return drafts
 
 
-async def _existing(io: StoreIO[MemoryStore], store: MemoryStore, ids: list[str]) -> list[StoredMemory]:
+async def _existing(io: StoreIO[MemoryStore], ids: list[str]) -> list[StoredMemory]:
     """The memories `replaces` names, in its order; an id not stored is an error naming it."""
     if not ids:
         return []
-    found = await io.read_in("background", store.get, ids)
+    found = await io.read_in("background", MemoryStore.get, ids)
     for mid in ids:
         if mid not in found:
             raise InvalidInputError(f"replaces names {mid}, which is not a stored memory. Nothing was stored.")
@@ -159,22 +159,22 @@ class MemoryWriter:
         item = replace(item, client=client_name(r.client))
         replacing = validation.replaces(r.replaces)
         io = self._io
-        store = await io.opened()
-        olders = await _existing(io, store, replacing)
-        await check_conversation(policy, io, store, item)
+        await io.opened()
+        olders = await _existing(io, replacing)
+        await check_conversation(policy, io, item)
         warning = None
         async with self._same_content.hold(item.content_hash):  # two identical stores at once make one memory
             if policy.max_memories is not None:  # a quota counts first; an existing text is not refused by it
-                existing = await io.read_in("background", store.find_content, item.content_hash)
+                existing = await io.read_in("background", MemoryStore.find_content, item.content_hash)
                 if existing is not None:
                     return await self._again(existing, olders)
-                warning = await check_quota(policy, io, store, 1)
+                warning = await check_quota(policy, io, 1)
             self.passages.write_began()
             (made,) = await self._embedder.passages([item.content])
             windows = made.windows
             await io.ensure_space(windows)
             memory = self._stamp(item)
-            existing, nearest = await io.write(store.store_new, memory, made.vectors, windows, NEAR_CANDIDATES)
+            existing, nearest = await io.write(MemoryStore.store_new, memory, made.vectors, windows, NEAR_CANDIDATES)
             if existing is not None:
                 return await self._again(existing, olders)
             self._stats.added(memory)
@@ -182,7 +182,7 @@ class MemoryWriter:
             if olders:
                 await self._confirm(memory, olders)
             else:
-                link = await link_new(io, store, memory, nearest)
+                link = await link_new(io, memory, nearest)
         if not made.complete:
             self.passages.kick()
         self._stats.store_timer.add(started)
@@ -191,18 +191,20 @@ class MemoryWriter:
 
     async def _confirm(self, memory: StoredMemory, olders: list[StoredMemory]) -> None:
         """Write the links `replaces` asked for: `memory` replaces each of `olders`, by the assistant."""
-        store = await self._io.opened()
+        await self._io.opened()
         previous = [o.superseded_by for o in olders if o.superseded_by]
-        partners = await self._io.read_in("background", store.get, list(dict.fromkeys(previous))) if previous else {}
-        await self._io.write(store.set_links, confirmed(memory, olders, "update", ASSISTANT, partners))
+        partners = (
+            await self._io.read_in("background", MemoryStore.get, list(dict.fromkeys(previous))) if previous else {}
+        )
+        await self._io.write(MemoryStore.set_links, confirmed(memory, olders, "update", ASSISTANT, partners))
 
     async def _again(self, existing: StoredMemory, olders: list[StoredMemory]) -> StoreResult:
         """The text is stored already: that memory replaces the older ones `replaces` named (not itself)."""
         others = [o for o in olders if o.memory_id != existing.memory_id and o.superseded_by != existing.memory_id]
-        store = await self._io.opened()
+        await self._io.opened()
 
         async def get(ids: list[str]) -> dict[str, StoredMemory]:
-            return await self._io.read_in("background", store.get, ids)
+            return await self._io.read_in("background", MemoryStore.get, ids)
 
         for other in others:  # the stored text replacing one that replaces it would make a loop
             await refuse_cycle(get, existing, other.memory_id)
@@ -221,13 +223,13 @@ class MemoryWriter:
         drafts = [replace(d, client=name) for d in _batch_drafts(items, self._policy().max_content_bytes)]
         self.passages.write_began()
         io = self._io
-        store = await io.opened()
-        existing = await io.read_in("background", store.find_contents, [d.content_hash for d in drafts])
+        await io.opened()
+        existing = await io.read_in("background", MemoryStore.find_contents, [d.content_hash for d in drafts])
         fresh: dict[str, StoredMemory] = {}
         for item in drafts:
             if item.content_hash not in existing:
                 fresh.setdefault(item.content_hash, item)
-        warning = await check_quota(self._policy(), io, store, len(fresh))
+        warning = await check_quota(self._policy(), io, len(fresh))
         made = await self._embedder.passages([d.content for d in fresh.values()])
         windows = [passages.windows for passages in made]
         await io.ensure_space([text for group in windows for text in group])
@@ -237,12 +239,12 @@ class MemoryWriter:
         vectors = np.stack(whole) if whole else np.zeros((0, MODEL_DIMENSION), dtype=np.float32)
         stamped = {digest: self._stamp(d) for digest, d in fresh.items()}
         memories = list(stamped.values())
-        older = await nearest_older(io, store, vectors, NEAR_CANDIDATES)
-        linking = await link_batch(io, store, memories, vectors, older, NEAR_CANDIDATES)
+        older = await nearest_older(io, vectors, NEAR_CANDIDATES)
+        linking = await link_batch(io, memories, vectors, older, NEAR_CANDIDATES)
         batch = [(memory, passages.vectors, passages.windows) for memory, passages in zip(memories, made)]
-        await io.write(store.add_many, batch)
+        await io.write(MemoryStore.add_many, batch)
         if linking.changed:
-            await io.write(store.set_links, linking.changed)
+            await io.write(MemoryStore.set_links, linking.changed)
         for memory, _vectors, _windows in batch:
             self._stats.added(memory)
         if not all(passages.complete for passages in made):
@@ -264,8 +266,7 @@ class MemoryWriter:
         """Change a memory in place: same id and original timestamp; new text is re-embedded."""
         mid = validation.memory_id(request.memory_id)
         io = self._io
-        store = await io.opened()
-        found = await io.read(store.get, [mid])
+        found = await io.read(MemoryStore.get, [mid])
         if mid not in found:
             raise MemoryNotFoundError(mid)
         old = found[mid]
@@ -276,10 +277,10 @@ class MemoryWriter:
         if "content" in changes:
             (made,) = await self._embedder.passages([memory.content], complete=True)
             await io.ensure_space(made.windows)
-            await io.write(store.replace, memory, made.vectors, made.windows)
+            await io.write(MemoryStore.replace, memory, made.vectors, made.windows)
         else:
             await io.ensure_space([""])
-            await io.write(store.replace, memory, None, [])
+            await io.write(MemoryStore.replace, memory, None, [])
         self._stats.replaced(old, memory)
         return UpdateResult(
             memory=public(memory),
@@ -293,12 +294,12 @@ class MemoryWriter:
         if days is None:
             return RetentionResult(removed=0, kept_bookmarked=0, message="Retention is off: memories are kept forever.")
         io = self._io
-        store = await io.opened()
+        await io.opened()
         cutoff = now_us() - days * 86_400 * 1_000_000
-        old = await io.read_in("background", store.scan, MemoryFilter(before_us=cutoff))
+        old = await io.read_in("background", MemoryStore.scan, MemoryFilter(before_us=cutoff))
         keep = [m for m in old if m.bookmarked]
         doomed = [m.memory_id for m in old if not m.bookmarked]
-        removed = await io.write(store.delete_many, doomed) if doomed else []
+        removed = await io.write(MemoryStore.delete_many, doomed) if doomed else []
         heads = {m.memory_id: m for m in old}
         for mid in removed:
             self._stats.removed(heads[mid])

@@ -1,10 +1,10 @@
 """Finding what a query asks for: fusion and the relevance model (`ranking`), whether a new memory
-updates an older one (`sameness`), the background a query's closeness is judged against
-(`background`), vague-question topics, a query's intent and subjects.
+updates an older one (`sameness`), the cohort a query's closeness is judged against
+(`cohort`), vague-question topics, a query's intent and subjects.
 
 This is the package's door: other packages import from `symbiote.retrieval`, never from a module
-inside it (tests/test_layers.py checks). `ranking`, `sameness` and `background` are let out whole:
-their callers use them as namespaces (`ranking.judge`, `sameness.judge`, `background.embedded`);
+inside it (tests/test_layers.py checks). `ranking`, `sameness` and `cohort` are let out whole:
+their callers use them as namespaces (`ranking.judge`, `sameness.judge`, `cohort.embedded`);
 so is `thresholds`, the ranking's hand-set numbers, each with where it came from.
 """
 
@@ -16,7 +16,7 @@ from symbiote.retrieval.topics import TopicIndex
 __all__ = [
     "Intent",
     "TopicIndex",
-    "background",
+    "cohort",
     "intent_of",
     "load_lists",
     "mentions",

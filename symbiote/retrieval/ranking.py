@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Literal, NamedTuple
 
 from symbiote.retrieval import holders
-from symbiote.retrieval.background import Closeness
+from symbiote.retrieval.cohort import Closeness
 from symbiote.retrieval.informative import QueryWords
 from symbiote.retrieval.intent import Intent, intent_of
 from symbiote.retrieval.thresholds import KEYWORD_WEIGHT, RIVAL_SPAN, SEMANTIC_FLOOR, TOPIC_BOOST

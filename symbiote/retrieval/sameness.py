@@ -3,7 +3,7 @@
 People change jobs, coaches and editors; a store that shows the older fact first teaches the
 assistant something no longer true. Decided from general signals only, no word lists of ours:
 how close the two texts are (the cosine of their vectors), how many content words they share (a
-word no typical memory uses, one of `retrieval/background`'s, counts twice only when a number
+word no typical memory uses, one of `retrieval/cohort`'s, counts twice only when a number
 changed between the two: "standup" at 9:30, then at 10:00 is an update; "I prefer TypeScript" does
 not update "a React app with TypeScript"), and who or what each is about when it opens with a
 possessive ("My sister ...", "Mum's ...") or a label ("Melanie: ..."), and how much closer the
@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 from typing import Literal
 
-from symbiote.retrieval import background
+from symbiote.retrieval import cohort
 from symbiote.retrieval import holders as whose
 from symbiote.storage import query_terms
 
@@ -60,7 +60,7 @@ def content_words(text: str, numbers: bool = False) -> frozenset[str]:
 @functools.cache
 def _common() -> frozenset[str]:
     """The content words typical memories use (the background's): shared, they say little."""
-    return frozenset(word for text in background.texts() for word in content_words(text))
+    return frozenset(word for text in cohort.texts() for word in content_words(text))
 
 
 def holders(text: str) -> frozenset[str]:

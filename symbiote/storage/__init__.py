@@ -11,19 +11,22 @@ from symbiote.storage.base import (
     CHROMA_FILE,
     LEXICAL_FILE,
     LINK_FIELDS,
+    WRITES,
     HistoryStore,
     KeywordMatch,
+    Local,
     Match,
     MemoryStore,
+    Reach,
     StoredMemory,
     StoredTurn,
     TrashedMemory,
     content_hash,
+    is_write,
 )
 from symbiote.storage.data_directory import (
     ResetCheck,
     ResetGuard,
-    ResetHistoryGuard,
     StoreResetError,
     embedded_store_exists,
     make_private,
@@ -43,7 +46,6 @@ from symbiote.storage.disk_errors import (
 from symbiote.storage.diskspace import DiskSpace, directory_bytes
 from symbiote.storage.filters import MemoryFilter
 from symbiote.storage.fusion import Candidate, Fusion, MatchedBy, fused, likely
-from symbiote.storage.layers import HistoryLayer, Layer, StoreLayer
 from symbiote.storage.terms import query_terms
 
 __all__ = [
@@ -58,21 +60,20 @@ __all__ = [
     "LEXICAL_FILE",
     "LINK_FIELDS",
     "DiskSpace",
-    "HistoryLayer",
     "HistoryStore",
     "KeywordMatch",
-    "Layer",
+    "Local",
     "Match",
     "MemoryFilter",
     "MemoryStore",
     "RemoteStoreError",
     "ResetCheck",
     "ResetGuard",
-    "ResetHistoryGuard",
+    "Reach",
     "StorageFullError",
     "StorageReadOnlyError",
     "StoreDamagedError",
-    "StoreLayer",
+    "WRITES",
     "StoreResetError",
     "StoredMemory",
     "StoredTurn",
@@ -81,6 +82,7 @@ __all__ = [
     "directory_bytes",
     "embedded_store_exists",
     "is_damage",
+    "is_write",
     "is_transient",
     "make_private",
     "query_terms",

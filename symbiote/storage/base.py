@@ -1,19 +1,27 @@
-"""The small synchronous interface the engine talks to, and the records that cross it.
+"""The small synchronous interface the engine talks to, the records that cross it, and how it calls.
 
-The engine sees only `MemoryStore`; `symbiote.storage.chroma.store.ChromaMemoryStore` implements it
-over any Chroma client (embedded `PersistentClient`, or a Chroma server's `HttpClient` as the way
-past one machine). Calls block; the engine runs them in worker threads. Opening a store is
-`symbiote.storage.data_directory`.
+The interface is written once, here: `MemoryStore` and `HistoryStore`.
+`symbiote.storage.chroma.store.ChromaMemoryStore` implements the first over any Chroma client
+(embedded `PersistentClient`, or a Chroma server's `HttpClient` as the way past one machine). Calls
+block; the engine runs them in worker threads (`symbiote.memory.store_io`).
+
+The engine reaches a store through a `Reach`: every call as the interface's own method and its
+arguments, `reach.call(MemoryStore.get, ids)` (ParamSpec-checked: a type checker follows it to the
+interface, an editor to its implementation). What every call needs is said once where every call
+passes, a `Reach`'s `call`: the store in this process (`Local`), in the store's process
+(`symbiote.storage.chroma.remote.Remote`), behind the reset check
+(`symbiote.storage.data_directory.ResetGuard`) or the file share's writer lease
+(`symbiote.azure.guard.GuardedStore`). Which calls are writes is one table, `WRITES`. Opening a
+store is `symbiote.storage.chroma.opening`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Concatenate, Final, Generic, ParamSpec, Protocol, TypeVar
 
 if TYPE_CHECKING:
     import numpy as np
@@ -205,11 +213,6 @@ class MemoryStore(Protocol):
         console and an export."""
         ...
 
-    def writing(self) -> AbstractContextManager[None]:
-        """Held around one write (re-entrant): where writes need the file share's writer lease and
-        must wait for a snapshot (`symbiote.azure.guard.GuardedStore`), this is where they do."""
-        ...
-
     def idle_step(self) -> bool:
         """A step of the work done while no call waits (reading vectors into memory); True while there is more."""
         ...
@@ -231,8 +234,8 @@ class StoredTurn:
 
 
 class HistoryStore(Protocol):
-    """What the conversation history needs from storage. Its writes, `add` and `delete_conversation`,
-    are those `symbiote.storage.layers.HistoryLayer` sends through `_write` (behind the writer lease); the rest only read."""
+    """What the conversation history needs from storage. Its writes, `add` and `delete_conversation`
+    (`WRITES`), need the writer lease where there is one; the rest only read."""
 
     def add(
         self, conversation: str, role: str, text: str, ts: str, ts_us: int, vector: np.ndarray, index: int | None
@@ -250,10 +253,65 @@ class HistoryStore(Protocol):
 
     def conversations(self) -> list[tuple[str, int, str]]: ...
 
-    def writing(self) -> AbstractContextManager[None]:
-        """Held around one write, as `symbiote.storage.base.MemoryStore.writing`."""
-        ...
-
     def idle_step(self) -> bool: ...
 
     def close(self) -> None: ...
+
+
+# -- how the engine calls a store ---------------------------------------------------------------
+
+S = TypeVar("S", MemoryStore, HistoryStore)  # the interface a call is of
+P = ParamSpec("P")
+T = TypeVar("T")
+
+# The calls that change a store, of both interfaces by name (`add` is one of each): what needs the
+# writer lease, what the store's process may let wait behind its answer, what a read-only replica
+# refuses. Every other method of the interfaces only reads.
+WRITES: Final = frozenset(
+    {
+        "add",
+        "add_many",
+        "store_new",
+        "add_passages",
+        "replace",
+        "set_links",
+        "delete",
+        "delete_many",
+        "trash",
+        "restore",
+        "purge",
+        "delete_conversation",
+    }
+)
+
+
+def is_write(op: Callable[..., object]) -> bool:
+    """Whether `op`, a method of the interface, changes the store (`WRITES`)."""
+    return op.__name__ in WRITES
+
+
+class Reach(Generic[S]):
+    """A store as the engine reaches it: every call of its interface through `call`, so what every
+    call needs (a check, a lease, a trip to another process) is written once, in a subclass's `call`."""
+
+    def call(self, op: Callable[Concatenate[S, P], T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """`op(store, *args, **kwargs)` on the store this reaches: `op` is the interface's method."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+class Local(Reach[S]):
+    """A store in this process, called directly."""
+
+    def __init__(self, store: S) -> None:
+        self.store: S = store
+
+    def call(self, op: Callable[Concatenate[S, P], T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        # The store's own method of that name: `op` itself is the interface's (a Protocol's body).
+        method: Callable[P, T] = getattr(self.store, op.__name__)
+        return method(*args, **kwargs)
+
+    def close(self) -> None:
+        self.store.close()

@@ -1,7 +1,8 @@
-"""Opening a memory store: embedded Chroma in a data directory, or a Chroma server; resetting one.
+"""The data directory around a store: kept private, a damaged one copied aside, reset, and the reset check.
 
-A damaged store is copied aside before anything else touches it, and every refusal says what
-to fix (a read-only mount, a directory we may not write). The data directory is kept private
+Opening a store in it is `symbiote.storage.chroma.opening`. A damaged store is copied aside before
+anything else touches it, and every refusal says what to fix (a read-only mount, a directory we may
+not write). The data directory is kept private
 (0700, its files 0600: `make_private`). `symbiote reset` moves the directory aside and keeps the
 sign-in database unless asked; a server still running on the old directory notices (`ResetGuard`)
 and refuses to go on with it instead of serving, and writing to, the data set aside. The
@@ -15,15 +16,12 @@ import logging
 import os
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Concatenate
 
 from symbiote.errors import StoreUnavailableError
-from symbiote.storage.base import CHROMA_FILE, HistoryStore, MemoryStore
-from symbiote.storage.layers import HistoryLayer, Layer, S, StoreLayer
-
-if TYPE_CHECKING:
-    pass
+from symbiote.storage.base import CHROMA_FILE, P, Reach, S, T
 
 
 def embedded_store_exists(path: Path) -> bool:
@@ -133,25 +131,17 @@ class ResetCheck:
             )
 
 
-class _ResetLayer(Layer[S]):
-    """A store opened in a data directory that refuses every call (but closing) once that directory
-    is not the one it opened."""
+class ResetGuard(Reach[S]):
+    """A store opened in a data directory: every call (but closing) refused once that directory is
+    not the one it opened."""
 
-    def __init__(self, store: S, path: Path) -> None:
-        self._store: S = store
+    def __init__(self, inner: Reach[S], path: Path) -> None:
+        self._inner: Reach[S] = inner
         self._reset = ResetCheck(path)
 
-    def _target(self) -> S:
+    def call(self, op: Callable[Concatenate[S, P], T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         self._reset.check()
-        return self._store
+        return self._inner.call(op, *args, **kwargs)
 
     def close(self) -> None:
-        self._store.close()
-
-
-class ResetGuard(_ResetLayer[MemoryStore], StoreLayer):
-    """The memory store's reset check."""
-
-
-class ResetHistoryGuard(_ResetLayer[HistoryStore], HistoryLayer):
-    """The conversation history's reset check."""
+        self._inner.close()

@@ -39,7 +39,7 @@ from symbiote.config import ConfigError, Settings
 from symbiote.errors import StoreUnavailableError
 from symbiote.http.security import allowed_hosts
 from symbiote.platform_hosts import normalize_host, platform_hosts
-from symbiote.storage import StoredMemory
+from symbiote.storage import Local, MemoryStore, StoredMemory
 from symbiote.storage.chroma import open_embedded_store
 from tests.conftest import make_runtime, shared_model
 
@@ -358,25 +358,23 @@ def test_guarded_store_refuses_writes_on_standby_and_reopens_after_takeover(tmp_
     def opener(name: str):
         def open_() -> Any:
             opened.append(name)
-            return open_embedded_store(data, "all-MiniLM-L6-v2", 384)
+            return Local(open_embedded_store(data, "all-MiniLM-L6-v2", 384))
 
         return open_
 
     with pytest.raises(StoreUnavailableError, match="not been created yet"):
         GuardedStore(opener("late"), writer, WriteGate(), data)  # a standby never creates the store
     active = GuardedStore(opener("active"), standby, WriteGate(), data)
-    active.add(*_memory("First memory, by the lease holder."))
+    active.call(MemoryStore.add, *_memory("First memory, by the lease holder."))
     late = GuardedStore(opener("late"), writer, WriteGate(), data)
-    assert late.count() == 1  # reads work on standby
+    assert late.call(MemoryStore.count) == 1  # reads work on standby
     with pytest.raises(WriterLeaseError):
-        late.add(*_memory("Refused."))
+        late.call(MemoryStore.add, *_memory("Refused."))
     standby.stop(release=True)
     assert writer.attempt() is True
-    late.add(*_memory("Second memory, after the takeover."))
+    late.call(MemoryStore.add, *_memory("Second memory, after the takeover."))
     assert opened == ["active", "late", "late"]  # reopened once, on taking over
-    assert late.count() == 2
-    # Store operations GuardedStore does not name are delegated: reads by name, anything else as a write.
-    assert callable(late.scan) and late.size_bytes() > 0
+    assert late.call(MemoryStore.count) == 2 and late.call(MemoryStore.size_bytes) > 0
     writer.stop()
 
 
@@ -386,10 +384,12 @@ async def test_memory_stats_report_the_share_usage_the_runtime_hands_the_engine(
 
     embedder = AsyncEmbedder(shared_model)
     engines = [
-        MemoryEngine(embedder, lambda model, dimension: open_embedded_store(tmp_path / "plain", model, dimension)),
+        MemoryEngine(
+            embedder, lambda model, dimension: Local(open_embedded_store(tmp_path / "plain", model, dimension))
+        ),
         MemoryEngine(
             embedder,
-            lambda model, dimension: open_embedded_store(tmp_path / "reporting", model, dimension),
+            lambda model, dimension: Local(open_embedded_store(tmp_path / "reporting", model, dimension)),
             share_usage=lambda: ShareUsage(95, 100).report(),
         ),
     ]
@@ -789,23 +789,14 @@ def test_guarded_store_delegates_reads_and_guards_every_write(tmp_path):
     (root / "chroma").mkdir(parents=True)
     (root / "chroma" / "chroma.sqlite3").write_bytes(b"")
     gate = WriteGate()
-    guarded = GuardedStore(lambda: inner, standby, gate, root / "chroma")
-    assert guarded.count() == 1  # reads need no lease
-    with pytest.raises(AttributeError):
-        _ = guarded.no_such_operation  # type: ignore[attr-defined]  # the interface is written out: nothing else is forwarded
-    with pytest.raises(WriterLeaseError):  # a write needs the lease, inside writing() or not
-        guarded.delete("mem_1")
-    with pytest.raises(WriterLeaseError):
-        with guarded.writing():
-            guarded.delete("mem_1")
+    guarded = GuardedStore(lambda: Local(inner), standby, gate, root / "chroma")
+    assert guarded.call(MemoryStore.count) == 1  # reads need no lease
+    with pytest.raises(WriterLeaseError):  # a write needs the lease
+        guarded.call(MemoryStore.delete, "mem_1")
     assert inner.calls == ["count"]
     holder.stop()
     assert standby.attempt()
-    with guarded.writing():
-        assert gate.writes_in_flight == 1
-        with guarded.writing():  # re-entrant (a store write inside an engine write)
-            assert guarded.delete("mem_1") is True
-        assert gate.writes_in_flight == 1
+    assert guarded.call(MemoryStore.delete, "mem_1") is True
     assert gate.writes_in_flight == 0
     assert inner.calls == ["count", "close", "delete"]  # reopened once after the takeover, then written
     standby.stop()

@@ -75,7 +75,7 @@ def test_the_runtime_loads_the_model_with_the_topic_questions_and_background_emb
     model_dir: Path, tmp_path: Path
 ) -> None:
     from symbiote.embedding.model import WarmModel
-    from symbiote.retrieval import TopicIndex, background
+    from symbiote.retrieval import TopicIndex, cohort
     from symbiote.runtime import load_embedder as runtime_load
 
     beside = tmp_path / "model"  # the model's files, with room for the warm vectors beside them
@@ -85,7 +85,7 @@ def test_the_runtime_loads_the_model_with_the_topic_questions_and_background_emb
             (beside / item.name).symlink_to(item)
     warm = runtime_load(beside)
     assert isinstance(warm, WarmModel)
-    assert set(warm.vectors) == {*TopicIndex.questions(), *background.texts()}
+    assert set(warm.vectors) == {*TopicIndex.questions(), *cohort.texts()}
     question = next(iter(warm.vectors))
     assert np.allclose(warm.vectors[question], warm.model.embed([question])[0], atol=1e-6)
 

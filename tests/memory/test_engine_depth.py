@@ -24,7 +24,7 @@ from symbiote.errors import InvalidInputError, MemoryNotFoundError, StoreUnavail
 from symbiote.memory.clock import iso_utc
 from symbiote.memory.engine import EnginePolicy, MemoryEngine, QuotaExceededError
 from symbiote.memory.requests import SearchRequest, StoreRequest, UpdateRequest
-from symbiote.storage import StoredMemory, content_hash, reset_store
+from symbiote.storage import MemoryStore, StoredMemory, content_hash, reset_store
 from tests.conftest import make_runtime
 
 
@@ -133,13 +133,14 @@ async def test_retention_removes_old_memories_except_bookmarked(
 ) -> None:
     engine = await engine_with(settings, EnginePolicy(retention_days=30))
     try:
-        store = await engine._store_or_raise()
+        store = await engine._io.opened()
         old_us = time.time_ns() // 1000 - 40 * 86_400 * 1_000_000
         vectors = await engine._embedder.embed(["an old note"])
         for i, bookmarked in enumerate((False, True, False)):
             micros = old_us + i
             text = f"old note {i}"
-            store.add(
+            store.call(
+                MemoryStore.add,
                 StoredMemory(
                     f"mem_{micros:016d}0000",
                     text,

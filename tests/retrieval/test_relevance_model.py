@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from symbiote.retrieval import ranking
-from symbiote.retrieval.background import Closeness
+from symbiote.retrieval.cohort import Closeness
 
 C = ranking.Candidate
 CANDIDATES = [

@@ -17,7 +17,7 @@ from symbiote.errors import InvalidInputError
 from symbiote.memory import MemoryEngine, SearchRequest, StoreRequest, iso_utc, timeparse
 from symbiote.retrieval.ranking import fuse
 from symbiote.runtime import Runtime
-from symbiote.storage import LEXICAL_FILE, KeywordMatch, Match, StoredMemory, content_hash
+from symbiote.storage import LEXICAL_FILE, KeywordMatch, Match, MemoryStore, StoredMemory, content_hash
 from tests.conftest import make_runtime
 
 MEMORIES = [
@@ -124,19 +124,19 @@ async def test_near_duplicates_are_reported_not_refused(engine: MemoryEngine) ->
 
 async def test_search_never_returns_the_same_content_twice(runtime: Runtime) -> None:
     engine = runtime.engine
-    store = await engine._store_or_raise()  # two copies written below the engine, as old data may hold
+    store = await engine._io.opened()  # two copies written below the engine, as old data may hold
     text = "The garage code is on the fridge"
     vectors = await engine._embedder.embed([text])
     for micros in (1_700_000_000_000_000, 1_700_000_000_000_001):
         memory = StoredMemory(f"mem_{micros:016d}0000", text, iso_utc(micros), micros, (), content_hash(text))
-        store.add(memory, vectors, [text])
+        store.call(MemoryStore.add, memory, vectors, [text])
     found = await contents(engine, "where is the garage code?", min_relevance=0)
     assert found.count(text) == 1
 
 
 async def test_time_filters(runtime: Runtime) -> None:
     engine = runtime.engine
-    store = await engine._store_or_raise()
+    store = await engine._io.opened()
     now = datetime.now(UTC)
     dated = {
         "Lunch with Marco about the grant proposal": now - timedelta(days=1),
@@ -146,7 +146,8 @@ async def test_time_filters(runtime: Runtime) -> None:
     for text, moment in dated.items():
         micros = int(moment.timestamp() * 1_000_000)
         vectors = await engine._embedder.embed([text])
-        store.add(
+        store.call(
+            MemoryStore.add,
             StoredMemory(f"mem_{micros:016d}0000", text, iso_utc(micros), micros, (), content_hash(text)),
             vectors,
             [text],
@@ -192,7 +193,7 @@ def test_ties_go_to_the_newer_memory() -> None:
 
 
 def test_scores_stay_within_0_and_100_whatever_the_evidence() -> None:
-    from symbiote.retrieval.background import Closeness
+    from symbiote.retrieval.cohort import Closeness
     from symbiote.retrieval.ranking import Candidate, QueryEvidence, judge
 
     best = Candidate("mem_b", 1.0000001, 1.0, 1.0, 1.6500001, "both")
@@ -219,8 +220,8 @@ async def test_delete_removes_from_both_indexes(engine: MemoryEngine) -> None:
     assert await contents(engine, "Priya", min_relevance=0) == [] or all(
         c != target.content for c in await contents(engine, "Priya", min_relevance=0)
     )
-    store = await engine._store_or_raise()
-    assert all(m.memory_id != target.memory_id for m in store.keyword("Priya Shah", 10))
+    store = await engine._io.opened()
+    assert all(m.memory_id != target.memory_id for m in store.call(MemoryStore.keyword, "Priya Shah", 10))
 
 
 async def test_keyword_index_is_rebuilt_from_chroma_when_missing(settings: Settings) -> None:
@@ -233,8 +234,8 @@ async def test_keyword_index_is_rebuilt_from_chroma_when_missing(settings: Setti
         Path(str(settings.chromadb_path / LEXICAL_FILE) + suffix).unlink(missing_ok=True)
     second = make_runtime(settings)
     try:
-        store = await second.engine._store_or_raise()
-        assert [m.memory_id for m in store.keyword("Corolla", 5)]
+        store = await second.engine._io.opened()
+        assert [m.memory_id for m in store.call(MemoryStore.keyword, "Corolla", 5)]
         assert (await second.engine.search(SearchRequest("Priya"))).results[
             0
         ].content == "User's manager is Priya Shah."
@@ -245,18 +246,19 @@ async def test_keyword_index_is_rebuilt_from_chroma_when_missing(settings: Setti
 async def test_a_failed_chroma_write_leaves_no_keyword_entry(runtime: Runtime) -> None:
     engine = runtime.engine
     await engine.store(StoreRequest("A healthy memory fixes the collection's dimension at 384"))
-    store = await engine._store_or_raise()
+    store = await engine._io.opened()
     text = "This write will fail in Chroma"
     micros = 1_750_000_000_000_000
     broken = np.zeros((1, 3), dtype=np.float32)  # wrong dimension: Chroma refuses it
     with pytest.raises(Exception, match="(?i)dimension"):
-        store.add(
+        store.call(
+            MemoryStore.add,
             StoredMemory(f"mem_{micros:016d}0000", text, iso_utc(micros), micros, (), content_hash(text)),
             broken,
             [text],
         )
-    assert store.keyword("write will fail", 5) == []
-    assert store.count() == 1
+    assert store.call(MemoryStore.keyword, "write will fail", 5) == []
+    assert store.call(MemoryStore.count) == 1
 
 
 async def test_long_memory_found_by_its_last_paragraph_among_others(engine: MemoryEngine) -> None:

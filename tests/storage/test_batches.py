@@ -46,7 +46,13 @@ def test_one_memorys_passages_past_the_maximum_are_indexed(store: ChromaMemorySt
     store.add_many([(memory, _unit(1, 0), windows)])  # one vector: its passages are queued
     assert store.counts()["passages_queued"] == 1
     assert store.add_passages([(memory.memory_id, _unit(PAST_MAXIMUM, 1), windows)]) == 1
-    assert store.counts() == {"memories": 1, "passages": PAST_MAXIMUM, "keyword_index": 1, "passages_queued": 0}
+    assert store.counts() == {
+        "memories": 1,
+        "passages": PAST_MAXIMUM,
+        "keyword_index": 1,
+        "passages_queued": 0,
+        "set_aside": 0,
+    }
     assert store.delete_many([memory.memory_id]) == [memory.memory_id]
     assert store.counts()["passages"] == 0
 

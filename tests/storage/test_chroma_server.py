@@ -4,6 +4,7 @@ and the docker-compose stack. Everything runs against a real `chroma run` on loo
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 import shutil
 import subprocess
@@ -421,3 +422,51 @@ def test_compose_file_is_valid_for_docker_compose() -> None:
         pytest.skip("no docker compose CLI (plugin or docker-compose) to validate with")
     run = subprocess.run([*command, "-f", str(COMPOSE), "config", "-q"], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
+
+
+# -- issue 59: the distributed path tested through search ----------------------------------------
+
+WORDS = ("Vrethmoor", "Quillastine", "Zorbakai")
+
+
+async def found_by_keyword(client: Client, word: str) -> list[str]:
+    """The ids a search for `word` returns (results, then below the cut-off) that its keywords matched."""
+    found = await call(client, "search_memory", query=word)
+    hits = [*found["results"], *found.get("below_cutoff", [])]
+    return [hit["memory_id"] for hit in hits if hit.get("matched_by") in ("keyword", "both")]
+
+
+@pytest.mark.server  # the Chroma server is a process of its own
+async def test_one_instance_s_writes_reach_the_other_s_search_keywords_included(
+    chroma_server: ChromaServerProcess, tmp_path: Path, model_dir: Path
+) -> None:
+    """Since b3fff63 a search on a Chroma server never caught its keyword index up (the test called
+    `keyword()`, which did): the writer matched 3 of 3 made-up words, the other instance 0 of 3."""
+    on_server = Settings(
+        chromadb_path=tmp_path / "a",
+        model_dir=model_dir,
+        chroma_host="127.0.0.1",
+        chroma_port=chroma_server.port,
+        chroma_database=database(),
+        chroma_keyword_sync_seconds=0.0,
+    )
+    writer = make_runtime(on_server)
+    reader = make_runtime(dataclasses.replace(on_server, chromadb_path=tmp_path / "b"))
+    async with Client(writer.server) as one, Client(reader.server) as two:
+        await call(two, "memory_stats")  # the reader's store is open (and its index built) before the writes
+        ids = {}
+        for word in WORDS:
+            stored = await call(one, "store_memory", content=f"The old lighthouse keeper's dog is named {word}.")
+            ids[word] = stored["memory_id"]
+        for word in WORDS:  # (a memory's keyword entry holds a little of the memories stored just before it)
+            assert ids[word] in await found_by_keyword(one, word)
+            assert ids[word] in await found_by_keyword(two, word), word
+        await call(one, "delete_memory", memory_id=ids[WORDS[0]])
+        assert ids[WORDS[0]] not in await found_by_keyword(two, WORDS[0])
+        restored = await writer.engine.trash.restore([ids[WORDS[0]]])  # the owner's undo, in the console
+        assert restored.restored == [ids[WORDS[0]]]
+        assert ids[WORDS[0]] in await found_by_keyword(two, WORDS[0])
+        await call(one, "link_memories", newer_id=ids[WORDS[2]], older_id=ids[WORDS[1]])
+        older = await call(two, "get_memory", memory_id=ids[WORDS[1]])
+        assert older["superseded_by"] == ids[WORDS[2]]
+        assert ids[WORDS[2]] in await found_by_keyword(two, WORDS[2])

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from symbiote.config import Settings
 from symbiote.memory import MemoryEngine, SearchRequest, StoreRequest, UpdateRequest
-from symbiote.storage.base import LEXICAL_FILE
+from symbiote.storage.base import LEXICAL_FILE, MemoryStore
 from tests.conftest import make_runtime
 
 TEXT = "We adopted a puppy last spring. Her name is Pepper and she loves the beach. She hates baths."
@@ -35,11 +35,11 @@ def _release(engine: MemoryEngine) -> None:
 
 
 async def _counts(engine: MemoryEngine) -> dict[str, int]:
-    return await engine._io.read((await engine._io.opened()).counts)
+    return await engine._io.read(MemoryStore.counts)
 
 
 async def _queued(engine: MemoryEngine) -> list[str]:
-    return [mid for mid, _w, _t in await engine._io.read((await engine._io.opened()).pending_passages, 100)]
+    return [mid for mid, _w, _t in await engine._io.read(MemoryStore.pending_passages, 100)]
 
 
 async def test_sentences_come_with_the_store(settings: Settings) -> None:

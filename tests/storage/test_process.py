@@ -16,6 +16,7 @@ import pytest
 
 from symbiote.config import Settings
 from symbiote.memory import SearchRequest, StoreRequest
+from symbiote.storage.base import MemoryStore
 from symbiote.storage.chroma.process import StoreProcess
 from tests.conftest import ServerProcess, make_runtime
 
@@ -67,7 +68,7 @@ def test_the_store_process_ends_with_the_server(tmp_path: Path) -> None:
         from pathlib import Path
         from symbiote.storage.chroma.process import StoreProcess
         host = StoreProcess(Path({str(tmp_path / "data")!r}))
-        host.open("memories", "all-MiniLM-L6-v2", 384)
+        host.memories("all-MiniLM-L6-v2", 384)
         print(host.pid, flush=True)
         os.kill(os.getpid(), 9)  # the server dies without closing anything
         """
@@ -105,12 +106,12 @@ def test_sigterm_to_every_process_is_left_to_the_server(tmp_path: Path) -> None:
     server, shutting down gracefully, has finished its writes and closes it."""
     host = StoreProcess(tmp_path / "data")
     try:
-        store = host.open("memories", "all-MiniLM-L6-v2", 384)
+        store = host.memories("all-MiniLM-L6-v2", 384)
         assert host.pid is not None
         os.kill(host.pid, signal.SIGTERM)
         os.kill(host.pid, signal.SIGINT)
         time.sleep(0.3)
-        assert store.count() == 0  # still answering
+        assert store.call(MemoryStore.count) == 0  # still answering
     finally:
         host.close()
     assert host.pid is None
@@ -122,10 +123,10 @@ def test_a_preopened_store_is_the_one_handed_out(tmp_path: Path) -> None:
     host = StoreProcess(tmp_path / "data")
     try:
         host.preopen("memories", MODEL_NAME, MODEL_DIMENSION)  # opens as soon as Chroma is imported
-        store = host.open("memories", MODEL_NAME, MODEL_DIMENSION)
-        assert store.count() == 0
-        again = host.open("memories", MODEL_NAME, MODEL_DIMENSION)  # a second open is a plain open
-        assert again.count() == 0
+        store = host.memories(MODEL_NAME, MODEL_DIMENSION)
+        assert store.call(MemoryStore.count) == 0
+        again = host.memories(MODEL_NAME, MODEL_DIMENSION)  # a second open is a plain open
+        assert again.call(MemoryStore.count) == 0
     finally:
         host.close()
 
@@ -153,19 +154,22 @@ def test_a_new_store_made_ahead_is_copied_in_by_the_first_operation(tmp_path: Pa
             assert time.monotonic() < deadline
             time.sleep(0.05)
         assert not (tmp_path / "new").exists()  # made elsewhere: not even the directory
-        store = host.open("memories", MODEL_NAME, MODEL_DIMENSION)
-        assert (data / CHROMA_FILE).is_file() and store.count() == 0
+        store = host.memories(MODEL_NAME, MODEL_DIMENSION)
+        assert (data / CHROMA_FILE).is_file() and store.call(MemoryStore.count) == 0
         memory = StoredMemory("mem_00000000000000000001", "I keep bees", "2026-11-27T00:00:00Z", 1, ())
         import numpy as np
 
-        store.add(memory, np.ones((1, MODEL_DIMENSION), dtype=np.float32), [memory.content])
-        assert store.count() == 1 and store.keyword("bees", 3)[0].memory_id == memory.memory_id
+        store.call(MemoryStore.add, memory, np.ones((1, MODEL_DIMENSION), dtype=np.float32), [memory.content])
+        assert (
+            store.call(MemoryStore.count) == 1
+            and store.call(MemoryStore.keyword, "bees", 3)[0].memory_id == memory.memory_id
+        )
     finally:
         host.close()
     assert not made()  # removed once used
     again = StoreProcess(data)
     try:
-        assert again.open("memories", MODEL_NAME, MODEL_DIMENSION).count() == 1
+        assert again.memories(MODEL_NAME, MODEL_DIMENSION).call(MemoryStore.count) == 1
     finally:
         again.close()
 
@@ -200,15 +204,15 @@ def test_a_preopen_that_failed_is_opened_again_and_says_why(tmp_path: Path) -> N
     data = tmp_path / "data"
     host = StoreProcess(data)
     try:
-        host.open("memories", MODEL_NAME, MODEL_DIMENSION)
+        host.memories(MODEL_NAME, MODEL_DIMENSION)
     finally:
         host.close()
     host = StoreProcess(data)
     try:
         host.preopen("memories", "another-model", 768)
         with pytest.raises(Exception, match="another-model|768"):
-            host.open("memories", "another-model", 768)
-        assert host.open("memories", MODEL_NAME, MODEL_DIMENSION).count() == 0  # the process still serves
+            host.memories("another-model", 768)
+        assert host.memories(MODEL_NAME, MODEL_DIMENSION).call(MemoryStore.count) == 0  # the process still serves
     finally:
         host.close()
 
@@ -222,9 +226,9 @@ def test_only_data_crosses_into_the_store_process(tmp_path: Path) -> None:
 
     host = StoreProcess(tmp_path / "data")
     try:
-        store = host.open("memories", MODEL_NAME, MODEL_DIMENSION)
+        store = host.memories(MODEL_NAME, MODEL_DIMENSION)
         with pytest.raises(RemoteStoreError, match="symbiote.retrieval.ranking.fuse is not the store's"):
-            store.get([ranking.fuse])  # type: ignore[list-item]
-        assert store.get([]) == {} and store.count() == 0
+            store.call(MemoryStore.get, [ranking.fuse])  # type: ignore[list-item]
+        assert store.call(MemoryStore.get, []) == {} and store.call(MemoryStore.count) == 0
     finally:
         host.close()

@@ -21,14 +21,13 @@ from symbiote.storage.chroma.client import (
 from symbiote.storage.chroma.history_store import ChromaHistoryStore, open_history_store
 from symbiote.storage.chroma.opening import open_embedded_store, open_server_store
 from symbiote.storage.chroma.process import StoreProcess, for_path, prestart
-from symbiote.storage.chroma.remote import RemoteHistory, RemoteStore
+from symbiote.storage.chroma.remote import Remote
 
 __all__ = [
     "ChromaClients",
     "ChromaHistoryStore",
     "ChromaServer",
-    "RemoteHistory",
-    "RemoteStore",
+    "Remote",
     "StoreProcess",
     "connect_server",
     "embedded_client",

@@ -39,12 +39,16 @@ class CandidateSearch:
         vectors: VectorIndex | None,
         lexical: LexicalIndex,
         get: Callable[[Sequence[str]], dict[str, StoredMemory]],
+        keywords_current: Callable[[], object] = lambda: None,
     ) -> None:
+        """`keywords_current`: brings the keyword index in step before any keyword read (on a Chroma
+        server, with the other instances' writes: `symbiote.storage.chroma.server_store`)."""
         self._memories = memories
         self._chunks = chunks
         self._vectors = vectors
         self._lexical = lexical
         self._get = get
+        self._keywords_current = keywords_current
         self._beside = ThreadPoolExecutor(1, thread_name_prefix="symbiote-keywords")
 
     def close(self) -> None:
@@ -77,10 +81,18 @@ class CandidateSearch:
         return self._vectors is not None and self._vectors.ready and (where is None or where.by_time_only)
 
     def keyword(self, text: str, k: int, where: MemoryFilter | None = None) -> list[KeywordMatch]:
+        self._keywords_current()
+        return self._keyword(text, k, where)
+
+    def keyword_words(self, words: Sequence[str], k: int, where: MemoryFilter | None = None) -> list[KeywordMatch]:
+        self._keywords_current()
+        return self._keyword_words(words, k, where)
+
+    def _keyword(self, text: str, k: int, where: MemoryFilter | None) -> list[KeywordMatch]:
         after, before = (where.after_us, where.before_us) if where else (None, None)
         return self._lexical.search(text, k, after, before)
 
-    def keyword_words(self, words: Sequence[str], k: int, where: MemoryFilter | None = None) -> list[KeywordMatch]:
+    def _keyword_words(self, words: Sequence[str], k: int, where: MemoryFilter | None) -> list[KeywordMatch]:
         after, before = (where.after_us, where.before_us) if where else (None, None)
         return self._lexical.search_words(words, k, after, before, body_only=True)
 
@@ -96,13 +108,14 @@ class CandidateSearch:
     ) -> tuple[list[Candidate], dict[str, StoredMemory]]:
         """A search's store work in one call, so one trip to the store's process: candidates fused
         with the weights the search sent down, and the records of the likely ones."""
+        self._keywords_current()  # every keyword read below sees the index in step
         if self._searched_here(where) and len(self._memories.rows) < BESIDE_FROM:
-            members = self.keyword_words(topic_words, topic_k, where) if topic_words else []
-            keyword = self.keyword(text, k, where)
+            members = self._keyword_words(topic_words, topic_k, where) if topic_words else []
+            keyword = self._keyword(text, k, where)
             nearest = self.nearest(vector, k, where)
         else:
-            beside = self._beside.submit(self.keyword_words, topic_words, topic_k, where) if topic_words else None
-            later = self._beside.submit(self.keyword, text, k, where)
+            beside = self._beside.submit(self._keyword_words, topic_words, topic_k, where) if topic_words else None
+            later = self._beside.submit(self._keyword, text, k, where)
             nearest = self.nearest(vector, k, where)
             keyword, members = later.result(), beside.result() if beside else []
         ranked = fused(nearest, keyword, members, fusion)

@@ -23,7 +23,6 @@ from __future__ import annotations
 import random
 import secrets
 import time
-from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from symbiote.errors import InvalidInputError, StoreUnavailableError
@@ -69,10 +68,6 @@ class ChromaHistoryStore:
                 f"({meta.get('embedding_dim')} dimensions), but this server uses {model_name} ({dimension}). "
                 "Point CHROMADB_PATH (or CHROMA_DATABASE) at the matching data."
             )
-
-    def writing(self) -> AbstractContextManager[None]:
-        """Nothing to hold here: the writer lease, where there is one, is the guard's (`symbiote.azure.guard`)."""
-        return nullcontext()
 
     def idle_step(self) -> bool:
         """No work between calls: the turns are read from Chroma when asked for."""

@@ -176,10 +176,13 @@ def _keyword_index(path: Path) -> LexicalIndex:
         return LexicalIndex(path / LEXICAL_FILE)
 
 
-def open_server_store(server: ChromaServer, index_dir: Path, model_name: str, dimension: int) -> ChromaMemoryStore:
+def open_server_store(
+    server: ChromaServer, index_dir: Path, model_name: str, dimension: int, sync_seconds: float = 5.0
+) -> ChromaMemoryStore:
     """Open the store on a Chroma server (CHROMA_HOST); the keyword index stays local, in `index_dir`.
 
     Same store class, collections and behaviour as the embedded store; only the client differs.
+    `sync_seconds`: how often, at most, the keyword index catches up with other instances' writes.
     `symbiote.storage.chroma.client.ServerMemoryStore` keeps the local keyword index in step with the server.
     """
     from symbiote.storage.chroma.client import connect_server
@@ -195,4 +198,5 @@ def open_server_store(server: ChromaServer, index_dir: Path, model_name: str, di
             f"({exc.strerror or exc}). Set CHROMADB_PATH to a writable directory."
         ) from exc
     client = connect_server(server)
-    return ServerMemoryStore(client, model_name, dimension, LexicalIndex(index_dir / LEXICAL_FILE), data_path=None)
+    index = LexicalIndex(index_dir / LEXICAL_FILE)
+    return ServerMemoryStore(client, model_name, dimension, index, data_path=None, sync_seconds=sync_seconds)

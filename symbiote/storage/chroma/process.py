@@ -7,7 +7,7 @@ event loop, HTTP handling and embedding go on. The child also imports chromadb
 on the other core while the server imports the MCP SDK, so the first search comes sooner.
 
 The child hosts the same objects as before (`storage.open_embedded_store`, the history store);
-`RemoteStore` (`symbiote.storage.chroma.remote`) sends method calls to them over a socket pair
+`Remote` (`symbiote.storage.chroma.remote`) sends method calls to them over a socket pair
 (the method's name, pickled arguments and results).
 One call at a time, like Chroma itself (the child's loop: `symbiote.storage.chroma._store_child`;
 between calls it reads the store's vectors into memory, `symbiote.storage.chroma.vectors`). If the child dies (killed, crashed), the next call
@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 
 from symbiote.errors import StoreUnavailableError, SymbioteError
 from symbiote.storage.base import HistoryStore, MemoryStore
-from symbiote.storage.chroma.remote import RemoteHistory, RemoteStore
+from symbiote.storage.chroma.remote import Remote
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +101,7 @@ class StoreProcess:
 
     def make_ahead(self, model: str, dimension: int) -> None:
         """Have the child make a new, empty store now, in a thread, to be copied in by the first
-        memory operation (`symbiote.storage.data_directory.make_ahead`): the data directory has none yet."""
+        memory operation (`symbiote.storage.chroma.opening.make_ahead`): the data directory has none yet."""
 
         def run() -> None:
             try:
@@ -176,11 +176,6 @@ class StoreProcess:
                     "Try again: everything acknowledged before is stored."
                 ) from gone
 
-    def open(self, kind: str, model: str, dimension: int) -> RemoteStore | RemoteHistory:
-        """Open a store (`memories` or `history`) in the child and return its proxy."""
-        handle = self._open_handle(kind, model, dimension)
-        return RemoteStore(self, handle) if kind == "memories" else RemoteHistory(self, handle)
-
     def _open_handle(self, kind: str, model: str, dimension: int) -> int:
         future = self._preopened.pop((kind, model, dimension), None)
         if future is not None:
@@ -190,13 +185,13 @@ class StoreProcess:
                 log.debug("the early open of the %s store failed; opening it again", kind, exc_info=True)
         return self._open_now(kind, model, dimension)
 
-    def memories(self, model: str, dimension: int) -> RemoteStore:
+    def memories(self, model: str, dimension: int) -> Remote[MemoryStore]:
         """The memory store, opened in the child."""
-        return RemoteStore(self, self._open_handle("memories", model, dimension))
+        return Remote(self, self._open_handle("memories", model, dimension))
 
-    def history(self, model: str, dimension: int) -> RemoteHistory:
+    def history(self, model: str, dimension: int) -> Remote[HistoryStore]:
         """The conversation history's store, opened in the child."""
-        return RemoteHistory(self, self._open_handle("history", model, dimension))
+        return Remote(self, self._open_handle("history", model, dimension))
 
     def _open_now(self, kind: str, model: str, dimension: int) -> int:
         with self._lock:
@@ -212,7 +207,7 @@ class StoreProcess:
         self._request(("ping",))
 
     def call(self, handle: int, method: str, args: tuple[object, ...], kwargs: Mapping[str, object]) -> Any:
-        """Call the method `method` of the store `handle` in the child (`remote` types each call)."""
+        """Call the method `method` of the store `handle` in the child (`Remote.call` types each call)."""
         return self._request(("call", handle, method, args, dict(kwargs)))
 
     def forget(self, handle: int) -> None:

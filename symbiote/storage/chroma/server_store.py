@@ -13,15 +13,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from symbiote.storage.chroma.bulk_reads import read_all
 from symbiote.storage.chroma.store import ChromaMemoryStore
 
 if TYPE_CHECKING:
-    from symbiote.storage.base import KeywordMatch
-    from symbiote.storage.filters import MemoryFilter
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -44,14 +42,9 @@ class ServerMemoryStore(ChromaMemoryStore):
         self._synced_at = time.monotonic()
         self._sync_lock = threading.Lock()
 
-    # Every read of the keyword index catches up with the server first.
-    def keyword(self, text: str, k: int, where: MemoryFilter | None = None) -> list[KeywordMatch]:
+    def _keywords_current(self) -> None:
+        """Every read of the keyword index (a search's included) catches up with the server first."""
         self.catch_up(force=False)
-        return super().keyword(text, k, where)
-
-    def keyword_words(self, words: Sequence[str], k: int, where: MemoryFilter | None = None) -> list[KeywordMatch]:
-        self.catch_up(force=False)
-        return super().keyword_words(words, k, where)
 
     def catch_up(self, force: bool = True) -> int:
         """Bring the keyword index in step with the server; returns how many entries changed."""

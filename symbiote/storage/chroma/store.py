@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -89,7 +88,9 @@ class ChromaMemoryStore:
             self._chunks = MirroredCollection(self._chunks, VectorRows(dimension, passages=True))
             self._vectors = VectorIndex(self._memories, self._chunks)
         self._bulk = BulkReads(self._memories, self._chunks, lexical, self.get)
-        self._candidates = CandidateSearch(self._memories, self._chunks, self._vectors, lexical, self.get)
+        self._candidates = CandidateSearch(
+            self._memories, self._chunks, self._vectors, lexical, self.get, self._keywords_current
+        )
         self._passages = DeferredPassages(self._chunks, lexical, self.get)
         self._additions = Additions(self._memories, self._chunks, lexical, self._passages, self._held_rows)
         replayed = self._additions.replay()  # before anything reads Chroma
@@ -114,6 +115,10 @@ class ChromaMemoryStore:
             return True
         return self._lexical.idle_step()
 
+    def _keywords_current(self) -> None:
+        """Before a keyword read: nothing here, where this instance is the only writer (a Chroma
+        server's store catches up with the other instances': `ServerMemoryStore`)."""
+
     def settle(self) -> None:
         """The Chroma writes of the memories `store_new` answered for before making them (with
         `write_behind`); nothing otherwise."""
@@ -123,10 +128,6 @@ class ChromaMemoryStore:
         """Whether a call of `method` may be served with Chroma writes still behind: a store or its
         links, while few wait (a store checks them itself); any other call could read what waits."""
         return method in ("store_new", "set_links") and self._additions.waiting < WAITING_AT_MOST
-
-    def writing(self) -> AbstractContextManager[None]:
-        """Nothing to hold: the writer lease, where there is one, is a layer's (`symbiote.azure.guard`)."""
-        return nullcontext()
 
     def close(self) -> None:
         """Close the Chroma client and the keyword index (e.g. before reopening the store to see another

@@ -4,7 +4,7 @@ MiniLM's cosine means different things for different queries: a short question s
 the fact that answers it ("what camera do I use?" and "Shoots street photography on a Fujifilm
 X-T5."), while a long request sits near 0.3 to anything on its subject. So a cut on the cosine
 itself hides short questions' answers or lets long requests' junk through. Each query is
-therefore also compared with `background.txt`, 480 typical memories about other people and
+therefore also compared with `cohort.txt`, 480 typical memories about other people and
 everyday conversation lines, written for the purpose: how far a memory's cosine stands above the
 query's cosines to the background, in the background's standard deviations, says how unusual the
 closeness is for this query (cohort normalisation, as in speaker verification). It needs no other
@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # numpy is imported when first needed: it is not on the way t
 
     from symbiote.embedding.embedder import AsyncEmbedder
 
-TEXTS = Path(__file__).with_name("background.txt")
+TEXTS = Path(__file__).with_name("cohort.txt")
 
 
 class Closeness(NamedTuple):
@@ -43,7 +43,7 @@ def texts() -> tuple[str, ...]:
     return tuple(line.strip() for line in TEXTS.read_text(encoding="utf-8").splitlines() if line.strip())
 
 
-class Background:
+class Cohort:
     """The background's vectors; embedded once, then a matrix product per query."""
 
     def __init__(self, vectors: np.ndarray) -> None:
@@ -54,7 +54,7 @@ class Background:
         return Closeness(float(cosines.mean()), max(float(cosines.std()), MIN_SPREAD))
 
 
-async def embedded(embedder: AsyncEmbedder) -> Background:
+async def embedded(embedder: AsyncEmbedder) -> Cohort:
     """The background embedded by this embedder (its vectors are kept beside the model, so this is quick):
     what the memory search and the history search both judge a query's closeness against."""
-    return Background(await embedder.embed(texts()))
+    return Cohort(await embedder.embed(texts()))

@@ -7,8 +7,8 @@ from dataclasses import replace
 
 from symbiote.memory.clock import instant_us, now_us
 from symbiote.memory.engine import MemoryEngine
-from symbiote.memory.owner_stats import WeekCount, weekly
 from symbiote.memory.requests import StoreRequest, UpdateRequest
+from symbiote.memory.statistics import WeekCount, weekly
 from symbiote.memory.writing import draft
 
 
