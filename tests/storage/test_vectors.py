@@ -47,19 +47,19 @@ def _add(
 ) -> StoredMemory:
     memory = _memory(content, **kw)  # type: ignore[arg-type]
     windows = model.windows(content)
-    store.call(MemoryStore.add, memory, model.embed(windows[:1] if whole_only else windows), windows)
+    store.add(memory, model.embed(windows[:1] if whole_only else windows), windows)
     return memory
 
 
 def _held(path: Path) -> ChromaMemoryStore:
     store = open_embedded_store(path, MODEL_NAME, MODEL_DIMENSION, vectors_in_memory=True)
-    while store.call(MemoryStore.idle_step):
+    while store.idle_step():
         pass
     return store
 
 
 def _top(store: ChromaMemoryStore, model: Embedder, text: str, where: MemoryFilter | None = None) -> list[str]:
-    return [m.memory_id for m in store.call(MemoryStore.nearest, model.embed([text])[0], 3, where)]
+    return [m.memory_id for m in store.nearest(model.embed([text])[0], 3, where)]
 
 
 def test_what_is_held_answers_as_chroma_does(tmp_path: Path, model: Embedder) -> None:
@@ -87,16 +87,12 @@ def test_every_kind_of_write_reaches_the_rows(tmp_path: Path, model: Embedder) -
     assert _top(store, model, "what does my sister do for a living?")[:1] == [porto.memory_id]
     ((mid, windows, _text),) = store.pending_passages(10)
     assert store.add_passages([(mid, model.embed(windows[1:]), windows)]) == 1
-    assert (
-        store.call(MemoryStore.nearest, model.embed(["my sister is an architect"])[0], 1)[0].similarity > 0.9
-    )  # its own sentence
+    assert store.nearest(model.embed(["my sister is an architect"])[0], 1)[0].similarity > 0.9  # its own sentence
 
     rewritten = replace(react, content="Grows tomatoes on the balcony", content_hash=content_hash("Grows tomatoes"))
     store.replace(rewritten, model.embed(model.windows(rewritten.content)), model.windows(rewritten.content))
     assert _top(store, model, "vegetable gardening")[:1] == [react.memory_id]
-    assert (
-        store.call(MemoryStore.nearest, model.embed([TEXTS[0]])[0], 1)[0].similarity < 0.5
-    )  # the old text's vector is gone
+    assert store.nearest(model.embed([TEXTS[0]])[0], 1)[0].similarity < 0.5  # the old text's vector is gone
 
     later = replace(rewritten, created_us=rewritten.created_us + 10**9)
     store.replace(later, None, [later.content])  # metadata only: the time filter follows it
@@ -112,25 +108,25 @@ def test_what_is_read_again_after_a_write_is_what_the_write_left(tmp_path: Path,
     """Records read once are held; a write forgets what it touched, so no read returns the old."""
     store = _held(tmp_path)
     cat = _add(store, model, TEXTS[4], tags=("pets",))
-    assert store.call(MemoryStore.get, [cat.memory_id])[cat.memory_id].tags == ("pets",)  # read, and now held
+    assert store.get([cat.memory_id])[cat.memory_id].tags == ("pets",)  # read, and now held
     assert store.find_content(cat.content_hash).memory_id == cat.memory_id
 
     renamed = replace(
         cat, content="The user's cat is called Tofu", content_hash=content_hash("The user's cat is called Tofu")
     )
     store.replace(renamed, model.embed([renamed.content]), [renamed.content])
-    assert store.call(MemoryStore.get, [cat.memory_id])[cat.memory_id].content == renamed.content
+    assert store.get([cat.memory_id])[cat.memory_id].content == renamed.content
     assert store.find_content(cat.content_hash) is None
     assert store.find_content(renamed.content_hash).memory_id == cat.memory_id
     assert store.find_contents([cat.content_hash]) == {}
 
     bookmarked = replace(renamed, tags=(), bookmarked=True)
     store.replace(bookmarked, None, [bookmarked.content])
-    again = store.call(MemoryStore.get, [cat.memory_id])[cat.memory_id]
+    again = store.get([cat.memory_id])[cat.memory_id]
     assert (again.tags, again.bookmarked, again.content) == ((), True, renamed.content)
 
     assert store.delete(cat.memory_id)
-    assert store.call(MemoryStore.get, [cat.memory_id]) == {} and store.find_content(renamed.content_hash) is None
+    assert store.get([cat.memory_id]) == {} and store.find_content(renamed.content_hash) is None
 
 
 def test_near_memories_of_a_new_store_come_from_the_rows(tmp_path: Path, model: Embedder) -> None:
@@ -160,11 +156,11 @@ def test_writes_while_the_rows_are_read_leave_them_whole(
     stored = [_add(plain, model, text) for text in TEXTS]
     plain.close()
     store = open_embedded_store(tmp_path, MODEL_NAME, MODEL_DIMENSION, vectors_in_memory=True)
-    assert store.call(MemoryStore.idle_step)  # the first page
+    assert store.idle_step()  # the first page
     store.delete(stored[0].memory_id)
     store.delete(stored[1].memory_id)
     added = _add(store, model, "Plays the cello in a quartet")
-    while store.call(MemoryStore.idle_step):
+    while store.idle_step():
         pass
     assert store._vectors is not None and store._vectors.ready
     assert len(store._vectors.whole) == int(store._memories.count()) == len(TEXTS) - 1
@@ -180,7 +176,7 @@ def test_a_collection_past_the_limit_is_searched_in_chroma(
     stored = [_add(store, model, text) for text in TEXTS]
     assert store._memories.rows.dropped and len(store._memories.rows) == 0  # its memory is given back
     assert _top(store, model, "nut allergy")[:1] == [stored[2].memory_id]
-    assert store.call(MemoryStore.count) == len(TEXTS)
+    assert store.count() == len(TEXTS)
     store.close()
     again = _held(tmp_path)  # too many at open: not read at all
     assert again._memories.rows.dropped and again._vectors is not None and again._vectors.ready
