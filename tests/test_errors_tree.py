@@ -45,7 +45,7 @@ def test_no_error_has_a_second_root() -> None:
 
 
 def test_a_driver_failure_is_not_passed_through_as_words() -> None:
-    from symbiote.storage.chroma._store_child import RemoteStoreError
+    from symbiote.storage.chroma.process.child import RemoteStoreError
 
     assert worded(InvalidInputError("x"))
     assert not worded(RemoteStoreError("OSError: disk full", 28))

@@ -123,11 +123,11 @@ def _imported_by(module: str) -> set[str]:
 
 
 def test_the_store_process_runs_only_storage_and_what_lies_below() -> None:
-    """The store's own process (`storage/chroma/_store_child`) imports nothing above storage: a search
+    """The store's own process (`storage/chroma/process/child`) imports nothing above storage: a search
     sends its fusion down as data (`storage.Fusion`), never retrieval's code to run there."""
     above = sorted(
         m
-        for m in _imported_by("symbiote.storage.chroma._store_child")
+        for m in _imported_by("symbiote.storage.chroma.process.child")
         if _layer(m) in RANK and RANK[_layer(m)] >= RANK["storage"] and _layer(m) != "storage"
     )
     assert not above, f"the store process would import: {above}"

@@ -9,7 +9,7 @@ The engine reaches a store through a `Reach`: every call as the interface's own 
 arguments, `reach.call(MemoryStore.get, ids)` (ParamSpec-checked: a type checker follows it to the
 interface, an editor to its implementation). What every call needs is said once where every call
 passes, a `Reach`'s `call`: the store in this process (`Local`), in the store's process
-(`symbiote.storage.chroma.remote.Remote`), behind the reset check
+(`symbiote.storage.chroma.process.Remote`), behind the reset check
 (`symbiote.storage.data_directory.ResetGuard`) or the file share's writer lease
 (`symbiote.azure.guard.GuardedStore`). Which calls are writes is one table, `WRITES`. Opening a
 store is `symbiote.storage.chroma.opening`.

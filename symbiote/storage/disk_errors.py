@@ -62,7 +62,7 @@ def _text(exc: BaseException) -> str:
 
 
 class RemoteStoreError(DriverError):
-    """An error raised in the memory store process (`symbiote.storage.chroma._store_child`) that could
+    """An error raised in the memory store process (`symbiote.storage.chroma.process.child`) that could
     not be sent as itself; the text keeps its whole chain, `errno` the first errno in it."""
 
     def __init__(self, text: str, errno: int | None = None) -> None:

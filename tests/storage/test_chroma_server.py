@@ -28,8 +28,8 @@ from symbiote.errors import StoreUnavailableError
 from symbiote.memory import StoreRequest, created_us
 from symbiote.storage.base import LEXICAL_FILE, StoredMemory, content_hash
 from symbiote.storage.chroma.client import ChromaServer, connect_server
-from symbiote.storage.chroma.keywords import LexicalIndex
 from symbiote.storage.chroma.server_store import ServerMemoryStore
+from symbiote.storage.chroma.side_database import LexicalIndex
 from tests.chroma_server import ChromaServerProcess, chroma_server  # noqa: F401  (fixture)
 from tests.conftest import ServerProcess, free_port, make_runtime
 

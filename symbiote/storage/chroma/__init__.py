@@ -20,8 +20,7 @@ from symbiote.storage.chroma.client import (
 )
 from symbiote.storage.chroma.history_store import ChromaHistoryStore, open_history_store
 from symbiote.storage.chroma.opening import open_embedded_store, open_server_store
-from symbiote.storage.chroma.process import StoreProcess, for_path, prestart
-from symbiote.storage.chroma.remote import Remote
+from symbiote.storage.chroma.process import Remote, StoreProcess, for_path, prestart
 
 __all__ = [
     "ChromaClients",

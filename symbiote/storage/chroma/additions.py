@@ -10,7 +10,7 @@ together with a journal row holding all Chroma needs (text, metadata, the whole 
 put among the vectors and records held in memory, and answered for; its Chroma write waits, with
 the next stores', until a call other than a store comes, until no call came for 50 ms (the
 store's `idle_step`), or until WAITING_AT_MOST are waiting: then all of them go to Chroma in one
-call (`settle`). `symbiote.storage.chroma._store_child` settles before any call that could read
+call (`settle`). `symbiote.storage.chroma.process.child` settles before any call that could read
 what is waiting (`ChromaMemoryStore.defers`), so no call sees the store in between; a store in
 the meantime checks the waiting memories for its duplicate and among its nearest. A crash loses
 nothing: the next open writes the journal's rows into Chroma before anything else reads it.
@@ -26,11 +26,7 @@ an acknowledged memory survives a power cut, as it did when Chroma's commit ackn
 
 from __future__ import annotations
 
-import json
 import logging
-import sqlite3
-import threading
-import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -41,109 +37,17 @@ from symbiote.storage import text
 from symbiote.storage.chroma.bulk_reads import chunk_ids
 from symbiote.storage.chroma.codec import link_metadata, metadata_of
 from symbiote.storage.chroma.passages import passage_records
+from symbiote.storage.chroma.side_database import Item
 
 if TYPE_CHECKING:
     from symbiote.storage.base import StoredMemory
-    from symbiote.storage.chroma.keywords import LexicalIndex
     from symbiote.storage.chroma.passages import DeferredPassages
+    from symbiote.storage.chroma.side_database import LexicalIndex
     from symbiote.storage.chroma.vectors import VectorRows
 
 log = logging.getLogger(__name__)
 
 WAITING_AT_MOST = 32  # memories whose Chroma write waits at most; then a store writes them first
-
-Item = tuple["StoredMemory", np.ndarray, Sequence[str]]  # a memory, its vectors (all or the first), its passages
-
-
-class UnwrittenRows:
-    """The `unwritten` table in the keyword index's file: memories acknowledged, not yet in Chroma.
-    `put` belongs inside `LexicalIndex.transaction(durable=True)` (the same connection)."""
-
-    def __init__(self, conn: sqlite3.Connection, lock: threading.RLock) -> None:
-        self._conn = conn
-        self._lock = lock
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS unwritten "
-            "(memory_id TEXT PRIMARY KEY, body TEXT NOT NULL, meta TEXT NOT NULL, vector BLOB NOT NULL)"
-        )
-        conn.execute("CREATE TABLE IF NOT EXISTS unlinked (memory_id TEXT PRIMARY KEY, meta TEXT NOT NULL)")
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS set_aside (memory_id TEXT PRIMARY KEY, body TEXT NOT NULL, "
-            "meta TEXT NOT NULL, vector BLOB NOT NULL, reason TEXT NOT NULL, set_us INTEGER NOT NULL)"
-        )
-
-    def put(self, items: Sequence[Item]) -> None:
-        with self._lock:
-            self._conn.executemany(
-                "INSERT OR REPLACE INTO unwritten(memory_id, body, meta, vector) VALUES (?, ?, ?, ?)",
-                [
-                    (
-                        memory.memory_id,
-                        memory.content,
-                        json.dumps(metadata_of(memory, len(windows))),
-                        np.asarray(vectors[0], dtype=np.float32).tobytes(),
-                    )
-                    for memory, vectors, windows in items
-                ],
-            )
-
-    def put_links(self, links: dict[str, dict[str, Any]]) -> None:
-        """Memories' link fields, to write to Chroma (each row the whole of a memory's links: the latest wins)."""
-        with self._lock:
-            self._conn.executemany(
-                "INSERT OR REPLACE INTO unlinked(memory_id, meta) VALUES (?, ?)",
-                [(mid, json.dumps(meta)) for mid, meta in links.items()],
-            )
-
-    def links(self) -> dict[str, dict[str, Any]]:
-        with self._lock:
-            rows = self._conn.execute("SELECT memory_id, meta FROM unlinked ORDER BY rowid").fetchall()
-        return {str(mid): json.loads(meta) for mid, meta in rows}
-
-    def remove_links(self, memory_ids: Sequence[str]) -> None:
-        with self._lock:
-            self._conn.executemany("DELETE FROM unlinked WHERE memory_id = ?", [(mid,) for mid in memory_ids])
-
-    def remove(self, memory_ids: Sequence[str]) -> None:
-        """Forget these rows (their memories are in Chroma now), in a commit of its own."""
-        with self._lock:
-            self._conn.executemany("DELETE FROM unwritten WHERE memory_id = ?", [(mid,) for mid in memory_ids])
-
-    def set_aside(self, memory_ids: Sequence[str], reasons: Sequence[str]) -> None:
-        """Move these journal rows, which Chroma refuses, into `set_aside`: kept as they were (the
-        body as JSON, so text that is not Unicode is kept too), never written, never a reason the
-        store does not open. Inside a `LexicalIndex.transaction`, with the rows' removal from the index."""
-        stamp = time.time_ns() // 1000
-        with self._lock:
-            for mid, reason in zip(memory_ids, reasons):
-                self._conn.execute(
-                    "INSERT OR REPLACE INTO set_aside(memory_id, body, meta, vector, reason, set_us) "
-                    "SELECT memory_id, ?, meta, vector, ?, ? FROM unwritten WHERE memory_id = ?",
-                    (json.dumps(self._body(mid)), reason, stamp, mid),
-                )
-                self._conn.execute("DELETE FROM unwritten WHERE memory_id = ?", (mid,))
-
-    def _body(self, memory_id: str) -> str:
-        row = self._conn.execute("SELECT body FROM unwritten WHERE memory_id = ?", (memory_id,)).fetchone()
-        return str(row[0]) if row is not None else ""
-
-    def aside(self) -> list[tuple[str, str, dict[str, Any], str]]:
-        """The rows set aside: (memory id, text, metadata, why), text and metadata as journalled."""
-        with self._lock:
-            rows = self._conn.execute("SELECT memory_id, body, meta, reason FROM set_aside ORDER BY rowid").fetchall()
-        return [(str(mid), str(json.loads(body)), json.loads(meta), str(reason)) for mid, body, meta, reason in rows]
-
-    def aside_count(self) -> int:
-        with self._lock:
-            return int(self._conn.execute("SELECT count(*) FROM set_aside").fetchone()[0])
-
-    def all(self) -> list[tuple[str, str, dict[str, Any], np.ndarray]]:
-        with self._lock:
-            rows = self._conn.execute("SELECT memory_id, body, meta, vector FROM unwritten ORDER BY rowid").fetchall()
-        return [
-            (str(mid), str(body), json.loads(meta), np.frombuffer(vector, dtype=np.float32))
-            for mid, body, meta, vector in rows
-        ]
 
 
 class Additions:

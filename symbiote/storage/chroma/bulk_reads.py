@@ -19,7 +19,7 @@ from symbiote.storage.filters import MemoryFilter
 if TYPE_CHECKING:
     import numpy as np
 
-    from symbiote.storage.chroma.keywords import LexicalIndex
+    from symbiote.storage.chroma.side_database import LexicalIndex
 
 
 PAGE = 10_000  # records per Chroma read: one read of over 32,766 with metadata or text fails

@@ -24,7 +24,7 @@ from symbiote.storage.disk_errors import StorageReadOnlyError, StoreDamagedError
 
 if TYPE_CHECKING:
     from symbiote.storage.chroma.client import ChromaServer
-    from symbiote.storage.chroma.keywords import LexicalIndex
+    from symbiote.storage.chroma.side_database import LexicalIndex
     from symbiote.storage.chroma.store import ChromaMemoryStore
 
 
@@ -158,7 +158,7 @@ def _forget_chroma_system(path: Path, client: object | None) -> None:
 
 def _keyword_index(path: Path) -> LexicalIndex:
     """The keyword index; derived data, so a damaged one is set aside and rebuilt from Chroma."""
-    from symbiote.storage.chroma.keywords import LexicalIndex
+    from symbiote.storage.chroma.side_database import LexicalIndex
 
     try:
         index = LexicalIndex(path / LEXICAL_FILE)
@@ -186,8 +186,8 @@ def open_server_store(
     `symbiote.storage.chroma.client.ServerMemoryStore` keeps the local keyword index in step with the server.
     """
     from symbiote.storage.chroma.client import connect_server
-    from symbiote.storage.chroma.keywords import LexicalIndex
     from symbiote.storage.chroma.server_store import ServerMemoryStore
+    from symbiote.storage.chroma.side_database import LexicalIndex
 
     try:
         index_dir.mkdir(parents=True, exist_ok=True)

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from symbiote.storage.base import StoredMemory
-    from symbiote.storage.chroma.keywords import LexicalIndex
+    from symbiote.storage.chroma.side_database import LexicalIndex
     from symbiote.storage.chroma.vectors import VectorRows
 
 Written = tuple["StoredMemory", "np.ndarray", Sequence[str]]  # a memory, its vectors (all or the first), its passages

@@ -1,6 +1,6 @@
 """`ChromaMemoryStore` on a Chroma server (`CHROMA_HOST`), its local keyword index kept in step.
 
-The keyword index (`symbiote.storage.chroma.keywords`, SQLite FTS5) has no counterpart on a Chroma
+The keyword index (`symbiote.storage.chroma.side_database`, SQLite FTS5) has no counterpart on a Chroma
 server, so each instance keeps its own copy in its local CHROMADB_PATH: rebuilt from Chroma at open
 (as for the embedded store), updated atomically with this instance's own writes, and caught up with
 other instances' writes before a keyword search (at most every `KEYWORD_SYNC_SECONDS`, when the

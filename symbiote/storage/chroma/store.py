@@ -31,8 +31,8 @@ from symbiote.storage.chroma.bulk_reads import BulkReads, read_all
 from symbiote.storage.chroma.bulk_reads import chunk_ids as _chunk_ids
 from symbiote.storage.chroma.candidates import CandidateSearch
 from symbiote.storage.chroma.codec import check_identity, memory_from, metadata_of, repaired
-from symbiote.storage.chroma.keywords import LexicalIndex
 from symbiote.storage.chroma.passages import DeferredPassages, chunk_records
+from symbiote.storage.chroma.side_database import LexicalIndex
 from symbiote.storage.chroma.trashing import Trash
 from symbiote.storage.chroma.vectors import MirroredCollection, VectorIndex, VectorRows
 from symbiote.storage.diskspace import directory_bytes

@@ -1,4 +1,4 @@
-"""The trash: deleted memories kept until restored or purged (`symbiote.storage.chroma.trash_rows`).
+"""The trash: deleted memories kept until restored or purged (`symbiote.storage.chroma.side_database`).
 
 A deleted memory leaves the memories' collection, its passages and the keyword index at once, so
 no search, read or count sees it; its record (text, metadata, the whole text's vector) goes to the
@@ -17,10 +17,10 @@ import numpy as np
 from symbiote.storage.base import StoredMemory, TrashedMemory
 from symbiote.storage.chroma.bulk_reads import chunk_ids
 from symbiote.storage.chroma.codec import memory_from, metadata_of
-from symbiote.storage.chroma.trash_rows import TrashRow
+from symbiote.storage.chroma.side_database import TrashRow
 
 if TYPE_CHECKING:
-    from symbiote.storage.chroma.keywords import LexicalIndex
+    from symbiote.storage.chroma.side_database import LexicalIndex
 
 
 def _passages(meta: dict[str, Any]) -> int:

@@ -7,9 +7,9 @@ event loop, HTTP handling and embedding go on. The child also imports chromadb
 on the other core while the server imports the MCP SDK, so the first search comes sooner.
 
 The child hosts the same objects as before (`storage.open_embedded_store`, the history store);
-`Remote` (`symbiote.storage.chroma.remote`) sends method calls to them over a socket pair
+`Remote` (below) sends method calls to them over a socket pair
 (the method's name, pickled arguments and results).
-One call at a time, like Chroma itself (the child's loop: `symbiote.storage.chroma._store_child`;
+One call at a time, like Chroma itself (the child's loop: `symbiote.storage.chroma.process.child`;
 between calls it reads the store's vectors into memory, `symbiote.storage.chroma.vectors`). If the child dies (killed, crashed), the next call
 starts a new one and reopens what was open: the server keeps serving.
 The child exits when the server closes it, and by itself when the server goes away (the socket
@@ -27,22 +27,19 @@ import subprocess
 import sys
 import threading
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Concatenate
 
 from symbiote.errors import StoreUnavailableError, SymbioteError
-from symbiote.storage.base import HistoryStore, MemoryStore
-from symbiote.storage.chroma.remote import Remote
+from symbiote.storage.base import HistoryStore, MemoryStore, P, Reach, S, T
 
 log = logging.getLogger(__name__)
 
 CHILD_ENV = "SYMBIOTE_STORE_CHILD_PATH"  # the server's sys.path, so the child imports the same code
 CLOSE_TIMEOUT_SECONDS = 15.0
-T = TypeVar("T")
-S = TypeVar("S", MemoryStore, HistoryStore)
 
 
 class _FairLock:
@@ -115,7 +112,7 @@ class StoreProcess:
         ours, theirs = socket.socketpair()
         code = (
             f"import json, os, sys; sys.path[:0] = json.loads(os.environ.pop({CHILD_ENV!r})); "
-            f"from symbiote.storage.chroma._store_child import child_main; child_main({theirs.fileno():d})"
+            f"from symbiote.storage.chroma.process.child import child_main; child_main({theirs.fileno():d})"
         )
         env = {**os.environ, CHILD_ENV: json.dumps([p for p in sys.path if p])}
         # One BLAS thread: the vectors held in memory are searched with numpy, whose BLAS threads
@@ -277,3 +274,19 @@ def prestart(path: Path, preopen: tuple[str, str, int] | None = None, ahead: tup
 def for_path(path: Path) -> StoreProcess:
     """The prestarted child for `path`, or a new one."""
     return _PRESTARTED.pop(path.expanduser().resolve(), None) or StoreProcess(path)
+
+
+class Remote(Reach[S]):
+    """A store object living in the child, by its handle."""
+
+    def __init__(self, host: StoreProcess, handle: int) -> None:
+        self._host = host
+        self._handle = handle
+
+    def call(self, op: Callable[Concatenate[S, P], T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        result: T = self._host.call(self._handle, op.__name__, args, kwargs)
+        return result
+
+    def close(self) -> None:
+        """Close this store's Chroma client in the child (e.g. to reopen it after a new writer took over)."""
+        self._host.forget(self._handle)

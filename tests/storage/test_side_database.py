@@ -1,11 +1,11 @@
-"""The keyword index's rowids (`symbiote.storage.chroma.keywords`): a memory's fts row and docs row share one."""
+"""The keyword index's rowids (`symbiote.storage.chroma.side_database`): a memory's fts row and docs row share one."""
 
 from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
 
-from symbiote.storage.chroma.keywords import SCHEMA_VERSION, LexicalIndex
+from symbiote.storage.chroma.side_database import SCHEMA_VERSION, LexicalIndex
 
 MEMORIES = [
     ("mem_1", 1_000, "Caroline adopted a dog named Biscuit"),

@@ -1,24 +1,31 @@
-"""Keyword search beside the vectors: SQLite FTS5 with BM25.
+"""The SQLite database beside Chroma: every table Symbiote keeps next to the vectors, in one file
+(`symbiote_keywords.sqlite3`), on one connection, under one lock and one transaction.
 
-MiniLM misses what people most often ask about by name: people, places, numbers, rare words
-("what did Caroline say about the adoption agency?"); on LoCoMo, BM25 alone beats cosine and
-the two fused beat both. Chroma's local mode has no lexical
-search, so this index lives in a SQLite file next to it.
+- The keyword index (`LexicalIndex`, FTS5 with BM25). MiniLM misses what people most often ask
+  about by name: people, places, numbers, rare words ("what did Caroline say about the adoption
+  agency?"); on LoCoMo, BM25 alone beats cosine and the two fused beat both. Chroma's local mode has
+  no lexical search. Each memory is indexed with two columns: its own text (`body`) and the text of
+  the memories stored just before it within 30 minutes (`ctx`, weighted 0.4): what was said around
+  a memory often names what the memory itself only implies ("she" -> "Caroline"). A memory's row in
+  `fts` has the same rowid as its row in `docs` (schema version 1); searches work on rowids and look
+  ids up in `docs` by its primary key.
+- The durable queue of passages still to be indexed (`pending`): a memory's sentences are queued in
+  the transaction that stores it (`symbiote.storage.chroma.passages`).
+- The write-behind journal (`UnwrittenRows`: `unwritten`, `unlinked`, and the rows an earlier
+  release journalled that Chroma refuses, `set_aside`; `symbiote.storage.chroma.additions`).
+- The trash's rows (`TrashRows`, `symbiote.storage.chroma.trashing`).
 
-Each memory is indexed with two columns: its own text (`body`) and the text of the memories
-stored just before it within 30 minutes (`ctx`, weighted 0.4): what was said around a memory
-often names what the memory itself only implies ("she" -> "Caroline").
+All writes go through `LexicalIndex.transaction()` so the caller can make them atomic with the
+Chroma write: both happen or neither does.
 
-All writes go through `transaction()` so the caller can make them atomic with the Chroma
-write: both happen or neither does.
+The trash's rows: The trash's rows, in the keyword index's SQLite file beside the memories' keyword entries.
 
-The same file holds the durable queue of passages still to be indexed (`pending`): a memory's
-sentences are queued in the transaction that stores it, so a crash after the store was
-acknowledged loses none of them (`symbiote.storage.chroma.passages`).
-
-A memory's row in `fts` has the same rowid as its row in `docs` (schema version 1). The memory
-id is an unindexed column of `fts`, so reading it for every match cost more than the matching:
-searches work on rowids and look ids up in `docs` by its primary key.
+A row holds everything a restore needs (the text, the Chroma metadata as JSON, the whole text's
+vector) and when and by whom the memory was deleted. Kept in SQLite rather than a Chroma
+collection: Chroma builds a vector index for every record added, which made moving 11,000
+memories to the trash take 31 s; here it is a few inserts, listed in order of deletion by an
+index. Its writes run inside the keyword index's transaction, so a memory leaves its keyword entry
+and enters the trash together, after Chroma let it go.
 """
 
 from __future__ import annotations
@@ -27,13 +34,17 @@ import contextlib
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from symbiote.storage.base import KeywordMatch
-from symbiote.storage.chroma.additions import UnwrittenRows
+import numpy as np
+
+from symbiote.storage.base import KeywordMatch, StoredMemory
+from symbiote.storage.chroma.codec import metadata_of
 from symbiote.storage.chroma.term_scores import TermScores
-from symbiote.storage.chroma.trash_rows import TrashRows
 from symbiote.storage.terms import query_terms
 
 CONTEXT_WINDOW_US = 30 * 60 * 1_000_000
@@ -351,3 +362,177 @@ class LexicalIndex:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+# -- the write-behind journal (symbiote.storage.chroma.additions) --------------------------------
+
+Item = tuple[StoredMemory, np.ndarray, Sequence[str]]  # a memory, its vectors (all or the first), its passages
+
+
+class UnwrittenRows:
+    """The `unwritten` table in the keyword index's file: memories acknowledged, not yet in Chroma.
+    `put` belongs inside `LexicalIndex.transaction(durable=True)` (the same connection)."""
+
+    def __init__(self, conn: sqlite3.Connection, lock: threading.RLock) -> None:
+        self._conn = conn
+        self._lock = lock
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS unwritten "
+            "(memory_id TEXT PRIMARY KEY, body TEXT NOT NULL, meta TEXT NOT NULL, vector BLOB NOT NULL)"
+        )
+        conn.execute("CREATE TABLE IF NOT EXISTS unlinked (memory_id TEXT PRIMARY KEY, meta TEXT NOT NULL)")
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS set_aside (memory_id TEXT PRIMARY KEY, body TEXT NOT NULL, "
+            "meta TEXT NOT NULL, vector BLOB NOT NULL, reason TEXT NOT NULL, set_us INTEGER NOT NULL)"
+        )
+
+    def put(self, items: Sequence[Item]) -> None:
+        with self._lock:
+            self._conn.executemany(
+                "INSERT OR REPLACE INTO unwritten(memory_id, body, meta, vector) VALUES (?, ?, ?, ?)",
+                [
+                    (
+                        memory.memory_id,
+                        memory.content,
+                        json.dumps(metadata_of(memory, len(windows))),
+                        np.asarray(vectors[0], dtype=np.float32).tobytes(),
+                    )
+                    for memory, vectors, windows in items
+                ],
+            )
+
+    def put_links(self, links: dict[str, dict[str, Any]]) -> None:
+        """Memories' link fields, to write to Chroma (each row the whole of a memory's links: the latest wins)."""
+        with self._lock:
+            self._conn.executemany(
+                "INSERT OR REPLACE INTO unlinked(memory_id, meta) VALUES (?, ?)",
+                [(mid, json.dumps(meta)) for mid, meta in links.items()],
+            )
+
+    def links(self) -> dict[str, dict[str, Any]]:
+        with self._lock:
+            rows = self._conn.execute("SELECT memory_id, meta FROM unlinked ORDER BY rowid").fetchall()
+        return {str(mid): json.loads(meta) for mid, meta in rows}
+
+    def remove_links(self, memory_ids: Sequence[str]) -> None:
+        with self._lock:
+            self._conn.executemany("DELETE FROM unlinked WHERE memory_id = ?", [(mid,) for mid in memory_ids])
+
+    def remove(self, memory_ids: Sequence[str]) -> None:
+        """Forget these rows (their memories are in Chroma now), in a commit of its own."""
+        with self._lock:
+            self._conn.executemany("DELETE FROM unwritten WHERE memory_id = ?", [(mid,) for mid in memory_ids])
+
+    def set_aside(self, memory_ids: Sequence[str], reasons: Sequence[str]) -> None:
+        """Move these journal rows, which Chroma refuses, into `set_aside`: kept as they were (the
+        body as JSON, so text that is not Unicode is kept too), never written, never a reason the
+        store does not open. Inside a `LexicalIndex.transaction`, with the rows' removal from the index."""
+        stamp = time.time_ns() // 1000
+        with self._lock:
+            for mid, reason in zip(memory_ids, reasons):
+                self._conn.execute(
+                    "INSERT OR REPLACE INTO set_aside(memory_id, body, meta, vector, reason, set_us) "
+                    "SELECT memory_id, ?, meta, vector, ?, ? FROM unwritten WHERE memory_id = ?",
+                    (json.dumps(self._body(mid)), reason, stamp, mid),
+                )
+                self._conn.execute("DELETE FROM unwritten WHERE memory_id = ?", (mid,))
+
+    def _body(self, memory_id: str) -> str:
+        row = self._conn.execute("SELECT body FROM unwritten WHERE memory_id = ?", (memory_id,)).fetchone()
+        return str(row[0]) if row is not None else ""
+
+    def aside(self) -> list[tuple[str, str, dict[str, Any], str]]:
+        """The rows set aside: (memory id, text, metadata, why), text and metadata as journalled."""
+        with self._lock:
+            rows = self._conn.execute("SELECT memory_id, body, meta, reason FROM set_aside ORDER BY rowid").fetchall()
+        return [(str(mid), str(json.loads(body)), json.loads(meta), str(reason)) for mid, body, meta, reason in rows]
+
+    def aside_count(self) -> int:
+        with self._lock:
+            return int(self._conn.execute("SELECT count(*) FROM set_aside").fetchone()[0])
+
+    def all(self) -> list[tuple[str, str, dict[str, Any], np.ndarray]]:
+        with self._lock:
+            rows = self._conn.execute("SELECT memory_id, body, meta, vector FROM unwritten ORDER BY rowid").fetchall()
+        return [
+            (str(mid), str(body), json.loads(meta), np.frombuffer(vector, dtype=np.float32))
+            for mid, body, meta, vector in rows
+        ]
+
+
+# -- the trash's rows (symbiote.storage.chroma.trashing) ------------------------------------------
+
+
+@dataclass(frozen=True)
+class TrashRow:
+    memory_id: str
+    deleted_us: int
+    deleted_by: str
+    body: str
+    meta: dict[str, Any]  # the memory's Chroma metadata
+    vector: np.ndarray | None  # the whole text's; None when read for a listing
+
+
+class TrashRows:
+    """The `trash` table; its writes belong inside `LexicalIndex.transaction()` (the same connection)."""
+
+    def __init__(self, conn: sqlite3.Connection, lock: threading.RLock) -> None:
+        self._conn = conn
+        self._lock = lock
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS trash (memory_id TEXT PRIMARY KEY, deleted_us INTEGER NOT NULL, "
+            "deleted_by TEXT NOT NULL, body TEXT NOT NULL, meta TEXT NOT NULL, vector BLOB NOT NULL)"
+        )
+        conn.execute("CREATE INDEX IF NOT EXISTS trash_deleted ON trash(deleted_us, memory_id)")
+
+    def put(self, rows: Sequence[TrashRow]) -> None:
+        with self._lock:
+            self._conn.executemany(
+                "INSERT OR REPLACE INTO trash(memory_id, deleted_us, deleted_by, body, meta, vector) VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        r.memory_id,
+                        r.deleted_us,
+                        r.deleted_by,
+                        r.body,
+                        json.dumps(r.meta),
+                        np.asarray(r.vector, dtype=np.float32).tobytes(),
+                    )
+                    for r in rows
+                ],
+            )
+
+    def remove(self, memory_ids: Sequence[str]) -> list[str]:
+        """Delete these rows; returns the ids that were there."""
+        with self._lock:
+            present = [mid for mid in memory_ids if self._has(mid)]
+            self._conn.executemany("DELETE FROM trash WHERE memory_id = ?", [(mid,) for mid in present])
+            return present
+
+    def _has(self, memory_id: str) -> bool:
+        return self._conn.execute("SELECT 1 FROM trash WHERE memory_id = ?", (memory_id,)).fetchone() is not None
+
+    def take(self, memory_ids: Sequence[str]) -> list[TrashRow]:
+        """These rows with their vectors (not removed: the caller's transaction does that)."""
+        found: list[TrashRow] = []
+        with self._lock:
+            for mid in dict.fromkeys(memory_ids):
+                row = self._conn.execute(
+                    "SELECT memory_id, deleted_us, deleted_by, body, meta, vector FROM trash WHERE memory_id = ?",
+                    (mid,),
+                ).fetchone()
+                if row is not None:
+                    vector = np.frombuffer(row[5], dtype=np.float32)
+                    found.append(TrashRow(row[0], int(row[1]), row[2], row[3], json.loads(row[4]), vector))
+        return found
+
+    def page(self, offset: int, limit: int) -> tuple[list[TrashRow], int]:
+        """The most recently deleted first (no vectors), and how many rows there are."""
+        with self._lock:
+            total = int(self._conn.execute("SELECT count(*) FROM trash").fetchone()[0])
+            rows = self._conn.execute(
+                "SELECT memory_id, deleted_us, deleted_by, body, meta FROM trash "
+                "ORDER BY deleted_us DESC, memory_id DESC LIMIT ? OFFSET ?",
+                (limit, offset),
+            ).fetchall()
+        return [TrashRow(r[0], int(r[1]), r[2], r[3], json.loads(r[4]), None) for r in rows], total
