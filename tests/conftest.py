@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -289,6 +290,36 @@ def fresh_server(tmp_path: Path, model_dir: Path) -> Iterator[ServerProcess]:
     proc = ServerProcess(tmp_path / "data").start()
     yield proc
     proc.stop()
+
+
+@dataclass
+class InProcess:
+    """The real app in this process: its MCP server object for the SDK's in-memory client
+    (`Client(in_process.server)`, as the SDK's own tests drive a server), and its HTTP routes (the
+    console, health, memory links) through httpx's ASGI transport. No lifespan runs: `/mcp` over
+    HTTP is for the tests whose point is the transport (`serving` in tests/http/test_envelope.py)."""
+
+    runtime: Runtime
+    app: Starlette
+
+    @property
+    def server(self) -> Any:
+        return self.runtime.server
+
+    @property
+    def engine(self) -> MemoryEngine:
+        return self.runtime.engine
+
+    def http(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(transport=httpx.ASGITransport(app=self.app), base_url="http://127.0.0.1", timeout=30)
+
+
+@pytest.fixture
+def in_process(settings: Settings) -> Iterator[InProcess]:
+    """A runtime on an empty store and the app over it, in this process; closed after the test."""
+    built = make_runtime(settings)
+    yield InProcess(built, make_app(settings, runtime=built))
+    built.close()
 
 
 @pytest.fixture

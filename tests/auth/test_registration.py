@@ -14,8 +14,6 @@ from symbiote.config import Settings
 from tests.auth.support import oauth_env
 from tests.conftest import make_app
 
-pytestmark = pytest.mark.asyncio(loop_scope="session")
-
 CLIENT: dict[str, Any] = {"client_name": "Claude", "redirect_uris": ["https://claude.ai/api/mcp/auth_callback"]}
 
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
 from mcp import Client
 
-from tests.conftest import ServerProcess
+from tests.conftest import InProcess
 
 
 async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
@@ -22,8 +21,8 @@ def csrf(page: str) -> str:
     return page.split('name="csrf-token" content="')[1].split('"')[0]
 
 
-async def test_keep_both_merge_and_undo(fresh_server: ServerProcess) -> None:
-    async with Client(fresh_server.mcp_url) as client:
+async def test_keep_both_merge_and_undo(in_process: InProcess) -> None:
+    async with Client(in_process.server) as client:
         stored = {}
         for key, text in [
             ("golf", "Drives a 2015 VW Golf to work."),
@@ -34,7 +33,7 @@ async def test_keep_both_merge_and_undo(fresh_server: ServerProcess) -> None:
             ("rate2", "Put my day rate up to £420 from April."),
         ]:
             stored[key] = (await call(client, "store_memory", content=text))["memory_id"]
-        async with httpx.AsyncClient(base_url=fresh_server.base_url, timeout=30) as http:
+        async with in_process.http() as http:
             listing = await http.get("/console/links")
             assert listing.status_code == 200
             text = listing.text

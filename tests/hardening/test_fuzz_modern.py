@@ -15,14 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 from symbiote.config import Settings
 from symbiote.transfer import export_lines
 from tests.conftest import make_app
 from tests.hardening.test_fuzz import Inputs
-
-pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 MODERN = "2026-07-28"
 META = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}

@@ -12,9 +12,7 @@ import httpx
 import pytest
 from mcp import Client
 
-from tests.conftest import ServerProcess
-
-pytestmark = pytest.mark.asyncio(loop_scope="session")
+from tests.conftest import InProcess, ServerProcess
 
 
 async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
@@ -71,8 +69,8 @@ async def test_bad_arguments_are_readable_tool_errors(server: ServerProcess) -> 
             assert "Traceback" not in text
 
 
-async def test_zero_results_is_an_empty_list_and_an_unrelated_query_no_answer(fresh_server: ServerProcess) -> None:
-    async with Client(fresh_server.mcp_url) as client:
+async def test_zero_results_is_an_empty_list_and_an_unrelated_query_no_answer(in_process: InProcess) -> None:
+    async with Client(in_process.server) as client:
         empty = await call(client, "search_memory", query="anything")
         await call(client, "store_memory", content="The user's favourite colour is teal")
         unrelated = await call(client, "search_memory", query="quarterly tax filing deadlines")
@@ -155,10 +153,10 @@ async def test_legacy_sse_transport_works(server: ServerProcess) -> None:
     assert stored["memory_id"] in [h["memory_id"] for h in found["results"]]
 
 
-async def test_ten_clients_at_once_lose_nothing(fresh_server: ServerProcess) -> None:
+async def test_ten_clients_at_once_lose_nothing(in_process: InProcess) -> None:
     async def one_client(n: int) -> list[str]:
         ids = []
-        async with Client(fresh_server.mcp_url) as client:
+        async with Client(in_process.server) as client:
             for i in range(3):
                 stored = await call(
                     client, "store_memory", content=f"Client {n} fact {i}: likes the number {n * 10 + i}"
@@ -169,7 +167,7 @@ async def test_ten_clients_at_once_lose_nothing(fresh_server: ServerProcess) -> 
 
     all_ids = [i for ids in await asyncio.gather(*(one_client(n) for n in range(10))) for i in ids]
     assert len(set(all_ids)) == 30
-    async with Client(fresh_server.mcp_url) as client:
+    async with Client(in_process.server) as client:
         stats = await call(client, "memory_stats")
         for memory_id in all_ids:
             await call(client, "get_memory", memory_id=memory_id)

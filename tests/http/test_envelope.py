@@ -16,8 +16,6 @@ from symbiote.config import Settings
 from symbiote.memory import MemoryEngine
 from tests.conftest import make_app
 
-pytestmark = pytest.mark.asyncio(loop_scope="session")
-
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
 WIRES = (MODERN, LEGACY)

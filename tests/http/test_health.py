@@ -8,15 +8,12 @@ import dataclasses
 from pathlib import Path
 
 import httpx
-import pytest
 from starlette.routing import Mount
 
 from symbiote.config import Settings
 from symbiote.console.state import console_state
 from tests.conftest import make_app
 from tests.storage.test_additions import _broken_store
-
-pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 
 async def test_health_and_the_console_report_a_memory_set_aside_and_serve_the_rest(

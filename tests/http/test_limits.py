@@ -14,8 +14,6 @@ from symbiote.config import ConfigError, Settings
 from tests.auth.support import oauth_env
 from tests.conftest import ServerProcess
 
-pytestmark = pytest.mark.asyncio(loop_scope="session")
-
 LIMIT = 4096
 APP = "https://app.example.com"
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}

@@ -23,8 +23,6 @@ from mcp.client.sse import sse_client
 
 from tests.conftest import ServerProcess
 
-pytestmark = pytest.mark.asyncio(loop_scope="session")
-
 CALL_TIMEOUT = 30.0
 
 

@@ -20,8 +20,6 @@ from mcp.client.sse import sse_client
 
 from tests.conftest import ServerProcess
 
-pytestmark = pytest.mark.asyncio(loop_scope="session")
-
 ENDPOINT = re.compile(r"^/messages/([0-9a-f]{32})$")
 JSON = {"Content-Type": "application/json"}
 LIFETIME = 4  # seconds, for the short-lived server

@@ -9,10 +9,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-import httpx
 from mcp import Client
 
-from tests.conftest import ServerProcess
+from tests.conftest import InProcess
 
 UPDATES_SET = Path(__file__).resolve().parents[2] / "eval" / "updates_set.json"
 # "where do I work?" scores both the chef's old and new restaurant under the default cut-off (28.8
@@ -36,11 +35,11 @@ async def error(client: Client, tool: str, **arguments: Any) -> str:
 
 
 async def test_a_scripted_assistant_confirming_the_true_older_memory_gets_the_newer_first(
-    fresh_server: ServerProcess,
+    in_process: InProcess,
 ) -> None:
     owners = [o for o in json.loads(UPDATES_SET.read_text())["owners"] if o["half"] == "held"]
     missed = []
-    async with Client(fresh_server.mcp_url) as client:
+    async with Client(in_process.server) as client:
         for owner in owners:
             older_of = {case["new"]: case["old"] for case in owner["updates"]}
             ids: dict[str, str] = {}
@@ -62,14 +61,14 @@ async def test_a_scripted_assistant_confirming_the_true_older_memory_gets_the_ne
                         missed.append((owner["owner"], case["old"], case["new"], case["query"], cut_off))
             for memory_id in ids.values():  # the next owner starts from an empty store
                 await call(client, "delete_memory", memory_id=memory_id)
-        async with httpx.AsyncClient(base_url=fresh_server.base_url, timeout=30) as http:
+        async with in_process.http() as http:
             assert ">Undo<" not in (await http.get("/console/links")).text  # deleted memories take their links
     assert sum(len(o["updates"]) for o in owners) == 30
     assert {miss[:4] for miss in missed} <= UNDER_THE_CUT_OFF and all(miss[4] == 30 for miss in missed), missed
 
 
-async def test_offers_confirmed_and_who_linked_each(fresh_server: ServerProcess) -> None:
-    async with Client(fresh_server.mcp_url) as client:
+async def test_offers_confirmed_and_who_linked_each(in_process: InProcess) -> None:
+    async with Client(in_process.server) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
         for name in ("link_memories", "unlink_memories"):
             hints = tools[name].annotations
@@ -100,7 +99,7 @@ async def test_offers_confirmed_and_who_linked_each(fresh_server: ServerProcess)
 
         city = (await call(client, "store_memory", content="I live in Koramangala, near the lake."))["memory_id"]
         moved = (await call(client, "store_memory", content="Bought a flat in Whitefield; moving in May."))["memory_id"]
-        async with httpx.AsyncClient(base_url=fresh_server.base_url, timeout=30) as http:
+        async with in_process.http() as http:
             page = (await http.get(f"/console/memories/{moved}")).text
             token = page.split('name="csrf-token" content="')[1].split('"')[0]
             forged = await http.post(f"/console/memories/{moved}/link", data={"older_id": city, "kind": "update"})

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from tests.conftest import ServerProcess
+from tests.conftest import InProcess, ServerProcess
 
 
 async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
@@ -19,8 +19,8 @@ async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
     return result.structured_content
 
 
-async def test_the_newer_fact_first_and_look_alikes_never_linked(fresh_server: ServerProcess) -> None:
-    async with Client(fresh_server.mcp_url) as client:
+async def test_the_newer_fact_first_and_look_alikes_never_linked(in_process: InProcess) -> None:
+    async with Client(in_process.server) as client:
         ids = {}
         for key, text in [
             ("golf", "Drives a 2015 VW Golf to work."),
@@ -73,8 +73,8 @@ async def test_the_newer_fact_first_and_look_alikes_never_linked(fresh_server: S
         assert updated["memory"].get("superseded_by") == ids["brompton"] and updated["memory"]["tags"] == ["car"]
 
 
-async def test_a_fuller_duplicate_is_linked_and_shown_once_first(fresh_server: ServerProcess) -> None:
-    async with Client(fresh_server.mcp_url) as client:
+async def test_a_fuller_duplicate_is_linked_and_shown_once_first(in_process: InProcess) -> None:
+    async with Client(in_process.server) as client:
         short = await call(client, "store_memory", content="Favourite typeface is Futura.")
         full = await call(
             client, "store_memory", content="Favourite typeface is Futura, especially the bold weight for headlines."

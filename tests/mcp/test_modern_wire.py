@@ -17,7 +17,6 @@ from mcp_types import CLIENT_CAPABILITIES_META_KEY, HEADER_MISMATCH, INVALID_PAR
 
 from tests.conftest import ServerProcess
 
-pytestmark = pytest.mark.asyncio(loop_scope="session")
 MODERN = "2026-07-28"
 
 

@@ -16,8 +16,6 @@ from symbiote.memory import MemoryEngine
 from symbiote.memory.requests import StoreRequest, UpdateRequest
 from symbiote.runtime import Runtime
 
-pytestmark = pytest.mark.asyncio(loop_scope="session")
-
 NOT_TEXT = "t\ud800"
 
 TOOL_CALLS: list[tuple[str, dict[str, Any], str]] = [
