@@ -209,7 +209,8 @@ def usable_cores(cgroup: str = "/sys/fs/cgroup/cpu.max") -> int:
     which the affinity does not show (Azure Container Apps gives a replica half a vCPU)."""
     cores = len(os.sched_getaffinity(0)) if sys.platform == "linux" else os.cpu_count() or 1
     try:
-        quota, period = open(cgroup).read().split()[:2]
+        with open(cgroup) as limits:
+            quota, period = limits.read().split()[:2]
     except (OSError, ValueError):  # no cgroup v2 (macOS, cgroup v1): the affinity is all we know
         return cores
     if quota == "max":

@@ -71,6 +71,7 @@ async def function(tmp_path_factory: pytest.TempPathFactory, model_dir: Path):  
     yield http
     if app.startup_task_done:
         await app.middleware.notify_shutdown()
+        app.startup_task_done = False  # else its __del__ runs the shutdown again, in whatever loop is running
 
 
 def ingress(function: Any) -> httpx.AsyncClient:
