@@ -1,4 +1,5 @@
-"""The server as clients see it: `symbiote serve` in a real process, the MCP SDK client over HTTP."""
+"""The server as clients see it: the tools through the MCP SDK's client on the real server object in
+this process; health, the routes' rules, legacy SSE and ten clients at once through `symbiote serve`."""
 
 from __future__ import annotations
 
@@ -28,27 +29,27 @@ async def error_text(client: Client, tool: str, **arguments: Any) -> str:
     return result.content[0].text  # type: ignore[union-attr]
 
 
-async def _raw_store_reply(server: ServerProcess) -> str:
-    async with Client(server.mcp_url) as client:
+async def _raw_store_reply(in_process: InProcess) -> str:
+    async with Client(in_process.server) as client:
         result = await client.call_tool("store_memory", {"content": "Our train to Leeds leaves at 9:40"})
     return result.content[0].text  # type: ignore[union-attr]
 
 
-async def test_seed_scenario_store_then_find_by_meaning(server: ServerProcess) -> None:
-    async with Client(server.mcp_url) as client:
+async def test_seed_scenario_store_then_find_by_meaning(in_process: InProcess) -> None:
+    async with Client(in_process.server) as client:
         stored = await call(client, "store_memory", content="I love building web apps with React")
         found = await call(client, "search_memory", query="frontend development preferences")
     assert stored["memory_id"] in [hit["memory_id"] for hit in found["results"]]
     hit = next(h for h in found["results"] if h["memory_id"] == stored["memory_id"])
     assert set(hit) >= {"memory_id", "content", "timestamp", "relevance_score", "match"}
     assert "tags" not in hit and "superseded_by" not in hit  # what is empty is left out of the reply
-    raw = await _raw_store_reply(server)
+    raw = await _raw_store_reply(in_process)
     assert "null" not in raw and "\n" not in raw, raw  # one line, nothing empty
     assert 30 <= hit["relevance_score"] <= 100
 
 
-async def test_tags_and_timestamp_round_trip(server: ServerProcess) -> None:
-    async with Client(server.mcp_url) as client:
+async def test_tags_and_timestamp_round_trip(in_process: InProcess) -> None:
+    async with Client(in_process.server) as client:
         stored = await call(client, "store_memory", content="Allergic to peanuts", tags=["health", "food"])
         memory = await call(client, "get_memory", memory_id=stored["memory_id"])
     assert memory["tags"] == ["health", "food"]
@@ -56,8 +57,8 @@ async def test_tags_and_timestamp_round_trip(server: ServerProcess) -> None:
     assert memory["timestamp"].endswith("Z") and memory["memory_id"].startswith("mem_")
 
 
-async def test_bad_arguments_are_readable_tool_errors(server: ServerProcess) -> None:
-    async with Client(server.mcp_url) as client:
+async def test_bad_arguments_are_readable_tool_errors(in_process: InProcess) -> None:
+    async with Client(in_process.server) as client:
         assert "query is empty" in await error_text(client, "search_memory", query="   ")
         assert "from 1 to 20" in await error_text(client, "search_memory", query="x", limit=99)
         assert "limit" in await error_text(client, "search_memory", query="x", limit="lots")
@@ -80,8 +81,8 @@ async def test_zero_results_is_an_empty_list_and_an_unrelated_query_no_answer(in
     assert stats["total_memories"] == 1
 
 
-async def test_tools_have_descriptions_schemas_and_annotations(server: ServerProcess) -> None:
-    async with Client(server.mcp_url) as client:
+async def test_tools_have_descriptions_schemas_and_annotations(in_process: InProcess) -> None:
+    async with Client(in_process.server) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
         prompts = (await client.list_prompts()).prompts
         resources = (await client.list_resources()).resources
@@ -105,8 +106,8 @@ async def test_tools_have_descriptions_schemas_and_annotations(server: ServerPro
     assert {str(r.uri) for r in resources} >= {"memory://recent", "memory://stats"}
 
 
-async def test_prompt_and_resources_have_content(server: ServerProcess) -> None:
-    async with Client(server.mcp_url) as client:
+async def test_prompt_and_resources_have_content(in_process: InProcess) -> None:
+    async with Client(in_process.server) as client:
         await call(client, "store_memory", content="Resource check memory", tags=["resource"])
         prompt = await client.get_prompt("venom_identity")
         recent = await client.read_resource("memory://recent")
@@ -116,8 +117,8 @@ async def test_prompt_and_resources_have_content(server: ServerProcess) -> None:
     assert any(m["content"] == "Resource check memory" for m in page["memories"])
 
 
-async def test_delete_then_gone(server: ServerProcess) -> None:
-    async with Client(server.mcp_url) as client:
+async def test_delete_then_gone(in_process: InProcess) -> None:
+    async with Client(in_process.server) as client:
         stored = await call(client, "store_memory", content="The wifi password hint is the dog's name")
         deleted = await call(client, "delete_memory", memory_id=stored["memory_id"])
         assert deleted["deleted"] is True

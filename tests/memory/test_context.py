@@ -17,7 +17,7 @@ from symbiote.errors import InvalidInputError
 from symbiote.memory.context import HISTORY_HEADER, MEMORY_HEADER, ContextBuilder, TokenCounter, fit
 from symbiote.memory.requests import StoreRequest
 from symbiote.runtime import Runtime
-from tests.conftest import ServerProcess, make_runtime
+from tests.conftest import InProcess, make_runtime
 
 
 @pytest.fixture(scope="module")
@@ -198,9 +198,9 @@ async def test_bad_arguments_say_what_is_wrong(
         await builder.build(**arguments)
 
 
-async def test_build_context_tool_over_http(server: ServerProcess) -> None:
+async def test_build_context_tool_through_the_protocol(in_process: InProcess) -> None:
     cid = new_id()
-    async with Client(server.mcp_url) as client:
+    async with Client(in_process.server) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
         stored = await client.call_tool(
             "store_memory", {"content": "The user's road bike is a steel Bianchi from 1987"}

@@ -14,7 +14,7 @@ from symbiote.errors import InvalidInputError
 from symbiote.memory.history import ConversationHistory
 from symbiote.memory.requests import SearchRequest
 from symbiote.runtime import Runtime
-from tests.conftest import ServerProcess, shared_model
+from tests.conftest import InProcess, shared_model
 
 
 def new_id() -> str:
@@ -159,9 +159,9 @@ async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
     return result.structured_content
 
 
-async def test_history_tools_over_http(server: ServerProcess) -> None:
+async def test_history_tools_through_the_protocol(in_process: InProcess) -> None:
     cid = new_id()
-    async with Client(server.mcp_url) as client:
+    async with Client(in_process.server) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
         first = await call(client, "append_history", conversation_id=cid, role="user", text="We are planning a trip")
         second = await call(client, "append_history", conversation_id=cid, role="assistant", text="Where to?")
