@@ -25,4 +25,10 @@ for arg in "$@"; do [[ "$arg" == -* ]] || coverage=(); done
 [ ${#quick[@]} -eq 0 ] || coverage=()
 # An absolute data file: a process the tests start in another directory writes its share there too.
 export COVERAGE_FILE="$PWD/.coverage"
-exec .venv/bin/python -m pytest ${coverage[@]+"${coverage[@]}"} ${quick[@]+"${quick[@]}"} "$@"
+# One test process per usable core, at most two (each holds the model and its stores: about 1.8 GB at
+# its peak), a file's tests in one process (its module fixtures: servers, stores); SYMBIOTE_TEST_WORKERS
+# sets another number (0: the tests in this process).
+workers="${SYMBIOTE_TEST_WORKERS:-$(.venv/bin/python -c 'import os; print(min(2, len(os.sched_getaffinity(0))))')}"
+parallel=(-n "$workers" --dist loadfile)
+[ "$workers" != 0 ] || parallel=()
+exec .venv/bin/python -m pytest ${parallel[@]+"${parallel[@]}"} ${coverage[@]+"${coverage[@]}"} ${quick[@]+"${quick[@]}"} "$@"
