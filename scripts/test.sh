@@ -25,10 +25,12 @@ for arg in "$@"; do [[ "$arg" == -* ]] || coverage=(); done
 [ ${#quick[@]} -eq 0 ] || coverage=()
 # An absolute data file: a process the tests start in another directory writes its share there too.
 export COVERAGE_FILE="$PWD/.coverage"
-# One test process per usable core, at most two (each holds the model and its stores: about 1.8 GB at
-# its peak), a file's tests in one process (its module fixtures: servers, stores); SYMBIOTE_TEST_WORKERS
-# sets another number (0: the tests in this process).
-workers="${SYMBIOTE_TEST_WORKERS:-$(.venv/bin/python -c 'import os; print(min(2, len(os.sched_getaffinity(0))))')}"
+# The quick tier in one test process per usable core, at most two (each holds the model and its stores:
+# about 1.8 GB at its peak), a file's tests in one process. The whole suite stays in one: its servers,
+# browsers and timed checks beside each other took 7 GB and failed on two cores (docs/tests.md).
+# SYMBIOTE_TEST_WORKERS sets another number (0: the tests in this process).
+cores="$(.venv/bin/python -c 'import os; print(min(2, len(os.sched_getaffinity(0))))')"
+workers="${SYMBIOTE_TEST_WORKERS:-$([ ${#quick[@]} -gt 0 ] && echo "$cores" || echo 0)}"
 parallel=(-n "$workers" --dist loadfile)
 [ "$workers" != 0 ] || parallel=()
 exec .venv/bin/python -m pytest ${parallel[@]+"${parallel[@]}"} ${coverage[@]+"${coverage[@]}"} ${quick[@]+"${quick[@]}"} "$@"

@@ -13,6 +13,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -153,6 +154,7 @@ def test_fuzzed_json_exports(
 
 
 @EXAMPLES
+@pytest.mark.filterwarnings("ignore:Duplicate name:UserWarning")  # the fuzz writes zips with repeated names on purpose
 @given(
     notes=st.lists(st.tuples(st.text(min_size=1, max_size=30), TEXT), min_size=1, max_size=8),
     empty_entries=st.sampled_from([0, 10, 20_000]),
