@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up (first run only), lints (ruff), checks types (mypy) and runs the whole test suite: real model, real Chroma, real HTTP.
 # `--quick` runs only the tests that start no server process and no browser (still the real model and
-# Chroma; about 2 minutes on 2 cores; docs/tests.md), without the coverage figure.
+# Chroma; under 3 minutes on 2 cores, in two test processes; docs/tests.md), without the coverage figure.
 set -euo pipefail
 quick=()
 args=()
