@@ -30,7 +30,15 @@ def _when(stamp: float | None) -> str:
 def keys(args: argparse.Namespace) -> int:
     """`symbiote keys create|list|revoke`: static API keys for clients that can send a header."""
     from symbiote.auth import AuthStoreUnavailable, resolve_mode
+    from symbiote.errors import InvalidInputError
+    from symbiote.storage import text
 
+    for given in (vars(args).get("name"), vars(args).get("key")):  # create names one, revoke the other
+        try:  # a command line is bytes: one that is not UTF-8 arrives as lone surrogates
+            text.name(given or "", "the key's name or id")
+        except InvalidInputError as exc:
+            print(f"symbiote: {exc}", file=sys.stderr)
+            return 2
     settings = settings_from_env()
     store = _auth_store(settings)
     try:
