@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from symbiote.embedding.model import MODEL_DIMENSION, OnnxEmbedder
-from symbiote.embedding.onnx_export import bundled_weights_dir
 
 TEXTS = [
     "I love building web apps with React",
@@ -27,9 +27,13 @@ def onnx(model_dir: Path) -> OnnxEmbedder:
 
 
 def test_matches_sentence_transformers(onnx: OnnxEmbedder) -> None:
-    from sentence_transformers import SentenceTransformer
+    """Against sentence-transformers' vectors of the shipped weights (`tests/fixtures/make_reference_vectors.py`
+    makes them; the weights' hash says they are still the ones shipped)."""
+    from tests.fixtures.make_reference_vectors import HERE, weights_sha256
 
-    reference = SentenceTransformer(str(bundled_weights_dir()), device="cpu").encode(TEXTS, normalize_embeddings=True)
+    fixture = json.loads((HERE / "reference-vectors.json").read_text())
+    assert fixture["weights_sha256"] == weights_sha256() and fixture["texts"] == TEXTS, "run make_reference_vectors.py"
+    reference = np.asarray(fixture["vectors"], dtype=np.float32)
     ours = onnx.embed(TEXTS)
     assert ours.shape == (len(TEXTS), MODEL_DIMENSION)
     cosines = (ours * reference).sum(axis=1)
