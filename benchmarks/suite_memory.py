@@ -2,7 +2,8 @@
 
 `/usr/bin/time -v` gives one process's peak; the suite starts servers, store processes and a
 browser, so this samples the resident memory of the whole process tree (Linux `/proc`) twice a
-second and reports the largest sum seen, the largest single process and the wall time.
+second and reports the largest sum seen, the largest single process and the wall time, and which
+processes held the memory at that peak (the largest ten, by command line).
 
     python benchmarks/suite_memory.py -- scripts/test.sh -q
     python benchmarks/suite_memory.py -- scripts/test.sh --quick -q
@@ -43,17 +44,23 @@ def _rss(pid: int) -> int:
         return 0
 
 
-def tree_rss(root: int) -> tuple[int, int]:
-    """(resident bytes of `root` and all its descendants, of the largest one alone)."""
+def _command(pid: int) -> str:
+    try:
+        argv = (Path("/proc") / str(pid) / "cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return "?"
+    return " ".join(a.decode(errors="replace") for a in argv if a)[:100]
+
+
+def tree_rss(root: int) -> list[tuple[int, int]]:
+    """(pid, resident bytes) of `root` and all its descendants."""
     tree = _children()
-    total, largest, todo = 0, 0, [root]
+    found, todo = [], [root]
     while todo:
         pid = todo.pop()
-        rss = _rss(pid)
-        total += rss
-        largest = max(largest, rss)
+        found.append((pid, _rss(pid)))
         todo.extend(tree.get(pid, []))
-    return total, largest
+    return found
 
 
 def main() -> int:
@@ -67,9 +74,14 @@ def main() -> int:
     started = time.monotonic()
     proc = subprocess.Popen(command)
     peak_total = peak_one = 0
+    at_peak: list[tuple[str, int]] = []
     while proc.poll() is None:
-        total, largest = tree_rss(proc.pid)
-        peak_total, peak_one = max(peak_total, total), max(peak_one, largest)
+        sample = tree_rss(proc.pid)
+        total = sum(rss for _pid, rss in sample)
+        peak_one = max([peak_one, *(rss for _pid, rss in sample)])
+        if total > peak_total:
+            peak_total = total
+            at_peak = [(_command(pid), rss) for pid, rss in sorted(sample, key=lambda s: -s[1])[:10]]
         time.sleep(args.interval)
     wall = time.monotonic() - started
     mib = 1024 * 1024
@@ -78,6 +90,8 @@ def main() -> int:
         f"largest single process {peak_one / mib:.0f} MiB",
         file=sys.stderr,
     )
+    for command_line, rss in at_peak:
+        print(f"  at the peak: {rss / mib:6.0f} MiB  {command_line}", file=sys.stderr)
     return proc.returncode
 
 

@@ -12,6 +12,10 @@ set -- ${args[@]+"${args[@]}"}
 cd "$(dirname "$0")/.."
 scripts/setup.sh dev
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+# Two malloc arenas per process (glibc makes up to eight per core, one per busy thread: Chroma's and
+# onnxruntime's threads each fragment their own): the test process held 1,251 MB at the end of the store
+# and engine tests with the default and 882 MB with two, and ran no slower (docs/tests.md).
+export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}"
 # Lint, format and types first (seconds; [tool.ruff] and [tool.mypy] in pyproject.toml): a new
 # finding fails the run before the suite.
 .venv/bin/python -m ruff check .
@@ -25,12 +29,11 @@ for arg in "$@"; do [[ "$arg" == -* ]] || coverage=(); done
 [ ${#quick[@]} -eq 0 ] || coverage=()
 # An absolute data file: a process the tests start in another directory writes its share there too.
 export COVERAGE_FILE="$PWD/.coverage"
-# The quick tier in one test process per usable core, at most two (each holds the model and its stores:
-# about 1.8 GB at its peak), a file's tests in one process. The whole suite stays in one: its servers,
-# browsers and timed checks beside each other took 7 GB and failed on two cores (docs/tests.md).
-# SYMBIOTE_TEST_WORKERS sets another number (0: the tests in this process).
+# The tests in one test process per usable core, at most two, a file's tests in one process (each
+# process holds the model and its stores: about 1.2 GB at its peak). SYMBIOTE_TEST_WORKERS sets another
+# number (0: the tests in this process).
 cores="$(.venv/bin/python -c 'import os; print(min(2, len(os.sched_getaffinity(0))))')"
-workers="${SYMBIOTE_TEST_WORKERS:-$([ ${#quick[@]} -gt 0 ] && echo "$cores" || echo 0)}"
+workers="${SYMBIOTE_TEST_WORKERS:-$cores}"
 parallel=(-n "$workers" --dist loadfile)
 [ "$workers" != 0 ] || parallel=()
 exec .venv/bin/python -m pytest ${parallel[@]+"${parallel[@]}"} ${coverage[@]+"${coverage[@]}"} ${quick[@]+"${quick[@]}"} "$@"

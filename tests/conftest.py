@@ -276,9 +276,10 @@ def model_dir() -> Path:
     return MODEL_DIR
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator[ServerProcess]:
-    """One shared server for tests that only add data and look for what they added."""
+    """One server for a module's tests that only add data and look for what they added; a module's, not
+    the session's: one held for the whole run beside every other test's servers held some 400 MB."""
     proc = ServerProcess(tmp_path_factory.mktemp("shared") / "data").start()
     yield proc
     proc.stop()

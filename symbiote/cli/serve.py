@@ -222,7 +222,7 @@ def _serve_stdio(settings: Settings) -> int:
     finally:
         relay.finish()
         runtime.close()
-    return 0
+    return 1 if relay.client_gone else 0  # as the SDK alone exits when its stdout is closed
 
 
 def _end_on_interrupt(relay: Any) -> None:

@@ -37,6 +37,7 @@ _WINDOW_BODY = MAX_TOKENS - 2
 _SPAN_TOKENS = 128
 _SPAN_STRIDE = 96
 HEAD_CHARS = 8_192  # characters tokenized for a text's window, enough for its 254 tokens but in rare texts
+WARM_RUN = 32  # texts per run of the model when the warm vectors are made
 SHRINK_TOKENS = 1_024  # a run of more tokens (padding included) gives its arena memory back after it
 _PARAGRAPH = re.compile(r"\n\s*\n")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
@@ -317,7 +318,8 @@ def _warm_vectors(model: Embedder, model_dir: Path, texts: list[str]) -> np.ndar
         else:
             if vectors.shape == (len(texts), model.dimension):
                 return vectors
-    vectors = model.embed(texts)
+    # In runs of WARM_RUN texts: all of them in one run held some 600 MB of activations at its peak.
+    vectors = np.concatenate([model.embed(texts[at : at + WARM_RUN]) for at in range(0, len(texts), WARM_RUN)])
     try:
         partial = kept.with_suffix(".partial.npy")
         np.save(partial, vectors)

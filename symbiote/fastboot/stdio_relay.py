@@ -13,7 +13,7 @@ cache has already answered.
 As the SDK itself does, file descriptor 0 then reads the null device and 1 writes to stderr,
 so a stray print or a child process can never corrupt the protocol stream. The ending is the
 SDK's too: end of input ends the session once every answer is written (however late the client
-reads them), and a client that closes our stdout makes the SDK's next write fail.
+reads them), and a client that closes our stdout ends it with exit status 1.
 """
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ class StdioRelay:
         ]
         self._sdk_stdin: io.TextIOWrapper | None = None
         self._sdk_stdout: io.TextIOWrapper | None = None
+        self.client_gone = False  # the client closed our stdout: the session ends, and the exit is 1
 
     def start(self) -> None:
         for thread in self._threads:
@@ -148,7 +149,11 @@ class StdioRelay:
                 try:
                     self._to_client(line)
                 except OSError as exc:
-                    log.debug("stdout closed by the client: %s", exc)
+                    # The SDK may have written every answer it had into the pipe already and wait for
+                    # input: ending its input ends the session, as a failed write would have.
+                    log.info("the client closed stdout (%s); ending the session", exc)
+                    self.client_gone = True
+                    self.end_input()
                     return
 
     def _answered_already(self, line: bytes) -> bool:
