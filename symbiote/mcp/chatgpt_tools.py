@@ -77,7 +77,13 @@ def register_chatgpt_tools(server: MCPServer, engine: MemoryEngine, origin: Orig
             "first, each with an id to pass to `fetch` for the full text. Used by ChatGPT deep research and "
             "company knowledge; assistants that have `search_memory` should call that instead."
         ),
-        annotations=ToolAnnotations(title="Search memories", read_only_hint=True, open_world_hint=False),
+        annotations=ToolAnnotations(
+            title="Search memories",
+            read_only_hint=True,
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=False,
+        ),
     )
     async def search(
         query: Annotated[str, Field(description="What to look for, in natural language.")],
@@ -103,7 +109,13 @@ def register_chatgpt_tools(server: MCPServer, engine: MemoryEngine, origin: Orig
         description=(
             "Fetch one memory's full text by the id that `search` returned, with when it was stored and its tags."
         ),
-        annotations=ToolAnnotations(title="Fetch memory", read_only_hint=True, open_world_hint=False),
+        annotations=ToolAnnotations(
+            title="Fetch memory",
+            read_only_hint=True,
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=False,
+        ),
     )
     async def fetch(
         id: Annotated[str, Field(description="A memory id from search, like 'mem_17321234567890120042'.")],

@@ -32,7 +32,11 @@ def register_history_tools(server: MCPServer, services: HistoryServices) -> None
             "(last + 1, from 0) when omitted; appending the same turn again at the same index is harmless."
         ),
         annotations=ToolAnnotations(
-            title="Append to conversation history", read_only_hint=False, destructive_hint=False, idempotent_hint=False
+            title="Append to conversation history",
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=False,
+            open_world_hint=False,
         ),
     )
     @readable_errors
@@ -55,7 +59,13 @@ def register_history_tools(server: MCPServer, services: HistoryServices) -> None
             "The last n turns of a conversation, oldest first (chronological order). An unknown "
             "conversation gives an empty list."
         ),
-        annotations=ToolAnnotations(title="Get conversation history", read_only_hint=True, open_world_hint=False),
+        annotations=ToolAnnotations(
+            title="Get conversation history",
+            read_only_hint=True,
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=False,
+        ),
     )
     @readable_errors
     async def get_history(
@@ -72,7 +82,13 @@ def register_history_tools(server: MCPServer, services: HistoryServices) -> None
             f"prompt and cut to a token budget (default {builder.budget}; the newest turns and the best memories "
             "are kept). Put `context` before the new message in your prompt."
         ),
-        annotations=ToolAnnotations(title="Build prompt context", read_only_hint=True, open_world_hint=False),
+        annotations=ToolAnnotations(
+            title="Build prompt context",
+            read_only_hint=True,
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=False,
+        ),
     )
     @readable_errors
     async def build_context(

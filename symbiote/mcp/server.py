@@ -109,7 +109,18 @@ class SymbioteMCP(MCPServer):
         `plain_schema` gives the same constraints in the shape a client's validator walks fastest:
         the official SDK client checks every result against it in pure Python (jsonschema), where
         each `$ref` and `anyOf` costs a resolution or a branch per field of every hit. Results are
-        still validated here against the tool's own model."""
+        still validated here against the tool's own model.
+
+        Every tool declares its title and all four hints: the Claude and ChatGPT directories refuse a
+        tool that leaves one to the client's default."""
+        hints = annotations and (
+            annotations.read_only_hint,
+            annotations.destructive_hint,
+            annotations.idempotent_hint,
+            annotations.open_world_hint,
+        )
+        if not title or not hints or None in hints:
+            raise ValueError(f"tool {name or fn.__name__}: give it a title and all four hints")
         super().add_tool(
             fn,
             name=name,

@@ -125,7 +125,11 @@ def _register_storing(server: MCPServer, engine: MemoryEngine) -> None:
             "otherwise ignore them."
         ),
         annotations=ToolAnnotations(
-            title="Store memory", read_only_hint=False, destructive_hint=False, idempotent_hint=False
+            title="Store memory",
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=False,
+            open_world_hint=False,
         ),
     )
     @readable_errors
@@ -168,7 +172,11 @@ def _register_storing(server: MCPServer, engine: MemoryEngine) -> None:
             "Identical content already stored is not copied (status 'duplicate')."
         ),
         annotations=ToolAnnotations(
-            title="Store memories", read_only_hint=False, destructive_hint=False, idempotent_hint=False
+            title="Store memories",
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=False,
+            open_world_hint=False,
         ),
     )
     @readable_errors
@@ -200,7 +208,13 @@ def _register_search(server: MCPServer, engine: MemoryEngine) -> None:
             "whatever its score or mark; say something was never stored only when none of them does. "
             "Narrow by time with after/before/when: ISO dates or phrases like 'yesterday', 'last week', 'in March'."
         ),
-        annotations=ToolAnnotations(title="Search memory", read_only_hint=True, open_world_hint=False),
+        annotations=ToolAnnotations(
+            title="Search memory",
+            read_only_hint=True,
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=False,
+        ),
     )
     @readable_errors
     @takes(SearchRequest)
@@ -214,7 +228,9 @@ def _register_reading(server: MCPServer, engine: MemoryEngine) -> None:
     @server.tool(
         title="Get memory",
         description="Fetch one memory by its id (from search_memory or list_memories), with its tags and timestamp.",
-        annotations=ToolAnnotations(title="Get memory", read_only_hint=True, open_world_hint=False),
+        annotations=ToolAnnotations(
+            title="Get memory", read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+        ),
     )
     @readable_errors
     async def get_memory(
@@ -225,7 +241,13 @@ def _register_reading(server: MCPServer, engine: MemoryEngine) -> None:
     @server.tool(
         title="Get memories",
         description="Fetch several memories by id in one call; the answer keeps your order, with null for unknown ids.",
-        annotations=ToolAnnotations(title="Get memories", read_only_hint=True, open_world_hint=False),
+        annotations=ToolAnnotations(
+            title="Get memories",
+            read_only_hint=True,
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=False,
+        ),
     )
     @readable_errors
     async def get_memories(
@@ -250,7 +272,11 @@ def _register_editing(server: MCPServer, engine: MemoryEngine) -> None:
             "to storing a second, conflicting memory."
         ),
         annotations=ToolAnnotations(
-            title="Update memory", read_only_hint=False, destructive_hint=False, idempotent_hint=True
+            title="Update memory",
+            read_only_hint=False,
+            destructive_hint=True,
+            idempotent_hint=True,
+            open_world_hint=False,
         ),
     )
     @readable_errors
@@ -272,7 +298,11 @@ def _register_editing(server: MCPServer, engine: MemoryEngine) -> None:
             "restore it, from the console's trash."
         ),
         annotations=ToolAnnotations(
-            title="Delete memory", read_only_hint=False, destructive_hint=True, idempotent_hint=True
+            title="Delete memory",
+            read_only_hint=False,
+            destructive_hint=True,
+            idempotent_hint=True,
+            open_world_hint=False,
         ),
     )
     @readable_errors
@@ -294,7 +324,11 @@ def _register_linking(server: MCPServer, engine: MemoryEngine) -> None:
             "entry that the new memory does replace. The owner sees and can undo every link."
         ),
         annotations=ToolAnnotations(
-            title="Link memories", read_only_hint=False, destructive_hint=False, idempotent_hint=True
+            title="Link memories",
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=False,
         ),
     )
     @readable_errors
@@ -315,7 +349,11 @@ def _register_linking(server: MCPServer, engine: MemoryEngine) -> None:
             "both stay, and neither replaces the other. For a link that was wrong."
         ),
         annotations=ToolAnnotations(
-            title="Unlink memories", read_only_hint=False, destructive_hint=False, idempotent_hint=False
+            title="Unlink memories",
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=False,
+            open_world_hint=False,
         ),
     )
     @readable_errors
@@ -336,7 +374,13 @@ def _register_browsing(server: MCPServer, engine: MemoryEngine) -> None:
             "remembered; to answer a question, use search_memory instead. Pass the returned next_before "
             "as `before` to get the next, older page."
         ),
-        annotations=ToolAnnotations(title="List memories", read_only_hint=True, open_world_hint=False),
+        annotations=ToolAnnotations(
+            title="List memories",
+            read_only_hint=True,
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=False,
+        ),
     )
     @readable_errors
     async def list_memories(
@@ -354,7 +398,13 @@ def _register_browsing(server: MCPServer, engine: MemoryEngine) -> None:
             "How many memories are stored (per type and per collection), the oldest and newest, the most used "
             "tags, disk usage, quota usage and mean latency."
         ),
-        annotations=ToolAnnotations(title="Memory statistics", read_only_hint=True, open_world_hint=False),
+        annotations=ToolAnnotations(
+            title="Memory statistics",
+            read_only_hint=True,
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=False,
+        ),
     )
     @readable_errors
     async def memory_stats() -> MemoryStats:

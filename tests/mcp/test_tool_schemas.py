@@ -1,17 +1,20 @@
-"""The tools a client sees do not change when the code behind them does: `tools/list` over real HTTP,
-compared with the snapshot in tool_schemas.json (taken before the engine's typed requests). A change
-meant for users updates the snapshot on purpose: delete the file and run this test once."""
+"""The tools a client sees do not change when the code behind them does: `tools/list` through the SDK's
+client, compared with the snapshot in tool_schemas.json (taken before the engine's typed requests). A
+change meant for users updates the snapshot on purpose: delete the file and run this test once."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp import Client
 
-from tests.conftest import ServerProcess
+from symbiote.config import Settings
+from tests.conftest import InProcess, make_app, make_runtime
 
 SNAPSHOT = Path(__file__).with_name("tool_schemas.json")
 
@@ -21,10 +24,43 @@ def as_published(tools: list[Any]) -> str:
     return json.dumps(listed, indent=2, ensure_ascii=False) + "\n"
 
 
-async def test_tools_list_is_unchanged(chatgpt_server: ServerProcess) -> None:
-    async with Client(chatgpt_server.mcp_url) as client:
+@pytest.fixture
+def every_tool(settings: Settings) -> Iterator[InProcess]:
+    """The server with ChatGPT's `search` and `fetch` too: every tool it can publish."""
+    settings = dataclasses.replace(settings, chatgpt_tools="on")
+    built = make_runtime(settings)
+    yield InProcess(built, make_app(settings, runtime=built))
+    built.close()
+
+
+async def test_tools_list_is_unchanged(every_tool: InProcess) -> None:
+    async with Client(every_tool.server) as client:
         published = as_published((await client.list_tools()).tools)
     if not SNAPSHOT.exists():
         SNAPSHOT.write_text(published, encoding="utf-8")
         pytest.skip("snapshot written: commit tool_schemas.json")
     assert published == SNAPSHOT.read_text(encoding="utf-8")
+
+
+async def test_every_tool_has_a_title_and_says_what_it_changes(every_tool: InProcess) -> None:
+    """The Claude and ChatGPT directories ask for a title and the read-only, destructive and
+    open-world hints set on every tool; the server refuses to register a tool without them."""
+    async with Client(every_tool.server) as client:
+        tools = (await client.list_tools()).tools
+    assert {tool.name for tool in tools} >= {"search", "fetch", "store_memory", "delete_memory", "append_history"}
+    for tool in tools:
+        hints = tool.annotations
+        assert tool.title and hints is not None, tool.name
+        assert None not in (hints.read_only_hint, hints.destructive_hint, hints.open_world_hint), tool.name
+        assert hints.open_world_hint is False, tool.name  # the owner's own memory, nothing beyond it
+        assert not (hints.read_only_hint and hints.destructive_hint), tool.name
+    destructive = {tool.name for tool in tools if tool.annotations and tool.annotations.destructive_hint}
+    assert destructive == {"delete_memory", "update_memory"}  # what they remove or overwrite is gone
+
+
+def test_a_tool_without_its_hints_is_refused_at_registration(every_tool: InProcess) -> None:
+    async def bare() -> str:
+        return "x"
+
+    with pytest.raises(ValueError, match="title and all four hints"):
+        every_tool.server.add_tool(bare, title="Bare")
