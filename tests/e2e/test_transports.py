@@ -156,3 +156,52 @@ async def test_bad_transport_is_a_config_error(tmp_path: Path) -> None:
         [sys.executable, "-m", "symbiote", "serve"], env=env, capture_output=True, text=True, timeout=60
     )
     assert run.returncode == 2 and "SYMBIOTE_TRANSPORT='carrier-pigeon'" in run.stderr
+
+
+async def test_every_tool_s_result_is_its_output_schema_and_every_error_is_whole_text(server: ServerProcess) -> None:
+    """What claude.ai and Claude Desktop check (a structured result that fails `outputSchema` fails the
+    call), and what Claude Code and ChatGPT read (structured content only; the text of an error):
+    every tool called over HTTP, every result checked against its own schema, every error's text whole."""
+    import jsonschema
+
+    marker = uuid.uuid4().hex[:8]
+    async with Client(server.mcp_url) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        results: dict[str, dict[str, Any]] = {}
+
+        async def check(tool: str, **arguments: Any) -> dict[str, Any]:
+            result = await client.call_tool(tool, arguments)
+            assert not result.is_error and result.structured_content is not None, (tool, result.content)
+            jsonschema.validate(result.structured_content, tools[tool].output_schema or {})
+            text = json.loads(result.content[0].text)  # type: ignore[union-attr]
+            assert text == result.structured_content, tool  # the text says what the data says
+            results[tool] = result.structured_content
+            return result.structured_content
+
+        older = await check("store_memory", content=f"Dana {marker} lives in Oslo", tags=[marker])
+        batch = await check(
+            "store_memories", memories=[{"content": f"Dana {marker} moved to Bergen", "tags": [marker]}]
+        )
+        newer = batch["results"][0]["memory_id"]
+        await check("search_memory", query=f"where does Dana {marker} live?")
+        await check("get_memory", memory_id=older["memory_id"])
+        await check("get_memories", memory_ids=[older["memory_id"], "mem_17000000000000000001"])
+        await check("link_memories", newer_id=newer, older_id=older["memory_id"])
+        await check("unlink_memories", newer_id=newer, older_id=older["memory_id"])
+        await check("update_memory", memory_id=newer, tags=[marker, "city"])
+        await check("list_memories", limit=2)
+        await check("memory_stats")
+        await check("append_history", conversation_id=marker, role="user", text="I moved to Bergen")
+        await check("get_history", conversation_id=marker)
+        await check("build_context", conversation_id=marker, message="where do I live?")
+        await check("delete_memory", memory_id=older["memory_id"])
+        assert set(results) == set(tools), set(tools) - set(results)
+
+        for tool, arguments in {
+            "get_memory": {"memory_id": "mem_17000000000000000001"},
+            "store_memory": {"content": ""},
+        }.items():
+            refused = await client.call_tool(tool, arguments)
+            assert refused.is_error and refused.structured_content is None, (tool, refused)
+            (said,) = refused.content
+            assert said.type == "text" and said.text.endswith(".") and len(said.text) > 20, (tool, said)
