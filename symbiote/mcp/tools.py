@@ -19,7 +19,7 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from symbiote.errors import SymbioteError
-from symbiote.mcp.replies import reply
+from symbiote.mcp.replies import page, reply
 from symbiote.memory import (
     ASSISTANT,
     CONSOLE,
@@ -227,7 +227,11 @@ def _register_reading(server: MCPServer, engine: MemoryEngine) -> None:
 
     @server.tool(
         title="Get memory",
-        description="Fetch one memory by its id (from search_memory or list_memories), with its tags and timestamp.",
+        description=(
+            "Fetch one memory by its id (from search_memory or list_memories), with its tags and timestamp: its "
+            "whole text, where other replies show a long memory's part (content_chars). A text longer than one "
+            "reply comes in parts: pass next_offset as offset for the next."
+        ),
         annotations=ToolAnnotations(
             title="Get memory", read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
         ),
@@ -235,8 +239,9 @@ def _register_reading(server: MCPServer, engine: MemoryEngine) -> None:
     @readable_errors
     async def get_memory(
         memory_id: Annotated[str, Field(description="The id, like 'mem_17321234567890120042'.")],
+        offset: Annotated[int, Field(ge=0, description="Where the text starts, in characters (next_offset).")] = 0,
     ) -> Memory:
-        return await engine.get(memory_id)
+        return page(await engine.get(memory_id), offset)
 
     @server.tool(
         title="Get memories",

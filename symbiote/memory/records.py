@@ -14,7 +14,18 @@ class Memory(BaseModel):
     """One stored memory."""
 
     memory_id: str = Field(description="Stable id, mem_<digits>; sorts by creation time.")
-    content: str = Field(description="The full text as stored.")
+    content: str = Field(
+        description="The text as stored; in a reply holding many memories, a long one's part (see content_chars)."
+    )
+    content_chars: int | None = Field(
+        default=None,
+        description="Set when `content` is only part of a long memory (the part that matched, or its "
+        "beginning): the whole text's length in characters. get_memory gives the whole.",
+    )
+    next_offset: int | None = Field(
+        default=None,
+        description="get_memory only, for a text longer than one reply: pass it as `offset` for the next part.",
+    )
     timestamp: str = Field(description="When it was stored, ISO-8601 UTC.")
     tags: list[str] = Field(default_factory=list, description="Labels given when it was stored.")
     type: str | None = Field(
@@ -88,6 +99,11 @@ class NearDuplicate(BaseModel):
 
     memory_id: str
     content: str
+    content_chars: int | None = Field(
+        default=None,
+        description="Set when `content` is only part of a long memory (the part that matched, or its "
+        "beginning): the whole text's length in characters. get_memory gives the whole.",
+    )
     similarity: float = Field(description="Cosine similarity, 0-1.")
 
 
@@ -97,6 +113,11 @@ class MayReplace(BaseModel):
 
     memory_id: str
     content: str
+    content_chars: int | None = Field(
+        default=None,
+        description="Set when `content` is only part of a long memory (the part that matched, or its "
+        "beginning): the whole text's length in characters. get_memory gives the whole.",
+    )
     similarity: float = Field(description="Cosine similarity to the new memory, 0-1.")
 
 
