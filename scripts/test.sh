@@ -29,11 +29,13 @@ for arg in "$@"; do [[ "$arg" == -* ]] || coverage=(); done
 [ ${#quick[@]} -eq 0 ] || coverage=()
 # An absolute data file: a process the tests start in another directory writes its share there too.
 export COVERAGE_FILE="$PWD/.coverage"
-# The tests in one test process per usable core, at most two, a file's tests in one process (each
-# process holds the model and its stores: about 1.2 GB at its peak). SYMBIOTE_TEST_WORKERS sets another
-# number (0: the tests in this process).
+# The quick tier in one test process per usable core, at most two (each holds the model and its stores:
+# about 1.2 GB at its peak), a file's tests in one process. The whole suite stays in one: its servers
+# and browsers already keep both cores busy, and in two it took as long (16.5 min on a fresh clone, with
+# coverage) with a 5.2 GB tree peak (docs/tests.md). SYMBIOTE_TEST_WORKERS sets another number (0: the
+# tests in this process).
 cores="$(.venv/bin/python -c 'import os; print(min(2, len(os.sched_getaffinity(0))))')"
-workers="${SYMBIOTE_TEST_WORKERS:-$cores}"
+workers="${SYMBIOTE_TEST_WORKERS:-$([ ${#quick[@]} -gt 0 ] && echo "$cores" || echo 0)}"
 parallel=(-n "$workers" --dist loadfile)
 [ "$workers" != 0 ] || parallel=()
 exec .venv/bin/python -m pytest ${parallel[@]+"${parallel[@]}"} ${coverage[@]+"${coverage[@]}"} ${quick[@]+"${quick[@]}"} "$@"

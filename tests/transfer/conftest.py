@@ -18,3 +18,13 @@ def importing(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iter
     proc = ServerProcess(tmp_path_factory.mktemp("import") / "data").start()
     yield proc
     proc.stop()
+
+
+@pytest.fixture(autouse=True)
+def close_consoles() -> Iterator[None]:
+    """Every console connection a test opened (`Console`), closed after it."""
+    from tests.transfer.test_hardening import Console
+
+    yield
+    while Console.opened:
+        Console.opened.pop().close()

@@ -15,7 +15,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 import pytest
@@ -29,10 +29,14 @@ HEADER = json.dumps({"format": "symbiote-memories", "version": 1, "model": "all-
 
 
 class Console:
-    """The console's import as its page's script drives it: a job, the file in parts, start, poll."""
+    """The console's import as its page's script drives it: a job, the file in parts, start, poll.
+    Its connection is closed after the test (`close_consoles` in tests/transfer/conftest.py)."""
+
+    opened: ClassVar[list[httpx.Client]] = []
 
     def __init__(self, base: str) -> None:
         self.http = httpx.Client(base_url=f"{base}/console", timeout=60)
+        Console.opened.append(self.http)
         page = self.http.get("/transfer").text
         self.csrf = {"X-CSRF-Token": page.split('name="csrf-token" content="')[1].split('"')[0]}
 
