@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
 from symbiote.memory.clock import iso_utc
 from symbiote.storage import StoredMemory
+
+# Every reply that shows memories may show a long one's part (`symbiote.mcp.replies`): said once.
+ContentChars = Annotated[
+    int | None,
+    Field(
+        description="Set when `content` is only part of a long memory (the part that matched, or its "
+        "beginning): the whole text's length in characters. get_memory gives the whole."
+    ),
+]
 
 
 class Memory(BaseModel):
@@ -17,11 +26,7 @@ class Memory(BaseModel):
     content: str = Field(
         description="The text as stored; in a reply holding many memories, a long one's part (see content_chars)."
     )
-    content_chars: int | None = Field(
-        default=None,
-        description="Set when `content` is only part of a long memory (the part that matched, or its "
-        "beginning): the whole text's length in characters. get_memory gives the whole.",
-    )
+    content_chars: ContentChars = None
     next_offset: int | None = Field(
         default=None,
         description="get_memory only, for a text longer than one reply: pass it as `offset` for the next part.",
@@ -99,11 +104,7 @@ class NearDuplicate(BaseModel):
 
     memory_id: str
     content: str
-    content_chars: int | None = Field(
-        default=None,
-        description="Set when `content` is only part of a long memory (the part that matched, or its "
-        "beginning): the whole text's length in characters. get_memory gives the whole.",
-    )
+    content_chars: ContentChars = None
     similarity: float = Field(description="Cosine similarity, 0-1.")
 
 
@@ -113,11 +114,7 @@ class MayReplace(BaseModel):
 
     memory_id: str
     content: str
-    content_chars: int | None = Field(
-        default=None,
-        description="Set when `content` is only part of a long memory (the part that matched, or its "
-        "beginning): the whole text's length in characters. get_memory gives the whole.",
-    )
+    content_chars: ContentChars = None
     similarity: float = Field(description="Cosine similarity to the new memory, 0-1.")
 
 
