@@ -206,6 +206,8 @@ def _register_search(server: MCPServer, engine: MemoryEngine) -> None:
             "the nearest memory about what the question names). Memories scored under min_relevance (default "
             "30) go to below_cutoff. Read them all: use any that plainly answers the question as asked, "
             "whatever its score or mark; say something was never stored only when none of them does. "
+            "A long memory is shown by its part that matched, with content_chars (its whole length): call "
+            "get_memory for the whole when the part is not enough. "
             "Narrow by time with after/before/when: ISO dates or phrases like 'yesterday', 'last week', 'in March'."
         ),
         annotations=ToolAnnotations(
