@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ import pytest
 from mcp import Client
 
 from symbiote.config import Settings
-from tests.conftest import InProcess, make_app, make_runtime
+from tests.conftest import InProcess
 
 SNAPSHOT = Path(__file__).with_name("tool_schemas.json")
 
@@ -25,16 +24,13 @@ def as_published(tools: list[Any]) -> str:
 
 
 @pytest.fixture
-def every_tool(settings: Settings) -> Iterator[InProcess]:
-    """The server with ChatGPT's `search` and `fetch` too: every tool it can publish."""
-    settings = dataclasses.replace(settings, chatgpt_tools="on")
-    built = make_runtime(settings)
-    yield InProcess(built, make_app(settings, runtime=built))
-    built.close()
+def settings(settings: Settings) -> Settings:
+    """The server with ChatGPT's `search` and `fetch` too: every tool it can publish (`in_process`)."""
+    return dataclasses.replace(settings, chatgpt_tools="on")
 
 
-async def test_tools_list_is_unchanged(every_tool: InProcess) -> None:
-    async with Client(every_tool.server) as client:
+async def test_tools_list_is_unchanged(in_process: InProcess) -> None:
+    async with Client(in_process.server) as client:
         published = as_published((await client.list_tools()).tools)
     if not SNAPSHOT.exists():
         SNAPSHOT.write_text(published, encoding="utf-8")
@@ -42,10 +38,10 @@ async def test_tools_list_is_unchanged(every_tool: InProcess) -> None:
     assert published == SNAPSHOT.read_text(encoding="utf-8")
 
 
-async def test_every_tool_has_a_title_and_says_what_it_changes(every_tool: InProcess) -> None:
+async def test_every_tool_has_a_title_and_says_what_it_changes(in_process: InProcess) -> None:
     """The Claude and ChatGPT directories ask for a title and the read-only, destructive and
     open-world hints set on every tool; the server refuses to register a tool without them."""
-    async with Client(every_tool.server) as client:
+    async with Client(in_process.server) as client:
         tools = (await client.list_tools()).tools
     assert {tool.name for tool in tools} >= {"search", "fetch", "store_memory", "delete_memory", "append_history"}
     for tool in tools:
@@ -58,9 +54,9 @@ async def test_every_tool_has_a_title_and_says_what_it_changes(every_tool: InPro
     assert destructive == {"delete_memory", "update_memory"}  # what they remove or overwrite is gone
 
 
-def test_a_tool_without_its_hints_is_refused_at_registration(every_tool: InProcess) -> None:
+def test_a_tool_without_its_hints_is_refused_at_registration(in_process: InProcess) -> None:
     async def bare() -> str:
         return "x"
 
     with pytest.raises(ValueError, match="title and all four hints"):
-        every_tool.server.add_tool(bare, title="Bare")
+        in_process.server.add_tool(bare, title="Bare")
