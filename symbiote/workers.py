@@ -30,6 +30,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
+from pathlib import Path
 from typing import Any, Literal, ParamSpec, TypeVar
 
 P = ParamSpec("P")
@@ -204,18 +205,47 @@ def import_numpy() -> None:
         import numpy  # noqa: F401
 
 
-def usable_cores(cgroup: str = "/sys/fs/cgroup/cpu.max") -> int:
-    """Cores this process may use: its CPU affinity, capped by a container's CPU quota (cgroup v2),
-    which the affinity does not show (Azure Container Apps gives a replica half a vCPU)."""
+def usable_cores(root: str = "/sys/fs/cgroup", own: str = "/proc/self/cgroup") -> int:
+    """Cores this process may use: its CPU affinity, capped by the CPU quota of its cgroup or any group
+    above it (v2's `cpu.max`, v1's `cpu.cfs_quota_us`), which the affinity does not show (Azure
+    Container Apps gives a replica half a vCPU; a model running two threads on it spends the quota
+    twice as fast and waits out the rest of each period)."""
     cores = len(os.sched_getaffinity(0)) if sys.platform == "linux" else os.cpu_count() or 1
+    quotas = [math.ceil(quota / period) for quota, period in _cpu_quotas(Path(root), Path(own)) if period > 0]
+    return max(1, min([cores, *quotas]))
+
+
+def _cpu_quotas(root: Path, own: Path) -> list[tuple[int, int]]:
+    """(quota, period) of each group from this process's up to the root that sets one."""
     try:
-        with open(cgroup) as limits:
-            quota, period = limits.read().split()[:2]
-    except (OSError, ValueError):  # no cgroup v2 (macOS, cgroup v1): the affinity is all we know
-        return cores
-    if quota == "max":
-        return cores
+        lines = own.read_text().splitlines()
+    except OSError:  # not Linux: the affinity is all we know
+        return []
+    found: list[tuple[int, int]] = []
+    for line in lines:
+        hierarchy, _, rest = line.partition(":")
+        controllers, _, path = rest.partition(":")
+        if hierarchy == "0" and controllers == "":  # v2: one tree, `cpu.max` holds "<quota|max> <period>"
+            for group in _upwards(root, path):
+                words = _read(group / "cpu.max").split()
+                if len(words) == 2 and words[0] != "max" and all(word.isdigit() for word in words):
+                    found.append((int(words[0]), int(words[1])))
+        elif "cpu" in controllers.split(","):  # v1: the cpu controller's own tree, -1 for no quota
+            mount = next((m for m in (root / "cpu", root / controllers) if m.is_dir()), None)
+            for group in _upwards(mount, path) if mount is not None else []:
+                quota, period = _read(group / "cpu.cfs_quota_us"), _read(group / "cpu.cfs_period_us")
+                if quota.isdigit() and period.isdigit():
+                    found.append((int(quota), int(period)))
+    return found
+
+
+def _upwards(mount: Path, path: str) -> list[Path]:
+    parts = [part for part in path.split("/") if part and part != ".."]
+    return [mount.joinpath(*parts[:depth]) for depth in range(len(parts), -1, -1)]
+
+
+def _read(file: Path) -> str:
     try:
-        return max(1, min(cores, math.ceil(int(quota) / int(period))))
-    except (ValueError, ZeroDivisionError):
-        return cores
+        return file.read_text().strip()
+    except OSError:  # a group without the controller's file, or one gone meanwhile
+        return ""

@@ -133,10 +133,25 @@ async def test_a_write_waits_for_a_searchs_next_trip_but_not_for_ever() -> None:
     ("cpu_max", "expected"),
     [("50000 100000\n", 1), ("100000 100000\n", 1), ("150000 100000\n", 2), ("max 100000\n", None)],
 )
-def test_usable_cores_follow_a_containers_cpu_quota(tmp_path, cpu_max, expected):
-    """Azure gives a replica half a vCPU: the model must not run two threads on it."""
-    cgroup = tmp_path / "cpu.max"
-    cgroup.write_text(cpu_max)
+def test_usable_cores_follow_a_containers_cpu_quota_in_cgroup_v2(tmp_path, cpu_max, expected):
+    """Azure gives a replica half a vCPU: the model must not run two threads on it. The quota may be
+    set on the process's own group or one above it."""
+    (tmp_path / "cgroup").write_text("0::/app/replica\n")
+    (tmp_path / "fs" / "app" / "replica").mkdir(parents=True)
+    (tmp_path / "fs" / "app" / "cpu.max").write_text(cpu_max)
+    (tmp_path / "fs" / "app" / "replica" / "cpu.max").write_text("max 100000\n")
     cores = len(os.sched_getaffinity(0))
-    assert usable_cores(str(cgroup)) == min(cores, expected or cores)
-    assert usable_cores(str(tmp_path / "absent")) == cores
+    assert usable_cores(str(tmp_path / "fs"), str(tmp_path / "cgroup")) == min(cores, expected or cores)
+    assert usable_cores(str(tmp_path / "fs"), str(tmp_path / "absent")) == cores
+
+
+@pytest.mark.parametrize(("quota", "expected"), [("50000", 1), ("-1", None), ("250000", 3)])
+def test_usable_cores_follow_a_cpu_quota_in_cgroup_v1(tmp_path, quota, expected):
+    """A v1 host (older Docker and Kubernetes nodes) keeps the quota in the cpu controller's own tree."""
+    (tmp_path / "cgroup").write_text("4:memory:/bench\n2:cpu,cpuacct:/bench\n0::/\n")
+    group = tmp_path / "fs" / "cpu,cpuacct" / "bench"
+    group.mkdir(parents=True)
+    (group / "cpu.cfs_quota_us").write_text(f"{quota}\n")
+    (group / "cpu.cfs_period_us").write_text("100000\n")
+    cores = len(os.sched_getaffinity(0))
+    assert usable_cores(str(tmp_path / "fs"), str(tmp_path / "cgroup")) == min(cores, expected or cores)
