@@ -18,14 +18,18 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel
 
-from symbiote.memory import Memory
+from symbiote.memory import BatchStoreResult, History, Memory, MemoryList, MemoryPage
 
 CONTENT_BYTES = 20_000  # the memories' texts in one reply, UTF-8: under 7,000 tokens even at 3 bytes a token
+REPLY_BYTES = 30_000  # a whole reply, UTF-8: under 10,000 tokens even at 3 bytes a token
+PART_MARKS = 48  # what showing a text by its part adds to it: "… ", " …" and `"content_chars":1234567,`
 MIN_PART_BYTES = 240  # a text's share never falls under this, however many memories a reply holds
 _SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|(?<=[。！？；])|\n+")
 _WORD = re.compile(r"\w{3,}")
@@ -40,12 +44,78 @@ def _terms(text: str) -> set[str]:
 
 
 def reply(result: BaseModel) -> CallToolResult:
-    """`result` as the tool's reply: its fields that are not empty, as data and as one line of JSON."""
+    """`result` as the tool's reply: its fields that are not empty, as data and as one line of JSON,
+    within REPLY_BYTES: the texts share what the rest leaves, and a list still too long keeps its first
+    items (a history its newest) and says what it left out (`_cut`)."""
     data = result.model_dump(mode="json", by_alias=True, exclude=_empty(result))
     query = data.get("query")
-    _fit(_texts(data), query if isinstance(query, str) else "")
+    texts = _texts(data)
+    # What the texts may take: the reply's room once the rest is counted, less what a part adds (its
+    # "…" marks and its whole length).
+    room = REPLY_BYTES - _size(data) + sum(_size(holder[key]) - PART_MARKS for holder, key in texts)
+    _fit(texts, query if isinstance(query, str) else "", min(CONTENT_BYTES, room))
+    if type(result) in CUTS and _size(data) > REPLY_BYTES:
+        _cut(data, CUTS[type(result)])
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+
+
+def _size(data: Any) -> int:
+    return len(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode())
+
+
+@dataclass(frozen=True)
+class Cut:
+    """How a reply's list is shortened: which field, whether its newest end is kept (a history, oldest
+    first), and what the reply then says of what it left out."""
+
+    field: str
+    keep_end: bool
+    say: Callable[[dict[str, Any], list[Any], list[int]], None]  # (reply, all its items, positions left out)
+
+
+def _next_page(data: dict[str, Any], items: list[Any], left: list[int]) -> None:
+    kept = data["memories"]
+    data["count"] = len(kept)
+    if kept:
+        data["next_before"] = kept[-1]["memory_id"]  # the next page starts where this one stopped
+
+
+def _not_shown_ids(data: dict[str, Any], items: list[Any], left: list[int]) -> None:
+    data["not_shown"] = [items[at]["memory_id"] for at in left if items[at] is not None]
+
+
+def _not_shown_items(data: dict[str, Any], items: list[Any], left: list[int]) -> None:
+    data["not_shown"] = [at + 1 for at in left]  # items are counted from 1, as the errors name them
+
+
+def _counted(data: dict[str, Any], items: list[Any], left: list[int]) -> None:
+    data["count"] = len(data["turns"])
+
+
+CUTS: dict[type[BaseModel], Cut] = {
+    MemoryPage: Cut("memories", False, _next_page),
+    MemoryList: Cut("memories", False, _not_shown_ids),
+    BatchStoreResult: Cut("results", False, _not_shown_items),
+    History: Cut("turns", True, _counted),  # oldest first: the newest turns are kept
+}
+
+
+def _cut(data: dict[str, Any], cut: Cut) -> None:
+    """Drop items of `cut.field` from its far end until the reply, with what `say` adds, fits REPLY_BYTES."""
+    items: list[Any] = data.get(cut.field, [])
+    far_first = list(range(len(items))) if cut.keep_end else list(reversed(range(len(items))))
+    sizes = [_size(item) + 1 for item in items]
+    over = _size(data) - REPLY_BYTES
+    dropped = 0
+    while over > 0 and dropped < len(items):
+        over -= sizes[far_first[dropped]]
+        dropped += 1
+        left = set(far_first[:dropped])
+        if over <= 0:  # what `say` adds may need one more item out
+            data[cut.field] = [item for at, item in enumerate(items) if at not in left]
+            cut.say(data, items, sorted(left))
+            over = _size(data) - REPLY_BYTES
 
 
 def page(memory: Memory, offset: int) -> Memory:
@@ -61,9 +131,9 @@ def page(memory: Memory, offset: int) -> Memory:
     )
 
 
-def share(count: int) -> int:
-    """Each of `count` texts' share of a reply's budget, in UTF-8 bytes."""
-    return max(MIN_PART_BYTES, CONTENT_BYTES // max(count, 1))
+def share(count: int, budget: int = CONTENT_BYTES) -> int:
+    """Each of `count` texts' share of `budget`, in UTF-8 bytes."""
+    return max(MIN_PART_BYTES, budget // max(count, 1))
 
 
 def part(text: str, query: str, budget: int) -> str:
@@ -113,23 +183,27 @@ def _within(piece: str, budget: int) -> str:
     return cut.rsplit(" ", 1)[0] if " " in cut else cut
 
 
-def _texts(data: Any) -> list[dict[str, Any]]:
-    """Every memory-like object (a mapping with a `content` text) in a reply, in order."""
+TEXT_KEYS = {"content": "content_chars", "text": "text_chars"}  # a memory's text, a history turn's
+
+
+def _texts(data: Any) -> list[tuple[dict[str, Any], str]]:
+    """Every memory-like object (a mapping with a `content` text, or a turn's `text`) in a reply, in
+    order, with the key of its text."""
     if isinstance(data, dict):
-        found = [data] if isinstance(data.get("content"), str) else []
+        found = [(data, key) for key in TEXT_KEYS if isinstance(data.get(key), str)][:1]
         return found + [inner for value in data.values() for inner in _texts(value)]
     if isinstance(data, list):
         return [inner for value in data for inner in _texts(value)]
     return []
 
 
-def _fit(memories: list[dict[str, Any]], query: str) -> None:
-    budget = share(len(memories))
-    for memory in memories:
-        content = memory["content"]
-        if len(content.encode()) > budget:
-            memory["content"] = part(content, query, budget)
-            memory.setdefault("content_chars", len(content))
+def _fit(texts: list[tuple[dict[str, Any], str]], query: str, budget: int = CONTENT_BYTES) -> None:
+    each = share(len(texts), budget)
+    for holder, key in texts:
+        text = holder[key]
+        if len(text.encode()) > each:
+            holder[key] = part(text, query, each)
+            holder.setdefault(TEXT_KEYS[key], len(text))
 
 
 def _empty(model: BaseModel) -> dict[Any, Any]:

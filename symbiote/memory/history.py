@@ -57,6 +57,10 @@ class Turn(BaseModel):
     role: Role
     text: str
     ts: str = Field(description="When the turn was said, ISO-8601 UTC.")
+    text_chars: int | None = Field(
+        default=None,
+        description="Set where `text` is the turn's part (a reply holds under 10,000 tokens): its whole length.",
+    )
 
 
 class AppendResult(BaseModel):

@@ -169,6 +169,11 @@ class BatchStoreResult(BaseModel):
     results: list[StoreResult]
     stored: int
     duplicates: int
+    not_shown: list[int] = Field(
+        default_factory=list,
+        description="Items (counted from 1) whose results this reply leaves out to stay under 10,000 tokens; "
+        "stored and duplicates count them.",
+    )
     warning: str | None = None
     message: str
 
@@ -191,6 +196,10 @@ class MemoryList(BaseModel):
     memories: list[Memory | None]
     found: int
     missing: list[str]
+    not_shown: list[str] = Field(
+        default_factory=list,
+        description="Ids found but left out of this reply to keep it under 10,000 tokens: ask for them again.",
+    )
 
 
 class SearchResults(BaseModel):

@@ -91,3 +91,53 @@ def test_a_part_is_whole_sentences_within_the_budget_in_any_script() -> None:
     cut = part(text, "番茄", 600)
     assert len(cut.encode()) <= 600 + 8 and cut.startswith("… ")
     assert part("short", "anything", CONTENT_BYTES) == "short"
+
+
+def widest(batch: int, index: int) -> dict[str, Any]:
+    """A memory at the largest shape validation lets through, but for its text: ten tags of 50
+    characters, a 30-letter type, a confidence."""
+    tags = [f"b{batch}-{index}-{tag}-".ljust(50, "x") for tag in range(10)]
+    text = f"Memory {batch}-{index}: the garden plan for the tomatoes and the bees. " * 40
+    return {"content": text, "tags": tags, "type": "t" * 30, "confidence": 0.9}
+
+
+async def test_no_reply_passes_ten_thousand_tokens_at_any_limit_and_nothing_is_out_of_reach(
+    in_process: InProcess,
+) -> None:
+    """Every listing tool at its highest limit over 200 of the widest memories, a history of long turns:
+    each reply holds under 10,000 tokens, and what a reply leaves out it names (next_before, not_shown)."""
+    async with Client(in_process.server) as client:
+        ids: list[str] = []
+        for batch in range(2):
+            stored, text = await call(client, "store_memories", memories=[widest(batch, i) for i in range(100)])
+            assert tokens(text) < 10_000 and stored["stored"] == 100
+            shown = [result["memory_id"] for result in stored["results"]]
+            assert len(shown) + len(stored["not_shown"]) == 100 and stored["not_shown"][-1] == 100
+            ids += shown
+
+        listed: list[str] = []
+        before = None
+        while True:  # page to the end: the pages cut short still reach every memory, once
+            page, text = await call(client, "list_memories", limit=50, **({"before": before} if before else {}))
+            assert tokens(text) < 10_000
+            listed += [m["memory_id"] for m in page["memories"]]
+            before = page.get("next_before")
+            if before is None:
+                break
+        assert len(listed) == len(set(listed)) == 200 and set(ids) <= set(listed)
+
+        found, text = await call(client, "get_memories", memory_ids=listed[:100])
+        assert tokens(text) < 10_000 and found["found"] == 100
+        assert [m["memory_id"] for m in found["memories"]] + found["not_shown"] == listed[:100]
+
+        hits, text = await call(client, "search_memory", query="garden plan tomatoes", limit=20, min_relevance=0)
+        assert tokens(text) < 10_000 and len(hits["results"]) + len(hits.get("below_cutoff", [])) == 20
+
+        for turn in range(30):
+            await call(client, "append_history", conversation_id="c1", role="user", text=f"turn {turn} " + "x " * 5000)
+        history, text = await call(client, "get_history", conversation_id="c1", n=500)
+        assert tokens(text) < 10_000 and history["total_turns"] == 30
+        assert (
+            history["turns"][-1]["text"].startswith("turn 29")
+            and history["turns"][-1]["text_chars"] == len("turn 29 " + "x " * 5000) - 1
+        )  # its end space is not kept
