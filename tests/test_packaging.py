@@ -31,6 +31,9 @@ def test_wheel_carries_every_subpackage_and_the_personalities(wheel: Path) -> No
     assert packages <= {Path(n).parent.as_posix() for n in names}
     personalities = {p.name for p in (ROOT / "personalities").glob("*.md")}
     assert personalities and {Path(n).name for n in names if "/share/symbiote/personalities/" in n} == personalities
+    # The memory card ships built: the server needs no Node at run time, and none of its sources or packages.
+    card = [n for n in names if n.startswith("symbiote/mcp/card/")]
+    assert card == ["symbiote/mcp/card/memory-card.html"]
 
 
 def test_installed_wheel_finds_its_personalities_and_names_its_model_dir(wheel: Path, tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from symbiote import __version__
 from symbiote.errors import SymbioteError
+from symbiote.mcp.memory_card import VIEW_META, CardGate, card_extension
 from symbiote.mcp.personality import Personality
 from symbiote.mcp.tools import register_tools
 from symbiote.memory import MemoryEngine
@@ -180,6 +181,7 @@ def build_server(engine: MemoryEngine, personality: Personality, *, trace_conten
     request and the memory gauges, sent wherever `symbiote.telemetry.export` was told, or nowhere.
     `trace_content` (SYMBIOTE_TRACE_CONTENT) lets tool arguments and results into the spans."""
     server = SymbioteMCP(
+        extensions=[card_extension(engine)],
         name="symbiote",
         title="Symbiote memory (Venom)",
         description="One persistent semantic memory shared by every assistant the user talks to.",
@@ -187,9 +189,10 @@ def build_server(engine: MemoryEngine, personality: Personality, *, trace_conten
         version=__version__,
         ready=engine.ready,
     )
-    register_tools(server, engine)
+    register_tools(server, engine, VIEW_META)
     gauges = StoreGauges(engine)
     instrument(server.middleware, McpTelemetry(content=trace_content, after_tool=gauges.refresh_soon))
+    server.middleware.append(CardGate())
 
     @server.prompt(
         name="venom_identity",

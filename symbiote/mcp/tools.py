@@ -97,20 +97,22 @@ def as_client_label(name: str) -> str:
     return f"{name}{SELF_DECLARED}" if folded in OWNER_LABELS else name
 
 
-def register_tools(server: MCPServer, engine: MemoryEngine) -> None:
-    """Add the memory tools to `server`, all backed by `engine` (in this order in tools/list)."""
-    _register_storing(server, engine)
-    _register_search(server, engine)
+def register_tools(server: MCPServer, engine: MemoryEngine, view: dict[str, Any] | None = None) -> None:
+    """Add the memory tools to `server`, all backed by `engine` (in this order in tools/list). `view`: the
+    `_meta` naming the view that shows a store's, a search's or a list's result (`symbiote.mcp.memory_card`)."""
+    _register_storing(server, engine, view)
+    _register_search(server, engine, view)
     _register_reading(server, engine)
     _register_editing(server, engine)
     _register_linking(server, engine)
-    _register_browsing(server, engine)
+    _register_browsing(server, engine, view)
 
 
-def _register_storing(server: MCPServer, engine: MemoryEngine) -> None:
+def _register_storing(server: MCPServer, engine: MemoryEngine, view: dict[str, Any] | None) -> None:
     """store_memory and store_memories: the two ways in."""
 
     @server.tool(
+        meta=view,
         title="Store memory",
         description=(
             "Save something worth remembering about the user across all their assistants: a preference, "
@@ -165,6 +167,7 @@ def _register_storing(server: MCPServer, engine: MemoryEngine) -> None:
         return await engine.store(request)
 
     @server.tool(
+        meta=view,
         title="Store memories (batch)",
         description=(
             "Store several memories at once (up to 100), e.g. when importing notes or summarising a long "
@@ -190,10 +193,11 @@ def _register_storing(server: MCPServer, engine: MemoryEngine) -> None:
         return await engine.store_many(memories, caller(ctx))
 
 
-def _register_search(server: MCPServer, engine: MemoryEngine) -> None:
+def _register_search(server: MCPServer, engine: MemoryEngine, view: dict[str, Any] | None) -> None:
     """search_memory: the tool every answer starts with."""
 
     @server.tool(
+        meta=view,
         title="Search memory",
         description=(
             "Find stored memories by meaning and by keywords. Call this FIRST, before answering any "
@@ -371,10 +375,11 @@ def _register_linking(server: MCPServer, engine: MemoryEngine) -> None:
         return await engine.links.unlink(newer_id, older_id)
 
 
-def _register_browsing(server: MCPServer, engine: MemoryEngine) -> None:
+def _register_browsing(server: MCPServer, engine: MemoryEngine, view: dict[str, Any] | None) -> None:
     """list_memories and memory_stats: what is stored, without a question."""
 
     @server.tool(
+        meta=view,
         title="List memories",
         description=(
             "List stored memories, newest first, a page at a time. For browsing or reviewing what is "

@@ -1,0 +1,135 @@
+"""The memory card (MCP Apps) as a host sees it through the SDK's client: what a host with the
+extension is offered, what a host without it is not, and the card's own actions on the real store.
+The view itself, in a browser, is tested in tests/e2e/card."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mcp import Client
+from mcp.client import advertise
+from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID
+
+from symbiote.mcp.memory_card import CARD_URI, OUTDATED, VIEW_ONLY, CardGate, card_html
+from symbiote.memory import SearchRequest
+from tests.conftest import InProcess
+from tests.http.test_envelope import serving
+
+APPS = [advertise(EXTENSION_ID, {"mimeTypes": [APP_MIME_TYPE]})]
+SHOWN_BY_THE_CARD = {"store_memory", "store_memories", "search_memory", "list_memories"}
+
+
+def apps_client(in_process: InProcess, mode: str = "auto") -> Client:
+    return Client(in_process.server, mode=mode, extensions=APPS)  # type: ignore[arg-type]
+
+
+async def test_a_host_with_the_extension_gets_the_view_its_tools_and_a_policy_with_no_outside_origin(
+    in_process: InProcess,
+) -> None:
+    async with apps_client(in_process) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        resources = (await client.list_resources()).resources
+        view = await client.read_resource(CARD_URI)
+    named = {name for name, tool in tools.items() if (tool.meta or {}).get("ui", {}).get("resourceUri") == CARD_URI}
+    assert named == SHOWN_BY_THE_CARD | set(VIEW_ONLY)
+    for name in VIEW_ONLY:
+        assert tools[name].meta["ui"]["visibility"] == ["app"], name  # the host keeps them from the model
+    for name in SHOWN_BY_THE_CARD:
+        assert "visibility" not in tools[name].meta["ui"], name  # the model's tools, as before
+    listed = next(resource for resource in resources if str(resource.uri) == CARD_URI)
+    assert listed.mime_type == APP_MIME_TYPE
+    (content,) = view.contents
+    assert content.mime_type == APP_MIME_TYPE and content.text == card_html()  # type: ignore[union-attr]
+    csp = content.meta["ui"]["csp"]  # type: ignore[index]
+    assert csp and all(domains == [] for domains in csp.values())
+
+
+async def test_a_host_without_the_extension_sees_no_trace_of_the_card(in_process: InProcess) -> None:
+    """What it lists is what it listed before the card (tests/mcp/test_tool_schemas.py holds the
+    snapshot), in either protocol, and a view-only tool is as unknown to it as a misspelt one."""
+    for mode in ("legacy", "auto"):
+        async with Client(in_process.server, mode=mode) as client:
+            tools = (await client.list_tools()).tools
+            resources = (await client.list_resources()).resources
+            refused = await client.call_tool("card_forget", {"memory_id": "mem_00000000000000000001"})
+            stored = await client.call_tool("store_memory", {"content": "Our bike is blue."})
+            capabilities = client.session.server_capabilities
+        assert capabilities is None or not capabilities.extensions, mode  # the server does not offer it either
+        assert not {tool.name for tool in tools} & set(VIEW_ONLY), mode
+        assert all(tool.meta is None or "ui" not in tool.meta for tool in tools), mode
+        assert all(not str(resource.uri).startswith("ui://") for resource in resources), mode
+        assert refused.is_error and refused.content[0].text == "Unknown tool: card_forget"  # type: ignore[union-attr]
+        assert not stored.is_error and stored.structured_content is not None
+
+
+async def test_forget_undo_and_the_outdated_mark_change_the_store(in_process: InProcess) -> None:
+    engine = in_process.engine
+    async with apps_client(in_process) as client:
+        stored = await client.call_tool(
+            "store_memory", {"content": "We keep bees on the allotment.", "tags": ["garden"]}
+        )
+        memory_id = stored.structured_content["memory_id"]  # type: ignore[index]
+
+        forgot = await client.call_tool("card_forget", {"memory_id": memory_id})
+        assert forgot.structured_content["deleted"] is True  # type: ignore[index]
+        found = await engine.search(SearchRequest("bees on the allotment"))
+        assert memory_id not in {hit.memory_id for hit in found.results + found.below_cutoff}
+        trashed, _total = (await engine.trash.page(0, 10)).items, None
+        assert [item.deleted_by for item in trashed if item.memory.memory_id == memory_id] == ["owner"]
+
+        back = await client.call_tool("card_restore", {"memory_id": memory_id})
+        assert back.structured_content["restored"] is True  # type: ignore[index]
+        assert (await engine.get(memory_id)).content == "We keep bees on the allotment."
+        again = await client.call_tool("card_restore", {"memory_id": memory_id})
+        assert again.structured_content["restored"] is False  # type: ignore[index]
+        assert "not in the trash" in again.structured_content["message"]  # type: ignore[index]
+
+        marked = await client.call_tool("card_mark", {"memory_id": memory_id, "outdated": True})
+        assert marked.structured_content["memory"]["tags"] == ["garden", OUTDATED]  # type: ignore[index]
+        hit = (await client.call_tool("search_memory", {"query": "bees"})).structured_content
+        assert OUTDATED in hit["results"][0]["tags"]  # type: ignore[index]  # what the assistant reads
+        unmarked = await client.call_tool("card_mark", {"memory_id": memory_id, "outdated": False})
+        assert unmarked.structured_content["memory"]["tags"] == ["garden"]  # type: ignore[index]
+
+        gone = await client.call_tool("card_forget", {"memory_id": "mem_00000000000000000001"})
+        assert gone.is_error and "mem_00000000000000000001" in gone.content[0].text  # type: ignore[union-attr]
+
+
+def test_a_caller_s_declaration_is_remembered_until_it_is_pushed_out() -> None:
+    gate = CardGate(limit=2)
+    gate.remember("claude", True)
+    gate.remember("code", False)
+    assert dict(gate.declared) == {"claude": True, "code": False}
+    gate.remember("third", True)
+    assert list(gate.declared) == ["code", "third"]  # the least recent went
+
+
+async def test_a_stateless_2025_host_is_known_by_what_its_initialize_declared(settings: Any) -> None:
+    """A 2025-11-25 request over stateless HTTP carries no capabilities: the gate goes by the caller's
+    last initialize (without authorization, the one local caller)."""
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+    def initialize(capabilities: dict[str, Any]) -> bytes:
+        params = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": capabilities,
+            "clientInfo": {"name": "h", "version": "1"},
+        }
+        return json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}).encode()
+
+    listing = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).encode()
+    legacy = {**headers, "MCP-Protocol-Version": "2025-11-25"}
+    async with serving(settings) as (http, _engine):
+
+        async def names() -> set[str]:
+            answer = await http.post("/mcp", content=listing, headers=legacy)
+            return {tool["name"] for tool in answer.json()["result"]["tools"]}
+
+        assert not await names() & set(VIEW_ONLY)  # nothing known yet
+        apps = {"extensions": {EXTENSION_ID: {"mimeTypes": [APP_MIME_TYPE]}}}
+        await http.post("/mcp", content=initialize(apps), headers=headers)
+        assert await names() >= set(VIEW_ONLY)
+        plain = (await http.post("/mcp", content=initialize({}), headers=headers)).json()["result"]
+        assert "extensions" not in plain["capabilities"]  # as before the card
+        assert not await names() & set(VIEW_ONLY)
