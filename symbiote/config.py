@@ -295,7 +295,7 @@ def _context_settings(integer: Any) -> dict[str, Any]:
     return {
         "history_tail_n": integer("HISTORY_TAIL_N", Settings.history_tail_n, 1, 200),
         "memory_top_k": integer("MEMORY_TOP_K", Settings.memory_top_k, 1, 20),
-        "context_token_budget": integer("CONTEXT_TOKEN_BUDGET", Settings.context_token_budget, 100, 200_000),
+        "context_token_budget": integer("CONTEXT_TOKEN_BUDGET", Settings.context_token_budget, 100, 8_000),
     }
 
 

@@ -22,6 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from symbiote.errors import MemoryNotFoundError, SymbioteError
+from symbiote.mcp.replies import page
 from symbiote.memory import MemoryEngine, SearchRequest
 
 log = logging.getLogger(__name__)
@@ -42,9 +43,16 @@ class SearchOutput(BaseModel):
 class FetchOutput(BaseModel):
     id: str
     title: str
-    text: str = Field(description="The memory's full text.")
+    text: str = Field(
+        description="The memory's text; a long one's beginning, with content_chars and next_offset in metadata."
+    )
     url: str
-    metadata: dict[str, Any] = Field(description="When it was stored (ISO-8601 UTC) and its tags.")
+    metadata: dict[str, Any] = Field(
+        description=(
+            "When it was stored (ISO-8601 UTC) and its tags; for a long memory also content_chars (its whole "
+            "length) and next_offset (where the rest starts, for get_memory's offset)."
+        )
+    )
 
 
 OriginLookup = Callable[[], "str | None"]
@@ -107,7 +115,9 @@ def register_chatgpt_tools(server: MCPServer, engine: MemoryEngine, origin: Orig
         name="fetch",
         title="Fetch memory (ChatGPT)",
         description=(
-            "Fetch one memory's full text by the id that `search` returned, with when it was stored and its tags."
+            "Fetch one memory's full text by the id that `search` returned, with when it was stored and its "
+            "tags. A long memory comes as its beginning, with metadata.content_chars; the rest is at its url "
+            "and, where the server offers it, from get_memory with metadata.next_offset as offset."
         ),
         annotations=ToolAnnotations(
             title="Fetch memory",
@@ -121,18 +131,22 @@ def register_chatgpt_tools(server: MCPServer, engine: MemoryEngine, origin: Orig
         id: Annotated[str, Field(description="A memory id from search, like 'mem_17321234567890120042'.")],
     ) -> FetchOutput:
         try:
-            memory = await engine.get(id)
+            whole = await engine.get(id)
         except SymbioteError as exc:
             raise ToolError(str(exc)) from exc
         except Exception as exc:
             log.exception("fetch failed")
             raise ToolError("Internal error in the memory server; it has been logged. Try again shortly.") from exc
+        memory = page(whole, 0)
+        metadata: dict[str, Any] = {"timestamp": memory.timestamp, "tags": list(memory.tags)}
+        if memory.content_chars is not None:
+            metadata.update(content_chars=memory.content_chars, next_offset=memory.next_offset)
         return FetchOutput(
             id=memory.memory_id,
-            title=title_of(memory.content),
+            title=title_of(whole.content),
             text=memory.content,
             url=memory_url(memory.memory_id, origin()),
-            metadata={"timestamp": memory.timestamp, "tags": list(memory.tags)},
+            metadata=metadata,
         )
 
 

@@ -9,6 +9,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
+from symbiote.errors import InvalidInputError
+from symbiote.mcp.replies import page_turn
 from symbiote.mcp.tools import readable_errors
 from symbiote.memory import AppendResult, BuiltContext, ContextBuilder, ConversationHistory, History
 
@@ -57,7 +59,9 @@ def register_history_tools(server: MCPServer, services: HistoryServices) -> None
         title="Get conversation history",
         description=(
             "The last n turns of a conversation, oldest first (chronological order). An unknown "
-            "conversation gives an empty list."
+            "conversation gives an empty list. To page back, pass the oldest turn_index you hold as before; "
+            "a long turn comes as its part with text_chars: n=1, before=turn_index+1 and its next_offset as "
+            "offset give the rest."
         ),
         annotations=ToolAnnotations(
             title="Get conversation history",
@@ -71,8 +75,19 @@ def register_history_tools(server: MCPServer, services: HistoryServices) -> None
     async def get_history(
         conversation_id: Annotated[str, Field(description="The conversation's id, as given to append_history.")],
         n: Annotated[int, Field(description="How many of the most recent turns, 1 to 500.")] = 16,
+        before: Annotated[
+            int | None, Field(description="Only turns before this turn_index (to page back). Default: up to the last.")
+        ] = None,
+        offset: Annotated[
+            int, Field(ge=0, description="With n=1: where the turn's text starts, in characters (next_offset).")
+        ] = 0,
     ) -> History:
-        return await history.get(conversation_id, n)
+        if offset and n != 1:
+            raise InvalidInputError("offset pages through one long turn: pass n=1 (and before=turn_index+1) with it.")
+        found = await history.get(conversation_id, n, before)
+        if n == 1 and found.turns:
+            return found.model_copy(update={"turns": [page_turn(found.turns[0], offset)]})
+        return found
 
     @server.tool(
         title="Build prompt context",
@@ -96,7 +111,7 @@ def register_history_tools(server: MCPServer, services: HistoryServices) -> None
         message: Annotated[str, Field(description="The new message to build the context for.")],
         token_budget: Annotated[
             int | None,
-            Field(description="Maximum tokens of context, 64 to 200000. Default: the server's CONTEXT_TOKEN_BUDGET."),
+            Field(description="Maximum tokens of context, 64 to 8000. Default: the server's CONTEXT_TOKEN_BUDGET."),
         ] = None,
     ) -> BuiltContext:
         return await builder.build(conversation_id, message, token_budget)

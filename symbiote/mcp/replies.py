@@ -25,7 +25,7 @@ from typing import Any
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel
 
-from symbiote.memory import BatchStoreResult, History, Memory, MemoryList, MemoryPage
+from symbiote.memory import BatchStoreResult, History, Memory, MemoryList, MemoryPage, Turn
 
 CONTENT_BYTES = 20_000  # the memories' texts in one reply, UTF-8: under 7,000 tokens even at 3 bytes a token
 REPLY_BYTES = 30_000  # a whole reply, UTF-8: under 10,000 tokens even at 3 bytes a token
@@ -121,14 +121,25 @@ def _cut(data: dict[str, Any], cut: Cut) -> None:
 def page(memory: Memory, offset: int) -> Memory:
     """`memory` from character `offset` on, as much of its text as one reply's budget holds, with where
     the next part starts: get_memory's whole text, however long a memory the server was set to keep."""
-    whole = memory.content
-    if offset == 0 and len(whole.encode()) <= CONTENT_BYTES:
+    if offset == 0 and len(memory.content.encode()) <= CONTENT_BYTES:
         return memory
+    shown, after = _window(memory.content, offset)
+    return memory.model_copy(update={"content": shown, "content_chars": len(memory.content), "next_offset": after})
+
+
+def page_turn(turn: Turn, offset: int) -> Turn:
+    """`page` for one history turn's text."""
+    if offset == 0 and len(turn.text.encode()) <= CONTENT_BYTES:
+        return turn
+    shown, after = _window(turn.text, offset)
+    return turn.model_copy(update={"text": shown, "text_chars": len(turn.text), "next_offset": after})
+
+
+def _window(whole: str, offset: int) -> tuple[str, int | None]:
+    """The part of `whole` from `offset` within CONTENT_BYTES, and where the next starts (None: it ran to the end)."""
     shown = _within(whole[offset : offset + CONTENT_BYTES], CONTENT_BYTES) if offset < len(whole) else ""
     after = offset + len(shown)
-    return memory.model_copy(
-        update={"content": shown, "content_chars": len(whole), "next_offset": after if after < len(whole) else None}
-    )
+    return shown, after if after < len(whole) else None
 
 
 def share(count: int, budget: int = CONTENT_BYTES) -> int:

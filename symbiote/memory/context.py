@@ -33,7 +33,8 @@ from symbiote.memory.requests import SearchRequest
 from symbiote.storage import text as unicode_text
 
 MIN_BUDGET = 64  # below this the section headers leave too little to be useful
-MAX_BUDGET = 200_000
+MAX_BUDGET = 8_000  # the reply that carries the context stays under 10,000 of the reader's tokens
+MAX_CONTEXT_BYTES = 24_000  # and under 30,000 UTF-8 bytes, whatever the text: a token may be many bytes
 MIN_PIECE = 8  # tokens: a piece shorter than this is not worth cutting an item down to
 ELLIPSIS = " …"
 MEMORY_HEADER = "Relevant memories (best first):"
@@ -153,6 +154,32 @@ def fit(
     return kept_memories, turns, cut_turns or cut_memories
 
 
+def compose(memories: Sequence[str], turns_newest_first: Sequence[str]) -> str:
+    sections = []
+    if memories:
+        sections.append("\n".join([MEMORY_HEADER, *memories]))
+    if turns_newest_first:
+        sections.append("\n".join([HISTORY_HEADER, *reversed(turns_newest_first)]))
+    return "\n\n".join(sections)
+
+
+def fit_bytes(
+    counter: TokenCounter, memories: Sequence[str], turns_newest_first: Sequence[str], budget: int
+) -> tuple[list[str], list[str], str, bool]:
+    """`fit`, then within MAX_CONTEXT_BYTES too: where the tokens' text runs longer, the budget shrinks
+    by how much it overran and the context is cut again (text of many bytes a token: digits, CJK, code)."""
+    while True:
+        kept_memories, kept_turns, truncated = fit(counter, memories, turns_newest_first, budget)
+        text = compose(kept_memories, kept_turns)
+        size = len(text.encode())
+        if size <= MAX_CONTEXT_BYTES:
+            return kept_memories, kept_turns, text, truncated
+        if budget <= MIN_BUDGET:  # a few tokens of many bytes each (a long unbroken word is one [UNK])
+            cut = text.encode()[: MAX_CONTEXT_BYTES - len(ELLIPSIS.encode())].decode(errors="ignore")
+            return kept_memories, kept_turns, cut + ELLIPSIS, True
+        budget = max(MIN_BUDGET, min(budget - 1, budget * MAX_CONTEXT_BYTES // size))
+
+
 class Searcher(Protocol):
     """What the builder needs of the memory engine: its search."""
 
@@ -195,15 +222,9 @@ class ContextBuilder:
         turns = list(tail.turns)
         memory_lines = [memory_line(hit) for hit in hits]
         turn_lines = [turn_line(t) for t in reversed(turns)]
-        kept_memories, kept_turns, truncated = await asyncio.to_thread(
-            fit, self._counter, memory_lines, turn_lines, budget
+        kept_memories, kept_turns, text, truncated = await asyncio.to_thread(
+            fit_bytes, self._counter, memory_lines, turn_lines, budget
         )
-        sections = []
-        if kept_memories:
-            sections.append("\n".join([MEMORY_HEADER, *kept_memories]))
-        if kept_turns:
-            sections.append("\n".join([HISTORY_HEADER, *reversed(kept_turns)]))
-        text = "\n\n".join(sections)
         included_turns = [t.turn_index for t in turns[len(turns) - len(kept_turns) :]] if kept_turns else []
         included_memories = [hit.memory_id for hit in hits[: len(kept_memories)]]
         tokens = await asyncio.to_thread(self._counter.count, text)

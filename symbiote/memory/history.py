@@ -61,6 +61,11 @@ class Turn(BaseModel):
         default=None,
         description="Set where `text` is the turn's part (a reply holds under 10,000 tokens): its whole length.",
     )
+    next_offset: int | None = Field(
+        default=None,
+        description="Where the rest of a long turn's text starts: get_history with n=1, before=turn_index+1 "
+        "and this as offset.",
+    )
 
 
 class AppendResult(BaseModel):
@@ -106,11 +111,11 @@ def check_text(value: Any) -> str:
     return text
 
 
-def check_turn_index(value: Any) -> int | None:
+def check_turn_index(value: Any, name: str = "turn_index") -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TURN_INDEX:
-        raise InvalidInputError(f"turn_index must be a whole number from 0 to {MAX_TURN_INDEX} (got {value!r}).")
+        raise InvalidInputError(f"{name} must be a whole number from 0 to {MAX_TURN_INDEX} (got {value!r}).")
     return value
 
 
@@ -190,10 +195,12 @@ class ConversationHistory:
             message=message,
         )
 
-    async def get(self, conversation_id: Any, n: Any = 16) -> History:
+    async def get(self, conversation_id: Any, n: Any = 16, before: Any = None) -> History:
+        """The last `n` turns, oldest first; with `before`, the last `n` before that turn_index (to page back)."""
         cid = validation.conversation_id(conversation_id)
         last = check_count(n)
-        stored, total = await self._io.read(HistoryStore.get_turns, cid, last)
+        earlier = check_turn_index(before, "before")
+        stored, total = await self._io.read(HistoryStore.get_turns, cid, last, earlier)
         turns = [_public(turn) for turn in stored]
         return History(conversation_id=cid, turns=turns, count=len(turns), total_turns=total)
 

@@ -4,17 +4,27 @@ SDK's in-memory client over the real server, model and Chroma."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from typing import Any
 
+import pytest
 from mcp import Client
 
+from symbiote.config import Settings
 from symbiote.mcp.replies import CONTENT_BYTES, part
+from symbiote.memory.context import MAX_CONTEXT_BYTES
 from tests.conftest import InProcess
 
 PLAN = "For the allotment we planned to grow San Marzano tomatoes in the south bed, staked, from May."
 TOPICS = ["budget review", "office move", "hiring plan", "quarterly goals", "vendor contracts", "travel policy"]
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    """With ChatGPT's `search` and `fetch` too: every tool whose reply may carry a memory's text."""
+    return dataclasses.replace(settings, chatgpt_tools="on")
 
 
 def long_note(rng: random.Random, index: int, with_plan: bool) -> str:
@@ -141,3 +151,83 @@ async def test_no_reply_passes_ten_thousand_tokens_at_any_limit_and_nothing_is_o
             history["turns"][-1]["text"].startswith("turn 29")
             and history["turns"][-1]["text_chars"] == len("turn 29 " + "x " * 5000) - 1
         )  # its end space is not kept
+
+
+async def test_fetch_gives_a_long_memory_s_beginning_and_where_the_rest_is(in_process: InProcess) -> None:
+    """ChatGPT's fetch takes only an id: a long memory comes as its beginning, with its length and the
+    offset get_memory takes for the rest, and the two join to the whole."""
+    note = "\n".join(long_note(random.Random(index), index, with_plan=index == 2) for index in range(5))  # ~85,000
+    async with Client(in_process.server) as client:
+        stored, _text = await call(client, "store_memory", content=note)
+        result = await client.call_tool("fetch", {"id": stored["memory_id"]})
+        got = result.structured_content
+        assert not result.is_error and got is not None
+        assert tokens(result.content[0].text) < 10_000  # type: ignore[union-attr]
+        assert got["metadata"]["content_chars"] == len(note) and got["title"].startswith("Meeting notes 0")
+        whole, offset = got["text"], got["metadata"]["next_offset"]
+        while offset is not None:
+            rest, _text = await call(client, "get_memory", memory_id=stored["memory_id"], offset=offset)
+            whole, offset = whole + rest["content"], rest.get("next_offset")
+        short, _text = await call(client, "store_memory", content="My bike is blue.")
+        plain = (await client.call_tool("fetch", {"id": short["memory_id"]})).structured_content
+    assert whole == note
+    assert plain is not None and plain["text"] == "My bike is blue." and "content_chars" not in plain["metadata"]
+
+
+async def test_every_turn_of_a_long_history_is_within_reach(in_process: InProcess) -> None:
+    """get_history pages back with `before`, and a turn past one reply's budget comes whole in parts."""
+    said = [f"turn {turn} " + "word " * (3_000 if turn != 7 else 19_000) for turn in range(20)]
+    async with Client(in_process.server) as client:
+        for text in said:
+            await call(client, "append_history", conversation_id="long", role="user", text=text)
+        seen: dict[int, dict[str, Any]] = {}
+        before = None
+        while True:
+            history, text = await call(
+                client,
+                "get_history",
+                conversation_id="long",
+                n=500,
+                **({"before": before} if before is not None else {}),
+            )
+            assert tokens(text) < 10_000
+            if not history["turns"]:
+                break
+            seen.update({turn["turn_index"]: turn for turn in history["turns"]})
+            before = history["turns"][0]["turn_index"]
+        assert sorted(seen) == list(range(20)) and seen[7]["text_chars"] == len(said[7].rstrip())
+        whole, offset = "", 0
+        while True:
+            one, text = await call(client, "get_history", conversation_id="long", n=1, before=8, offset=offset)
+            assert tokens(text) < 10_000
+            (turn,) = one["turns"]
+            whole += turn["text"]
+            if "next_offset" not in turn:
+                break
+            offset = turn["next_offset"]
+        assert whole == said[7].rstrip()
+        refused = await client.call_tool("get_history", {"conversation_id": "long", "n": 5, "offset": 10})
+    assert refused.is_error and "pass n=1" in refused.content[0].text  # type: ignore[union-attr]
+
+
+async def test_build_context_at_its_largest_budget_stays_under_ten_thousand_tokens(in_process: InProcess) -> None:
+    """The widest budget a call may ask for, over long notes and turns of many bytes a token (digits, CJK)."""
+    rng = random.Random(11)
+    async with Client(in_process.server) as client:
+        for index in range(6):
+            await call(client, "store_memory", content=long_note(rng, index, with_plan=index == 1))
+        await call(client, "store_memory", content="番茄计划：五月在南边的菜地种番茄。" * 1_500)
+        for turn in range(12):
+            digits = " ".join(str(rng.randrange(10**9)) for _ in range(1_500))
+            text = f"we talked about the tomatoes {digits}" if turn % 2 else "番茄" * 4_000
+            await call(client, "append_history", conversation_id="plans", role="user", text=text)
+        built, text = await call(
+            client, "build_context", conversation_id="plans", message="tomatoes in the allotment", token_budget=8_000
+        )
+        too_wide = await client.call_tool(
+            "build_context", {"conversation_id": "plans", "message": "tomatoes", "token_budget": 8_001}
+        )
+    assert tokens(text) < 10_000 and built["truncated"] and built["token_count"] <= 8_000, built["note"]
+    assert len(built["context"].encode()) <= MAX_CONTEXT_BYTES  # 7,219 tokens of 23,998 bytes, when written
+    assert built["memory_ids"] and built["history_turns"] and built["history_turns"][-1] == 11
+    assert too_wide.is_error and "from 64 to 8000" in too_wide.content[0].text  # type: ignore[union-attr]

@@ -144,10 +144,11 @@ class ChromaHistoryStore:
         self._turns.delete(ids=doomed)
         return len(doomed)
 
-    def get_turns(self, conversation: str, n: int) -> tuple[list[StoredTurn], int]:
-        """The last `n` turns in order, and how many the conversation has."""
+    def get_turns(self, conversation: str, n: int, before: int | None = None) -> tuple[list[StoredTurn], int]:
+        """The last `n` turns in order (of those before turn `before`, when given), and how many the
+        conversation has."""
         indexes = self._indexes(conversation)
-        wanted = [indexes[i] for i in sorted(indexes)[-n:]]
+        wanted = [indexes[i] for i in sorted(i for i in indexes if before is None or i < before)[-n:]]
         if not wanted:
             return [], 0
         got = self._turns.get(ids=wanted, include=["documents", "metadatas"])
