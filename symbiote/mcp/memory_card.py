@@ -137,9 +137,14 @@ def declares_apps(extensions: object) -> bool:
 
 
 def caller_of(ctx: ServerRequestContext[Any, Any]) -> str:
-    """The authorization's client id over HTTP; "" without one (no auth, stdio)."""
-    user = ctx.request.scope.get("user") if isinstance(ctx.request, Request) else None
-    return user.access_token.client_id if isinstance(user, AuthenticatedUser) else ""
+    """The authorization's client id over HTTP ("" without one: no auth, stdio) and the request's
+    User-Agent: two hosts behind one key (or none, on the owner's own machine) are told apart, and
+    the server's own handshake recording, which sends none, is no host's."""
+    if not isinstance(ctx.request, Request):
+        return ""
+    user = ctx.request.scope.get("user")
+    client = user.access_token.client_id if isinstance(user, AuthenticatedUser) else ""
+    return f"{client} {ctx.request.headers.get('user-agent', '')}"
 
 
 class CardGate:
@@ -148,8 +153,8 @@ class CardGate:
 
     def __init__(self, limit: int = MAX_CLIENTS) -> None:
         # What each caller declared at its last `initialize`, for the stateless requests that follow it and
-        # carry no capabilities: a caller is its authorization's client (an OAuth client or an API key);
-        # without authorization there is one, the machine's own user. The least recent are forgotten.
+        # carry no capabilities: a caller is its authorization's client (an OAuth client or an API key)
+        # and its User-Agent (`caller_of`). The least recent are forgotten.
         self.declared: OrderedDict[str, bool] = OrderedDict()
         self.limit = limit
 

@@ -107,7 +107,7 @@ def test_a_caller_s_declaration_is_remembered_until_it_is_pushed_out() -> None:
 
 async def test_a_stateless_2025_host_is_known_by_what_its_initialize_declared(settings: Any) -> None:
     """A 2025-11-25 request over stateless HTTP carries no capabilities: the gate goes by the caller's
-    last initialize (without authorization, the one local caller)."""
+    last initialize (its authorization's client and its User-Agent)."""
     headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
     def initialize(capabilities: dict[str, Any]) -> bytes:
@@ -130,6 +130,11 @@ async def test_a_stateless_2025_host_is_known_by_what_its_initialize_declared(se
         apps = {"extensions": {EXTENSION_ID: {"mimeTypes": [APP_MIME_TYPE]}}}
         await http.post("/mcp", content=initialize(apps), headers=headers)
         assert await names() >= set(VIEW_ONLY)
-        plain = (await http.post("/mcp", content=initialize({}), headers=headers)).json()["result"]
+        # Another host on the same machine (or the server's own handshake recording, which sends no
+        # User-Agent) declaring nothing does not take the card from this one.
+        other = {**headers, "User-Agent": "OtherHost/2"}
+        plain = (await http.post("/mcp", content=initialize({}), headers=other)).json()["result"]
         assert "extensions" not in plain["capabilities"]  # as before the card
+        assert await names() >= set(VIEW_ONLY)
+        await http.post("/mcp", content=initialize({}), headers=headers)  # this host, now without it
         assert not await names() & set(VIEW_ONLY)
