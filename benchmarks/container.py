@@ -5,7 +5,8 @@ request to wake it within two seconds; every other figure in benchmarks/ is on t
 This script sets that container's limits itself with a cgroup and measures a start in it:
 process start to listening (TCP accept), to `tools/list`, to the first search and the first
 store answered (medians of `--starts`, and the range), then `--calls` searches and stores in
-turn (p50 / p95, the official MCP SDK client over HTTP), the peak memory of the cgroup, the CPU
+turn (p50 / p95, the official MCP SDK client over HTTP; back to back, or `--pause` apart as an
+assistant's calls come), the peak memory of the cgroup, the CPU
 seconds used before `tools/list`, and the periods the quota throttled. Each start runs in new
 groups, removed after it (on Ctrl-C and failures too): cgroup v1 (`cpu.cfs_quota_us` of
 `cpu.cfs_period_us`, `memory.limit_in_bytes`) or v2 (`cpu.max`, `memory.max`), as root. Where no
@@ -432,9 +433,16 @@ async def _timed(client: Client, tool: str, arguments: dict[str, Any]) -> float:
 
 
 async def one_start(
-    server: Contender, base: Path, cpus: float, memory_bytes: int, calls: int, logs: Path | None = None
+    server: Contender,
+    base: Path,
+    cpus: float,
+    memory_bytes: int,
+    calls: int,
+    logs: Path | None = None,
+    pause_s: float = 0.0,
 ) -> Start:
-    """A start in new groups on a copy of `base`: the wake figures, then `calls` searches and stores.
+    """A start in new groups on a copy of `base`: the wake figures, then `calls` searches and stores,
+    `pause_s` apart.
 
     With `logs`, the server's log is kept there."""
     figures = Start()
@@ -446,7 +454,7 @@ async def one_start(
     try:
         # the client's HTTP stack is built before the server starts, as a real client's is (cold_start.py)
         async with httpx2.AsyncClient(timeout=120) as http:
-            await _measure(server, work, port, http, box, calls, rng, figures)
+            await _measure(server, work, port, http, box, calls, rng, figures, pause_s)
         if logs is not None:
             shutil.copy(work / "server.log", logs / f"{server.name}-{cpus:g}cpu-{time.strftime('%H%M%S')}.log")
     finally:
@@ -464,6 +472,7 @@ async def _measure(
     calls: int,
     rng: random.Random,
     figures: Start,
+    pause_s: float = 0.0,
 ) -> None:
     """Start the server in `box` and fill in `figures`; the server is stopped on the way out."""
     started = time.perf_counter()
@@ -486,8 +495,10 @@ async def _measure(
             for i in range(calls):  # in turn, as an assistant asks: a search may wait behind a store's work
                 ask = {"query": synthetic_query(i, rng), "limit": LIMIT}
                 figures.search_ms.append(await _timed(client, server.search_tool, ask))
+                await asyncio.sleep(pause_s)
                 note = {"content": synthetic_memory(1_000_000 + i, rng)}
                 figures.store_ms.append(await _timed(client, server.store_tool, note))
+                await asyncio.sleep(pause_s)
         figures.periods, figures.throttled = box.throttled() or (None, None)
     finally:
         figures.peak_rss_bytes = rss.stop()
@@ -598,12 +609,15 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             for (c, server), runs in zip(configs, results.values()):
                 print(f"start {start + 1}/{args.starts}: {server.name} at {label.format(c)}", flush=True)
                 runs.append(
-                    await one_start(server, bases[server.name], c, args.memory_mb * 2**20, args.calls, args.logs)
+                    await one_start(
+                        server, bases[server.name], c, args.memory_mb * 2**20, args.calls, args.logs, args.pause / 1000
+                    )
                 )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     limit = "" if probe.kind == "unconfined" else f", memory limit {args.memory_mb} MB"
     state = "an empty data directory, first start" if args.first_start else f"{args.memories:,} memories, a wake"
+    state += f", calls {args.pause:g} ms apart" if args.pause else ", calls back to back"
     print(
         f"\n{state}; {probe.kind}{limit}; medians of {args.starts} starts (range); "
         f"{began}-{time.strftime('%H:%M %Z')}, load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}"
@@ -639,6 +653,12 @@ def main() -> int:
     parser.add_argument("--memory-mb", type=int, default=1024, help="the memory limit (default 1024)")
     parser.add_argument("--starts", type=int, default=5, help="starts per configuration (default 5)")
     parser.add_argument("--calls", type=int, default=100, help="searches and stores per start (default 100 each)")
+    parser.add_argument(
+        "--pause",
+        type=float,
+        default=0.0,
+        help="milliseconds between calls (default 0: back to back, which spends the whole quota on the calls)",
+    )
     parser.add_argument("--memories", type=int, default=0, help="memories stored beforehand (default 0)")
     parser.add_argument("--first-start", action="store_true", help="an empty data directory, no recording")
     parser.add_argument("--peer-venv", type=Path, help="mcp-memory-service's virtualenv: measure it too")
