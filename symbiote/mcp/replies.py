@@ -54,9 +54,10 @@ def reply(result: BaseModel) -> CallToolResult:
     # "…" marks and its whole length).
     room = REPLY_BYTES - _size(data) + sum(_size(holder[key]) - PART_MARKS for holder, key in texts)
     _fit(texts, query if isinstance(query, str) else "", min(CONTENT_BYTES, room))
-    if type(result) in CUTS and _size(data) > REPLY_BYTES:
-        _cut(data, CUTS[type(result)])
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    if type(result) in CUTS and len(text.encode()) > REPLY_BYTES:
+        _cut(data, CUTS[type(result)])
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
 
@@ -107,13 +108,14 @@ def _cut(data: dict[str, Any], cut: Cut) -> None:
     far_first = list(range(len(items))) if cut.keep_end else list(reversed(range(len(items))))
     sizes = [_size(item) + 1 for item in items]
     over = _size(data) - REPLY_BYTES
-    dropped = 0
-    while over > 0 and dropped < len(items):
-        over -= sizes[far_first[dropped]]
-        dropped += 1
-        left = set(far_first[:dropped])
+    left: set[int] = set()
+    for at in far_first:
+        if over <= 0:
+            break
+        over -= sizes[at]
+        left.add(at)
         if over <= 0:  # what `say` adds may need one more item out
-            data[cut.field] = [item for at, item in enumerate(items) if at not in left]
+            data[cut.field] = [item for i, item in enumerate(items) if i not in left]
             cut.say(data, items, sorted(left))
             over = _size(data) - REPLY_BYTES
 

@@ -129,6 +129,14 @@ async def open_host(
 ) -> Host:
     """A fresh context on the host page, connected to `server` with `key`."""
     context = await browser.new_context(viewport=viewport or LIGHT, color_scheme=theme, **options)
+    try:
+        return await _connected(context, server, key, bundle, theme)
+    except BaseException:
+        await context.close()  # a host that did not connect leaves no context open
+        raise
+
+
+async def _connected(context: Any, server: ServerProcess, key: str, bundle: Path, theme: str) -> Host:
     page = await context.new_page()
     page.on("dialog", lambda dialog: pytest.fail(f"a dialog opened: {dialog.message}"))
     files = {"": (HOST_DIR / "index.html", "text/html"), "host.js": (bundle, "text/javascript")}
