@@ -33,7 +33,7 @@ COPY symbiote ./symbiote
 RUN python -m symbiote export-model --target /opt/symbiote/model \
  && test -f /opt/symbiote/model/model.onnx \
  && test -f /opt/symbiote/model/symbiote-model.json \
- && ls /opt/symbiote/model/warm-*.npy
+ && ls /opt/symbiote/model/warm-*.npy /opt/symbiote/model/wordfreq-en-*.sqlite3
 
 # ---------------------------------------------------------------------------------------------------
 FROM mcr.microsoft.com/azure-functions/python:4-python3.11 AS app

@@ -84,8 +84,9 @@ fi
 # Bytecode for the package (even where PYTHONDONTWRITEBYTECODE is set): a faster cold start.
 .venv/bin/python -m compileall -q symbiote function_app.py >/dev/null || true
 MODEL_DIR="${SYMBIOTE_MODEL_DIR:-models/all-MiniLM-L6-v2}"
-# Exported again when missing, or when it is an older export (its manifest names no fused graph).
-if ! grep -q '"graph"' "$MODEL_DIR/symbiote-model.json" 2>/dev/null; then
+# Exported again when missing, when it is an older export (its manifest names no fused graph), or when
+# no word table is beside it (symbiote/retrieval/informative.py: what a start reads instead of wordfreq's list).
+if ! grep -q '"graph"' "$MODEL_DIR/symbiote-model.json" 2>/dev/null || ! ls "$MODEL_DIR"/wordfreq-en-*.sqlite3 >/dev/null 2>&1; then
   HF_HUB_OFFLINE=1 .venv/bin/symbiote export-model --target "$MODEL_DIR" 2>&1 | grep -v -i warn || true
   [ -f "$MODEL_DIR/symbiote-model.json" ] || { echo "model export failed" >&2; exit 1; }
   step "model exported"

@@ -196,6 +196,7 @@ def build_runtime(
         # The warm-up opens the store, creating it from the copy made ahead if there is none. On a file
         # share the guard decides: the writer opens (or creates) it, a standby never creates it.
         share_usage=services.usage_report if services is not None else None,
+        word_table=settings.model_dir,
     )
     history = history_services(
         settings, embedder, engine, ChromaClients(chroma_server, settings.chromadb_path), guard=history_guard, host=host

@@ -21,6 +21,9 @@ def export(args: argparse.Namespace) -> int:
     from symbiote.runtime import load_embedder
 
     load_embedder(target)  # keeps the warm vectors beside the model, for the first start
+    from symbiote.retrieval import make_word_table
+
+    make_word_table(target)  # and the word table scoring reads (`retrieval.informative.WordTable`)
     print(f"exported all-MiniLM-L6-v2 to {target}")
     return 0
 

@@ -14,6 +14,7 @@ import asyncio
 import dataclasses
 import logging
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from symbiote.embedding.embedder import AsyncEmbedder
@@ -69,9 +70,11 @@ class MemoryEngine:
         space: DiskSpace | None = None,
         on_close: Callable[[], None] | None = None,
         share_usage: Callable[[], dict[str, Any] | None] | None = None,
+        word_table: Path | None = None,
     ) -> None:
         """`share_usage` (blocking): the usage of the file share holding the store, for
-        memory_stats, where there is one."""
+        memory_stats, where there is one. `word_table`: the folder where setup wrote the word table
+        scoring reads (`retrieval.load_lists`: the model's)."""
         self._embedder = embedder
         self._warming: asyncio.Future[None] | None = None  # the warm-up's model load and store opening
         self._on_close = on_close  # e.g. end the memory store's process (symbiote.storage.chroma.process)
@@ -82,7 +85,12 @@ class MemoryEngine:
         self._stats = Statistics(self._io, share_usage)
         self._writer = MemoryWriter(embedder, self._io, self._stats, lambda: self.policy)
         self._search = MemorySearch(
-            embedder, self._io, self._stats.search_timer, stored_tags=self.tags, indexing=self._writer.passages.busy
+            embedder,
+            self._io,
+            self._stats.search_timer,
+            stored_tags=self.tags,
+            indexing=self._writer.passages.busy,
+            word_table=word_table,
         )
         # The owner's bulk operations (console, export, import) over the same store access.
         self.trash = MemoryTrash(self._io, self._stats, self._writer.passages.kick)  # deletes are kept a while

@@ -11,6 +11,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
 
 from symbiote.embedding.embedder import AsyncEmbedder
 from symbiote.memory import validation
@@ -47,8 +48,11 @@ class MemorySearch:
         timer: Timer,
         stored_tags: Callable[[], Awaitable[Iterable[str]]] | None = None,
         indexing: Callable[[], bool] = lambda: False,
+        word_table: Path | None = None,
     ) -> None:
-        """`indexing`: whether long memories' passages are still being indexed (said in the message)."""
+        """`indexing`: whether long memories' passages are still being indexed (said in the message).
+        `word_table`: the folder of the word table the warm-up opens (`retrieval.load_lists`)."""
+        self._word_table = word_table
         self._embedder = embedder
         self._indexing = indexing
         self._stored_tags = stored_tags  # every stored tag: a tag filter matches each spelling of its tags
@@ -157,7 +161,7 @@ class MemorySearch:
         """Load the word lists scoring reads (`retrieval.load_lists`), in a thread: the warm-up starts
         it beside the model's load. A failure is logged: the first search then loads them, or says why."""
         try:
-            await asyncio.to_thread(load_lists)
+            await asyncio.to_thread(load_lists, self._word_table)
         except (ImportError, OSError, ValueError) as exc:
             log.warning("the word lists were not loaded ahead: %s", exc)
 

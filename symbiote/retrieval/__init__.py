@@ -8,7 +8,7 @@ their callers use them as namespaces (`ranking.judge`, `sameness.judge`, `cohort
 so is `thresholds`, the ranking's hand-set numbers, each with where it came from.
 """
 
-from symbiote.retrieval.informative import load_lists
+from symbiote.retrieval.informative import load_lists, make_word_table
 from symbiote.retrieval.intent import Intent, intent_of
 from symbiote.retrieval.subjects import mentions, subjects_of
 from symbiote.retrieval.topics import TopicIndex
@@ -19,6 +19,7 @@ __all__ = [
     "cohort",
     "intent_of",
     "load_lists",
+    "make_word_table",
     "mentions",
     "ranking",
     "sameness",

@@ -12,14 +12,23 @@ search's judging on memories it had not seen (the same stems on wordfreq's 276,0
 
 from __future__ import annotations
 
+import logging
+import os
 import re
+import sqlite3
+import threading
 from functools import cache, lru_cache
+from importlib import metadata
+from pathlib import Path
 from typing import Protocol
 
 from symbiote.storage import query_terms
 
+log = logging.getLogger(__name__)
+
 UNSEEN = 9.0  # -log10 of a frequency wordfreq does not list (below one in a billion)
 _WORD = re.compile(r"[0-9a-z]+")
+_PLAIN = re.compile(r"[a-z]+")  # one token to wordfreq, looked up as it is: what the word table holds
 
 
 class Stemmer(Protocol):
@@ -44,16 +53,86 @@ def stem(word: str) -> str:
 @lru_cache(maxsize=65_536)
 def information(word: str) -> float:
     """A word's information in English: -log10 of its frequency (0 for the commonest words)."""
-    from wordfreq import zipf_frequency  # its lists load on first use (0.2 s), off the way to `initialize`
+    table = _TABLE[0]
+    if table is not None and _PLAIN.fullmatch(word):
+        zipf = table.zipf(word)
+    else:
+        from wordfreq import zipf_frequency  # its lists load on first use (0.2 s), off the way to `initialize`
 
-    zipf = zipf_frequency(word, "en")
+        zipf = zipf_frequency(word, "en")
     return UNSEEN if zipf <= 0 else max(0.0, 9.0 - zipf)
 
 
-def load_lists() -> None:
-    """Import wordfreq, read its English list and make the stemmer now: some 0.3-0.5 s, most of it
-    holding the GIL, that the first search, or the first store with a near neighbour (`holders`),
-    would otherwise wait. The warm-up calls this in a thread beside the model's load."""
+class WordTable:
+    """wordfreq's English Zipf values of its plain words ([a-z]+: 289,000 of them), a row each in SQLite.
+
+    Importing wordfreq and reading its English list into a dict costs some 0.2 s of CPU at every
+    start, 0.4 s of a wake at half a core, before the first search can score a word. A word is
+    looked up here instead when it is asked for (a few microseconds, then cached by `information`).
+    The values are `zipf_frequency`'s own, written by `make_word_table` beside the model: any other
+    word (digits, accents) still goes to wordfreq, which works out a number's frequency from its digits.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self._conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+        self._lock = threading.Lock()
+
+    def zipf(self, word: str) -> float:
+        with self._lock:
+            row = self._conn.execute("SELECT zipf FROM words WHERE word = ?", (word,)).fetchone()
+        return float(row[0]) if row else 0.0
+
+    def close(self) -> None:
+        with self._lock:  # not under a lookup
+            self._conn.close()
+
+
+# The table `load_lists` opened, read by every thread's `information` for the process's life (one
+# file, read-only; every model folder's table holds the same values for the same wordfreq).
+_TABLE: list[WordTable | None] = [None]
+_OPENING = threading.Lock()
+
+
+def word_table_name() -> str:
+    """The table's file name, for the installed wordfreq (another release, another table)."""
+    return f"wordfreq-en-{metadata.version('wordfreq')}.sqlite3"
+
+
+def make_word_table(folder: Path) -> Path:
+    """Write `zipf_frequency` of every plain word of wordfreq's English list into the table (about
+    2 s; setup and the image do it when they export the model), whole or not at all."""
+    from wordfreq import get_frequency_dict, zipf_frequency
+
+    path = folder / word_table_name()
+    partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
+    partial.unlink(missing_ok=True)
+    conn = sqlite3.connect(partial)
+    try:
+        conn.execute("CREATE TABLE words (word TEXT PRIMARY KEY, zipf REAL NOT NULL) WITHOUT ROWID")
+        rows = ((w, zipf_frequency(w, "en")) for w in get_frequency_dict("en") if _PLAIN.fullmatch(w))
+        conn.executemany("INSERT INTO words VALUES (?, ?)", rows)
+        conn.commit()
+    finally:
+        conn.close()
+    os.replace(partial, path)
+    return path
+
+
+def load_lists(folder: Path | None = None) -> None:
+    """Ready what scoring reads, so that the first search, or the first store with a near neighbour
+    (`holders`), does not wait for it: the word table in `folder` (the model's) where setup wrote
+    one, else wordfreq and its English list (some 0.3-0.5 s, most of it holding the GIL); and the
+    stemmer. The warm-up calls this in a thread beside the model's load."""
+    path = folder / word_table_name() if folder is not None else None
+    with _OPENING:
+        if _TABLE[0] is None and path is not None and path.is_file():
+            try:
+                table = WordTable(path)
+                table.zipf("the")
+            except sqlite3.Error as exc:
+                log.warning("the word table %s is unreadable (%s); reading wordfreq's list instead", path, exc)
+            else:
+                _TABLE[0] = table
     information("the")
     stem("the")
 

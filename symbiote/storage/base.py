@@ -2,7 +2,8 @@
 
 The interface is written once, here: `MemoryStore` and `HistoryStore`.
 `symbiote.storage.chroma.store.ChromaMemoryStore` implements the first over any Chroma client
-(embedded `PersistentClient`, or a Chroma server's `HttpClient` as the way past one machine). Calls
+(the embedded store's, over Chroma's Rust core, or a Chroma server's `HttpClient` as the way past
+one machine). Calls
 block; the engine runs them in worker threads (`symbiote.memory.store_io`).
 
 The engine reaches a store through a `Reach`: every call as the interface's own method and its

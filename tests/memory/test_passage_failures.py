@@ -15,6 +15,7 @@ from symbiote.config import Settings
 from symbiote.http.health import health_report
 from symbiote.memory.requests import StoreRequest
 from symbiote.storage.chroma import embedded_client
+from symbiote.storage.chroma.embedded import DATABASE, TENANT
 from symbiote.storage.chroma.store import CHUNK_COLLECTION
 from tests.conftest import make_runtime
 
@@ -31,7 +32,7 @@ async def test_a_failing_indexer_backs_off_logs_once_and_shows_in_health(
     try:
         await engine.store(StoreRequest("A first sentence here. A second sentence there."))
         await engine.passages_indexed()
-        embedded_client(settings.chromadb_path).delete_collection(CHUNK_COLLECTION)  # Chroma's own client, same path
+        embedded_client(settings.chromadb_path).bindings.delete_collection(CHUNK_COLLECTION, TENANT, DATABASE)
         caplog.set_level(logging.DEBUG, logger="symbiote")
         started = time.monotonic()
         await engine.store(StoreRequest(LONG))  # its spans follow the store: the indexer's to write

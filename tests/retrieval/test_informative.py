@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from symbiote.retrieval.informative import QueryWords, information, stem
+import random
+from pathlib import Path
+
+import pytest
+
+from symbiote.retrieval import informative
+from symbiote.retrieval.informative import QueryWords, WordTable, information, load_lists, make_word_table, stem
 
 
 def test_a_common_word_weighs_less_than_a_rare_one_and_an_unseen_one_most() -> None:
@@ -24,3 +30,39 @@ def test_one_common_shared_word_carries_less_than_the_rare_words_of_the_query() 
 
 def test_a_query_of_stopwords_alone_covers_nothing() -> None:
     assert QueryWords("what is it?").coverage("anything at all") == 0.0
+
+
+def test_the_word_table_holds_wordfreqs_own_values(tmp_path: Path) -> None:
+    """What a start reads instead of wordfreq's list (`WordTable`): the same number for every plain word."""
+    from wordfreq import get_frequency_dict, zipf_frequency
+
+    table = WordTable(make_word_table(tmp_path))
+    try:
+        listed = [w for w in get_frequency_dict("en") if w.isascii() and w.isalpha() and w.islower()]
+        sample = [*listed[:2000], *random.Random(61).sample(listed, 3000), "clayhouse", "zzzqxv"]
+        assert [table.zipf(w) for w in sample] == [zipf_frequency(w, "en") for w in sample]
+        assert table.zipf("clayhouse") == 0.0  # not listed: unseen, as wordfreq says
+    finally:
+        table.close()
+
+
+def test_the_warm_up_opens_the_table_and_other_words_still_go_to_wordfreq(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wordfreq import zipf_frequency
+
+    monkeypatch.setattr(informative, "_TABLE", [None])  # this process's table, put back afterwards
+    load_lists(tmp_path)  # no table there: wordfreq's list, as before
+    assert informative._TABLE[0] is None
+    make_word_table(tmp_path)
+    load_lists(tmp_path)
+    table = informative._TABLE[0]
+    assert isinstance(table, WordTable)
+    try:
+        for word in ("guitar", "2023", "café", "mp3"):  # the table's, then three wordfreq works out
+            information.cache_clear()
+            zipf = zipf_frequency(word, "en")
+            assert information(word) == (informative.UNSEEN if zipf <= 0 else max(0.0, 9.0 - zipf))
+    finally:
+        information.cache_clear()
+        table.close()

@@ -9,7 +9,8 @@ from pathlib import Path
 PROBE = """
 import overrides
 original = overrides.override
-from symbiote.storage.chroma.client import embedded_client
+from symbiote.storage.chroma.client import embedded_client, import_chromadb
+import_chromadb()  # as a Chroma server's client does (`connect_server`)
 import chromadb.api.rust as rust
 assert overrides.override is original, "the decorator is restored after Chroma's import"
 assert rust.RustBindingsAPI.count_collections.__override__ is True  # EnforceOverrides' mark is set

@@ -12,7 +12,6 @@ client is made, so the process's parent can import this on its way to listening.
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import threading
 from collections.abc import Iterator
@@ -25,13 +24,16 @@ from symbiote.storage.data_format import record_format
 
 if TYPE_CHECKING:
     from symbiote.config import Settings
+    from symbiote.storage.chroma.embedded import EmbeddedChroma
 
 log = logging.getLogger(__name__)
 
 
 def import_chromadb() -> Any:
-    """`chromadb`, imported after numpy (chromadb imports numpy, and a first numpy import racing
-    another worker thread's fails: `symbiote.workers.import_numpy`), without its signature checks.
+    """`chromadb`, for a Chroma server's client (the embedded store needs only Chroma's Rust core:
+    `symbiote.storage.chroma.embedded`), imported after numpy (chromadb imports numpy, and a first
+    numpy import racing another worker thread's fails: `symbiote.workers.import_numpy`), without
+    its signature checks.
 
     Chroma marks many methods with the `overrides` package's decorator, which compares each
     one's signature with its base class's as the class is created: a large part of Chroma's
@@ -46,7 +48,7 @@ def import_chromadb() -> Any:
     import_numpy()
     if "chromadb" not in sys.modules:
         with _unchecked_overrides():
-            import chromadb.api.rust  # chromadb, and the embedded client's classes
+            import chromadb.api.rust  # chromadb, and the clients' classes
     import chromadb
 
     return chromadb
@@ -72,22 +74,10 @@ def _unchecked_overrides() -> Iterator[None]:
 
 
 def _chroma_settings(**extra: Any) -> Any:
+    """The settings of a Chroma server's clients: no telemetry, no reset."""
     from chromadb.config import Settings as ChromaSettings
 
-    # The embedded store's settings must be exactly these wherever a client opens the same path:
-    # Chroma shares one system per path and refuses a second client with different settings.
-    if extra:
-        return ChromaSettings(anonymized_telemetry=False, allow_reset=False, **extra)
-    return _embedded_settings().model_copy()  # a copy: the client sets its path in the one it is given
-
-
-@functools.cache
-def _embedded_settings() -> Any:
-    """Built once per process: reading them from the environment took 11 ms of every open, the
-    first store into a new data directory's included."""
-    from chromadb.config import Settings as ChromaSettings
-
-    return ChromaSettings(anonymized_telemetry=False, allow_reset=False)
+    return ChromaSettings(anonymized_telemetry=False, allow_reset=False, **extra)
 
 
 @dataclass(frozen=True)
@@ -194,8 +184,9 @@ def connect_server(server: ChromaServer) -> Any:
         ) from exc
 
 
-def embedded_client(path: Path) -> Any:
-    """The embedded `PersistentClient` at `path` (the same one `storage.open_embedded_store` uses)."""
+def embedded_client(path: Path) -> EmbeddedChroma:
+    """The embedded store's client at `path` (`symbiote.storage.chroma.embedded`: Chroma's Rust core
+    without its Python client), the one `storage.open_embedded_store` uses."""
     try:
         path.mkdir(parents=True, exist_ok=True)
         record_format(path)  # before Chroma touches anything: a newer release's directory stays as it is
@@ -205,7 +196,9 @@ def embedded_client(path: Path) -> Any:
             "Fix its permissions or set CHROMADB_PATH to a writable directory."
         ) from exc
     _write_ahead_log(path)
-    return import_chromadb().PersistentClient(path=str(path), settings=_chroma_settings())
+    from symbiote.storage.chroma.embedded import EmbeddedChroma
+
+    return EmbeddedChroma.open(path)
 
 
 _LOGGED: set[Path] = set()  # data directories whose Chroma file this process has put in WAL mode

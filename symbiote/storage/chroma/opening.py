@@ -24,6 +24,7 @@ from symbiote.storage.disk_errors import StorageReadOnlyError, StoreDamagedError
 
 if TYPE_CHECKING:
     from symbiote.storage.chroma.client import ChromaServer
+    from symbiote.storage.chroma.embedded import EmbeddedChroma
     from symbiote.storage.chroma.side_database import LexicalIndex
     from symbiote.storage.chroma.store import ChromaMemoryStore
 
@@ -142,18 +143,17 @@ def open_embedded_store(
     )
 
 
-def _forget_chroma_system(path: Path, client: object | None) -> None:
-    """Chroma caches one system per path and keeps a broken one after a failed open (1.5.9), so
-    every later open of that path (after a restore or reset) would fail too: drop it."""
-    from chromadb.api.shared_system_client import SharedSystemClient
+def _forget_chroma_system(path: Path, client: EmbeddedChroma | None) -> None:
+    """Close a client that failed to open and drop the core kept for `path`: a broken one would fail
+    every later open of that path (after a restore or reset) too."""
+    from symbiote.storage.chroma.embedded import EmbeddedChroma
 
     if client is not None:
         try:
-            client.close()  # type: ignore[attr-defined]
+            client.close()
         except Exception:
             logging.getLogger(__name__).debug("closing a Chroma client that failed to open", exc_info=True)
-    SharedSystemClient._identifier_to_system.pop(str(path), None)
-    SharedSystemClient._identifier_to_refcount.pop(str(path), None)
+    EmbeddedChroma.forget(path)
 
 
 def _keyword_index(path: Path) -> LexicalIndex:

@@ -1,7 +1,7 @@
 """`MemoryStore` on Chroma (vectors, the source of truth) plus the FTS5 keyword index.
 
-Takes any Chroma client, so the embedded `PersistentClient` and a Chroma server's `HttpClient`
-are interchangeable. Calls block; the engine runs them in worker threads.
+Takes any Chroma client, so the embedded store's (`symbiote.storage.chroma.embedded`, Chroma's Rust
+core) and a Chroma server's `HttpClient` are interchangeable. Calls block; the engine runs them in worker threads.
 
 Layout: one record per memory in `venom_memories` (vector of the whole text, i.e. its first
 256 tokens, exactly what sentence-transformers gives) plus, in `venom_memories_chunks`, one

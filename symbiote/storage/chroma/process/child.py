@@ -159,9 +159,9 @@ def child_main(fd: int) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     _die_with_parent()
     conn = Connection(fd)
-    from symbiote.storage.chroma.client import import_chromadb
+    from symbiote.storage.chroma.embedded import preload
 
-    import_chromadb()  # now, while the server is still importing its own modules
+    preload()  # now, while the server is still importing its own modules
 
     objects: dict[int, _Served] = {}
     idle: list[_Served] = []  # objects whose work between requests is not done (`idle_step`)
@@ -186,7 +186,7 @@ def child_main(fd: int) -> None:
                 objects[handle] = obj
                 idle.append(obj)
                 reply: tuple[str, Any] = ("ok", None)
-            elif op == "ping":  # answered once Chroma is imported: the child is ready for work
+            elif op == "ping":  # answered once Chroma's core is imported: the child is ready for work
                 reply = ("ok", None)
             elif op == "ahead":
                 from symbiote.storage.chroma.opening import make_ahead

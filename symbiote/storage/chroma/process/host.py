@@ -3,7 +3,7 @@
 Why a process: Chroma 1.5.9's Python bindings hold the GIL for the whole of every call, so the
 event loop stalls for as long as an add takes. In the server process that stalls every other client's request, and a search waits
 behind a batch's writes. In a child process those calls hold the child's GIL, and the server's
-event loop, HTTP handling and embedding go on. The child also imports chromadb
+event loop, HTTP handling and embedding go on. The child also imports Chroma's core
 on the other core while the server imports the MCP SDK, so the first search comes sooner.
 
 The child hosts the same objects as before (`storage.open_embedded_store`, the history store);
