@@ -187,13 +187,30 @@ def test_the_store_process_reads_the_vectors_between_requests(tmp_path: Path, mo
     plain = open_embedded_store(tmp_path, MODEL_NAME, MODEL_DIMENSION)
     stored = [_add(plain, model, text) for text in TEXTS]
     plain.close()
-    host = StoreProcess(tmp_path)
+    host = StoreProcess(tmp_path, first_work_waits=False)  # as on two cores
     try:
         store = host.memories(MODEL_NAME, MODEL_DIMENSION)
         time.sleep(1.0)  # the child's idle moment between requests (a loaded machine may delay it)
         assert store.call(MemoryStore.idle_step) is False  # nothing left: the child read them before this call
         found = store.call(MemoryStore.nearest, model.embed(["nut allergy"])[0], 3)
         assert found[0].memory_id == stored[2].memory_id
+    finally:
+        host.close()
+
+
+def test_on_one_core_the_store_process_reads_the_vectors_after_the_first_call(tmp_path: Path, model: Embedder) -> None:
+    """On half a vCPU the two processes share one core's time: a wake answers first, and the child
+    leaves the vectors until the server's first call."""
+    plain = open_embedded_store(tmp_path, MODEL_NAME, MODEL_DIMENSION)
+    stored = [_add(plain, model, text) for text in TEXTS]
+    plain.close()
+    host = StoreProcess(tmp_path, first_work_waits=True)
+    try:
+        store = host.memories(MODEL_NAME, MODEL_DIMENSION)
+        assert store.call(MemoryStore.idle_step) is True  # the first call read the first page: none was read before
+        found = store.call(MemoryStore.nearest, model.embed(["nut allergy"])[0], 3)
+        assert found[0].memory_id == stored[2].memory_id
+        assert store.call(MemoryStore.idle_step) is False  # the rest read between those calls
     finally:
         host.close()
 

@@ -151,8 +151,9 @@ def _die_with_parent() -> None:
         pass  # not Linux (no libc.so.6 or prctl): end-of-file on the socket still ends the child
 
 
-def child_main(fd: int) -> None:
-    """The child's loop: open objects, call their methods, answer each request in order."""
+def child_main(fd: int, first_work_waits: bool = False) -> None:
+    """The child's loop: open objects, call their methods, answer each request in order.
+    `first_work_waits`: no idle work until the first call (`StoreProcess`)."""
     # Ctrl+C (SIGINT to the process group) and a SIGTERM to every process of the service (systemd,
     # a container runtime) are the server's to handle: it finishes its requests, then closes us.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -166,8 +167,10 @@ def child_main(fd: int) -> None:
     objects: dict[int, _Served] = {}
     idle: list[_Served] = []  # objects whose work between requests is not done (`idle_step`)
     loaded: set[int] = set()  # ids of those whose first work is done (`_idle_work`)
+    called = not first_work_waits
     while True:
-        _idle_work(conn, idle, loaded)
+        if called:
+            _idle_work(conn, idle, loaded)
         try:
             request = _receive(conn)
         except (EOFError, OSError):
@@ -178,6 +181,7 @@ def child_main(fd: int) -> None:
         op = request[0]
         if op == "close":
             break
+        called = called or op == "call"
         _settle_for(objects, request)
         try:
             if op == "open":

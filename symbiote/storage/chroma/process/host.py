@@ -35,6 +35,7 @@ from typing import Any, Concatenate
 
 from symbiote.errors import StoreUnavailableError, SymbioteError
 from symbiote.storage.base import HistoryStore, MemoryStore, P, Reach, S, T
+from symbiote.workers import usable_cores
 
 log = logging.getLogger(__name__)
 
@@ -69,10 +70,16 @@ class _ChildGone(SymbioteError):
 
 
 class StoreProcess:
-    """The child process that owns the embedded Chroma at `path`, started at once."""
+    """The child process that owns the embedded Chroma at `path`, started at once.
 
-    def __init__(self, path: Path) -> None:
+    `first_work_waits`: the child leaves its idle work (reading the vectors in) until the server's
+    first call. So it does by default where this process has less than two cores (Azure's half a
+    vCPU, a quota of one): there the two processes share one core's time, and a wake's reading of
+    10,000 vectors came before its first answer. With a second core it reads them on that core at once."""
+
+    def __init__(self, path: Path, first_work_waits: bool | None = None) -> None:
         self.path = path
+        self._first_work_waits = usable_cores() < 2 if first_work_waits is None else first_work_waits
         self._lock = _FairLock()
         self._proc: subprocess.Popen[bytes] | None = None
         self._conn: Connection | None = None
@@ -112,7 +119,8 @@ class StoreProcess:
         ours, theirs = socket.socketpair()
         code = (
             f"import json, os, sys; sys.path[:0] = json.loads(os.environ.pop({CHILD_ENV!r})); "
-            f"from symbiote.storage.chroma.process.child import child_main; child_main({theirs.fileno():d})"
+            "from symbiote.storage.chroma.process.child import child_main; "
+            f"child_main({theirs.fileno():d}, first_work_waits={self._first_work_waits!r})"
         )
         env = {**os.environ, CHILD_ENV: json.dumps([p for p in sys.path if p])}
         # One BLAS thread: the vectors held in memory are searched with numpy, whose BLAS threads
