@@ -32,7 +32,9 @@ async def test_a_failing_indexer_backs_off_logs_once_and_shows_in_health(
     try:
         await engine.store(StoreRequest("A first sentence here. A second sentence there."))
         await engine.passages_indexed()
-        embedded_client(settings.chromadb_path).bindings.delete_collection(CHUNK_COLLECTION, TENANT, DATABASE)
+        other = embedded_client(settings.chromadb_path)  # a second client of the store's own core
+        other.bindings.delete_collection(CHUNK_COLLECTION, TENANT, DATABASE)
+        other.close()
         caplog.set_level(logging.DEBUG, logger="symbiote")
         started = time.monotonic()
         await engine.store(StoreRequest(LONG))  # its spans follow the store: the indexer's to write

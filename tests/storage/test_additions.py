@@ -139,7 +139,11 @@ def test_a_crash_after_the_answers_loses_no_memory_and_no_passage(tmp_path: Path
 
 def _chroma_links(path: Path, ids: list[str]) -> dict[str, tuple[str | None, str | None]]:
     """The link fields as Chroma itself has them (not the records the store holds in memory)."""
-    got = embedded_client(path).get_collection(MEMORY_COLLECTION).get(ids=ids, include=["metadatas"])
+    client = embedded_client(path)
+    try:
+        got = client.get_collection(MEMORY_COLLECTION).get(ids=ids, include=["metadatas"])
+    finally:
+        client.close()
     return {mid: (meta.get("supersedes"), meta.get("superseded_by")) for mid, meta in zip(got["ids"], got["metadatas"])}
 
 
