@@ -1,5 +1,6 @@
 """The docs stay true to the code: every module is named in docs/architecture.md, and no doc
-cites a module or benchmark script that no longer exists.
+cites a module or benchmark script that no longer exists; every Python name docs/architecture.md
+quotes is one the code has.
 
 A new engineer reads docs/architecture.md to find where things live; a module it does not name
 is one they cannot find, and a path that no longer exists sends them looking for nothing.
@@ -7,6 +8,9 @@ is one they cannot find, and a path that no longer exists sends them looking for
 
 from __future__ import annotations
 
+import ast
+import importlib
+import inspect
 import re
 from pathlib import Path
 
@@ -31,19 +35,10 @@ def test_architecture_names_every_module() -> None:
     assert not unnamed, f"docs/architecture.md does not name these modules (add each with its role): {unnamed}"
 
 
-def _current_text(doc: Path) -> str:
-    """What a doc says of today's code: performance.md's dated sections name things as they were
-    at their commits (it says so), so of that page only the part before them counts."""
-    text = doc.read_text(encoding="utf-8")
-    if doc.name == "performance.md":
-        text = text.split("\n## Where the time go")[0]
-    return text
-
-
 def _cited(pattern: str) -> set[tuple[str, str]]:
     found = set()
     for doc in [ROOT / "README.md", *DOCS.glob("*.md")]:
-        for match in re.finditer(pattern, _current_text(doc)):
+        for match in re.finditer(pattern, doc.read_text(encoding="utf-8")):
             found.add((doc.name, match.group(0)))
     return found
 
@@ -112,3 +107,154 @@ def test_no_development_machine_paths() -> None:
             if bad in text:
                 found.append((str(path.relative_to(ROOT)), bad))
     assert not found, f"development-machine paths or wording: {found}"
+
+
+# -- every Python name docs/architecture.md quotes exists ----------------------------------------
+
+# Quoted in architecture.md but no Python of ours: the MCP wire's fields and a JavaScript class.
+NOT_PYTHON = {"_meta", "_meta.ui", "_meta.ui.csp", "_meta.ui.resourceUri", "App", "PersistentClient"}
+# Files named as a program or the server writes them at run time, not as the repository holds them.
+NOT_IN_REPOSITORY = {"memory.jsonl"}
+FILE_SUFFIXES = {"py", "json", "jsonl", "txt", "sh", "html", "md", "toml", "npy", "lock", "sqlite3"}
+# Where a quoted path starts: a subpackage of symbiote (`memory/engine`) or a folder of the repository.
+PATH_ROOTS = {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"} | {
+    "symbiote",
+    "tests",
+    "eval",
+    "benchmarks",
+    "scripts",
+    "personalities",
+}
+
+
+def _quoted_names(text: str) -> tuple[set[str], set[str], set[str]]:
+    """The names a doc quotes: dotted (`engine.MemoryEngine`, `MemoryEngine.search`), paths
+    (`memory/engine`, `storage/chroma/store.py`, `mcp/server.plain_schema`, in backticks or in the
+    diagrams' code blocks) and bare ones a reader would look up (`StoreProcess`, `BESIDE_FROM`, `_sqlite`)."""
+    quoted = set(re.findall(r"`([^`\n]+)`", text))
+    blocks = "\n".join(re.findall(r"```\w*\n(.*?)```", text, flags=re.S))
+    dotted = {q.removesuffix("()") for q in quoted if re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+(\(\))?", q)}
+    path = r"(?<![\w/:.])[a-z_]+(?:/[\w-]+)+(?:\.[A-Za-z_]\w*)*/?"
+    paths = {q for q in quoted if re.fullmatch(path, q)} | set(re.findall(path, blocks))
+    paths = {p for p in paths if p.split("/")[0] in PATH_ROOTS}
+    bare = {q for q in quoted if re.fullmatch(r"_?[A-Z][a-z]\w*|_[a-z]\w*|[A-Z][A-Z0-9]*_[A-Z0-9_]+|[A-Z]{3,}", q)}
+    return dotted - NOT_PYTHON, paths, bare - NOT_PYTHON
+
+
+def _definitions() -> dict[str, set[str]]:
+    """Every name defined at a module's top level or in a class's body, and the modules defining it;
+    modules by their last name too (`candidates` for `symbiote/storage/chroma/candidates.py`)."""
+    found: dict[str, set[str]] = {}
+    files = [*PACKAGE.rglob("*.py"), *ROOT.joinpath("tests").glob("*.py")]
+    for path in files:
+        module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        found.setdefault(module.rsplit(".", 1)[-1], set()).add(module)
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        bodies = [tree.body] + [n.body for n in tree.body if isinstance(n, ast.ClassDef)]
+        for body in bodies:
+            for node in body:
+                names: list[str] = []
+                if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                    names = [node.name]
+                elif isinstance(node, ast.Assign):
+                    names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+                elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                    names = [node.target.id]
+                for name in names:
+                    found.setdefault(name, set()).add(module)
+    return found
+
+
+def _has(owner: object, name: str) -> bool:
+    """An attribute, or an instance attribute a class declares (a field, or `self.name = ...` in its code)."""
+    if hasattr(owner, name):
+        return True
+    if not inspect.isclass(owner):
+        return False
+    for cls in owner.__mro__:
+        if name in getattr(cls, "__annotations__", {}):
+            return True
+        try:
+            source = inspect.getsource(cls)
+        except (OSError, TypeError):
+            continue
+        if re.search(rf"self\.{name}\s*(:[^=\n]+)?=", source):
+            return True
+    return False
+
+
+def _resolves(module: str, chain: list[str]) -> bool:
+    """`module.a.b` exists; a one-name chain may also be a function defined inside another one,
+    as each tool is inside its registrar (`mcp/tools.search_memory`)."""
+    try:
+        found: object = importlib.import_module(module)
+    except ImportError:
+        return False
+    source = getattr(found, "__file__", None)
+    if len(chain) == 1 and source and re.search(rf"^\s+(async )?def {chain[0]}\(", Path(source).read_text(), re.M):
+        return True
+    for name in chain:
+        if not _has(found, name):
+            return False
+        found = getattr(found, name, None)
+    return True
+
+
+def _dotted_exists(dotted: str, defined: dict[str, set[str]]) -> bool:
+    """`symbiote.x.y`, `x.y.Name` (under symbiote), `module.Name` by a module's last name, `Class.attr`
+    by where the class is defined, or another package's name (`asyncio.gather`, `chromadb.HttpClient`)."""
+    parts = dotted.split(".")
+    if parts[-1] in FILE_SUFFIXES:  # a file's name: `ranking.py`, `relevance_model.json`
+        return dotted in NOT_IN_REPOSITORY or any(ROOT.rglob(dotted))
+    starts: list[tuple[str, list[str]]] = []
+    for i in range(len(parts), 0, -1):  # the longest module prefix first
+        head, chain = ".".join(parts[:i]), parts[i:]
+        starts += [(f"symbiote.{head}", chain), (head, chain)]
+    starts += [(module, parts[1:]) for module in defined.get(parts[0], ())]  # `engine.MemoryEngine`
+    starts += [(module, parts) for module in defined.get(parts[0], ())]  # `MemoryEngine.search`
+    return any(_resolves(module, chain) for module, chain in starts if module.split(".")[0] != "__main__")
+
+
+def _path_exists(path: str) -> bool:
+    """`memory/engine` or `storage/chroma/store.py` (under symbiote/ or the repository), a folder
+    (`tests/e2e/`), or a module and a name in it: `mcp/server.plain_schema`."""
+    for base in (ROOT, PACKAGE):
+        if (base / path).exists():
+            return True
+        folder, _, rest = path.rpartition("/")
+        module, *chain = rest.split(".")
+        target = base / folder / module
+        if chain and chain[-1] in FILE_SUFFIXES:
+            continue
+        if target.with_suffix(".py").is_file() or (target / "__init__.py").is_file():
+            dotted = ".".join(target.relative_to(ROOT).parts)
+            if not chain or _resolves(dotted, chain):
+                return True
+    return False
+
+
+def test_architecture_quotes_only_names_that_exist() -> None:
+    """Each Python name docs/architecture.md quotes is something the code has today: a module, a
+    class, a function, a constant or an attribute, imported and looked up, or a file."""
+    text = (DOCS / "architecture.md").read_text(encoding="utf-8")
+    dotted, paths, bare = _quoted_names(text)
+    defined = _definitions()
+    assert len(dotted) > 30 and len(paths) > 50 and len(bare) > 30, (len(dotted), len(paths), len(bare))
+    missing = sorted(d for d in dotted if not _dotted_exists(d, defined))
+    missing += sorted(p for p in paths if not _path_exists(p))
+    missing += sorted(b for b in bare if b not in defined and not _in_settings(b))
+    assert not missing, f"docs/architecture.md quotes names the code does not have: {missing}"
+
+
+def _in_settings(name: str) -> bool:
+    """An environment variable the settings read (`SYMBIOTE_SHARE`, `CHROMA_HOST`)."""
+    return any(f'"{name}"' in p.read_text(encoding="utf-8") for p in PACKAGE.rglob("*.py"))
+
+
+def test_performance_tells_the_present() -> None:
+    """performance.md holds today's figures, each once with its date, commit and command, not a diary
+    of dated sections: the history is in git, and the page says where."""
+    text = (DOCS / "performance.md").read_text(encoding="utf-8")
+    dated = re.findall(r"^#+ .*\b20\d\d-\d\d-\d\d\b.*$", text, flags=re.M)
+    assert not dated, f"performance.md has dated sections (keep each figure's newest only): {dated}"
+    assert "git log -p docs/performance.md" in text
