@@ -25,7 +25,7 @@ from symbiote.memory.batch_links import link_batch, nearest_older
 from symbiote.memory.clock import iso_utc, now_us
 from symbiote.memory.ids import IdGenerator, created_us
 from symbiote.memory.keyed_lock import KeyedLock
-from symbiote.memory.links import ASSISTANT, confirmed, link_new, offers, refuse_cycle
+from symbiote.memory.links import ASSISTANT, confirm, link_new, offers
 from symbiote.memory.passage_indexing import PassageIndexer
 from symbiote.memory.records import (
     BatchStoreResult,
@@ -129,6 +129,11 @@ def _changes(old: StoredMemory, request: UpdateRequest, max_bytes: int) -> dict[
     return changes
 
 
+def _never(_older: StoredMemory) -> bool:
+    """No older memory is linked to a memory just stored."""
+    return False
+
+
 class MemoryWriter:
     """Stores, updates and deletes memories, and tells the statistics what changed."""
 
@@ -191,28 +196,22 @@ class MemoryWriter:
 
     async def _confirm(self, memory: StoredMemory, olders: list[StoredMemory]) -> None:
         """Write the links `replaces` asked for: `memory` replaces each of `olders`, by the assistant."""
-        await self._io.opened()
-        previous = [o.superseded_by for o in olders if o.superseded_by]
-        partners = (
-            await self._io.read_in("background", MemoryStore.get, list(dict.fromkeys(previous))) if previous else {}
-        )
-        await self._io.write(MemoryStore.set_links, confirmed(memory, olders, "update", ASSISTANT, partners))
+        await confirm(self._io, memory.memory_id, [o.memory_id for o in olders], "update", ASSISTANT, _never)
 
     async def _again(self, existing: StoredMemory, olders: list[StoredMemory]) -> StoreResult:
-        """The text is stored already: that memory replaces the older ones `replaces` named (not itself)."""
-        others = [o for o in olders if o.memory_id != existing.memory_id and o.superseded_by != existing.memory_id]
-        await self._io.opened()
+        """The text is stored already: that memory replaces the older ones `replaces` named (not itself;
+        a cycle is refused, `links.confirm`)."""
+        others = [o.memory_id for o in olders if o.memory_id != existing.memory_id]
 
-        async def get(ids: list[str]) -> dict[str, StoredMemory]:
-            return await self._io.read_in("background", MemoryStore.get, ids)
+        def done(older: StoredMemory) -> bool:
+            return older.superseded_by == existing.memory_id
 
-        for other in others:  # the stored text replacing one that replaces it would make a loop
-            await refuse_cycle(get, existing, other.memory_id)
-        if others:
-            await self._confirm(existing, others)
+        linked = (
+            (await confirm(self._io, existing.memory_id, others, "update", ASSISTANT, done)).linked if others else []
+        )
         result = duplicate_result(existing)
-        if others:
-            result.replaced = [o.memory_id for o in others]
+        if linked:
+            result.replaced = linked
             result.message += f" It now replaces {', '.join(result.replaced)}, as asked."
         return result
 
@@ -262,14 +261,25 @@ class MemoryWriter:
             results=results, stored=stored, duplicates=len(drafts) - stored, warning=warning, message=message
         )
 
-    async def update(self, request: UpdateRequest) -> UpdateResult:
-        """Change a memory in place: same id and original timestamp; new text is re-embedded."""
+    async def update(self, request: UpdateRequest, outdated: bool | None = None) -> UpdateResult:
+        """Change a memory in place: same id and original timestamp; new text is re-embedded. The
+        memory is read and written back holding its id (`StoreIO.changing`): a change made at the
+        same time waits, and is made to what this one wrote, never written over. `outdated`: the
+        owner's mark put on or taken off the tags as they are then (`validation.marked`)."""
         mid = validation.memory_id(request.memory_id)
+        async with self._io.changing.hold(mid):
+            return await self._update(mid, request, outdated)
+
+    async def _update(self, mid: str, request: UpdateRequest, outdated: bool | None) -> UpdateResult:
         io = self._io
         found = await io.read(MemoryStore.get, [mid])
         if mid not in found:
             raise MemoryNotFoundError(mid)
         old = found[mid]
+        if outdated is not None:
+            request = replace(
+                request, tags=validation.marked(old.tags if request.tags is None else request.tags, outdated)
+            )
         changes = _changes(old, request, self._policy().max_content_bytes)
         if not changes:
             return UpdateResult(memory=public(old), reembedded=False, message="Nothing to change.")

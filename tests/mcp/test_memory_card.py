@@ -12,7 +12,7 @@ from mcp.client import advertise
 from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID
 
 from symbiote.mcp.memory_card import CARD_URI, OUTDATED, VIEW_ONLY, CardGate, card_html
-from symbiote.memory import SearchRequest
+from symbiote.memory import CARD, SearchRequest
 from tests.conftest import InProcess
 from tests.http.test_envelope import serving
 
@@ -76,7 +76,7 @@ async def test_forget_undo_and_the_outdated_mark_change_the_store(in_process: In
         found = await engine.search(SearchRequest("bees on the allotment"))
         assert memory_id not in {hit.memory_id for hit in found.results + found.below_cutoff}
         trashed, _total = (await engine.trash.page(0, 10)).items, None
-        assert [item.deleted_by for item in trashed if item.memory.memory_id == memory_id] == ["owner"]
+        assert [item.deleted_by for item in trashed if item.memory.memory_id == memory_id] == [CARD]
 
         back = await client.call_tool("card_restore", {"memory_id": memory_id})
         assert back.structured_content["restored"] is True  # type: ignore[index]
