@@ -19,13 +19,13 @@ from typing import Any
 from symbiote.config import MAX_CONTENT_BYTES
 from symbiote.embedding import MODEL_DIMENSION
 from symbiote.embedding.embedder import AsyncEmbedder
-from symbiote.errors import InvalidInputError, MemoryNotFoundError
+from symbiote.errors import ChangedMeanwhileError, InvalidInputError, MemoryNotFoundError
 from symbiote.memory import validation
 from symbiote.memory.batch_links import link_batch, nearest_older
 from symbiote.memory.clock import iso_utc, now_us
 from symbiote.memory.ids import IdGenerator, created_us
 from symbiote.memory.keyed_lock import KeyedLock
-from symbiote.memory.links import ASSISTANT, confirm, link_new, offers
+from symbiote.memory.links import ASSISTANT, LINKING, confirm, link_new, offers
 from symbiote.memory.passage_indexing import PassageIndexer
 from symbiote.memory.records import (
     BatchStoreResult,
@@ -239,11 +239,13 @@ class MemoryWriter:
         stamped = {digest: self._stamp(d) for digest, d in fresh.items()}
         memories = list(stamped.values())
         older = await nearest_older(io, vectors, NEAR_CANDIDATES)
-        linking = await link_batch(io, memories, vectors, older, NEAR_CANDIDATES)
         batch = [(memory, passages.vectors, passages.windows) for memory, passages in zip(memories, made)]
-        await io.write(MemoryStore.add_many, batch)
-        if linking.changed:
-            await io.write(MemoryStore.set_links, linking.changed)
+        # The stored memories the batch may link are held from the read of their links to the write.
+        async with io.changing.hold_all({LINKING, *(mid for row in older for mid, _cosine in row)}):
+            linking = await link_batch(io, memories, vectors, older, NEAR_CANDIDATES)
+            await io.write(MemoryStore.add_many, batch)
+            if linking.changed:
+                await io.write(MemoryStore.set_links, linking.changed)
         for memory, _vectors, _windows in batch:
             self._stats.added(memory)
         if not all(passages.complete for passages in made):
@@ -287,6 +289,7 @@ class MemoryWriter:
         if "content" in changes:
             (made,) = await self._embedder.passages([memory.content], complete=True)
             await io.ensure_space(made.windows)
+            await self._unchanged(old)
             await io.write(MemoryStore.replace, memory, made.vectors, made.windows)
         else:
             await io.ensure_space([""])
@@ -297,6 +300,20 @@ class MemoryWriter:
             reembedded="content" in changes,
             message="Memory updated" + (" and re-indexed." if "content" in changes else "."),
         )
+
+    async def _unchanged(self, old: StoredMemory) -> None:
+        """Refuse to write a change over a memory changed since it was read (`old`), however long
+        the embedding took. In this process the memory's id is held and it never is; another
+        server on the same Chroma store holds no lock of this one's (docs/security.md)."""
+        mid = old.memory_id
+        now = (await self._io.read(MemoryStore.get, [mid])).get(mid)
+        if now is None:
+            raise MemoryNotFoundError(mid)
+        if now != old:
+            raise ChangedMeanwhileError(
+                f"{mid} was changed by someone else while this update was being made; nothing was written. "
+                "Read it again (get_memory) and make the change to what it holds now."
+            )
 
     async def apply_retention(self) -> RetentionResult:
         """Delete memories older than RETENTION_DAYS in one batch, never bookmarked ones. Off by default."""

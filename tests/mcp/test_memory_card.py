@@ -18,7 +18,7 @@ from symbiote.memory import CARD, MAX_TAGS, SearchRequest, UpdateRequest
 from symbiote.storage import content_hash
 from tests.conftest import InProcess
 from tests.http.test_envelope import serving
-from tests.memory.held_writes import hold_first
+from tests.memory.held_writes import hold_first, metadata_change, text_change
 
 APPS = [advertise(EXTENSION_ID, {"mimeTypes": [APP_MIME_TYPE]})]
 SHOWN_BY_THE_CARD = {"store_memory", "store_memories", "search_memory", "list_memories"}
@@ -205,7 +205,7 @@ async def test_a_mark_and_an_update_at_once_are_both_kept(
     from tests.conftest import make_app, make_runtime
 
     text_first = first == "update"
-    held = hold_first(monkeypatch, "replace", with_vectors=text_first)
+    held = hold_first(monkeypatch, "replace", text_change if text_first else metadata_change)
     runtime = make_runtime(settings)
     in_process = InProcess(runtime, make_app(settings, runtime=runtime))
     longer = "The allotment is plot 14, by the east gate; the shed key is with Margaret. " * 40

@@ -1,6 +1,6 @@
-"""A writer stopped at a known point: the real store, whose first call of one of its writes waits
-at the store until the test lets it go. What the first writer read is then certainly read, and
-what it writes not yet written, when the test starts the second."""
+"""A writer stopped at a known point: the real store, whose first call of one of its methods (a
+write, or a read a change makes) waits at the store until the test lets it go. What the writer
+read is then certainly read, and what it writes not yet written, when the test starts the next."""
 
 from __future__ import annotations
 
@@ -19,24 +19,28 @@ T = TypeVar("T")
 HELD_SECONDS = 60  # a test that never lets go fails rather than hangs
 
 
+def every(_args: tuple[Any, ...]) -> bool:
+    return True
+
+
 @dataclass
 class Held:
-    write: str  # the store method held (`MemoryStore`'s name for it)
-    with_vectors: bool | None  # `replace` only: hold the text's change (True) or the metadata's (False)
+    method: str  # the store method held (`MemoryStore`'s name for it)
+    which: Callable[[tuple[Any, ...]], bool] = every  # of its calls, by their arguments, those that count
     armed: bool = True  # off while the test sets up what it needs
-    arrived: threading.Event = field(default_factory=threading.Event)  # the first writer is at the write
-    release: threading.Event = field(default_factory=threading.Event)  # set by the test: let it write
+    arrived: threading.Event = field(default_factory=threading.Event)  # the writer is at the call, held
+    release: threading.Event = field(default_factory=threading.Event)  # set by the test: let it go on
 
     def holds(self, name: str, args: tuple[Any, ...]) -> bool:
-        if name != self.write or not self.armed or self.arrived.is_set():
+        if name != self.method or not self.armed or self.arrived.is_set():
             return False
-        return self.with_vectors is None or (args[1] is not None) == self.with_vectors
+        return self.which(args)
 
 
-def hold_first(monkeypatch: pytest.MonkeyPatch, write: str, with_vectors: bool | None = None) -> Held:
-    """Every store opened by a runtime built after this (in this process: `store_process=False`)
-    holds the first call of `write` until `release` is set."""
-    held = Held(write, with_vectors)
+def hold_first(monkeypatch: pytest.MonkeyPatch, method: str, which: Callable[[tuple[Any, ...]], bool] = every) -> Held:
+    """Every store opened by a runtime built after this (in this process: `store_process=False`,
+    or a Chroma server's) holds the first call of `method` that `which` takes, until `release` is set."""
+    held = Held(method, which)
 
     class HeldLocal(Local[MemoryStore]):
         def call(self, op: Callable[Concatenate[MemoryStore, P], T], /, *args: P.args, **kwargs: P.kwargs) -> T:
@@ -47,3 +51,12 @@ def hold_first(monkeypatch: pytest.MonkeyPatch, write: str, with_vectors: bool |
 
     monkeypatch.setattr(symbiote.runtime, "Local", HeldLocal)
     return held
+
+
+def text_change(args: tuple[Any, ...]) -> bool:
+    """`replace` with new text (its vectors given), not metadata alone."""
+    return args[1] is not None
+
+
+def metadata_change(args: tuple[Any, ...]) -> bool:
+    return args[1] is None

@@ -13,17 +13,20 @@ import os
 import random
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp import Client
 
 from symbiote.config import Settings
-from symbiote.errors import InvalidInputError
+from symbiote.errors import ChangedMeanwhileError, InvalidInputError
 from symbiote.memory import CARD, OWNER
 from symbiote.memory.engine import MemoryEngine
-from symbiote.memory.requests import StoreRequest
+from symbiote.memory.requests import StoreRequest, UpdateRequest
+from symbiote.memory.validation import OUTDATED
 from symbiote.storage import StoredMemory
+from tests.chroma_server import ChromaServerProcess, chroma_server  # noqa: F401  (fixture)
 from tests.conftest import make_runtime
 from tests.memory.held_writes import Held, hold_first
 
@@ -73,10 +76,10 @@ async def records(engine: MemoryEngine, ids: Sequence[str]) -> dict[str, StoredM
 
 @asynccontextmanager
 async def held_server(
-    settings: Settings, monkeypatch: pytest.MonkeyPatch, write: str, with_vectors: bool | None = None
+    settings: Settings, monkeypatch: pytest.MonkeyPatch, write: str
 ) -> AsyncIterator[tuple[Client, MemoryEngine, Held, list[str]]]:
     """A server over a store whose first `write` (once armed) is held; FACTS stored, their ids given."""
-    held = hold_first(monkeypatch, write, with_vectors)
+    held = hold_first(monkeypatch, write)
     held.armed = False
     runtime = make_runtime(settings)
     async with Client(runtime.server) as client:  # type: ignore[arg-type]
@@ -216,3 +219,39 @@ async def test_a_restored_memory_takes_back_only_the_links_still_free(engine: Me
     now = await records(engine, [one, two, three, other])
     assert (now[two].superseded_by, now[three].supersedes, now[three].superseded_by) == (other, None, None)
     assert one_sided(now) == [] and cycles(now) == []
+
+
+@pytest.mark.server
+async def test_on_a_chroma_server_an_update_over_another_instance_s_change_is_refused(
+    chroma_server: ChromaServerProcess,
+    tmp_path: Path,
+    model_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two instances hold no lock of each other's: an update whose memory the other changed while
+    it embedded the new text says so and writes nothing (before: it wrote the mark over)."""
+    shared = {"chroma_host": "127.0.0.1", "chroma_port": chroma_server.port, "chroma_database": "one-writer"}
+    two = make_runtime(Settings(chromadb_path=tmp_path / "two", model_dir=model_dir, **shared))
+    mid = (await two.engine.store(StoreRequest("The bins go out on Tuesday night.", tags=["home"]))).memory_id
+    reads: list[str] = []
+
+    def second_read_of_it(args: tuple[Any, ...]) -> bool:  # the update's look before it writes
+        if list(args[0]) == [mid]:
+            reads.append(mid)
+        return len(reads) == 2
+
+    held = hold_first(monkeypatch, "get", second_read_of_it)
+    one = make_runtime(Settings(chromadb_path=tmp_path / "one", model_dir=model_dir, **shared))
+    try:
+        changing = one.engine.update(UpdateRequest(mid, content="The bins go out on Monday night."))
+        update = asyncio.ensure_future(changing)
+        assert await asyncio.to_thread(held.arrived.wait, 60)
+        await two.engine.update(UpdateRequest(mid), outdated=True)  # the other instance's mark, meanwhile
+        held.release.set()
+        with pytest.raises(ChangedMeanwhileError, match="Read it again"):
+            await update
+        memory = await two.engine.get(mid)
+        assert (memory.content, memory.tags) == ("The bins go out on Tuesday night.", ["home", OUTDATED])
+    finally:
+        one.close()
+        two.close()
