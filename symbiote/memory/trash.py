@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from symbiote.errors import SymbioteError
 from symbiote.memory.clock import now_us
 from symbiote.memory.keyed_lock import Widen, one_writer
 from symbiote.memory.links import names, parted, partners, relink
@@ -92,12 +93,10 @@ class MemoryTrash:
                 for start in range(0, len(ids), MOVE_BATCH):
                     removed += await io.write(MemoryStore.trash, ids[start : start + MOVE_BATCH], deleted_by, at)
             except Exception:
-                # Those not moved keep their links as they were, and their partners get theirs back.
-                went = [found[mid] for mid in removed if mid in found]
-                back = [found[m.memory_id] for m in changed if m.memory_id in found and m.memory_id not in removed]
-                back += [p for p in parted(went, linked) if p.memory_id in linked]
-                if back:
-                    await io.write(MemoryStore.set_links, back)
+                try:
+                    await self._links_back(found, linked, changed)
+                except SymbioteError:
+                    log.exception("giving links back after a failed move to the trash failed")
                 raise
             for mid in removed:
                 if mid in found:
@@ -105,6 +104,19 @@ class MemoryTrash:
             return removed
 
         return await one_writer(io.changing, ids, change)
+
+    async def _links_back(
+        self, found: dict[str, StoredMemory], linked: dict[str, StoredMemory], changed: list[StoredMemory]
+    ) -> None:
+        """After a move to the trash that failed: the memories still stored get their links as they
+        were, and the memories linked to them theirs (those to a memory that did go stay off)."""
+        io = self._io
+        still = await io.read_in("background", MemoryStore.get, list(found))
+        went = [memory for mid, memory in found.items() if mid not in still]
+        back = [found[m.memory_id] for m in changed if m.memory_id in still]
+        back += [p for p in parted(went, linked) if p.memory_id in linked]
+        if back:
+            await io.write(MemoryStore.set_links, back)
 
     async def page(self, offset: int, limit: int) -> TrashPage:
         io = self._io
