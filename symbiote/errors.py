@@ -34,6 +34,11 @@ class MemoryNotFoundError(SymbioteError):
         self.memory_id = memory_id
 
 
+class ChangedMeanwhileError(SymbioteError):
+    """A memory changed between the read and the write of a change to it (another server on the
+    same Chroma store): nothing was written; read it again."""
+
+
 class StoreUnavailableError(SymbioteError):
     """The memory store cannot be opened or written; the message says what to fix."""
 

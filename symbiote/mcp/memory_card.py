@@ -10,8 +10,9 @@ owner, the same checks as the model's calls.
 
 A host without the extension sees what it saw before the card: `CardGate` leaves the view-only
 tools, the `ui://` resource and the tools' `_meta.ui` out of what it lists for a client known not to
-support the extension, and refuses it the view-only tools. A stateless 2025-11-25 request carries no
-capabilities: the gate then goes by what the caller's last `initialize` declared.
+support the extension, and refuses the view-only tools to every caller not known to support it. A
+stateless 2025-11-25 request carries no capabilities: the gate then goes by what the caller's last
+`initialize` declared (docs/security.md says what that cannot tell apart).
 """
 
 from __future__ import annotations
@@ -28,12 +29,13 @@ from pydantic import BaseModel, Field
 from starlette.requests import Request
 
 from symbiote.mcp.tools import readable_errors
-from symbiote.memory import OWNER, DeleteResult, MemoryEngine, UpdateRequest, UpdateResult
+from symbiote.memory import CARD, DeleteResult, MemoryEngine, UpdateRequest, UpdateResult, validation
 
 CARD_URI = "ui://symbiote/memory-card.html"
 VIEW_META: dict[str, Any] = {"ui": {"resourceUri": CARD_URI}}  # on the four tools whose result the card shows
 VIEW_ONLY = ("card_forget", "card_restore", "card_mark")
-OUTDATED = "outdated"  # the tag the owner's "outdated" puts on a memory: every reply shows it
+OUTDATED = validation.OUTDATED  # the tag the owner's "outdated" puts on a memory: every reply shows it
+UNKNOWN_CALLER = "its initialize declaring the MCP Apps extension was not seen by this server, or not lately"
 MAX_CLIENTS = 1_000  # callers whose declaration is remembered (the least recent are forgotten)
 # No outside origin: the view is one self-contained file and talks only to the host's bridge.
 NO_ORIGINS = ResourceCsp(connect_domains=[], resource_domains=[], frame_domains=[], base_uri_domains=[])
@@ -84,25 +86,29 @@ def card_extension(engine: MemoryEngine) -> Apps:
     )
     @readable_errors
     async def card_forget(memory_id: Annotated[str, Field(description="The memory to forget.")]) -> DeleteResult:
-        return await engine.delete(memory_id, deleted_by=OWNER)
+        return await engine.delete(memory_id, deleted_by=CARD)
 
     @apps.tool(
         resource_uri=CARD_URI,
         visibility=["app"],
         name="card_restore",
         title="Undo forget (memory card)",
-        description="Undo the memory card's forget: the memory comes back from the trash with its id, text and tags.",
+        description=(
+            "Undo the memory card's forget: the memory comes back from the trash with its id, text, tags and links. "
+            "Only what the card forgot: what an assistant or the console deleted is restored in the console."
+        ),
         annotations=hints("Undo forget", destructive=False, idempotent=True),
     )
     @readable_errors
     async def card_restore(memory_id: Annotated[str, Field(description="The memory forgotten.")]) -> RestoreResult:
-        report = await engine.trash.restore([memory_id])
+        mid = validation.memory_id(memory_id)
+        report = await engine.trash.restore([mid], deleted_by=CARD)
         if report.restored:
-            return RestoreResult(memory_id=memory_id, restored=True, message="Memory restored.")
+            return RestoreResult(memory_id=mid, restored=True, message="Memory restored.")
         if report.clashes:
-            return RestoreResult(memory_id=memory_id, restored=False, message=f"Not restored: {report.clashes[0][1]}.")
+            return RestoreResult(memory_id=mid, restored=False, message=f"Not restored: {report.clashes[0][1]}.")
         return RestoreResult(
-            memory_id=memory_id, restored=False, message="Not restored: it is not in the trash (restored already?)."
+            memory_id=mid, restored=False, message="Not restored: it is not in the trash (restored already?)."
         )
 
     @apps.tool(
@@ -121,10 +127,9 @@ def card_extension(engine: MemoryEngine) -> Apps:
         memory_id: Annotated[str, Field(description="The memory to mark.")],
         outdated: Annotated[bool, Field(description="True to mark it outdated, false to take the mark off.")],
     ) -> UpdateResult:
-        tags = [tag for tag in (await engine.get(memory_id)).tags if tag != OUTDATED]
-        if outdated:
-            tags.append(OUTDATED)
-        return await engine.update(UpdateRequest(memory_id, tags=tags))
+        # The mark is put on the tags as they are when the memory is written (not as read here first):
+        # a change made meanwhile is kept (`MemoryEngine.update`).
+        return await engine.update(UpdateRequest(memory_id), outdated=outdated)
 
     return apps
 
@@ -183,9 +188,13 @@ class CardGate:
         apps = self.supports_apps(ctx)
         if ctx.method == "server/discover" and apps is False:
             return _without_extension(await call_next(ctx))
-        if ctx.method == "tools/call" and params.get("name") in VIEW_ONLY and apps is False:
+        if ctx.method == "tools/call" and params.get("name") in VIEW_ONLY and apps is not True:
             # What the SDK answers for a tool it does not have: the client never saw this one listed.
+            # A caller not known to have the extension (no initialize seen: one forgotten, or since
+            # a restart) is refused too, with what would let a host with it in.
             unknown = f"Unknown tool: {params.get('name')}"
+            if apps is None:
+                unknown += f". A host showing the memory card: connect again ({UNKNOWN_CALLER})."
             return CallToolResult(content=[TextContent(type="text", text=unknown)], is_error=True)
         result = await call_next(ctx)
         if ctx.method not in ("tools/list", "resources/list") or apps:

@@ -32,13 +32,14 @@ from symbiote.memory.records import (
 )
 from symbiote.memory.requests import SearchRequest, StoreRequest, UpdateRequest, takes
 from symbiote.memory.statistics import CONSOLE, UNKNOWN, OwnerStats
-from symbiote.memory.trash import ASSISTANT, OWNER, TRASH_DAYS, expires_us
+from symbiote.memory.trash import ASSISTANT, CARD, OWNER, TRASH_DAYS, expires_us
 from symbiote.memory.validation import MAX_TAG_LENGTH, MAX_TAGS
 from symbiote.memory.write_policy import EnginePolicy, PolicyRefusedError, QuotaExceededError
 from symbiote.retrieval.thresholds import RELEVANCE_CUTOFF
 
 __all__ = [
     "ASSISTANT",
+    "CARD",
     "CONSOLE",
     "FETCH_BATCH",
     "IMPORTED",

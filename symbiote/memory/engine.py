@@ -209,9 +209,10 @@ class MemoryEngine:
         """Store a batch: every item valid or none stored; one embedding pass, one write."""
         return await self._writer.store_many(items, client)
 
-    async def update(self, request: UpdateRequest) -> UpdateResult:
-        """Change a memory in place: same id and original timestamp; new text is re-embedded."""
-        return await self._writer.update(request)
+    async def update(self, request: UpdateRequest, outdated: bool | None = None) -> UpdateResult:
+        """Change a memory in place: same id and original timestamp; new text is re-embedded.
+        `outdated`: the owner's mark put on or taken off (symbiote.memory.writing)."""
+        return await self._writer.update(request, outdated)
 
     async def delete(self, memory_id: object, deleted_by: str = ASSISTANT) -> DeleteResult:
         """Gone from search and reads at once; the owner can restore it from the trash for TRASH_DAYS."""

@@ -8,6 +8,10 @@ the owner can keep it, merge the two (delete the one replaced) or undo it. What 
 sure of is offered instead (`offers`, a store's `may_replace`), and the assistant, which understands
 what changed, confirms it: `replaces` at store time, or `link` afterwards. Each link records who made
 it (`link_by` on the memory replaced: None for the server's rule, ASSISTANT, OWNER).
+
+A link is on both of its memories or on neither: every change to one is read and written holding
+both ends (and a third memory it moves from, `StoreIO.changing`), and every change that makes one
+also holds LINKING, so the cycle check sees every link made before it.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from dataclasses import dataclass, replace
 from symbiote.errors import InvalidInputError, MemoryNotFoundError
 from symbiote.memory import validation
 from symbiote.memory.ids import created_us as id_created_us
+from symbiote.memory.keyed_lock import Widen, one_writer
 from symbiote.memory.records import LinkResult
 from symbiote.memory.store_io import StoreIO
 from symbiote.retrieval.sameness import LinkKind, fuller_is_newer, judge, may_be_same, offer_stands_out, stands_out
@@ -28,6 +33,7 @@ log = logging.getLogger(__name__)
 
 SERVER, ASSISTANT, OWNER = "server", "assistant", "owner"  # who made a link (the server's is stored as None)
 MAX_OFFERS = 3
+LINKING = "linking"  # held by every change that makes a link (no memory id looks like it)
 
 
 @dataclass(frozen=True)
@@ -91,11 +97,65 @@ async def link_new(
 ) -> NewLink | None:
     """Link a memory just stored to the nearest older one about the same thing, if there is one.
     The store returned the nearest with their links, so this costs one write, and only for a link."""
-    decided = decide(memory, nearest)
-    if decided is None:
+    if decide(memory, nearest) is None:
         return None
-    await io.write(MemoryStore.set_links, list(decided[1]))
-    return decided[0]
+    cosines = {old.memory_id: cosine for old, cosine in nearest}
+
+    async def change(held: frozenset[str]) -> NewLink | None:
+        # Decided again on the records as they are now, held: one linked or unlinked meanwhile counts.
+        found = await io.read(MemoryStore.get, sorted(held - {LINKING}))
+        fresh = [(found[mid], cosine) for mid, cosine in cosines.items() if mid in found]
+        decided = decide(found.get(memory.memory_id, memory), fresh)
+        if decided is None:
+            return None
+        await io.write(MemoryStore.set_links, list(decided[1]))
+        return decided[0]
+
+    return await one_writer(io.changing, {LINKING, memory.memory_id, *cosines}, change)
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """What `confirm` did: the older memories as they were read (holding them), and those it linked."""
+
+    olders: list[StoredMemory]
+    linked: list[str]
+
+
+async def confirm(
+    io: StoreIO[MemoryStore],
+    newer_id: str,
+    older_ids: Sequence[str],
+    kind: str,
+    by: str,
+    done: Callable[[StoredMemory], bool],
+) -> Confirmation:
+    """`newer` replaces each of `older_ids` (those `done` does not say are linked already), as `by`
+    confirms: every memory must be stored and no cycle made. Read and written holding every record
+    it changes, a third memory an older one moves from included, and LINKING."""
+
+    async def change(held: frozenset[str]) -> Confirmation | Widen:
+        found = await io.read(MemoryStore.get, sorted(held - {LINKING}))
+        for mid in (newer_id, *older_ids):
+            if mid not in found:
+                raise MemoryNotFoundError(mid)
+        newer, olders = found[newer_id], [found[mid] for mid in older_ids]
+        linking = [old for old in olders if not done(old)]
+        previous = {o.superseded_by for o in linking if o.superseded_by and o.superseded_by != newer_id}
+        if not previous <= held:
+            return Widen(frozenset(previous - held))
+
+        async def get(ids: list[str]) -> dict[str, StoredMemory]:
+            return await io.read(MemoryStore.get, list(dict.fromkeys(ids)))
+
+        for old in linking:
+            await refuse_cycle(get, newer, old.memory_id)
+        if linking:
+            partners = {mid: found[mid] for mid in previous if mid in found}
+            await io.write(MemoryStore.set_links, confirmed(newer, linking, kind, by, partners))
+        return Confirmation(olders=olders, linked=[old.memory_id for old in linking])
+
+    return await one_writer(io.changing, {LINKING, newer_id, *older_ids}, change)
 
 
 def offers(
@@ -235,12 +295,25 @@ class MemoryLinks:
 
     async def keep(self, memory_id: object) -> None:
         """The owner agrees: both memories stay, linked, and the link is marked as reviewed."""
-        replaced, _first = await self._link(memory_id)
-        await self._io.write(MemoryStore.set_links, [replace(replaced, link_kept=True)])
+        mid = validation.memory_id(memory_id)
+        async with self._io.changing.hold(mid):
+            replaced, _first = await self._link(mid)
+            await self._io.write(MemoryStore.set_links, [replace(replaced, link_kept=True)])
 
     async def undo(self, memory_id: object) -> None:
         """The owner disagrees: both memories stay, unlinked."""
-        replaced, first = await self._link(memory_id)
+        mid = validation.memory_id(memory_id)
+
+        async def change(held: frozenset[str]) -> Widen | None:
+            replaced, first = await self._link(mid)
+            if replaced.superseded_by not in held:
+                return Widen(frozenset({replaced.superseded_by or ""}))
+            await self._write_undo(replaced, first)
+            return None
+
+        await one_writer(self._io.changing, [mid], change)
+
+    async def _write_undo(self, replaced: StoredMemory, first: StoredMemory | None) -> None:
         changed = [_without_replacer(replaced)]
         if first is not None and first.supersedes == replaced.memory_id:
             changed.append(_without_replaced(first))
@@ -253,18 +326,16 @@ class MemoryLinks:
         checked = validation.link_kind(kind)
         if newer_mid == older_mid:
             raise InvalidInputError(f"{newer_mid} cannot replace itself: pass two different memories.")
-        found = await self._get([newer_mid, older_mid])
-        for mid in (newer_mid, older_mid):
-            if mid not in found:
-                raise MemoryNotFoundError(mid)
-        newer, older = found[newer_mid], found[older_mid]
-        if older.superseded_by == newer_mid and older.link_kind == checked:
+
+        def done(older: StoredMemory) -> bool:
+            return older.superseded_by == newer_mid and older.link_kind == checked
+
+        confirmation = await confirm(self._io, newer_mid, [older_mid], checked, by, done)
+        (older,) = confirmation.olders
+        if not confirmation.linked:
             return _result(newer_mid, older_mid, checked, made_by(older), "Already linked: nothing changed.")
-        await refuse_cycle(self._get, newer, older_mid)
         previous = older.superseded_by
-        partners = await self._get([previous]) if previous and previous != newer_mid else {}
-        await self._io.write(MemoryStore.set_links, confirmed(newer, [older], checked, by, partners))
-        moved = f" It was replaced by {previous} before; not any more." if partners else ""
+        moved = f" It was replaced by {previous} before; not any more." if previous and previous != newer_mid else ""
         return _result(
             newer_mid, older_mid, checked, by, f"Linked: {newer_mid} replaces {older_mid} and is shown first.{moved}"
         )
@@ -272,19 +343,20 @@ class MemoryLinks:
     async def unlink(self, newer_id: object, older_id: object) -> LinkResult:
         """Undo the link by which `newer` replaces `older`: both stay, unlinked."""
         newer_mid, older_mid = validation.memory_id(newer_id), validation.memory_id(older_id)
-        found = await self._get([newer_mid, older_mid])
-        for mid in (newer_mid, older_mid):
-            if mid not in found:
-                raise MemoryNotFoundError(mid)
-        older = found[older_mid]
-        if older.superseded_by != newer_mid:
-            raise InvalidInputError(f"{older_mid} is not replaced by {newer_mid}: there is no such link to undo.")
-        if older.link_kept:  # the owner's reviewed decision stands against any client's
-            raise InvalidInputError(
-                f"The owner reviewed and kept the link by which {newer_mid} replaces {older_mid}; only the owner "
-                "can undo it, in the console's Links page."
-            )
-        await self.undo(older_mid)
+        async with self._io.changing.hold_all([newer_mid, older_mid]):
+            found = await self._get([newer_mid, older_mid])
+            for mid in (newer_mid, older_mid):
+                if mid not in found:
+                    raise MemoryNotFoundError(mid)
+            older = found[older_mid]
+            if older.superseded_by != newer_mid:
+                raise InvalidInputError(f"{older_mid} is not replaced by {newer_mid}: there is no such link to undo.")
+            if older.link_kept:  # the owner's reviewed decision stands against any client's
+                raise InvalidInputError(
+                    f"The owner reviewed and kept the link by which {newer_mid} replaces {older_mid}; only the owner "
+                    "can undo it, in the console's Links page."
+                )
+            await self._write_undo(older, found[newer_mid])
         log.info(
             "link undone by the assistant: %s no longer replaces %s (made by %s)", newer_mid, older_mid, made_by(older)
         )
@@ -311,24 +383,94 @@ def _result(newer: str, older: str, kind: str, by: str, message: str, linked: bo
     return LinkResult(newer_id=newer, older_id=older, kind=kind, linked=linked, by=by, message=message)
 
 
-async def unlink(io: StoreIO[MemoryStore], memories: Sequence[StoredMemory]) -> None:
-    """Before `memories` go to the trash: they and the memories linked to them lose those links, so
-    none points at nothing, and one restored points at no one. One read of the partners, at most one
-    scan without texts (only when one of them replaced others: who it replaced is found there), and
-    one write."""
+def names(memories: Sequence[StoredMemory]) -> set[str]:
+    """The memories the links of `memories` name (themselves left out)."""
+    own = {m.memory_id for m in memories}
+    return {p for m in memories for p in (m.supersedes, m.superseded_by) if p and p not in own}
+
+
+async def partners(io: StoreIO[MemoryStore], memories: Sequence[StoredMemory]) -> dict[str, StoredMemory]:
+    """The stored memories linked to `memories` and not among them: one read of those their links
+    name, and one scan without texts only when one of them replaced others (who it replaced is found
+    there: `supersedes` names the latest only)."""
     gone = {m.memory_id for m in memories}
-    ids = list(dict.fromkeys(p for m in memories for p in (m.supersedes, m.superseded_by) if p and p not in gone))
-    partners = dict(await io.read_in("background", MemoryStore.get, ids)) if ids else {}
+    ids = sorted(names(memories))
+    found = dict(await io.read_in("background", MemoryStore.get, ids)) if ids else {}
     if any(m.supersedes for m in memories):
         for other in await io.read_in("background", MemoryStore.scan):
             if other.superseded_by in gone and other.memory_id not in gone:
-                partners.setdefault(other.memory_id, other)
-    changed = [without_links(m) for m in memories if m.supersedes or m.superseded_by]
-    for partner in partners.values():
+                found.setdefault(other.memory_id, other)
+    return found
+
+
+def parted(memories: Sequence[StoredMemory], linked: dict[str, StoredMemory]) -> list[StoredMemory]:
+    """Every record to write before `memories` go to the trash: the memories `linked` to them lose
+    those links, so none points at nothing. Each memory going keeps its own links in the trash (a
+    restore writes them again, `relink`), and one replacing another while replaced by none keeps
+    in its own `link_kept` and `link_by` those of that link, which were on the other (its
+    `link_kind` holds the kind already): undone, the link comes back as it was."""
+    gone = {m.memory_id for m in memories}
+    changed: list[StoredMemory] = []
+    for m in memories:
+        older = linked.get(m.supersedes or "")
+        if older is not None and older.superseded_by == m.memory_id and not m.superseded_by:
+            changed.append(replace(m, link_kind=older.link_kind, link_kept=older.link_kept, link_by=older.link_by))
+    for partner in linked.values():
         if partner.superseded_by in gone:
             partner = _without_replacer(partner)
         if partner.supersedes in gone:
             partner = _without_replaced(partner)
         changed.append(partner)
-    if changed:
-        await io.write(MemoryStore.set_links, changed)
+    return changed
+
+
+async def relink(io: StoreIO[MemoryStore], memory_ids: Sequence[str]) -> None:
+    """After these memories came back from the trash with the links they had (`parted`): each link
+    written on both ends again where the other end is stored and free to take it (a memory replaced
+    by another meanwhile keeps that one; no cycle is made), taken off where not. Called holding
+    these memories and the memories their links name."""
+    current = dict(await io.read_in("background", MemoryStore.get, list(memory_ids)))
+    current.update(await io.read_in("background", MemoryStore.get, sorted(names(list(current.values())))))
+
+    async def get(ids: list[str]) -> dict[str, StoredMemory]:
+        missing = [mid for mid in dict.fromkeys(ids) if mid not in current]
+        found = dict(await io.read_in("background", MemoryStore.get, missing)) if missing else {}
+        return {mid: current.get(mid) or found[mid] for mid in ids if mid in current or mid in found}
+
+    for mid in memory_ids:
+        if mid not in current:
+            continue
+        me = current[mid]
+        if not me.supersedes and not me.superseded_by:
+            continue
+        # what the link by which it replaced `supersedes` was (kept on it by `parted`, when it could be)
+        older_kind, older_kept, older_by = (
+            (me.link_kind or "update", me.link_kept, me.link_by) if not me.superseded_by else ("update", False, None)
+        )
+        now = replace(without_links(me), link_by=None)
+        changed: dict[str, StoredMemory] = {}
+        first = current.get(me.superseded_by or "")
+        if first is not None and first.memory_id != mid:
+            try:
+                await refuse_cycle(get, first, mid)
+            except InvalidInputError:
+                first = None
+        if first is not None:
+            linked_first, now = _linked(first, now, me.link_kind or "update", me.link_by)
+            now = replace(now, link_kept=me.link_kept)
+            if linked_first.supersedes != first.supersedes or linked_first.link_kind != first.link_kind:
+                changed[first.memory_id] = linked_first
+        older = current.get(me.supersedes or "")
+        if older is not None and older.memory_id != mid and older.superseded_by in (None, mid):
+            if older.superseded_by == mid:  # restored with it, the link on it as it was
+                now = replace(now, supersedes=older.memory_id, link_kind=now.link_kind or older.link_kind)
+            else:
+                try:
+                    await refuse_cycle(get, now, older.memory_id)
+                    now, linked_older = _linked(now, older, older_kind, older_by)
+                    changed[older.memory_id] = replace(linked_older, link_kept=older_kept)
+                except InvalidInputError:
+                    pass  # it would replace itself through others now: left unlinked
+        changed[mid] = now
+        await io.write(MemoryStore.set_links, list(changed.values()))
+        current.update(changed)

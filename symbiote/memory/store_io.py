@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Concatenate, Generic, Literal, ParamSpec, TypeVar
 
 from symbiote.errors import StoreUnavailableError, worded
+from symbiote.memory.keyed_lock import KeyedLock
 from symbiote.memory.lazy_store import LazyStore
 from symbiote.storage import DiskSpace, HistoryStore, MemoryStore, Reach, is_transient, is_write, write_failure
 from symbiote.telemetry.stages import stage
@@ -45,6 +46,11 @@ class StoreIO(Generic[S]):
         self._space = space
         self.writes = 0  # bumped by every write, so statistics can tell a scan raced one
         self.on_open: list[Callable[[], None]] = []  # called once the store is first open (e.g. replay a queue)
+        # One writer per memory: a change that reads a memory and writes it back (an update, a
+        # mark, a link's both ends, a delete's partners) holds its id from the read to the write
+        # (`keyed_lock.one_writer`). In this process only: docs/security.md says what two
+        # instances on one Chroma server do.
+        self.changing = KeyedLock()
 
     @property
     def store(self) -> Reach[S] | None:

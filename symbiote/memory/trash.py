@@ -14,8 +14,10 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from symbiote.errors import SymbioteError
 from symbiote.memory.clock import now_us
-from symbiote.memory.links import unlink
+from symbiote.memory.keyed_lock import Widen, one_writer
+from symbiote.memory.links import names, parted, partners, relink
 from symbiote.memory.statistics import Statistics
 from symbiote.memory.store_io import StoreIO
 from symbiote.storage import MemoryStore, StoredMemory, TrashedMemory
@@ -26,9 +28,16 @@ TRASH_DAYS = 30  # how long a deleted memory can be restored; said on the trash 
 DAY_US = 86_400 * 1_000_000
 OWNER = "owner"
 ASSISTANT = "assistant"
+CARD = "card"  # the owner, from the memory card: what card_restore may bring back
 MOVE_BATCH = 1_000  # memories per write to the trash: searches get their turn between two (about 0.3 s each)
 RESTORE_BATCH = 250  # memories per write back: Chroma indexes each vector again (about 5 ms a memory)
 SCAN = 500  # rows read at a time when the trash is searched from one end
+
+
+def _not_by(deleted_by: str) -> str:
+    """Why a memory card's undo leaves a memory in the trash: someone else deleted it."""
+    who = "an assistant (delete_memory)" if deleted_by == ASSISTANT else "the owner in the console"
+    return f"it was deleted by {who}, not by this card; the owner can restore it from the console's trash"
 
 
 def expires_us(item: TrashedMemory) -> int:
@@ -60,23 +69,54 @@ class MemoryTrash:
 
     async def move(self, memory_ids: Sequence[str], deleted_by: str, deleted_us: int | None = None) -> list[str]:
         """Move these memories to the trash in one write; returns the ids that existed. Memories
-        moved together share `deleted_us` (now, unless given): an undo restores that one deletion."""
+        moved together share `deleted_us` (now, unless given): an undo restores that one deletion.
+        Held with the memories linked to them (`StoreIO.changing`): those lose the links first, and
+        get them back if the move fails."""
         io = self._io
         await io.opened()
         ids = list(dict.fromkeys(memory_ids))
         if not ids:
             return []
         await self.purge_expired()
-        found = await io.read_in("background", MemoryStore.get, ids)  # for the statistics and the links
-        await unlink(io, list(found.values()))
         at = deleted_us or now_us()
-        removed: list[str] = []
-        for start in range(0, len(ids), MOVE_BATCH):
-            removed += await io.write(MemoryStore.trash, ids[start : start + MOVE_BATCH], deleted_by, at)
-        for mid in removed:
-            if mid in found:
-                self._stats.removed(found[mid])
-        return removed
+
+        async def change(held: frozenset[str]) -> list[str] | Widen:
+            found = await io.read_in("background", MemoryStore.get, ids)  # for the statistics and the links
+            linked = await partners(io, list(found.values()))
+            if not set(linked) <= held:
+                return Widen(frozenset(set(linked) - held))
+            changed = parted(list(found.values()), linked)
+            if changed:
+                await io.write(MemoryStore.set_links, changed)
+            removed: list[str] = []
+            try:
+                for start in range(0, len(ids), MOVE_BATCH):
+                    removed += await io.write(MemoryStore.trash, ids[start : start + MOVE_BATCH], deleted_by, at)
+            except Exception:
+                try:
+                    await self._links_back(found, linked, changed)
+                except SymbioteError:
+                    log.exception("giving links back after a failed move to the trash failed")
+                raise
+            for mid in removed:
+                if mid in found:
+                    self._stats.removed(found[mid])
+            return removed
+
+        return await one_writer(io.changing, ids, change)
+
+    async def _links_back(
+        self, found: dict[str, StoredMemory], linked: dict[str, StoredMemory], changed: list[StoredMemory]
+    ) -> None:
+        """After a move to the trash that failed: the memories still stored get their links as they
+        were, and the memories linked to them theirs (those to a memory that did go stay off)."""
+        io = self._io
+        still = await io.read_in("background", MemoryStore.get, list(found))
+        went = [memory for mid, memory in found.items() if mid not in still]
+        back = [found[m.memory_id] for m in changed if m.memory_id in still]
+        back += [p for p in parted(went, linked) if p.memory_id in linked]
+        if back:
+            await io.write(MemoryStore.set_links, back)
 
     async def page(self, offset: int, limit: int) -> TrashPage:
         io = self._io
@@ -85,18 +125,40 @@ class MemoryTrash:
         items, total = await io.read(MemoryStore.trashed, offset, limit)
         return TrashPage(items, total)
 
-    async def restore(self, memory_ids: Sequence[str]) -> RestoreReport:
-        """Bring memories back under their ids. One whose id or text is stored again meanwhile (an
-        import, the same text stored anew) stays in the trash, with the reason: never two copies."""
+    async def restore(self, memory_ids: Sequence[str], deleted_by: str | None = None) -> RestoreReport:
+        """Bring memories back under their ids, with the links they had where the other memory is
+        still there to take them (`links.relink`). One whose id or text is stored again meanwhile
+        (an import, the same text stored anew) stays in the trash, with the reason: never two
+        copies. `deleted_by`: only what that deleted comes back (the memory card's undo restores
+        what the card forgot, not what an assistant or the console deleted)."""
         io = self._io
         await io.opened()
         ids = list(dict.fromkeys(memory_ids))
-        trashed = {item.memory.memory_id: item.memory for item in await self._items(ids)}
-        missing = [mid for mid in ids if mid not in trashed]
+        keys = set(ids) | names([item.memory for item in await self._items(ids)])
+
+        async def change(held: frozenset[str]) -> RestoreReport | Widen:
+            items = await self._items(ids)
+            linked = names([item.memory for item in items])
+            if not linked <= held:
+                return Widen(frozenset(linked - held))
+            return await self._restore(ids, items, deleted_by)
+
+        return await one_writer(io.changing, keys, change)
+
+    async def _restore(self, ids: list[str], items: list[TrashedMemory], deleted_by: str | None) -> RestoreReport:
+        io = self._io
+        clashes: list[tuple[str, str]] = []
+        trashed: dict[str, StoredMemory] = {}
+        for item in items:
+            if deleted_by is None or item.deleted_by == deleted_by:
+                trashed[item.memory.memory_id] = item.memory
+            else:
+                clashes.append((item.memory.memory_id, _not_by(item.deleted_by)))
+        found = {item.memory.memory_id for item in items}
+        missing = [mid for mid in ids if mid not in found]
         taken = await io.read_in("background", MemoryStore.get, list(trashed)) if trashed else {}
         hashes = [m.content_hash for mid, m in trashed.items() if mid not in taken]
         same_text = await io.read_in("background", MemoryStore.find_contents, hashes) if hashes else {}
-        clashes: list[tuple[str, str]] = []
         wanted: list[StoredMemory] = []
         seen: set[str] = set()
         for mid, memory in trashed.items():
@@ -119,6 +181,7 @@ class MemoryTrash:
             if memory.memory_id in back:
                 self._stats.added(memory)
         if back:
+            await relink(io, restored)
             self._kick()
         return RestoreReport(restored=restored, missing=missing, clashes=clashes)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from symbiote.config import MAX_CONTENT_BYTES
@@ -13,7 +14,8 @@ from symbiote.memory.ids import created_us, is_memory_id
 from symbiote.storage import MemoryFilter
 from symbiote.storage import text as unicode_text
 
-MAX_TAGS = 10
+MAX_TAGS = 10  # besides OUTDATED
+OUTDATED = "outdated"  # the owner's mark (the memory card's): every reply shows it; not one of the MAX_TAGS
 MAX_TAGS_GIVEN = 100  # a longer list of tags is refused unread (duplicates count): no loop over millions
 MAX_TAG_LENGTH = 50
 MAX_CONVERSATION_ID = 200
@@ -50,7 +52,8 @@ def query(value: Any) -> str:
 
 
 def tags(value: Any) -> list[str]:
-    """At most 10 non-empty tags of at most 50 characters; duplicates (any case) dropped."""
+    """At most 10 non-empty tags of at most 50 characters, and the owner's OUTDATED mark; duplicates
+    (any case) dropped. The mark is not counted: the owner can mark any memory, however many tags it has."""
     if value is None:
         return []
     if isinstance(value, str) or not isinstance(value, (list, tuple)):
@@ -70,9 +73,16 @@ def tags(value: Any) -> list[str]:
         if tag.casefold() not in seen:
             seen.add(tag.casefold())
             cleaned.append(tag)
-    if len(cleaned) > MAX_TAGS:
-        raise InvalidInputError(f"{len(cleaned)} tags given; at most {MAX_TAGS} are allowed.")
+    counted = sum(tag.casefold() != OUTDATED for tag in cleaned)
+    if counted > MAX_TAGS:
+        raise InvalidInputError(f"{counted} tags given; at most {MAX_TAGS} are allowed.")
     return cleaned
+
+
+def marked(tags: Sequence[str], outdated: bool) -> list[str]:
+    """`tags` with the OUTDATED mark put on or taken off, however it is spelled there."""
+    kept = [tag for tag in tags if tag.casefold() != OUTDATED]
+    return [*kept, OUTDATED] if outdated else kept
 
 
 def limit(value: Any, *, name: str, high: int) -> int:

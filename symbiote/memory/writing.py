@@ -19,13 +19,13 @@ from typing import Any
 from symbiote.config import MAX_CONTENT_BYTES
 from symbiote.embedding import MODEL_DIMENSION
 from symbiote.embedding.embedder import AsyncEmbedder
-from symbiote.errors import InvalidInputError, MemoryNotFoundError
+from symbiote.errors import ChangedMeanwhileError, InvalidInputError, MemoryNotFoundError
 from symbiote.memory import validation
 from symbiote.memory.batch_links import link_batch, nearest_older
 from symbiote.memory.clock import iso_utc, now_us
 from symbiote.memory.ids import IdGenerator, created_us
 from symbiote.memory.keyed_lock import KeyedLock
-from symbiote.memory.links import ASSISTANT, confirmed, link_new, offers, refuse_cycle
+from symbiote.memory.links import ASSISTANT, LINKING, confirm, link_new, offers
 from symbiote.memory.passage_indexing import PassageIndexer
 from symbiote.memory.records import (
     BatchStoreResult,
@@ -129,6 +129,11 @@ def _changes(old: StoredMemory, request: UpdateRequest, max_bytes: int) -> dict[
     return changes
 
 
+def _never(_older: StoredMemory) -> bool:
+    """No older memory is linked to a memory just stored."""
+    return False
+
+
 class MemoryWriter:
     """Stores, updates and deletes memories, and tells the statistics what changed."""
 
@@ -191,28 +196,22 @@ class MemoryWriter:
 
     async def _confirm(self, memory: StoredMemory, olders: list[StoredMemory]) -> None:
         """Write the links `replaces` asked for: `memory` replaces each of `olders`, by the assistant."""
-        await self._io.opened()
-        previous = [o.superseded_by for o in olders if o.superseded_by]
-        partners = (
-            await self._io.read_in("background", MemoryStore.get, list(dict.fromkeys(previous))) if previous else {}
-        )
-        await self._io.write(MemoryStore.set_links, confirmed(memory, olders, "update", ASSISTANT, partners))
+        await confirm(self._io, memory.memory_id, [o.memory_id for o in olders], "update", ASSISTANT, _never)
 
     async def _again(self, existing: StoredMemory, olders: list[StoredMemory]) -> StoreResult:
-        """The text is stored already: that memory replaces the older ones `replaces` named (not itself)."""
-        others = [o for o in olders if o.memory_id != existing.memory_id and o.superseded_by != existing.memory_id]
-        await self._io.opened()
+        """The text is stored already: that memory replaces the older ones `replaces` named (not itself;
+        a cycle is refused, `links.confirm`)."""
+        others = [o.memory_id for o in olders if o.memory_id != existing.memory_id]
 
-        async def get(ids: list[str]) -> dict[str, StoredMemory]:
-            return await self._io.read_in("background", MemoryStore.get, ids)
+        def done(older: StoredMemory) -> bool:
+            return older.superseded_by == existing.memory_id
 
-        for other in others:  # the stored text replacing one that replaces it would make a loop
-            await refuse_cycle(get, existing, other.memory_id)
-        if others:
-            await self._confirm(existing, others)
+        linked = (
+            (await confirm(self._io, existing.memory_id, others, "update", ASSISTANT, done)).linked if others else []
+        )
         result = duplicate_result(existing)
-        if others:
-            result.replaced = [o.memory_id for o in others]
+        if linked:
+            result.replaced = linked
             result.message += f" It now replaces {', '.join(result.replaced)}, as asked."
         return result
 
@@ -240,11 +239,13 @@ class MemoryWriter:
         stamped = {digest: self._stamp(d) for digest, d in fresh.items()}
         memories = list(stamped.values())
         older = await nearest_older(io, vectors, NEAR_CANDIDATES)
-        linking = await link_batch(io, memories, vectors, older, NEAR_CANDIDATES)
         batch = [(memory, passages.vectors, passages.windows) for memory, passages in zip(memories, made)]
-        await io.write(MemoryStore.add_many, batch)
-        if linking.changed:
-            await io.write(MemoryStore.set_links, linking.changed)
+        # The stored memories the batch may link are held from the read of their links to the write.
+        async with io.changing.hold_all({LINKING, *(mid for row in older for mid, _cosine in row)}):
+            linking = await link_batch(io, memories, vectors, older, NEAR_CANDIDATES)
+            await io.write(MemoryStore.add_many, batch)
+            if linking.changed:
+                await io.write(MemoryStore.set_links, linking.changed)
         for memory, _vectors, _windows in batch:
             self._stats.added(memory)
         if not all(passages.complete for passages in made):
@@ -262,14 +263,25 @@ class MemoryWriter:
             results=results, stored=stored, duplicates=len(drafts) - stored, warning=warning, message=message
         )
 
-    async def update(self, request: UpdateRequest) -> UpdateResult:
-        """Change a memory in place: same id and original timestamp; new text is re-embedded."""
+    async def update(self, request: UpdateRequest, outdated: bool | None = None) -> UpdateResult:
+        """Change a memory in place: same id and original timestamp; new text is re-embedded. The
+        memory is read and written back holding its id (`StoreIO.changing`): a change made at the
+        same time waits, and is made to what this one wrote, never written over. `outdated`: the
+        owner's mark put on or taken off the tags as they are then (`validation.marked`)."""
         mid = validation.memory_id(request.memory_id)
+        async with self._io.changing.hold(mid):
+            return await self._update(mid, request, outdated)
+
+    async def _update(self, mid: str, request: UpdateRequest, outdated: bool | None) -> UpdateResult:
         io = self._io
         found = await io.read(MemoryStore.get, [mid])
         if mid not in found:
             raise MemoryNotFoundError(mid)
         old = found[mid]
+        if outdated is not None:
+            request = replace(
+                request, tags=validation.marked(old.tags if request.tags is None else request.tags, outdated)
+            )
         changes = _changes(old, request, self._policy().max_content_bytes)
         if not changes:
             return UpdateResult(memory=public(old), reembedded=False, message="Nothing to change.")
@@ -277,6 +289,7 @@ class MemoryWriter:
         if "content" in changes:
             (made,) = await self._embedder.passages([memory.content], complete=True)
             await io.ensure_space(made.windows)
+            await self._unchanged(old)
             await io.write(MemoryStore.replace, memory, made.vectors, made.windows)
         else:
             await io.ensure_space([""])
@@ -287,6 +300,20 @@ class MemoryWriter:
             reembedded="content" in changes,
             message="Memory updated" + (" and re-indexed." if "content" in changes else "."),
         )
+
+    async def _unchanged(self, old: StoredMemory) -> None:
+        """Refuse to write a change over a memory changed since it was read (`old`), however long
+        the embedding took. In this process the memory's id is held and it never is; another
+        server on the same Chroma store holds no lock of this one's (docs/security.md)."""
+        mid = old.memory_id
+        now = (await self._io.read(MemoryStore.get, [mid])).get(mid)
+        if now is None:
+            raise MemoryNotFoundError(mid)
+        if now != old:
+            raise ChangedMeanwhileError(
+                f"{mid} was changed by someone else while this update was being made; nothing was written. "
+                "Read it again (get_memory) and make the change to what it holds now."
+            )
 
     async def apply_retention(self) -> RetentionResult:
         """Delete memories older than RETENTION_DAYS in one batch, never bookmarked ones. Off by default."""

@@ -77,7 +77,7 @@ class TrashedMemory:
 
     memory: StoredMemory
     deleted_us: int
-    deleted_by: str  # "owner" (the console) or "assistant" (MCP's delete_memory)
+    deleted_by: str  # "owner" (the console), "card" (the owner, from the memory card) or "assistant" (delete_memory)
 
 
 @dataclass(frozen=True)

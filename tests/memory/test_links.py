@@ -1,6 +1,6 @@
 """Links between memories about the same thing, on the real engine (real model, real Chroma):
 made at store time, kept across a reopen, never between look-alikes about different subjects,
-cleaned up when a memory goes, and applied by search."""
+cleaned up when a memory goes (and back when it is restored), and applied by search."""
 
 from __future__ import annotations
 
@@ -79,12 +79,12 @@ async def test_deleting_a_linked_memory_leaves_no_link_pointing_at_nothing(engin
     assert await engine.links.count() == (0, 0)
     with pytest.raises(InvalidInputError):
         await engine.links.undo(old)
-    # Restored from the trash, the newer memory points at no one either: the link was undone.
+    # Restored from the trash, the newer memory gets its link back, on both ends (issue 67, L6).
     report = await engine.trash.restore([new])
     assert report.restored == [new]
     back = await engine.get(new)
-    assert (back.supersedes, back.superseded_by, back.link_kind) == (None, None, None)
-    assert (await engine.get(old)).superseded_by is None and await engine.links.count() == (0, 0)
+    assert (back.supersedes, back.superseded_by, back.link_kind) == (old, None, "update")
+    assert (await engine.get(old)).superseded_by == new and await engine.links.count() == (1, 1)
 
 
 async def test_the_owner_keeps_undoes_or_merges(engine: MemoryEngine) -> None:

@@ -6,6 +6,7 @@
 import { App, applyDocumentTheme, applyHostStyleVariables } from "@modelcontextprotocol/ext-apps";
 
 const OUTDATED = "outdated"; // the tag card_mark adds and removes (symbiote.mcp.memory_card.OUTDATED)
+const isOutdated = (tag) => tag.toLowerCase() === OUTDATED; // in any spelling, as the server compares tags
 
 const app = new App({ name: "symbiote-memory-card", version: "1.0.0" }, {}, { autoResize: true });
 const $ = (id) => document.getElementById(id);
@@ -110,7 +111,7 @@ function tagList(tags) {
   return el(
     "ul",
     { class: "tags", "aria-label": "Tags" },
-    tags.map((tag) => el("li", { class: tag === OUTDATED ? "tag outdated" : "tag" }, tag)),
+    tags.map((tag) => el("li", { class: isOutdated(tag) ? "tag outdated" : "tag" }, tag)),
   );
 }
 
@@ -143,7 +144,7 @@ function memoryItem(memory, options = {}) {
     }
     if (m.superseded_by) marks.push(mark(m.link_kind === "duplicate" ? "Said better elsewhere" : "Superseded", "superseded"));
     if (m.supersedes) marks.push(mark(m.link_kind === "duplicate" ? "Fuller version" : "Replaces an older one", "supersedes"));
-    if (m.tags?.includes(OUTDATED)) marks.push(mark("Outdated", "outdated"));
+    if (m.tags?.some(isOutdated)) marks.push(mark("Outdated", "outdated"));
     if (m.type) marks.push(mark(m.type, "type"));
     const meta = [m.memory_id, m.timestamp && `stored ${when(m.timestamp)}`, m.updated_at && `changed ${when(m.updated_at)}`];
     body.replaceChildren(
@@ -170,7 +171,7 @@ function memoryItem(memory, options = {}) {
     } else if (!state.editing) {
       if (options.editable) buttons.push(button("Edit", startEdit));
       if (options.outdated) {
-        const outdated = state.memory.tags?.includes(OUTDATED);
+        const outdated = state.memory.tags?.some(isOutdated);
         buttons.push(button(outdated ? "Not outdated" : "Mark outdated", () => setOutdated(!outdated)));
       }
       buttons.push(button(options.forgetLabel ?? "Forget", forget, "danger"));
