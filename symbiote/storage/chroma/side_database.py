@@ -484,6 +484,9 @@ class TrashRows:
             "deleted_by TEXT NOT NULL, body TEXT NOT NULL, meta TEXT NOT NULL, vector BLOB NOT NULL)"
         )
         conn.execute("CREATE INDEX IF NOT EXISTS trash_deleted ON trash(deleted_us, memory_id)")
+        # memories on their way into or out of the trash: committed before Chroma is touched, cleared
+        # after; what a failure or a crash leaves here is settled by `Trash.settle`
+        conn.execute("CREATE TABLE IF NOT EXISTS moving (memory_id TEXT PRIMARY KEY)")
 
     def put(self, rows: Sequence[TrashRow]) -> None:
         with self._lock:
@@ -501,6 +504,20 @@ class TrashRows:
                     for r in rows
                 ],
             )
+
+    def mark(self, memory_ids: Sequence[str]) -> None:
+        """Note these memories as moving into or out of the trash (in the transaction before Chroma's write)."""
+        with self._lock:
+            self._conn.executemany("INSERT OR REPLACE INTO moving(memory_id) VALUES (?)", [(m,) for m in memory_ids])
+
+    def unmark(self, memory_ids: Sequence[str]) -> None:
+        with self._lock:
+            self._conn.executemany("DELETE FROM moving WHERE memory_id = ?", [(m,) for m in memory_ids])
+
+    def moving(self) -> list[str]:
+        """The memories a move into or out of the trash left unfinished (usually none)."""
+        with self._lock:
+            return [str(mid) for (mid,) in self._conn.execute("SELECT memory_id FROM moving ORDER BY rowid")]
 
     def remove(self, memory_ids: Sequence[str]) -> list[str]:
         """Delete these rows; returns the ids that were there."""

@@ -95,6 +95,7 @@ class ChromaMemoryStore:
         self._additions = Additions(self._memories, self._chunks, lexical, self._passages, self._held_rows)
         replayed = self._additions.replay()  # before anything reads Chroma
         self._trash = Trash(self._memories, self._chunks, lexical)
+        self._trash.settle()  # a delete or restore a crash interrupted: finished before anything reads
         if replayed:
             with lexical.transaction() as tx:
                 for mid in replayed:
