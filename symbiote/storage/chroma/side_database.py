@@ -118,6 +118,13 @@ class LexicalIndex:
         self._scored_rows = scored_rows
         self._lock = threading.RLock()
         self._conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=10)
+        try:
+            self._open()
+        except BaseException:  # closed at once: a damaged file is moved aside next, and its WAL with it
+            self._conn.close()
+            raise
+
+    def _open(self) -> None:
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute(
@@ -130,6 +137,10 @@ class LexicalIndex:
         self.trash = TrashRows(self._conn, self._lock)  # deleted memories (`symbiote.storage.chroma.trashing`)
         # memories acknowledged before Chroma had them (`symbiote.storage.chroma.additions`)
         self.unwritten = UnwrittenRows(self._conn, self._lock)
+        # what an open could not recover from a damaged copy of this file, and where that copy was set aside
+        self._conn.execute(
+            "CREATE TABLE IF NOT EXISTS losses (set_us INTEGER NOT NULL, file TEXT NOT NULL, what TEXT NOT NULL)"
+        )
         self._conn.execute(
             "CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5("
             "memory_id UNINDEXED, body, ctx, tokenize='porter unicode61 remove_diacritics 2')"
@@ -358,6 +369,30 @@ class LexicalIndex:
                 self._conn.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", (f'body:"{term}"',)).fetchone()[0]
             )
         return self._counts[term]
+
+    def put_back(self, table: str, columns: Sequence[str], rows: Sequence[tuple[Any, ...]]) -> None:
+        """Rows read out of a damaged copy of this file (`symbiote.storage.chroma.salvage`), as they were."""
+        known = {str(row[1]) for row in self._conn.execute(f"PRAGMA table_info({table})")}
+        kept = [i for i, column in enumerate(columns) if column in known]
+        listed = ", ".join(columns[i] for i in kept)
+        with self.transaction(durable=True):
+            self._conn.executemany(
+                f"INSERT OR REPLACE INTO {table}({listed}) VALUES ({', '.join('?' * len(kept))})",
+                [tuple(row[i] for i in kept) for row in rows],
+            )
+
+    def note_loss(self, file: str, what: str) -> None:
+        """Remember, until `file` is gone from beside this one, that an open could not recover `what` from it."""
+        with self.transaction(durable=True):
+            self._conn.execute(
+                "INSERT INTO losses(set_us, file, what) VALUES (?, ?, ?)", (time.time_ns() // 1000, file, what)
+            )
+
+    def losses(self) -> list[tuple[str, str]]:
+        """(file set aside, what could not be recovered from it) for each such file still beside this one."""
+        with self._lock:
+            rows = self._conn.execute("SELECT file, what FROM losses ORDER BY set_us").fetchall()
+        return [(str(file), str(what)) for file, what in rows if (self.path.parent / str(file)).exists()]
 
     def close(self) -> None:
         with self._lock:

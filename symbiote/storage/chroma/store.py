@@ -324,6 +324,16 @@ class ChromaMemoryStore:
             (repaired(memory_from(mid, body, meta)), why) for mid, body, meta, why in self._lexical.unwritten.aside()
         ]
 
+    def losses(self) -> list[str]:
+        """What an open could not read out of a damaged side database (`symbiote.storage.chroma.salvage`)."""
+        return [
+            f"The side database was damaged and set aside as {file}, beside it; {what} could not be read, so "
+            "memories acknowledged just before (the write-behind journal) or in the trash may be missing. "
+            f"`sqlite3 {file} .recover` reads what is left: store again any memory it shows that search does not "
+            f"find. Move {file} out of the data directory to clear this (at the next start)."
+            for file, what in self._lexical.losses()
+        ]
+
     # -- searches (symbiote.storage.chroma.candidates) ---------------------------------------------
 
     def nearest(
