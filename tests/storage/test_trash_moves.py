@@ -210,3 +210,22 @@ def test_kill_9_mid_delete_leaves_each_memory_stored_or_in_the_trash(tmp_path: P
         assert set(places.values()) <= {"stored", "trash"}, (round_, places)
         assert all(places[mid] == "trash" for mid in acknowledged), round_
         acknowledged |= {mid for mid, place in places.items() if place == "trash"}
+
+
+def test_an_update_that_died_after_chroma_took_the_new_text_is_indexed_by_it_at_open(tmp_path: Path) -> None:
+    # what a kill between Chroma's update and the keyword entry's leaves on disk (L2)
+    store = open_embedded_store(tmp_path / "data", MODEL_NAME, MODEL_DIMENSION)
+    (memory,) = fill(store, 1)
+    with store._lexical.transaction(durable=True):
+        store._lexical.trash.mark([memory.memory_id])
+    text = "The red notebook moved to the attic. Its lists are gone."
+    store._memories.update(ids=[memory.memory_id], documents=[text])
+    store = reopen(store, tmp_path / "data")
+    try:
+        assert where(store, [memory.memory_id]) == {memory.memory_id: "stored"}
+        assert store._lexical.bodies([memory.memory_id]) == {memory.memory_id: text}
+        assert [m.memory_id for m in store.keyword("red notebook attic", 3)] == [memory.memory_id]
+        assert store.keyword("blue shelf", 3) == []
+        assert [mid for mid, _w, _t in store.pending_passages(10)] == [memory.memory_id]  # passages made again
+    finally:
+        store.close()

@@ -519,8 +519,8 @@ class TrashRows:
             "deleted_by TEXT NOT NULL, body TEXT NOT NULL, meta TEXT NOT NULL, vector BLOB NOT NULL)"
         )
         conn.execute("CREATE INDEX IF NOT EXISTS trash_deleted ON trash(deleted_us, memory_id)")
-        # memories on their way into or out of the trash: committed before Chroma is touched, cleared
-        # after; what a failure or a crash leaves here is settled by `Trash.settle`
+        # memories on their way into or out of the trash, or being rewritten: committed before Chroma
+        # is touched, cleared after; what a failure or a crash leaves here is settled by `Trash.settle`
         conn.execute("CREATE TABLE IF NOT EXISTS moving (memory_id TEXT PRIMARY KEY)")
 
     def put(self, rows: Sequence[TrashRow]) -> None:

@@ -9,9 +9,11 @@ record per extra passage (each sentence of a multi-sentence memory; paragraphs a
 spans of a long one). Search keeps each memory's best passage. A write given only the whole
 text's vector queues the passages, which are indexed right after (`symbiote.storage.chroma.passages`).
 
-Consistency: a store or delete changes Chroma and the keyword index together or not at all
-(the index transaction commits only after the Chroma write succeeded; a failed commit undoes
-the Chroma write). In the store process a new memory's Chroma write follows its answer,
+Consistency: a store changes Chroma and the keyword index together or not at all (the index
+transaction commits only after the Chroma write succeeded; a failed commit undoes the Chroma
+write). An update or a move into or out of the trash marks the memory in the side database
+first, writes Chroma, then the keyword index and clears the mark; a mark a failure or a crash
+left is settled against Chroma (`symbiote.storage.chroma.trashing`). In the store process a new memory's Chroma write follows its answer,
 with the next stores', from a journal committed with the index (`symbiote.storage.chroma.additions`). An index
 that is missing or disagrees with Chroma at open (the journal written first) is rebuilt from
 Chroma, which is the source of truth.
@@ -24,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from symbiote.errors import StoreUnavailableError
 from symbiote.storage.base import KeywordMatch, Match, StoredMemory, TrashedMemory
 from symbiote.storage.chroma.additions import WAITING_AT_MOST, Additions
 from symbiote.storage.chroma.batches import BatchedCollection, max_batch_size
@@ -234,6 +237,7 @@ class ChromaMemoryStore:
         return None, close
 
     def replace(self, memory: StoredMemory, vectors: np.ndarray | None, windows: Sequence[str]) -> None:
+        self._trash.settle()
         old = self._memories.get(ids=[memory.memory_id], include=["metadatas"])
         if not old["ids"]:
             raise KeyError(memory.memory_id)
@@ -241,9 +245,11 @@ class ChromaMemoryStore:
         if vectors is None:  # metadata only: text, vectors and keyword entry stay
             self._memories.update(ids=[memory.memory_id], metadatas=[metadata_of(memory, old_passages, True)])
             return
-        with self._lexical.transaction() as tx:
-            tx.delete(memory.memory_id)
-            tx.add(memory.memory_id, memory.created_us, memory.content)
+        # Marked first, unmarked with the new keyword entry: a failure or a crash between leaves the
+        # keyword entry and passages to be put in step with Chroma's text (`Trash.settle`).
+        with self._lexical.transaction(durable=True):
+            self._lexical.trash.mark([memory.memory_id])
+        try:
             stale = _chunk_ids(memory.memory_id, old_passages)
             if stale:
                 self._chunks.delete(ids=stale)
@@ -256,6 +262,27 @@ class ChromaMemoryStore:
                 documents=[memory.content],
                 metadatas=[metadata_of(memory, len(windows), True)],
             )
+        except Exception:
+            self._settle_after_failure()
+            raise
+        try:
+            with self._lexical.transaction() as tx:
+                tx.delete(memory.memory_id)
+                tx.add(memory.memory_id, memory.created_us, memory.content)
+                self._lexical.trash.unmark([memory.memory_id])
+        except Exception as exc:
+            raise StoreUnavailableError(
+                f"The new text of {memory.memory_id} is stored, but its keyword entry could not follow ({exc}); "
+                "it is brought in step at the next update, delete or start. Search by meaning finds the new text now."
+            ) from exc
+
+    def _settle_after_failure(self) -> None:
+        """After a failed write under a mark: its keyword entry and passages put in step with Chroma now,
+        or (if this fails too) at the next write or start."""
+        try:
+            self._trash.settle()
+        except Exception:
+            log.exception("settling a failed write failed; settled at the next write or start")
 
     def set_links(self, memories: Sequence[StoredMemory]) -> None:
         """With `write_behind`, written with the memories waiting (`symbiote.storage.chroma.additions`)."""

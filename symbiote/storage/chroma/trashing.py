@@ -188,11 +188,10 @@ class Trash:
                 if mid in trashed and trashed[mid].body == body:
                     self._lexical.trash.remove([mid])
                 if indexed.get(mid) != body:
-                    memory = memory_from(mid, body, meta)
                     tx.delete(mid)
-                    tx.add(mid, memory.created_us, body)
-                    if _passages(meta) > 1:
-                        tx.queue_passages(mid, None)  # upserted: passages still there are written unchanged
+                    tx.add(mid, memory_from(mid, body, meta).created_us, body)
+                if _passages(meta) > 1:  # some may have gone; upserted, those still there are written unchanged
+                    tx.queue_passages(mid, None)
             self._lexical.trash.unmark(memory_ids)
         return [mid for mid in memory_ids if mid in stored]
 
