@@ -311,11 +311,11 @@ def _result(newer: str, older: str, kind: str, by: str, message: str, linked: bo
     return LinkResult(newer_id=newer, older_id=older, kind=kind, linked=linked, by=by, message=message)
 
 
-async def unlink(io: StoreIO[MemoryStore], memories: Sequence[StoredMemory]) -> None:
-    """Before `memories` go to the trash: they and the memories linked to them lose those links, so
-    none points at nothing, and one restored points at no one. One read of the partners, at most one
-    scan without texts (only when one of them replaced others: who it replaced is found there), and
-    one write."""
+async def unlink(io: StoreIO[MemoryStore], memories: Sequence[StoredMemory], own: bool = True) -> None:
+    """Before `memories` go to the trash: the memories linked to them lose those links, so none
+    points at nothing; with `own`, they lose theirs too, else the trash keeps them for `relink`.
+    One read of the partners, at most one scan without texts (only when one of them replaced
+    others: who it replaced is found there), and one write."""
     gone = {m.memory_id for m in memories}
     ids = list(dict.fromkeys(p for m in memories for p in (m.supersedes, m.superseded_by) if p and p not in gone))
     partners = dict(await io.read_in("background", MemoryStore.get, ids)) if ids else {}
@@ -323,7 +323,7 @@ async def unlink(io: StoreIO[MemoryStore], memories: Sequence[StoredMemory]) -> 
         for other in await io.read_in("background", MemoryStore.scan):
             if other.superseded_by in gone and other.memory_id not in gone:
                 partners.setdefault(other.memory_id, other)
-    changed = [without_links(m) for m in memories if m.supersedes or m.superseded_by]
+    changed = [without_links(m) for m in memories if own and (m.supersedes or m.superseded_by)]
     for partner in partners.values():
         if partner.superseded_by in gone:
             partner = _without_replacer(partner)
@@ -332,3 +332,39 @@ async def unlink(io: StoreIO[MemoryStore], memories: Sequence[StoredMemory]) -> 
         changed.append(partner)
     if changed:
         await io.write(MemoryStore.set_links, changed)
+
+
+async def relink(io: StoreIO[MemoryStore], memories: Sequence[StoredMemory]) -> None:
+    """After `memories` came back from the trash with the links they had: each link is written back
+    on both sides where its partner is still stored and free for it (and no loop would close), and
+    dropped from the restored memory where not, so none points at nothing. One read, one write."""
+    back = {m.memory_id: m for m in memories}
+    ids = [p for m in memories for p in (m.supersedes, m.superseded_by) if p and p not in back]
+    partners = dict(await io.read_in("background", MemoryStore.get, list(dict.fromkeys(ids)))) if ids else {}
+    partners.update(back)
+
+    async def get(wanted: list[str]) -> dict[str, StoredMemory]:
+        return dict(await io.read_in("background", MemoryStore.get, wanted))
+
+    changed: dict[str, StoredMemory] = {}
+    for memory in memories:
+        kept = changed.get(memory.memory_id, memory)
+        older = partners.get(memory.supersedes or "")
+        if memory.supersedes and (older is None or older.superseded_by not in (None, memory.memory_id)):
+            kept = _without_replaced(kept)
+        elif older is not None and older.superseded_by is None:
+            try:
+                await refuse_cycle(get, memory, older.memory_id)
+            except InvalidInputError:
+                kept = _without_replaced(kept)
+            else:
+                _replaced, changed[older.memory_id] = _linked(kept, older, memory.link_kind or "update")
+        newer = partners.get(memory.superseded_by or "")
+        if memory.superseded_by and newer is None:
+            kept = _without_replacer(kept)
+        elif newer is not None and newer.supersedes is None:  # it names the latest it replaced: none now
+            changed[newer.memory_id] = replace(changed.get(newer.memory_id, newer), supersedes=memory.memory_id)
+        if kept != memory:
+            changed[memory.memory_id] = kept
+    if changed:
+        await io.write(MemoryStore.set_links, list(changed.values()))

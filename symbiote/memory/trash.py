@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from symbiote.memory.clock import now_us
-from symbiote.memory.links import unlink
+from symbiote.memory.links import relink, unlink
 from symbiote.memory.statistics import Statistics
 from symbiote.memory.store_io import StoreIO
 from symbiote.storage import MemoryStore, StoredMemory, TrashedMemory
@@ -68,7 +68,7 @@ class MemoryTrash:
             return []
         await self.purge_expired()
         found = await io.read_in("background", MemoryStore.get, ids)  # for the statistics and the links
-        await unlink(io, list(found.values()))
+        await unlink(io, list(found.values()), own=False)  # the trash keeps their own links, for `relink`
         at = deleted_us or now_us()
         removed: list[str] = []
         for start in range(0, len(ids), MOVE_BATCH):
@@ -118,6 +118,9 @@ class MemoryTrash:
         for memory in wanted:
             if memory.memory_id in back:
                 self._stats.added(memory)
+        linked = [m for m in wanted if m.memory_id in back and (m.supersedes or m.superseded_by)]
+        if linked:
+            await relink(io, linked)
         if back:
             self._kick()
         return RestoreReport(restored=restored, missing=missing, clashes=clashes)

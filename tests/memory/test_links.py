@@ -79,12 +79,14 @@ async def test_deleting_a_linked_memory_leaves_no_link_pointing_at_nothing(engin
     assert await engine.links.count() == (0, 0)
     with pytest.raises(InvalidInputError):
         await engine.links.undo(old)
-    # Restored from the trash, the newer memory points at no one either: the link was undone.
+    # Restored from the trash (the undo of a forget), the newer memory has its link back, both ways.
     report = await engine.trash.restore([new])
     assert report.restored == [new]
     back = await engine.get(new)
-    assert (back.supersedes, back.superseded_by, back.link_kind) == (None, None, None)
-    assert (await engine.get(old)).superseded_by is None and await engine.links.count() == (0, 0)
+    assert (back.supersedes, back.superseded_by, back.link_kind) == (old, None, "update")
+    assert (await engine.get(old)).superseded_by == new
+    [link] = await engine.links.links()
+    assert (link.replaced.memory_id, link.first and link.first.memory_id) == (old, new)
 
 
 async def test_the_owner_keeps_undoes_or_merges(engine: MemoryEngine) -> None:
