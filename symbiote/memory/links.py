@@ -153,7 +153,7 @@ def _without_replacer(memory: StoredMemory) -> StoredMemory:
 
 
 def without_links(memory: StoredMemory) -> StoredMemory:
-    """`memory` linked to nothing (as it goes to the trash: restored, it points at no one)."""
+    """`memory` linked to nothing."""
     return _without_replaced(_without_replacer(memory))
 
 
