@@ -71,12 +71,27 @@ class MemoryTrash:
         await unlink(io, list(found.values()), own=False)  # the trash keeps their own links, for `relink`
         at = deleted_us or now_us()
         removed: list[str] = []
-        for start in range(0, len(ids), MOVE_BATCH):
-            removed += await io.write(MemoryStore.trash, ids[start : start + MOVE_BATCH], deleted_by, at)
+        try:
+            for start in range(0, len(ids), MOVE_BATCH):
+                removed += await io.write(MemoryStore.trash, ids[start : start + MOVE_BATCH], deleted_by, at)
+        except Exception:  # those still stored get their partners' links back, then the error is told
+            await self._relink_stored([mid for mid in ids if mid in found and mid not in removed])
+            raise
         for mid in removed:
             if mid in found:
                 self._stats.removed(found[mid])
         return removed
+
+    async def _relink_stored(self, memory_ids: list[str]) -> None:
+        """After a move that failed: the memories still stored have their links written back on
+        their partners' side (`unlink` took them off before the move)."""
+        try:
+            still = await self._io.read_in("background", MemoryStore.get, memory_ids) if memory_ids else {}
+            linked = [m for m in still.values() if m.supersedes or m.superseded_by]
+            if linked:
+                await relink(self._io, linked)
+        except Exception:  # the move's own error is what the caller is told; this one is logged
+            log.exception("writing back the links of %d memories a failed delete left stored failed", len(memory_ids))
 
     async def page(self, offset: int, limit: int) -> TrashPage:
         io = self._io

@@ -4,6 +4,7 @@ not stored. The real embedded Chroma, a real full disk (a small tmpfs) and a rea
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 import signal
@@ -17,13 +18,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from symbiote.config import Settings
 from symbiote.embedding.model import MODEL_DIMENSION, MODEL_NAME
 from symbiote.errors import StoreUnavailableError
 from symbiote.memory.ids import IdGenerator
+from symbiote.memory.requests import SearchRequest, StoreRequest
 from symbiote.storage.base import StoredMemory, content_hash
 from symbiote.storage.chroma.opening import open_embedded_store
 from symbiote.storage.chroma.side_database import TrashRow
 from symbiote.storage.chroma.store import ChromaMemoryStore
+from tests.conftest import make_runtime
 
 IDS = IdGenerator()
 ROOT = Path(__file__).resolve().parents[2]
@@ -102,6 +106,35 @@ def test_a_delete_on_a_full_disk_leaves_the_memory_stored_and_says_so(small_disk
         store.close()
 
 
+async def test_delete_memory_on_a_full_disk_through_the_store_process_says_the_memory_is_still_stored(
+    settings: Settings, small_disk: Path
+) -> None:
+    # the issue's run: the free-space reserve off, a 40 MB disk filled; the store in its own process
+    engine = make_runtime(
+        dataclasses.replace(settings, chromadb_path=small_disk / "data", min_free_mb=0, store_process=True)
+    ).engine
+    try:
+        kept = await engine.store(StoreRequest("The spare tyre is in the left garage bay"))
+        filler = small_disk / "filler"
+        with filler.open("wb") as handle:
+            try:
+                while True:
+                    handle.write(b"\0" * 65536)
+            except OSError:
+                pass
+        with pytest.raises(StoreUnavailableError, match=f"Storage full: .*{kept.memory_id} is still stored"):
+            await engine.delete(kept.memory_id)
+        assert (await engine.get(kept.memory_id)).content == "The spare tyre is in the left garage bay"
+        assert (await engine.trash.page(0, 10)).total == 0
+        hits = (await engine.search(SearchRequest("spare tyre garage"))).results
+        assert [hit.memory_id for hit in hits] == [kept.memory_id]
+        filler.unlink()
+        assert (await engine.delete(kept.memory_id)).deleted
+        assert [item.memory.memory_id for item in (await engine.trash.page(0, 10)).items] == [kept.memory_id]
+    finally:
+        engine.close()
+
+
 def trash_rows(store: ChromaMemoryStore, memories: list[StoredMemory]) -> list[TrashRow]:
     got = store._memories.get(ids=[m.memory_id for m in memories], include=["embeddings", "documents", "metadatas"])
     return [
@@ -170,7 +203,8 @@ MOVER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from symbiote.embedding.model import MODEL_DIMENSION, MODEL_NAME
+    from symbiote.config import Settings
+from symbiote.embedding.model import MODEL_DIMENSION, MODEL_NAME
     from symbiote.storage.chroma.opening import open_embedded_store
 
     store = open_embedded_store(Path(sys.argv[1]), MODEL_NAME, MODEL_DIMENSION)
