@@ -14,11 +14,14 @@ from contextlib import closing
 from pathlib import Path
 
 import httpx
+import numpy as np
 
 from symbiote.config import Settings
 from symbiote.embedding.model import MODEL_DIMENSION, MODEL_NAME
 from symbiote.storage.base import LEXICAL_FILE
 from symbiote.storage.chroma.opening import open_embedded_store
+from symbiote.storage.chroma.salvage import salvage
+from symbiote.storage.chroma.side_database import LexicalIndex, TrashRow
 from tests.conftest import make_app
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,6 +35,8 @@ STORES = textwrap.dedent(
     import numpy as np
     from symbiote.storage.base import StoredMemory, content_hash
     from symbiote.storage.chroma.opening import open_embedded_store
+from symbiote.storage.chroma.salvage import salvage
+from symbiote.storage.chroma.side_database import LexicalIndex, TrashRow
 
     store = open_embedded_store(Path(sys.argv[1]), "all-MiniLM-L6-v2", 384, vectors_in_memory=True, write_behind=True)
     while store.idle_step():
@@ -114,3 +119,44 @@ async def test_health_says_degraded_while_trash_rows_could_not_be_read(settings:
         assert store.losses() == []
     finally:
         store.close()
+
+
+def test_a_damaged_journal_page_is_noticed_at_open_and_its_loss_said(tmp_path: Path) -> None:
+    path = tmp_path / "data"
+    crashed_store(path)
+    damage_root_page(path / LEXICAL_FILE, "unwritten")  # the acknowledged memory's row with it
+    store = open_embedded_store(path, MODEL_NAME, MODEL_DIMENSION)
+    try:
+        (said,) = store.losses()
+        assert "the unwritten table" in said and store.trashed(0, 0)[1] == 5  # the trash read out whole
+        assert store.count() == 15 and store.counts()["keyword_index"] == 15
+    finally:
+        store.close()
+
+
+def test_a_damaged_leaf_of_the_trash_loses_only_its_own_rows_and_says_so(tmp_path: Path) -> None:
+    file = tmp_path / LEXICAL_FILE
+    index = LexicalIndex(file)
+    rows = [
+        TrashRow(f"mem_{n:020d}", n, "owner", f"memory {n} " * 40, {"created_us": n}, np.full(384, n, np.float32))
+        for n in range(60)
+    ]
+    with index.transaction():
+        index.trash.put(rows)
+    index.close()
+    with closing(sqlite3.connect(file)) as db:
+        leaves = [
+            page
+            for (page,) in db.execute(
+                "SELECT pageno FROM dbstat WHERE name = 'trash' AND pagetype = 'leaf' ORDER BY pageno"
+            )
+        ]
+        size = int(db.execute("PRAGMA page_size").fetchone()[0])
+    assert len(leaves) > 3
+    with file.open("r+b") as handle:  # one leaf in the middle: its rows, and only they, are lost
+        handle.seek((leaves[len(leaves) // 2] - 1) * size)
+        handle.write(b"\xa5" * size)
+    found = salvage(file)
+    read = {row[0] for row in found.tables["trash"][1]}
+    assert 40 < len(read) < 60 and read <= {row.memory_id for row in rows}
+    assert found.unread == [f"part of the trash table ({len(read)} rows read, {60 - len(read)} places unreadable)"]
