@@ -21,8 +21,8 @@ import pytest
 from symbiote.config import Settings
 from symbiote.embedding.model import MODEL_DIMENSION, MODEL_NAME
 from symbiote.errors import StoreUnavailableError
+from symbiote.memory import SearchRequest, StoreRequest
 from symbiote.memory.ids import IdGenerator
-from symbiote.memory.requests import SearchRequest, StoreRequest
 from symbiote.storage.base import StoredMemory, content_hash
 from symbiote.storage.chroma.opening import open_embedded_store
 from symbiote.storage.chroma.side_database import TrashRow
