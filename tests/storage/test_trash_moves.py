@@ -115,6 +115,9 @@ async def test_delete_memory_on_a_full_disk_through_the_store_process_says_the_m
     ).engine
     try:
         kept = await engine.store(StoreRequest("The spare tyre is in the left garage bay"))
+        # in Chroma before the disk fills (a read settles the writes behind): Chroma 1.5.9 meeting a full
+        # disk itself can stay wedged (`symbiote.storage.diskspace`); here the delete's first write meets it
+        assert (await engine.get(kept.memory_id)).content == "The spare tyre is in the left garage bay"
         filler = small_disk / "filler"
         with filler.open("wb") as handle:
             try:

@@ -96,14 +96,19 @@ class ChromaMemoryStore:
         )
         self._passages = DeferredPassages(self._chunks, lexical, self.get)
         self._additions = Additions(self._memories, self._chunks, lexical, self._passages, self._held_rows)
-        replayed = self._additions.replay()  # before anything reads Chroma
-        self._trash = Trash(self._memories, self._chunks, lexical)
+        self._write_journal()  # before anything reads Chroma
+        self._trash = Trash(self._memories, self._chunks, lexical, self._write_journal)
         self._trash.settle()  # a delete or restore a crash interrupted: finished before anything reads
+        self._sync_lexical()
+
+    def _write_journal(self) -> None:
+        """Write to Chroma what the journal holds (after a crash, or a settle Chroma refused, e.g. on a
+        full disk), and queue the passages of those written."""
+        replayed = self._additions.replay()
         if replayed:
-            with lexical.transaction() as tx:
+            with self._lexical.transaction() as tx:
                 for mid in replayed:
                     tx.queue_passages(mid, None)
-        self._sync_lexical()
 
     def idle_step(self) -> bool:
         """A step of the work done while no call waits: reading the vectors into memory, writing

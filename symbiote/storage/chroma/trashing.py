@@ -17,7 +17,7 @@ the trash, never neither, and the error says which.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -43,16 +43,27 @@ class Trash:
     """Moving a store's memories to the trash, back, and out for good (`ChromaMemoryStore` holds
     one and hands it its collections and keyword index)."""
 
-    def __init__(self, memories: Any, chunks: Any, lexical: LexicalIndex) -> None:
+    def __init__(self, memories: Any, chunks: Any, lexical: LexicalIndex, write_journal: Callable[[], None]) -> None:
+        """`write_journal`: writes to Chroma the memories the journal holds (`ChromaMemoryStore`)."""
         self._memories = memories
         self._chunks = chunks
         self._lexical = lexical
+        self._write_journal = write_journal
 
     def trash(self, memory_ids: Sequence[str], deleted_by: str, deleted_us: int) -> list[str]:
         self.settle()
         if not memory_ids:
             return []
         got = self._memories.get(ids=list(memory_ids), include=["embeddings", "documents", "metadatas"])
+        journalled = {row[0] for row in self._lexical.unwritten.all()} & (set(memory_ids) - set(got["ids"]))
+        if journalled:  # acknowledged, their Chroma write refused so far (a full disk): written first
+            try:
+                self._write_journal()
+            except Exception as exc:
+                if is_transient(exc):
+                    raise
+                raise move_failure(exc, "Deleting", "still stored, not in the trash", sorted(journalled)) from exc
+            got = self._memories.get(ids=list(memory_ids), include=["embeddings", "documents", "metadatas"])
         if not got["ids"]:
             return []
         rows = [
