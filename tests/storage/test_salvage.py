@@ -35,8 +35,6 @@ STORES = textwrap.dedent(
     import numpy as np
     from symbiote.storage.base import StoredMemory, content_hash
     from symbiote.storage.chroma.opening import open_embedded_store
-from symbiote.storage.chroma.salvage import salvage
-from symbiote.storage.chroma.side_database import LexicalIndex, TrashRow
 
     store = open_embedded_store(Path(sys.argv[1]), "all-MiniLM-L6-v2", 384, vectors_in_memory=True, write_behind=True)
     while store.idle_step():
