@@ -206,8 +206,7 @@ MOVER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from symbiote.config import Settings
-from symbiote.embedding.model import MODEL_DIMENSION, MODEL_NAME
+    from symbiote.embedding.model import MODEL_DIMENSION, MODEL_NAME
     from symbiote.storage.chroma.opening import open_embedded_store
 
     store = open_embedded_store(Path(sys.argv[1]), MODEL_NAME, MODEL_DIMENSION)
@@ -231,6 +230,8 @@ def test_kill_9_mid_delete_leaves_each_memory_stored_or_in_the_trash(tmp_path: P
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for round_ in range(3):
         left = [mid for mid in ids if mid not in acknowledged]
+        if len(left) < 6:
+            break
         with subprocess.Popen(
             [sys.executable, "-c", MOVER, str(path), *left], stdout=subprocess.PIPE, text=True, env=env
         ) as mover:
