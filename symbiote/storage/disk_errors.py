@@ -90,7 +90,7 @@ def move_failure(exc: BaseException, doing: str, where: str, memory_ids: Sequenc
     """The error for a move into or out of the trash that failed and left these memories `where`
     they were ("still stored, not in the trash"): `doing` is "Deleting" or "Restoring"."""
     shown = ", ".join(memory_ids[:5]) + (f" and {len(memory_ids) - 5} more" if len(memory_ids) > 5 else "")
-    told = f"nothing was changed: {shown} {'is' if len(memory_ids) == 1 else 'are'} {where}; try again"
+    told = f"{shown} {'is' if len(memory_ids) == 1 else 'are'} {where}; try again"
     if _is_full(exc):
         return StorageFullError(
             f"Storage full: {doing.lower()} failed and {told} once there is disk space "
