@@ -267,3 +267,22 @@ def test_an_update_that_died_after_chroma_took_the_new_text_is_indexed_by_it_at_
         assert [mid for mid, _w, _t in store.pending_passages(10)] == [memory.memory_id]  # passages made again
     finally:
         store.close()
+
+
+def test_a_delete_for_good_that_died_after_chroma_let_go_leaves_no_keyword_entry(tmp_path: Path) -> None:
+    # retention's delete (`delete_many`), killed between Chroma's delete and the keyword entry's
+    store = open_embedded_store(tmp_path / "data", MODEL_NAME, MODEL_DIMENSION)
+    memories = fill(store, 3)
+    gone = memories[0].memory_id
+    with store._lexical.transaction(durable=True):
+        store._lexical.trash.mark([gone])
+    store._memories.delete(ids=[gone])
+    store = reopen(store, tmp_path / "data")
+    try:
+        assert where(store, [m.memory_id for m in memories]) == {
+            gone: "neither",  # deleted for good, as asked
+            memories[1].memory_id: "stored",
+            memories[2].memory_id: "stored",
+        }
+    finally:
+        store.close()

@@ -11,7 +11,7 @@ text's vector queues the passages, which are indexed right after (`symbiote.stor
 
 Consistency: a store changes Chroma and the keyword index together or not at all (the index
 transaction commits only after the Chroma write succeeded; a failed commit undoes the Chroma
-write). An update or a move into or out of the trash marks the memory in the side database
+write). An update, a delete for good or a move into or out of the trash marks the memory in the side database
 first, writes Chroma, then the keyword index and clears the mark; a mark a failure or a crash
 left is settled against Chroma (`symbiote.storage.chroma.trashing`). In the store process a new memory's Chroma write follows its answer,
 with the next stores', from a journal committed with the index (`symbiote.storage.chroma.additions`). An index
@@ -297,6 +297,7 @@ class ChromaMemoryStore:
         return bool(self.delete_many([memory_id]))
 
     def delete_many(self, memory_ids: Sequence[str]) -> list[str]:
+        self._trash.settle()
         if not memory_ids:
             return []
         got = self._memories.get(ids=list(memory_ids), include=["metadatas"])
@@ -305,11 +306,19 @@ class ChromaMemoryStore:
         ]
         if not present:
             return []
-        with self._lexical.transaction() as tx:
-            for memory_id, _passages in present:
-                tx.delete(memory_id)
+        ids = [mid for mid, _ in present]
+        with self._lexical.transaction(durable=True):  # a keyword entry left by a failure is dropped at settle
+            self._lexical.trash.mark(ids)
+        try:
             self._additions.delete_vectors(present)
-        return [mid for mid, _ in present]
+        except Exception:
+            self._settle_after_failure()
+            raise
+        with self._lexical.transaction() as tx:
+            for memory_id in ids:
+                tx.delete(memory_id)
+            self._lexical.trash.unmark(ids)
+        return ids
 
     # -- reads -----------------------------------------------------------------------------
 

@@ -155,12 +155,13 @@ class Trash:
             return self._lexical.trash.remove(list(memory_ids))
 
     def settle(self) -> None:
-        """Finish what an interrupted move left (`moving`): at open and before every move; one read when nothing is left."""
+        """Finish what an interrupted move, update or delete left (`moving`): at open and before each of
+        them; one read when nothing is left."""
         left = self._lexical.trash.moving()
         if left:
             stored = self._settle(left)
             log.warning(
-                "%d memories a delete or restore left unfinished were settled: %d stored, %d in the trash",
+                "%d memories a delete, restore or update left unfinished were settled: %d stored, %d deleted",
                 len(left),
                 len(stored),
                 len(left) - len(stored),
