@@ -24,8 +24,12 @@ A row holds everything a restore needs (the text, the Chroma metadata as JSON, t
 vector) and when and by whom the memory was deleted. Kept in SQLite rather than a Chroma
 collection: Chroma builds a vector index for every record added, which made moving 11,000
 memories to the trash take 31 s; here it is a few inserts, listed in order of deletion by an
-index. Its writes run inside the keyword index's transaction, so a memory leaves its keyword entry
-and enters the trash together, after Chroma let it go.
+index. A memory enters the trash and leaves its keyword entry in one transaction, before Chroma
+lets it go (`symbiote.storage.chroma.trashing`: a move left half done is settled against Chroma).
+
+The keyword index and the passages' queue are derived (rebuilt from Chroma); the journal and the
+trash are primary data, found nowhere else: a damaged file gives up the first and has the second
+read out of it (`symbiote.storage.chroma.salvage`).
 """
 
 from __future__ import annotations
