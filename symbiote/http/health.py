@@ -42,6 +42,10 @@ async def health_report(runtime: Runtime, sessions: Sized) -> dict[str, Any]:
                 "what_to_do": "Kept apart, never searched; listed in the console's statistics page and "
                 "included in `symbiote export` (text that was not Unicode shown as U+FFFD).",
             }
+        losses = await runtime.engine.bulk.losses()
+        if losses:  # primary data an open could not recover: never "ok" over a loss
+            report["status"] = "degraded"
+            report["lost_at_open"] = losses
     problems = runtime.engine.background_problems()
     if problems:  # a background job that keeps failing (retried less and less often): say which, and why
         report["status"] = "degraded"

@@ -80,6 +80,7 @@ class MemoryBulk:
         self._stats = stats
         self._policy = policy
         self._aside: tuple[Reach[MemoryStore], list[tuple[StoredMemory, str]]] | None = None
+        self._losses: tuple[Reach[MemoryStore], list[str]] | None = None
 
     @property
     def max_content_bytes(self) -> int:
@@ -116,6 +117,13 @@ class MemoryBulk:
         if self._aside is None or self._aside[0] is not store:
             self._aside = (store, await self._io.read_in("background", MemoryStore.set_aside))
         return list(self._aside[1])
+
+    async def losses(self) -> list[str]:
+        """What the store's open could not recover (`MemoryStore.losses`), read once per store opened."""
+        store = await self._io.opened()
+        if self._losses is None or self._losses[0] is not store:
+            self._losses = (store, await self._io.read_in("background", MemoryStore.losses))
+        return list(self._losses[1])
 
     # -- writes ----------------------------------------------------------------------------
 

@@ -214,6 +214,12 @@ class MemoryStore(Protocol):
         console and an export."""
         ...
 
+    def losses(self) -> list[str]:
+        """What an open could not recover from a damaged file it set aside (the write-behind
+        journal's or the trash's rows), each a sentence naming the file and how to get the rows
+        back; said until the file is removed. Empty when nothing is lost. For `/health`."""
+        ...
+
     def idle_step(self) -> bool:
         """A step of the work done while no call waits (reading vectors into memory); True while there is more."""
         ...

@@ -8,6 +8,7 @@ keep working; nothing already stored is touched) and retries only what passes by
 from __future__ import annotations
 
 import errno
+from collections.abc import Sequence
 
 from symbiote.errors import DriverError, StoreUnavailableError
 
@@ -75,15 +76,42 @@ def _errnos(exc: BaseException) -> set[int]:
     return {e.errno for e in exception_chain(exc) if isinstance(e, (OSError, RemoteStoreError)) and e.errno is not None}
 
 
+def _is_full(exc: BaseException) -> bool:
+    codes = _errnos(exc)
+    return errno.ENOSPC in codes or errno.EDQUOT in codes or any(s in _text(exc) for s in _FULL)
+
+
+def _is_read_only(exc: BaseException) -> bool:
+    codes = _errnos(exc)
+    return errno.EROFS in codes or errno.EACCES in codes or any(s in _text(exc) for s in _READ_ONLY)
+
+
+def move_failure(exc: BaseException, doing: str, where: str, memory_ids: Sequence[str]) -> StoreUnavailableError:
+    """The error for a move into or out of the trash that failed and left these memories `where`
+    they were ("still stored, not in the trash"): `doing` is "Deleting" or "Restoring"."""
+    shown = ", ".join(memory_ids[:5]) + (f" and {len(memory_ids) - 5} more" if len(memory_ids) > 5 else "")
+    told = f"{shown} {'is' if len(memory_ids) == 1 else 'are'} {where}; try again"
+    if _is_full(exc):
+        return StorageFullError(
+            f"Storage full: {doing.lower()} failed and {told} once there is disk space "
+            "(free some, or raise the file share's quota)."
+        )
+    if _is_read_only(exc):
+        return StorageReadOnlyError(
+            f"Storage is read-only: {doing.lower()} failed and {told} once CHROMADB_PATH is writable."
+        )
+    return StoreUnavailableError(f"{doing} failed ({exc}), and {told}.")
+
+
 def write_failure(exc: BaseException) -> StoreUnavailableError:
     """The error to show for a failed write."""
     text, codes = _text(exc), _errnos(exc)
-    if errno.ENOSPC in codes or errno.EDQUOT in codes or any(s in text for s in _FULL):
+    if _is_full(exc):
         return StorageFullError(
             "Storage full, unable to save memory. Free disk space (or raise the file share's quota) and try "
             "again; everything already stored is intact and search keeps working."
         )
-    if errno.EROFS in codes or errno.EACCES in codes or any(s in text for s in _READ_ONLY):
+    if _is_read_only(exc):
         return StorageReadOnlyError(
             "Storage is read-only, unable to save memory. Make CHROMADB_PATH writable (check the mount and its "
             "permissions); everything already stored is intact and search keeps working."

@@ -129,3 +129,27 @@ async def test_an_undo_and_the_expiry_read_the_trash_from_either_end_past_one_re
     assert await engine.trash.deletion(latest) == [ids[6]]
     older = (await engine.trash.page(0, 10)).items[1].deleted_us
     assert sorted(await engine.trash.deletion(older)) == sorted(ids[3:6])
+
+
+async def test_a_restored_memory_gets_its_links_back_on_both_sides(engine: MemoryEngine) -> None:
+    older = await engine.store(StoreRequest("The team standup is at 9:30 on weekdays"))
+    newer = await engine.store(StoreRequest("The team standup moved to 10:00 on weekdays", replaces=[older.memory_id]))
+    other = await engine.store(StoreRequest("Lunch with the design team is on Thursdays"))
+
+    async def links(mid: str) -> tuple[str | None, str | None]:
+        memory = (await engine.bulk.fetch([mid]))[mid]
+        return memory.supersedes, memory.superseded_by
+
+    assert await links(newer.memory_id) == (older.memory_id, None)
+    for gone, partner in ((newer.memory_id, older.memory_id), (older.memory_id, newer.memory_id)):
+        deleted = await engine.delete(gone)
+        assert deleted.deleted and await links(partner) == (None, None)  # nothing points into the trash
+        assert (await engine.trash.restore([gone])).restored == [gone]  # the undo of that forget
+        assert await links(newer.memory_id) == (older.memory_id, None)
+        assert await links(older.memory_id) == (None, newer.memory_id)
+    # a partner gone meanwhile: the restored memory points at no one
+    await engine.delete(older.memory_id)
+    await engine.delete(newer.memory_id)
+    await engine.trash.purge([older.memory_id])
+    assert (await engine.trash.restore([newer.memory_id])).restored == [newer.memory_id]
+    assert await links(newer.memory_id) == (None, None) and await links(other.memory_id) == (None, None)

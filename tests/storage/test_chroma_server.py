@@ -143,6 +143,46 @@ def test_instances_see_each_others_writes_including_keywords(
     assert [m.memory_id for m in c.keyword("Okonkwo", 5)] == ["mem_17000000000000000002"]
 
 
+def test_another_instance_s_text_update_reaches_the_keyword_index_then_and_after_a_restart(
+    chroma_server: ChromaServerProcess,
+    model: Embedder,
+    tmp_path: Path,
+) -> None:
+    server = ChromaServer("127.0.0.1", chroma_server.port, database=database())
+
+    def instance(name: str) -> ServerMemoryStore:
+        (tmp_path / name).mkdir(exist_ok=True)
+        index = LexicalIndex(tmp_path / name / LEXICAL_FILE)
+        return ServerMemoryStore(connect_server(server), MODEL_NAME, MODEL_DIMENSION, index, sync_seconds=3600.0)
+
+    a, b = instance("a"), instance("b")
+    mid = "mem_17000000000000000003"
+    add(a, model, mid, "The boat is moored at the Kilrush marina")
+    assert b.catch_up() == 1 and [m.memory_id for m in b.keyword("Kilrush", 5)] == [mid]
+    b.close()  # B is away while A changes the text
+    old = a.get([mid])[mid]
+    text = "The boat is moored at the Dingle harbour now"
+    windows = model.windows(text)
+    a.replace(
+        dataclasses.replace(old, content=text, content_hash=content_hash(text), updated_us=old.created_us + 1),
+        model.embed(windows),
+        windows,
+    )
+    b = instance("b")  # restarted: same number of memories, a text changed
+    assert [m.memory_id for m in b.keyword("Dingle harbour", 5)] == [mid] and b.keyword("Kilrush", 5) == []
+    newer = "The boat is moored at the Fenit pier since May"
+    windows = model.windows(newer)
+    a.replace(
+        dataclasses.replace(old, content=newer, content_hash=content_hash(newer), updated_us=old.created_us + 2),
+        model.embed(windows),
+        windows,
+    )
+    assert b.catch_up() == 1 and [m.memory_id for m in b.keyword("Fenit pier", 5)] == [mid]  # while running
+    assert b.keyword("Dingle", 5) == []
+    for store in (a, b):
+        store.close()
+
+
 def test_databases_keep_stores_apart(chroma_server: ChromaServerProcess, model: Embedder, tmp_path: Path) -> None:
     first = ChromaServer("127.0.0.1", chroma_server.port, database=database())
     second = ChromaServer("127.0.0.1", chroma_server.port, database=database())

@@ -12,7 +12,6 @@ import errno
 import logging
 import os
 import shutil
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -157,23 +156,24 @@ def _forget_chroma_system(path: Path, client: EmbeddedChroma | None) -> None:
 
 
 def _keyword_index(path: Path) -> LexicalIndex:
-    """The keyword index; derived data, so a damaged one is set aside and rebuilt from Chroma."""
+    """The side database: a damaged one is set aside, its journal and trash read out of it into a
+    new one, and its keyword index rebuilt from Chroma (`symbiote.storage.chroma.salvage`)."""
     from symbiote.storage.chroma.side_database import LexicalIndex
 
+    index = None
     try:
         index = LexicalIndex(path / LEXICAL_FILE)
         index.count()
         return index
     except Exception as exc:
+        if index is not None:  # closed before the file moves: a close later would remove the new file's WAL
+            index.close()
         if not is_damage(exc):
             raise
-        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        for suffix in ("", "-wal", "-shm"):
-            damaged = path / f"{LEXICAL_FILE}{suffix}"
-            if damaged.exists():
-                damaged.rename(path / f"{LEXICAL_FILE}{suffix}.damaged-{stamp}")
-        logging.getLogger(__name__).warning("keyword index was damaged (%s); set aside, rebuilding from Chroma", exc)
-        return LexicalIndex(path / LEXICAL_FILE)
+        from symbiote.storage.chroma.salvage import set_aside_and_recover
+
+        logging.getLogger(__name__).warning("the side database %s is damaged (%s)", path / LEXICAL_FILE, exc)
+        return set_aside_and_recover(path / LEXICAL_FILE)
 
 
 def open_server_store(
@@ -187,7 +187,6 @@ def open_server_store(
     """
     from symbiote.storage.chroma.client import connect_server
     from symbiote.storage.chroma.server_store import ServerMemoryStore
-    from symbiote.storage.chroma.side_database import LexicalIndex
 
     try:
         index_dir.mkdir(parents=True, exist_ok=True)
@@ -198,5 +197,5 @@ def open_server_store(
             f"({exc.strerror or exc}). Set CHROMADB_PATH to a writable directory."
         ) from exc
     client = connect_server(server)
-    index = LexicalIndex(index_dir / LEXICAL_FILE)
+    index = _keyword_index(index_dir)
     return ServerMemoryStore(client, model_name, dimension, index, data_path=None, sync_seconds=sync_seconds)

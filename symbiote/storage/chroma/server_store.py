@@ -3,8 +3,9 @@
 The keyword index (`symbiote.storage.chroma.side_database`, SQLite FTS5) has no counterpart on a Chroma
 server, so each instance keeps its own copy in its local CHROMADB_PATH: rebuilt from Chroma at open
 (as for the embedded store), updated atomically with this instance's own writes, and caught up with
-other instances' writes before a keyword search (at most every `KEYWORD_SYNC_SECONDS`, when the
-number of memories on the server differs from the index's). See docs/chroma-server.md for what that
+other instances' writes before a keyword search (at most every `KEYWORD_SYNC_SECONDS`): memories
+added or deleted when the number on the server differs from the index's, and texts changed by the
+memories' `updated_us`. See docs/chroma-server.md for what that
 leaves out. A module of its own so that connecting to Chroma (`client`) needs no store class.
 """
 
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 KEYWORD_SYNC_SECONDS = 5.0
+UPDATE_MARGIN_US = 60 * 1_000_000  # updates this much older than the newest seen are looked at again
 
 
 class ServerMemoryStore(ChromaMemoryStore):
@@ -41,6 +43,8 @@ class ServerMemoryStore(ChromaMemoryStore):
         self._sync_seconds = sync_seconds
         self._synced_at = time.monotonic()
         self._sync_lock = threading.Lock()
+        self._updated_since = 0  # texts updated from then on are compared at the next catch-up
+        self.catch_up()  # at open: what other instances changed while this one was away, texts included
 
     def _keywords_current(self) -> None:
         """Every read of the keyword index (a search's included) catches up with the server first."""
@@ -64,6 +68,31 @@ class ServerMemoryStore(ChromaMemoryStore):
             self._sync_lock.release()
 
     def _catch_up(self) -> int:
+        return self._catch_up_count() + self._catch_up_texts()
+
+    def _catch_up_texts(self) -> int:
+        """Re-index the memories whose text another instance changed: those updated (`updated_us`)
+        since the last look, less a margin for clocks and writes in flight; all of them at open."""
+        got = read_all(self._memories, ["documents", "metadatas"], where={"updated_us": {"$gte": self._updated_since}})
+        if not got["ids"]:
+            return 0
+        indexed = self._lexical.bodies(list(got["ids"]))
+        changed = [
+            (mid, int((meta or {}).get("created_us", 0)), doc or "")
+            for mid, doc, meta in zip(got["ids"], got["documents"] or [], got["metadatas"] or [])
+            if mid in indexed and indexed[mid] != (doc or "")
+        ]
+        if changed:
+            with self._lexical.transaction() as tx:
+                for memory_id, created_us, body in changed:
+                    tx.delete(memory_id)
+                    tx.add(memory_id, created_us, body)
+            log.info("keyword index caught up with %d texts changed on the Chroma server", len(changed))
+        newest = max(int((meta or {}).get("updated_us", 0) or 0) for meta in got["metadatas"] or [{}])
+        self._updated_since = max(self._updated_since, newest - UPDATE_MARGIN_US)
+        return len(changed)
+
+    def _catch_up_count(self) -> int:
         if self._memories.count() == self._lexical.count():
             return 0
         with self._lexical.transaction() as tx:

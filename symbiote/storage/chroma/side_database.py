@@ -24,8 +24,12 @@ A row holds everything a restore needs (the text, the Chroma metadata as JSON, t
 vector) and when and by whom the memory was deleted. Kept in SQLite rather than a Chroma
 collection: Chroma builds a vector index for every record added, which made moving 11,000
 memories to the trash take 31 s; here it is a few inserts, listed in order of deletion by an
-index. Its writes run inside the keyword index's transaction, so a memory leaves its keyword entry
-and enters the trash together, after Chroma let it go.
+index. A memory enters the trash and leaves its keyword entry in one transaction, before Chroma
+lets it go (`symbiote.storage.chroma.trashing`: a move left half done is settled against Chroma).
+
+The keyword index and the passages' queue are derived (rebuilt from Chroma); the journal and the
+trash are primary data, found nowhere else: a damaged file gives up the first and has the second
+read out of it (`symbiote.storage.chroma.salvage`).
 """
 
 from __future__ import annotations
@@ -118,6 +122,13 @@ class LexicalIndex:
         self._scored_rows = scored_rows
         self._lock = threading.RLock()
         self._conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=10)
+        try:
+            self._open()
+        except BaseException:  # closed at once: a damaged file is moved aside next, and its WAL with it
+            self._conn.close()
+            raise
+
+    def _open(self) -> None:
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute(
@@ -130,11 +141,18 @@ class LexicalIndex:
         self.trash = TrashRows(self._conn, self._lock)  # deleted memories (`symbiote.storage.chroma.trashing`)
         # memories acknowledged before Chroma had them (`symbiote.storage.chroma.additions`)
         self.unwritten = UnwrittenRows(self._conn, self._lock)
+        # what an open could not recover from a damaged copy of this file, and where that copy was set aside
+        self._conn.execute(
+            "CREATE TABLE IF NOT EXISTS losses (set_us INTEGER NOT NULL, file TEXT NOT NULL, what TEXT NOT NULL)"
+        )
         self._conn.execute(
             "CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5("
             "memory_id UNINDEXED, body, ctx, tokenize='porter unicode61 remove_diacritics 2')"
         )
         self._align()
+        for table in ("unwritten", "unlinked", "set_aside", "moving"):  # the journal's b-trees read whole (all
+            # but empty): a damaged page shows now, while its rows can be read out (`storage.chroma.salvage`)
+            self._conn.execute(f"SELECT count(*) FROM {table} NOT INDEXED").fetchone()
 
     def _align(self) -> None:
         """Give every fts row its docs row's rowid (an index written before schema version 1, or
@@ -359,6 +377,30 @@ class LexicalIndex:
             )
         return self._counts[term]
 
+    def put_back(self, table: str, columns: Sequence[str], rows: Sequence[tuple[Any, ...]]) -> None:
+        """Rows read out of a damaged copy of this file (`symbiote.storage.chroma.salvage`), as they were."""
+        known = {str(row[1]) for row in self._conn.execute(f"PRAGMA table_info({table})")}
+        kept = [i for i, column in enumerate(columns) if column in known]
+        listed = ", ".join(columns[i] for i in kept)
+        with self.transaction(durable=True):
+            self._conn.executemany(
+                f"INSERT OR REPLACE INTO {table}({listed}) VALUES ({', '.join('?' * len(kept))})",
+                [tuple(row[i] for i in kept) for row in rows],
+            )
+
+    def note_loss(self, file: str, what: str) -> None:
+        """Remember, until `file` is gone from beside this one, that an open could not recover `what` from it."""
+        with self.transaction(durable=True):
+            self._conn.execute(
+                "INSERT INTO losses(set_us, file, what) VALUES (?, ?, ?)", (time.time_ns() // 1000, file, what)
+            )
+
+    def losses(self) -> list[tuple[str, str]]:
+        """(file set aside, what could not be recovered from it) for each such file still beside this one."""
+        with self._lock:
+            rows = self._conn.execute("SELECT file, what FROM losses ORDER BY set_us").fetchall()
+        return [(str(file), str(what)) for file, what in rows if (self.path.parent / str(file)).exists()]
+
     def close(self) -> None:
         with self._lock:
             self._conn.close()
@@ -484,6 +526,9 @@ class TrashRows:
             "deleted_by TEXT NOT NULL, body TEXT NOT NULL, meta TEXT NOT NULL, vector BLOB NOT NULL)"
         )
         conn.execute("CREATE INDEX IF NOT EXISTS trash_deleted ON trash(deleted_us, memory_id)")
+        # memories on their way into or out of the trash, or being rewritten: committed before Chroma
+        # is touched, cleared after; what a failure or a crash leaves here is settled by `Trash.settle`
+        conn.execute("CREATE TABLE IF NOT EXISTS moving (memory_id TEXT PRIMARY KEY)")
 
     def put(self, rows: Sequence[TrashRow]) -> None:
         with self._lock:
@@ -501,6 +546,20 @@ class TrashRows:
                     for r in rows
                 ],
             )
+
+    def mark(self, memory_ids: Sequence[str]) -> None:
+        """Note these memories as moving into or out of the trash (in the transaction before Chroma's write)."""
+        with self._lock:
+            self._conn.executemany("INSERT OR REPLACE INTO moving(memory_id) VALUES (?)", [(m,) for m in memory_ids])
+
+    def unmark(self, memory_ids: Sequence[str]) -> None:
+        with self._lock:
+            self._conn.executemany("DELETE FROM moving WHERE memory_id = ?", [(m,) for m in memory_ids])
+
+    def moving(self) -> list[str]:
+        """The memories a move into or out of the trash left unfinished (usually none)."""
+        with self._lock:
+            return [str(mid) for (mid,) in self._conn.execute("SELECT memory_id FROM moving ORDER BY rowid")]
 
     def remove(self, memory_ids: Sequence[str]) -> list[str]:
         """Delete these rows; returns the ids that were there."""

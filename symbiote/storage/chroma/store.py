@@ -9,9 +9,11 @@ record per extra passage (each sentence of a multi-sentence memory; paragraphs a
 spans of a long one). Search keeps each memory's best passage. A write given only the whole
 text's vector queues the passages, which are indexed right after (`symbiote.storage.chroma.passages`).
 
-Consistency: a store or delete changes Chroma and the keyword index together or not at all
-(the index transaction commits only after the Chroma write succeeded; a failed commit undoes
-the Chroma write). In the store process a new memory's Chroma write follows its answer,
+Consistency: a store changes Chroma and the keyword index together or not at all (the index
+transaction commits only after the Chroma write succeeded; a failed commit undoes the Chroma
+write). An update, a delete for good or a move into or out of the trash marks the memory in the side database
+first, writes Chroma, then the keyword index and clears the mark; a mark a failure or a crash
+left is settled against Chroma (`symbiote.storage.chroma.trashing`). In the store process a new memory's Chroma write follows its answer,
 with the next stores', from a journal committed with the index (`symbiote.storage.chroma.additions`). An index
 that is missing or disagrees with Chroma at open (the journal written first) is rebuilt from
 Chroma, which is the source of truth.
@@ -24,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from symbiote.errors import StoreUnavailableError
 from symbiote.storage.base import KeywordMatch, Match, StoredMemory, TrashedMemory
 from symbiote.storage.chroma.additions import WAITING_AT_MOST, Additions
 from symbiote.storage.chroma.batches import BatchedCollection, max_batch_size
@@ -93,13 +96,19 @@ class ChromaMemoryStore:
         )
         self._passages = DeferredPassages(self._chunks, lexical, self.get)
         self._additions = Additions(self._memories, self._chunks, lexical, self._passages, self._held_rows)
-        replayed = self._additions.replay()  # before anything reads Chroma
-        self._trash = Trash(self._memories, self._chunks, lexical)
+        self._write_journal()  # before anything reads Chroma
+        self._trash = Trash(self._memories, self._chunks, lexical, self._write_journal)
+        self._trash.settle()  # a delete or restore a crash interrupted: finished before anything reads
+        self._sync_lexical()
+
+    def _write_journal(self) -> None:
+        """Write to Chroma what the journal holds (after a crash, or a settle Chroma refused, e.g. on a
+        full disk), and queue the passages of those written."""
+        replayed = self._additions.replay()
         if replayed:
-            with lexical.transaction() as tx:
+            with self._lexical.transaction() as tx:
                 for mid in replayed:
                     tx.queue_passages(mid, None)
-        self._sync_lexical()
 
     def idle_step(self) -> bool:
         """A step of the work done while no call waits: reading the vectors into memory, writing
@@ -233,6 +242,7 @@ class ChromaMemoryStore:
         return None, close
 
     def replace(self, memory: StoredMemory, vectors: np.ndarray | None, windows: Sequence[str]) -> None:
+        self._trash.settle()
         old = self._memories.get(ids=[memory.memory_id], include=["metadatas"])
         if not old["ids"]:
             raise KeyError(memory.memory_id)
@@ -240,9 +250,11 @@ class ChromaMemoryStore:
         if vectors is None:  # metadata only: text, vectors and keyword entry stay
             self._memories.update(ids=[memory.memory_id], metadatas=[metadata_of(memory, old_passages, True)])
             return
-        with self._lexical.transaction() as tx:
-            tx.delete(memory.memory_id)
-            tx.add(memory.memory_id, memory.created_us, memory.content)
+        # Marked first, unmarked with the new keyword entry: a failure or a crash between leaves the
+        # keyword entry and passages to be put in step with Chroma's text (`Trash.settle`).
+        with self._lexical.transaction(durable=True):
+            self._lexical.trash.mark([memory.memory_id])
+        try:
             stale = _chunk_ids(memory.memory_id, old_passages)
             if stale:
                 self._chunks.delete(ids=stale)
@@ -255,6 +267,27 @@ class ChromaMemoryStore:
                 documents=[memory.content],
                 metadatas=[metadata_of(memory, len(windows), True)],
             )
+        except Exception:
+            self._settle_after_failure()
+            raise
+        try:
+            with self._lexical.transaction() as tx:
+                tx.delete(memory.memory_id)
+                tx.add(memory.memory_id, memory.created_us, memory.content)
+                self._lexical.trash.unmark([memory.memory_id])
+        except Exception as exc:
+            raise StoreUnavailableError(
+                f"The new text of {memory.memory_id} is stored, but its keyword entry could not follow ({exc}); "
+                "it is brought in step at the next update, delete or start. Search by meaning finds the new text now."
+            ) from exc
+
+    def _settle_after_failure(self) -> None:
+        """After a failed write under a mark: its keyword entry and passages put in step with Chroma now,
+        or (if this fails too) at the next write or start."""
+        try:
+            self._trash.settle()
+        except Exception:
+            log.exception("settling a failed write failed; settled at the next write or start")
 
     def set_links(self, memories: Sequence[StoredMemory]) -> None:
         """With `write_behind`, written with the memories waiting (`symbiote.storage.chroma.additions`)."""
@@ -264,6 +297,7 @@ class ChromaMemoryStore:
         return bool(self.delete_many([memory_id]))
 
     def delete_many(self, memory_ids: Sequence[str]) -> list[str]:
+        self._trash.settle()
         if not memory_ids:
             return []
         got = self._memories.get(ids=list(memory_ids), include=["metadatas"])
@@ -272,11 +306,19 @@ class ChromaMemoryStore:
         ]
         if not present:
             return []
-        with self._lexical.transaction() as tx:
-            for memory_id, _passages in present:
-                tx.delete(memory_id)
+        ids = [mid for mid, _ in present]
+        with self._lexical.transaction(durable=True):  # a keyword entry left by a failure is dropped at settle
+            self._lexical.trash.mark(ids)
+        try:
             self._additions.delete_vectors(present)
-        return [mid for mid, _ in present]
+        except Exception:
+            self._settle_after_failure()
+            raise
+        with self._lexical.transaction() as tx:
+            for memory_id in ids:
+                tx.delete(memory_id)
+            self._lexical.trash.unmark(ids)
+        return ids
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -321,6 +363,16 @@ class ChromaMemoryStore:
         """The journal rows set aside at open (`symbiote.storage.chroma.additions`), readable."""
         return [
             (repaired(memory_from(mid, body, meta)), why) for mid, body, meta, why in self._lexical.unwritten.aside()
+        ]
+
+    def losses(self) -> list[str]:
+        """What an open could not read out of a damaged side database (`symbiote.storage.chroma.salvage`)."""
+        return [
+            f"The side database was damaged and set aside as {file}, beside it; {what} could not be read, so "
+            "memories acknowledged just before (the write-behind journal) or in the trash may be missing. "
+            f"`sqlite3 {file} .recover` reads what is left: store again any memory it shows that search does not "
+            f"find. Move {file} out of the data directory to clear this (at the next start)."
+            for file, what in self._lexical.losses()
         ]
 
     # -- searches (symbiote.storage.chroma.candidates) ---------------------------------------------
