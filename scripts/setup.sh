@@ -65,6 +65,7 @@ if [ "${1:-}" = "dev" ]; then
 fi
 
 if [ ! -x .venv/bin/python ]; then
+  step "creating the virtual environment .venv"
   "$PYTHON" -m venv .venv
   .venv/bin/python -m pip install -qq --upgrade pip
 fi
