@@ -1,7 +1,10 @@
 """The answer to a request the bearer token does not let through, by the letter of RFC 6750 §3.
 
-- No bearer token at all: 401 with a challenge that carries no error code (§3.1: a request that
-  lacks any authentication information gets none), only where to sign in.
+- No bearer token at all (no Authorization header, or another scheme): 401 with a challenge that
+  carries no error code (§3.1: a request that lacks any authentication information gets none),
+  only where to sign in.
+- `Bearer` without a token, or with one that is not a token by §2.1's syntax: 400
+  `error="invalid_request"` (malformed).
 - A token that is not good here (unknown, expired, revoked, or issued for another server): 401
   with `error="invalid_token"`.
 - A good token without the scope: 403 with `error="insufficient_scope"`.
@@ -15,6 +18,9 @@ one scope, `memory`, so every challenge names it.
 
 from __future__ import annotations
 
+import re
+from typing import Literal
+
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from starlette.authentication import AuthCredentials
 from starlette.datastructures import Headers
@@ -23,11 +29,16 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from symbiote.auth.provider import SCOPE
 
+_TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")  # RFC 6750 §2.1, b64token
 
-def has_bearer_token(scope: Scope) -> bool:
-    """Whether the request presented a bearer token (good or not) in its Authorization header."""
+
+def presented(scope: Scope) -> Literal["nothing", "malformed", "token"]:
+    """What the request's Authorization header holds for this scheme: no bearer credentials at all,
+    a malformed one, or a token (good or not: the bearer backend has decided that)."""
     scheme, _, token = Headers(scope=scope).get("authorization", "").strip().partition(" ")
-    return scheme.lower() == "bearer" and bool(token.strip())
+    if scheme.lower() != "bearer":
+        return "nothing"
+    return "token" if _TOKEN.fullmatch(token.strip()) else "malformed"
 
 
 class RequireToken:
@@ -52,9 +63,12 @@ class RequireToken:
                 return
             description = f"This token lacks the {self.scope} scope"
             status, error, body = 403, "insufficient_scope", {"error": "insufficient_scope"}
-        elif has_bearer_token(scope):
+        elif (credentials := presented(scope)) == "token":
             description = "The access token is unknown, expired, revoked or for another server"
             status, error, body = 401, "invalid_token", {"error": "invalid_token"}
+        elif credentials == "malformed":
+            description = "The Authorization header holds no bearer token: send 'Bearer <token>'"
+            status, error, body = 400, "invalid_request", {"error": "invalid_request"}
         else:
             description = "Authentication required: sign in with OAuth or send an API key as a bearer token"
             status, error, body = 401, None, {}

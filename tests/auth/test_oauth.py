@@ -184,8 +184,9 @@ def narrow_scope(db: Path, token: str) -> None:
 def test_every_protected_route_challenges_by_rfc_6750_and_names_its_resource(
     flow: OAuthFlow, oauth_server: ServerProcess
 ) -> None:
-    """No token: 401 without an error code (RFC 6750 §3.1); a bad token, or one for another server:
-    401 `invalid_token`; a token without the scope: 403 `insufficient_scope`. Each challenge names
+    """No token: 401 without an error code (RFC 6750 §3.1); a malformed one: 400 `invalid_request`;
+    a bad token, or one for another server: 401 `invalid_token`; a token without the scope: 403
+    `insufficient_scope`. Each challenge names
     the metadata of the route's own resource (RFC 9728 §5.1), which names that resource."""
     base = oauth_server.base_url
     _client, tokens = flow.login()
@@ -205,10 +206,15 @@ def test_every_protected_route_challenges_by_rfc_6750_and_names_its_resource(
             headers = {**MCP_HEADERS, **({"Authorization": authorization} if authorization else {})}
             return flow.http.request(method, path, headers=headers, content=b"{}" if method == "POST" else None)
 
-        for anonymous in (None, "Basic Zm9vOmJhcg==", "Bearer"):
+        for anonymous in (None, "Basic Zm9vOmJhcg=="):
             refused = call(anonymous)
             assert refused.status_code == 401, (path, anonymous, refused.status_code)
             assert refused.headers["www-authenticate"] == f"Bearer {where}", (path, anonymous)
+        for malformed in ("Bearer", "Bearer two words", "Bearer tok,en"):
+            refused = call(malformed)
+            challenge = refused.headers["www-authenticate"]
+            assert refused.status_code == 400 and refused.json()["error"] == "invalid_request", (path, malformed)
+            assert challenge.startswith('Bearer error="invalid_request", ') and challenge.endswith(where), challenge
         for bad in ("sym_at_" + secrets.token_urlsafe(32), foreign["access_token"], tokens["refresh_token"]):
             refused = call(f"Bearer {bad}")
             challenge = refused.headers["www-authenticate"]
