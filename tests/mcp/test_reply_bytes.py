@@ -12,6 +12,7 @@ import dataclasses
 import json
 import os
 import random
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -24,10 +25,13 @@ from mcp.types import CallToolResult, JSONRPCResponse
 from symbiote.config import Settings
 from symbiote.mcp.replies import CONTENT_BYTES, REPLY_BYTES, page, page_turn, reply
 from symbiote.memory import Memory, SearchRequest, Turn
+from symbiote.storage import text as unicode_text
 from tests.conftest import InProcess
 
 SEED = int(os.environ.get("SYMBIOTE_PAGING_SEED", random.randrange(2**32)))
-CROPS = "tomatoes beans peas leeks onions garlic kale chard carrots beets radishes squash pumpkins maize potatoes".split()
+CROPS = (
+    "tomatoes beans peas leeks onions garlic kale chard carrots beets radishes squash pumpkins maize potatoes".split()
+)
 CROPS += "lettuce spinach fennel celery parsnips".split()
 ENVELOPE = 200  # what a tools/call response adds around its result: jsonrpc, id, the keys, isError
 # What texts are made of: scripts without spaces, emoji, what JSON escapes, and some words.
@@ -79,7 +83,19 @@ def within_budget(result: CallToolResult) -> None:
     assert size["text"] <= REPLY_BYTES and size["wire"] <= 2 * REPLY_BYTES + ENVELOPE, size
 
 
-def paged(whole: str, take: Any) -> list[str]:
+def pages_of(memory: Memory) -> Callable[[int], tuple[str, int | None]]:
+    """get_memory's part at an offset, checked within the budget as sent, reply and all."""
+
+    def take(offset: int) -> tuple[str, int | None]:
+        shown = page(memory, offset)
+        assert unicode_text.sent_bytes(shown.content) <= CONTENT_BYTES
+        within_budget(reply(shown))
+        return shown.content, shown.next_offset
+
+    return take
+
+
+def paged(whole: str, take: Callable[[int], tuple[str, int | None]]) -> list[str]:
     """The parts `take(offset)` gives, following next_offset from 0: each is checked within the budget as
     sent and non-empty, and the loop must end within one part a character."""
     parts: list[str] = []
@@ -111,16 +127,11 @@ def test_paging_reaches_the_end_of_any_text_within_the_budget(request: pytest.Fi
         memory = Memory(memory_id="mem_00000000000000000001", content=whole, timestamp="2026-12-06T00:00:00Z")
         turn = Turn(conversation_id="c", turn_index=0, role="user", text=whole, ts="2026-12-06T00:00:00Z")
 
-        def memory_part(offset: int) -> tuple[str, int | None]:
-            shown = page(memory, offset)
-            within_budget(reply(shown))
-            return shown.content, shown.next_offset
-
         def turn_part(offset: int) -> tuple[str, int | None]:
             shown = page_turn(turn, offset)
             return shown.text, shown.next_offset
 
-        assert "".join(paged(whole, memory_part)) == whole
+        assert "".join(paged(whole, pages_of(memory))) == whole
         assert "".join(paged(whole, turn_part)) == whole
 
     check()
@@ -130,7 +141,7 @@ def test_a_part_past_a_long_run_without_spaces_moves_on() -> None:
     """The probe's two texts: the second part was empty, at the same next_offset, forever."""
     for whole in ["メモ: " + "漢字" * 16_000, "e " + "😀" * 24_000]:
         memory = Memory(memory_id="mem_00000000000000000001", content=whole, timestamp="2026-12-06T00:00:00Z")
-        parts = paged(whole, lambda offset: (lambda m: (m.content, m.next_offset))(page(memory, offset)))
+        parts = paged(whole, pages_of(memory))
         assert "".join(parts) == whole and 1 < len(parts) <= 8
 
 
