@@ -62,17 +62,20 @@ def reply(result: BaseModel) -> CallToolResult:
     data = result.model_dump(mode="json", by_alias=True, exclude=_empty(result))
     asked = data.get("query")
     query = asked if isinstance(asked, str) else ""
-    whole = [(holder, key, holder[key], TEXT_KEYS[key] in holder) for holder, key in _texts(data)]
-    _fit(_texts(data), query, _room(data))
+    texts = _texts(data)
+    whole = [(holder, key, holder[key], TEXT_KEYS[key] in holder) for holder, key in texts]
+    _fit(texts, query, _room(data, texts))
+    text = _json(data)
     cut = CUTS.get(type(result))
-    if cut is not None and _size(data) > REPLY_BYTES:
+    if cut is not None and _sent(text) > REPLY_BYTES:
         _cut(data, cut)
-        for holder, key, text, counted in whole:
-            holder[key] = text
+        for holder, key, shown, counted in whole:
+            holder[key] = shown
             if not counted:
                 holder.pop(TEXT_KEYS[key], None)
-        _fit(_texts(data), query, _room(data))
-    text = _json(data)
+        texts = _texts(data)
+        _fit(texts, query, _room(data, texts))
+        text = _json(data)
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
 
@@ -80,15 +83,18 @@ def _json(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
+def _sent(text: str) -> int:
+    """The bytes a reply's JSON `text` takes as sent: escaped again inside the text content's string."""
+    return len(json.dumps(text, ensure_ascii=False).encode()) - 2
+
+
 def _size(data: Any) -> int:
-    """The bytes `data` takes as sent: its JSON text, escaped again inside the text content's string."""
-    return len(json.dumps(_json(data), ensure_ascii=False).encode()) - 2
+    return _sent(_json(data))
 
 
-def _room(data: dict[str, Any]) -> int:
-    """What the texts in `data` may take: the reply's room once the rest is counted, less what a part
-    adds (its "…" marks and its whole length), at most CONTENT_BYTES."""
-    texts = _texts(data)
+def _room(data: dict[str, Any], texts: list[tuple[dict[str, Any], str]]) -> int:
+    """What `texts`, those of `data`, may take: the reply's room once the rest is counted, less what a
+    part adds (its "…" marks and its whole length), at most CONTENT_BYTES."""
     room = REPLY_BYTES - _size(data) + sum(unicode_text.sent_bytes(holder[key]) - PART_MARKS for holder, key in texts)
     return min(CONTENT_BYTES, room)
 

@@ -18,6 +18,7 @@ from symbiote.errors import InvalidInputError
 
 _NOT_TEXT = re.compile("[\ud800-\udfff]")
 # C0 and C1 controls, DEL, and the bidirectional marks, embeddings, overrides and isolates.
+_ESCAPED = re.compile(r'[\x00-\x1f"\\]')  # what JSON escapes
 _NOT_IN_NAMES = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
@@ -92,6 +93,8 @@ def sent_bytes(value: str) -> int:
     and again as its JSON text inside a string, so a string's escapes are escaped twice there
     (`\\x01` is 7 bytes, a quote 4) and that copy is the larger. Raw UTF-8 undercounts a text of quotes,
     backslashes or control characters several times over."""
+    if _ESCAPED.search(value) is None:  # most texts: nothing to escape, their UTF-8 goes out as it is
+        return len(value.encode())
     once = json.dumps(value, ensure_ascii=False)[1:-1]
     return len(json.dumps(once, ensure_ascii=False).encode()) - 2
 
