@@ -158,16 +158,18 @@ async def call(client: Client, tool: str, **arguments: Any) -> CallToolResult:
     return result
 
 
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
 async def test_texts_of_escapes_come_within_the_budget_and_whole_in_parts(
-    in_process: InProcess, request: pytest.FixtureRequest
+    in_process: InProcess, request: pytest.FixtureRequest, mode: str
 ) -> None:
     """The probe's texts (control characters: 120,012 bytes from get_memory or fetch; quotes and
     backslashes: 40,118) and random hostile ones: every reply within the budget as sent, and get_memory
-    from offset 0, or from fetch's next_offset, gives the whole text back."""
+    from offset 0, or from fetch's next_offset, gives the whole text back; through both protocol
+    versions' paths in the SDK (the handshake's streams, the 2026-07-28 per-request one)."""
     rng = random.Random(SEED)
     texts = ["x " + "\x01" * 20_000, "x " + '"' * 20_000, "x " + "\\" * 30_000, "メモ: " + "漢字" * 16_000]
     texts += [hostile_text(rng) for _ in range(40 if soak(request) else 4)]
-    async with Client(in_process.server) as client:
+    async with Client(in_process.server, mode=mode) as client:
         for text in texts:
             stored = (await call(client, "store_memory", content=text)).structured_content
             assert stored is not None
