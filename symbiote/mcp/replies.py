@@ -18,8 +18,9 @@ the text content's string, where they are escaped twice; tags and every other fi
 structured copy is never the larger, so the whole message is at most twice REPLY_BYTES. Both protocol
 versions send the same JSON, but the SDK's 2026-07-28 transport writes it with `json.dumps`' default
 `ensure_ascii` (`mcp/server/_streamable_http_modern.py`, `_write` and `_sse_event`): there every
-character past ASCII goes out as a `\\uXXXX` escape (two for an emoji), up to three times its UTF-8;
-the SDK offers no setting for it, and the budget counts UTF-8, the assistant's reading of either.
+character past ASCII goes out as a `\\uXXXX` escape (two for an emoji), up to three times its UTF-8.
+The SDK offers no setting for it; the budget counts the UTF-8 that 2025-11-25 sends, which is also what
+an assistant reads on either, once its client has decoded the message.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ CONTENT_BYTES = 20_000  # the memories' texts in one reply, as sent: under 7,000
 REPLY_BYTES = 30_000  # a whole reply, as sent: under 10,000 tokens even at 3 bytes a token
 PART_MARKS = 48  # what showing a text by its part adds to it: "… ", " …" and `"content_chars":1234567,`
 MIN_PART_BYTES = 240  # a text's share never falls under this, however many memories a reply holds
-NEAR_WORD = 40  # a part cut short ends at a space this many characters (or a tenth of it) from its end, if one is there
+NEAR_WORD = 40  # a part cut short ends at a space within this many characters of the cut (a tenth of it if more)
 _SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|(?<=[。！？；])|\n+")
 _WORD = re.compile(r"\w{3,}")
 _UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]{2,}")  # scripts written without spaces
@@ -56,9 +57,15 @@ def _terms(text: str) -> set[str]:
 
 def reply(result: BaseModel) -> CallToolResult:
     """`result` as the tool's reply: its fields that are not empty, as data and as one line of JSON,
-    within REPLY_BYTES as sent: the texts share what the rest leaves, and a list still too long keeps
-    its first items (a history its newest) and says what it left out (`_cut`); the texts it kept then
-    share the room the others left."""
+    within REPLY_BYTES as sent (`fitted`)."""
+    data, text = fitted(result)
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+
+
+def fitted(result: BaseModel) -> tuple[dict[str, Any], str]:
+    """`result`'s fields that are not empty, and their JSON, within REPLY_BYTES as sent: the texts share
+    what the rest leaves, and a list still too long keeps its first items (a history its newest) and
+    says what it left out (`_cut`); the texts it kept then share the room the others left."""
     data = result.model_dump(mode="json", by_alias=True, exclude=_empty(result))
     asked = data.get("query")
     query = asked if isinstance(asked, str) else ""
@@ -76,7 +83,7 @@ def reply(result: BaseModel) -> CallToolResult:
         texts = _texts(data)
         _fit(texts, query, _room(data, texts))
         text = _json(data)
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+    return data, text
 
 
 def _json(data: Any) -> str:

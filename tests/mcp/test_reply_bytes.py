@@ -249,3 +249,17 @@ async def test_history_and_context_of_control_characters_stay_within_the_budget(
                 parts.append(turn["text"])
                 offset = turn.get("next_offset")
             assert "".join(parts) == text
+
+
+async def test_the_recent_memories_resource_stays_within_the_budget(in_process: InProcess) -> None:
+    """memory://recent gave the 20 newest whole (20 memories of 100,000 bytes: 2 MB); now a tool reply's
+    budget as sent, each long one as its beginning with its whole length."""
+    notes = [f"Note {index}: " + " ".join(f"{CROPS[index]} row {row}" for row in range(1_000)) for index in range(20)]
+    async with Client(in_process.server) as client:
+        await call(client, "store_memories", memories=[{"content": note} for note in notes])
+        recent = await client.read_resource("memory://recent")
+    text = recent.contents[0].text  # type: ignore[union-attr]
+    page = json.loads(text)
+    assert len(json.dumps(text, ensure_ascii=False).encode()) - 2 <= REPLY_BYTES < sum(map(len, notes))
+    assert page["memories"] and all(memory["content_chars"] in map(len, notes) for memory in page["memories"])
+    assert len(page["memories"]) == 20 or page["next_before"] == page["memories"][-1]["memory_id"]
