@@ -22,6 +22,7 @@ from symbiote import __version__
 from symbiote.errors import SymbioteError
 from symbiote.mcp.memory_card import VIEW_META, CardGate, card_extension
 from symbiote.mcp.personality import Personality
+from symbiote.mcp.replies import fitted
 from symbiote.mcp.tools import register_tools
 from symbiote.memory import MemoryEngine
 from symbiote.telemetry.gauges import StoreGauges
@@ -228,7 +229,8 @@ def build_server(engine: MemoryEngine, personality: Personality, *, trace_conten
         "memory://recent",
         name="recent_memories",
         title="Recent memories",
-        description="The 20 most recent memories, newest first, as JSON.",
+        description="The 20 most recent memories, newest first, as JSON (a long one as its beginning, with "
+        "content_chars: get_memory has the whole).",
         mime_type="application/json",
     )
     async def recent_memories() -> str:
@@ -236,7 +238,7 @@ def build_server(engine: MemoryEngine, personality: Personality, *, trace_conten
             page = await engine.list_memories(20, None)
         except SymbioteError as exc:
             return json.dumps({"error": str(exc)})
-        return page.model_dump_json(indent=2)
+        return fitted(page)[1]  # within a tool reply's budget: 20 memories of 100,000 bytes made 2 MB
 
     @server.resource(
         "memory://stats",

@@ -34,7 +34,7 @@ from symbiote.storage import text as unicode_text
 
 MIN_BUDGET = 64  # below this the section headers leave too little to be useful
 MAX_BUDGET = 8_000  # the reply that carries the context stays under 10,000 of the reader's tokens
-MAX_CONTEXT_BYTES = 24_000  # and under 30,000 UTF-8 bytes, whatever the text: a token may be many bytes
+MAX_CONTEXT_BYTES = 24_000  # and its reply under 30,000 bytes as sent (escapes counted), whatever the text
 MIN_PIECE = 8  # tokens: a piece shorter than this is not worth cutting an item down to
 ELLIPSIS = " …"
 MEMORY_HEADER = "Relevant memories (best first):"
@@ -166,16 +166,17 @@ def compose(memories: Sequence[str], turns_newest_first: Sequence[str]) -> str:
 def fit_bytes(
     counter: TokenCounter, memories: Sequence[str], turns_newest_first: Sequence[str], budget: int
 ) -> tuple[list[str], list[str], str, bool]:
-    """`fit`, then within MAX_CONTEXT_BYTES too: where the tokens' text runs longer, the budget shrinks
-    by how much it overran and the context is cut again (text of many bytes a token: digits, CJK, code)."""
+    """`fit`, then within MAX_CONTEXT_BYTES as sent (`text.sent_bytes`) too: where the tokens' text runs
+    longer, the budget shrinks by how much it overran and the context is cut again (text of many bytes a
+    token: digits, CJK, code, control characters a reply escapes)."""
     while True:
         kept_memories, kept_turns, truncated = fit(counter, memories, turns_newest_first, budget)
         text = compose(kept_memories, kept_turns)
-        size = len(text.encode())
+        size = unicode_text.sent_bytes(text)
         if size <= MAX_CONTEXT_BYTES:
             return kept_memories, kept_turns, text, truncated
         if budget <= MIN_BUDGET:  # a few tokens of many bytes each (a long unbroken word is one [UNK])
-            cut = text.encode()[: MAX_CONTEXT_BYTES - len(ELLIPSIS.encode())].decode(errors="ignore")
+            cut = unicode_text.sent_prefix(text, MAX_CONTEXT_BYTES - unicode_text.sent_bytes(ELLIPSIS))
             return kept_memories, kept_turns, cut + ELLIPSIS, True
         budget = max(MIN_BUDGET, min(budget - 1, budget * MAX_CONTEXT_BYTES // size))
 

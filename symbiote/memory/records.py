@@ -215,6 +215,11 @@ class SearchResults(BaseModel):
             "memories are in view in all. Use any that plainly answers the question as asked, whatever its score."
         ),
     )
+    not_shown: list[str] = Field(
+        default_factory=list,
+        description="Ids of the lowest-ranked hits left out of this reply to keep it under 10,000 tokens: "
+        "get_memories gives them.",
+    )
 
 
 class DeleteResult(BaseModel):

@@ -9,6 +9,7 @@ formatting characters are kept out of them as well (a name must look like what i
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -17,6 +18,7 @@ from symbiote.errors import InvalidInputError
 
 _NOT_TEXT = re.compile("[\ud800-\udfff]")
 # C0 and C1 controls, DEL, and the bidirectional marks, embeddings, overrides and isolates.
+_ESCAPED = re.compile(r'[\x00-\x1f"\\]')  # what JSON escapes
 _NOT_IN_NAMES = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
@@ -84,3 +86,28 @@ def _strings(value: Any, path: str) -> Iterator[tuple[str, str]]:
                 stack.append((inner_path, inner))
         elif isinstance(item, list):
             stack.extend((f"{where}[{index}]", inner) for index, inner in reversed(list(enumerate(item))))
+
+
+def sent_bytes(value: str) -> int:
+    """The bytes `value` takes in a tool's reply as it goes out: a reply is JSON sent as structured content
+    and again as its JSON text inside a string, so a string's escapes are escaped twice there
+    (`\\x01` is 7 bytes, a quote 4) and that copy is the larger. Raw UTF-8 undercounts a text of quotes,
+    backslashes or control characters several times over."""
+    if _ESCAPED.search(value) is None:  # most texts: nothing to escape, their UTF-8 goes out as it is
+        return len(value.encode())
+    once = json.dumps(value, ensure_ascii=False)[1:-1]
+    return len(json.dumps(once, ensure_ascii=False).encode()) - 2
+
+
+def sent_prefix(value: str, budget: int) -> str:
+    """The longest start of `value` whose `sent_bytes` is within `budget` (never inside a character)."""
+    if sent_bytes(value) <= budget:
+        return value
+    low, high = 0, min(len(value), max(budget, 0))  # every character takes at least one byte
+    while low < high:
+        middle = (low + high + 1) // 2
+        if sent_bytes(value[:middle]) <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    return value[:low]
