@@ -5,5 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh >&2
 export HF_HUB_OFFLINE=1
+echo "serve.sh: starting the server (Ctrl+C stops it)" >&2
 if [ "${1:-}" = "stdio" ]; then shift; exec .venv/bin/symbiote stdio "$@"; fi
 exec .venv/bin/symbiote serve "$@"

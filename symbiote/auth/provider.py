@@ -6,9 +6,11 @@ origin (the issuer); all origins share one `AuthStore`. The SDK's handlers do th
 this class decides what is stored and when a code may be minted: only after the owner approves
 on the consent page (`symbiote.auth.consent`).
 
-RFC 8707 at `/token`: the SDK's token handler reads a `resource` but does not hand it on, so
-`TokenEndpoint` passes it to the provider (`requested_resource`), which refuses a code or refresh
-exchange naming any resource but the authorization's with `invalid_target`.
+RFC 8707: an authorization names one of this origin's resources (`symbiote.auth.resources`:
+`/mcp`, `/sse` or the origin; `/mcp` when it names none) and its tokens are for that one. At
+`/token` the SDK's handler reads a `resource` but does not hand it on, so `TokenEndpoint` passes it
+to the provider (`requested_resource`), which refuses a code or refresh exchange naming another
+server's resource with `invalid_target`.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ import logging
 from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any, ParamSpec, TypeVar
-from urllib.parse import urlsplit
 
 import anyio.to_thread
 from mcp.server.auth.handlers.token import TokenHandler
@@ -39,6 +40,7 @@ from starlette.responses import Response
 from symbiote.auth.auth_store import API_KEY_PREFIX, AuthStore
 from symbiote.auth.client_metadata import ClientMetadataDocuments, ClientMetadataError, is_metadata_url
 from symbiote.auth.overflow import OverflowTickets
+from symbiote.auth.resources import Resources
 from symbiote.platform_hosts import is_loopback
 
 P = ParamSpec("P")
@@ -50,22 +52,16 @@ SCOPE = "memory"  # one owner, one permission: the whole memory
 FORBIDDEN_REDIRECT_SCHEMES = frozenset({"javascript", "data", "file", "vbscript", "about", "blob"})
 
 
-def _canonical_resource(url: str) -> str:
-    parts = urlsplit(url.strip())
-    return f"{parts.scheme.lower()}://{parts.netloc.lower()}{parts.path.rstrip('/')}"
-
-
 # The `resource` of the `/token` request being handled (None: the request names none).
 requested_resource: ContextVar[str | None] = ContextVar("requested_resource", default=None)
 
 
 def _check_target(granted: str | None) -> None:
-    """RFC 8707 §2: a token request may name only the authorization's resource (or its origin)."""
+    """RFC 8707 §2: a token request may name only a resource of the server the authorization is for."""
     requested = requested_resource.get()
     if requested is None or granted is None:
         return
-    wanted = _canonical_resource(granted)
-    if _canonical_resource(requested) not in (wanted, wanted.removesuffix("/mcp")):
+    if Resources.of(granted).named(requested) is None:
         raise TokenError("invalid_target", f"This authorization is for {granted} only")
 
 
@@ -147,7 +143,7 @@ class SymbioteOAuthProvider:
         self.documents = documents
         self.overflow = overflow
         self.origin = origin
-        self.resource = f"{origin}/mcp"
+        self.resources = Resources(origin)
         self.access_ttl = access_ttl
         self.refresh_ttl = refresh_ttl
 
@@ -205,15 +201,16 @@ class SymbioteOAuthProvider:
 
     async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
         """No code yet: park the request and send the browser to the owner's consent page."""
-        if params.resource and _canonical_resource(params.resource) not in (self.resource, self.origin):
-            raise AuthorizeError("invalid_target", f"This server only issues tokens for {self.resource}")
+        resource = self.resources.named(params.resource) if params.resource else self.resources.default
+        if resource is None:
+            raise AuthorizeError("invalid_target", f"This server only issues tokens for its own URLs ({self.origin})")
         pending = {
             "state": params.state,
             "scopes": [SCOPE],
             "code_challenge": params.code_challenge,
             "redirect_uri": str(params.redirect_uri),
             "redirect_uri_provided_explicitly": params.redirect_uri_provided_explicitly,
-            "resource": self.resource,
+            "resource": resource,
             "origin": self.origin,
             "client_name": client.client_name,  # a metadata-document client is in no table: show its name
         }
@@ -304,7 +301,11 @@ class SymbioteOAuthProvider:
                 return None
             # An API key is good on every origin this server answers on.
             return AccessToken(
-                token=token, client_id=f"apikey:{key.key_id}", scopes=[SCOPE], resource=self.resource, subject="owner"
+                token=token,
+                client_id=f"apikey:{key.key_id}",
+                scopes=[SCOPE],
+                resource=self.resources.default,
+                subject="owner",
             )
         record = await self._run(self.store.load_token, token, "access")
         if record is None:

@@ -39,6 +39,9 @@ from starlette.responses import RedirectResponse
 from starlette.routing import BaseRoute, Mount, Route
 
 from symbiote.auth import (
+    LEGACY_SSE,
+    ORIGIN,
+    STREAMABLE,
     AuthRefused,
     AuthStore,
     AuthStoreUnavailable,
@@ -158,8 +161,9 @@ def create_app(
 
 def _endpoints(
     settings: Settings, runtime: Runtime, security: TransportSecuritySettings, sessions: SessionTable
-) -> list[BaseRoute]:
-    """What a token opens: `/mcp` (unless `SYMBIOTE_TRANSPORT=sse`), the legacy SSE pair, memory links."""
+) -> dict[str, list[BaseRoute]]:
+    """What a token opens, by the resource each belongs to (`symbiote.auth.resources`): `/mcp`
+    (unless `SYMBIOTE_TRANSPORT=sse`), the legacy SSE pair, memory links (the origin's)."""
     mcp = runtime.server
     streamable = mcp.streamable_http_app(  # also makes the session manager the lifespan runs
         stateless_http=True,
@@ -168,24 +172,22 @@ def _endpoints(
         host=settings.host,
         max_request_body_size=settings.max_body_bytes,
     )
-    endpoints: list[BaseRoute] = []
+    endpoints: dict[str, list[BaseRoute]] = {}
     if settings.transport != "sse":
         mcp_endpoint = next(r.endpoint for r in streamable.routes if isinstance(r, Route) and r.path == "/mcp")
-        endpoints.append(Route("/mcp", endpoint=CheckedEnvelope(mcp_endpoint), methods=["POST", "DELETE"]))
+        endpoints[STREAMABLE] = [Route("/mcp", endpoint=CheckedEnvelope(mcp_endpoint), methods=["POST", "DELETE"])]
     sse = LegacySseTransport(
         mcp._lowlevel_server,
         security=security,
         sessions=sessions,
         heartbeat_seconds=settings.sse_heartbeat_seconds,
         max_lifetime_seconds=settings.sse_max_lifetime_seconds,
+        sse_path=LEGACY_SSE,
     )
-    return [
-        *endpoints,
-        *sse.routes(),
-        Route(
-            "/memories/{memory_id}", endpoint=memory_link_endpoint(runtime.engine, current_origin.get), methods=["GET"]
-        ),
-    ]
+    endpoints[LEGACY_SSE] = sse.routes()
+    link = memory_link_endpoint(runtime.engine, current_origin.get)
+    endpoints[ORIGIN] = [Route("/memories/{memory_id}", endpoint=link, methods=["GET"])]
+    return endpoints
 
 
 def _to_console(request: Request) -> RedirectResponse:
@@ -195,7 +197,7 @@ def _to_console(request: Request) -> RedirectResponse:
 def _gateway(
     settings: Settings,
     mode: str,
-    endpoints: list[BaseRoute],
+    endpoints: dict[str, list[BaseRoute]],
     resolver: OriginResolver,
     checks: OwnerChecks | None,
 ) -> tuple[AuthGateway, AuthStore | None]:

@@ -13,6 +13,10 @@ from starlette.responses import JSONResponse
 from symbiote import __version__
 from symbiote.runtime import Runtime
 
+# Both open lazily: before the first call (or the warm-up's) they wait, which is healthy, and says so.
+IDLE_STORE = "idle (opens on first call)"
+IDLE_MODEL = "idle (loads on first call)"
+
 
 async def health_report(runtime: Runtime, sessions: Sized) -> dict[str, Any]:
     """`sessions`: the legacy SSE session table (`symbiote.http.sse.SessionTable`); streamable HTTP at
@@ -28,8 +32,8 @@ async def health_report(runtime: Runtime, sessions: Sized) -> dict[str, Any]:
         "transport": runtime.settings.transport,
         "active_sessions": len(sessions),
         "memories": count,
-        "store": status["store"],
-        "model_loaded": status["model_loaded"],
+        "store": IDLE_STORE if status["store"] == "not_opened" else status["store"],
+        "model": "loaded" if status["model_loaded"] else IDLE_MODEL,
     }
     if "error" in status:
         report["store_error"] = status["error"]

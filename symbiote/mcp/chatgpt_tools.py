@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from symbiote.errors import MemoryNotFoundError, SymbioteError
+from symbiote.errors import InvalidInputError, MemoryNotFoundError, SymbioteError
 from symbiote.mcp.replies import page
 from symbiote.memory import MemoryEngine, SearchRequest
 
@@ -162,6 +162,8 @@ def memory_link_endpoint(engine: MemoryEngine, origin: OriginLookup = no_origin)
             memory = await engine.get(memory_id)
         except MemoryNotFoundError as exc:
             return JSONResponse({"error": str(exc)}, status_code=404)
+        except InvalidInputError as exc:  # not an id at all: the caller's mistake, not the store's
+            return JSONResponse({"error": str(exc)}, status_code=400)
         except SymbioteError as exc:
             return JSONResponse({"error": str(exc)}, status_code=503)
         return JSONResponse(

@@ -107,10 +107,10 @@ class SymbioteMCP(MCPServer):
     ) -> None:
         """Register a tool (the `@tool` decorator comes here too), publishing its output schema plain.
 
-        `plain_schema` gives the same constraints in the shape a client's validator walks fastest:
-        the official SDK client checks every result against it in pure Python (jsonschema), where
-        each `$ref` and `anyOf` costs a resolution or a branch per field of every hit. Results are
-        still validated here against the tool's own model.
+        `plain_schema` gives the same constraints without `$ref`s, which a client's validator
+        resolves for every field of every hit (the official SDK client checks each result in pure
+        Python, jsonschema). Results are still validated here against the tool's own model. The
+        input schema is published as `strict_ready` makes it, for clients in OpenAI's strict mode.
 
         Every tool declares its title and all four hints: the Claude and ChatGPT directories refuse a
         tool that leaves one to the client's default."""
@@ -133,8 +133,10 @@ class SymbioteMCP(MCPServer):
             structured_output=structured_output,
         )
         tool = self._tool_manager.get_tool(name or fn.__name__)
-        if tool is not None and tool.fn_metadata.output_schema is not None:
-            tool.fn_metadata.output_schema = plain_schema(tool.fn_metadata.output_schema)
+        if tool is not None:
+            tool.parameters = strict_ready(tool.parameters)
+            if tool.fn_metadata.output_schema is not None:
+                tool.fn_metadata.output_schema = plain_schema(tool.fn_metadata.output_schema)
 
     async def run_stdio_streams(self, read_stream: Any, write_stream: Any) -> None:
         """`run_stdio_async` over streams the caller opened (`symbiote.fastboot.stdio_relay` hands the SDK
@@ -144,9 +146,35 @@ class SymbioteMCP(MCPServer):
         )
 
 
+def strict_ready(schema: dict[str, Any]) -> dict[str, Any]:
+    """A tool's input schema as every client takes it: without pydantic's `title`s (names a model
+    reads twice: they are the property names again), and every object that declares no properties
+    closed (`additionalProperties: false`), which OpenAI's strict mode needs and cannot assume. An
+    object with properties is closed by the strict converters themselves; a client that does not
+    convert keeps its leniency. Optional arguments stay `anyOf [X, null]` with default null: in strict
+    mode every property is required, so a model passes null for one it leaves out."""
+
+    def ready(node: Any) -> Any:
+        if isinstance(node, list):
+            return [ready(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        out = {k: ready(v) for k, v in node.items() if not (k == "title" and isinstance(v, str))}
+        if "properties" in out:
+            out["properties"] = {name: ready(sub) for name, sub in node["properties"].items()}
+        if out.get("type") == "object" and not out.get("properties") and "additionalProperties" not in out:
+            out["additionalProperties"] = False
+        return out
+
+    result: dict[str, Any] = ready(schema)
+    return result
+
+
 def plain_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """`schema` with its `$defs` written in place of their `$ref`s (a recursive one is kept as a
-    reference) and each `anyOf` of bare types (`str | None`) as one `type` list."""
+    reference). A nullable field stays `anyOf [{type: X}, {type: null}]`: a `type` list is legal but
+    a client that maps schemas onto a one-`type` dialect (Gemini's OpenAPI subset) may drop it, and
+    the Inspector's `--strict` warns of each."""
     defs = schema.get("$defs", {})
 
     def plain(node: Any, inside: frozenset[str]) -> Any:
@@ -158,16 +186,7 @@ def plain_schema(schema: dict[str, Any]) -> dict[str, Any]:
         name = ref.rsplit("/", 1)[-1] if isinstance(ref, str) and ref.startswith("#/$defs/") else None
         if name is not None and name in defs and name not in inside:
             return plain({**defs[name], **{k: v for k, v in node.items() if k != "$ref"}}, inside | {name})
-        out = {k: plain(v, inside) for k, v in node.items() if k != "$defs"}
-        options = out.get("anyOf")
-        if (
-            isinstance(options, list)
-            and options
-            and all(isinstance(o, dict) and set(o) == {"type"} and isinstance(o["type"], str) for o in options)
-        ):
-            del out["anyOf"]
-            out["type"] = [o["type"] for o in options]
-        return out
+        return {k: plain(v, inside) for k, v in node.items() if k != "$defs"}
 
     flat: dict[str, Any] = plain(schema, frozenset())
     recursive = {n for n in defs if f'"#/$defs/{n}"' in json.dumps(flat)}

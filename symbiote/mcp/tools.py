@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from symbiote.errors import SymbioteError
 from symbiote.mcp.replies import page, reply
@@ -108,6 +108,24 @@ def register_tools(server: MCPServer, engine: MemoryEngine, view: dict[str, Any]
     _register_browsing(server, engine, view)
 
 
+# One item of store_memories as its schema names it: a client that converts schemas to strict mode
+# (OpenAI's) needs every field typed and no other allowed. The engine checks each item itself
+# (`symbiote.memory.validation.batch`, which also takes a bare string as the content), so a mistake
+# gets its own message naming the item. (A comment, not a docstring: that would be published.)
+class BatchItem(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    content: str
+    tags: list[str] | None = None
+    type: str | None = None
+    confidence: float | None = None
+    conversation_id: str | None = None
+    bookmarked: bool = False
+
+
+BATCH_ITEMS = {"type": "array", "items": BatchItem.model_json_schema()}
+
+
 def _register_storing(server: MCPServer, engine: MemoryEngine, view: dict[str, Any] | None) -> None:
     """store_memory and store_memories: the two ways in."""
 
@@ -186,7 +204,8 @@ def _register_storing(server: MCPServer, engine: MemoryEngine, view: dict[str, A
     async def store_memories(
         memories: Annotated[
             list[dict[str, Any]],
-            Field(description='Items like {"content": "...", "tags": [...], "type": "fact", "confidence": 0.9}.'),
+            WithJsonSchema(BATCH_ITEMS),
+            Field(description="The memories, each with the fields store_memory takes."),
         ],
         ctx: Context | None = None,
     ) -> BatchStoreResult:

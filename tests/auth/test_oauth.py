@@ -9,18 +9,23 @@ credentials never stored or logged in clear.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+import httpx
 import pytest
 
 from symbiote.auth.auth_store import AUTH_DB_NAME
 from tests.auth.support import (
+    INITIALIZE,
+    MCP_HEADERS,
     OWNER_SECRET,
     REDIRECT_URI,
     OAuthFlow,
@@ -68,14 +73,15 @@ def test_no_token_gets_401_and_the_challenge_leads_to_the_metadata(
     response = flow.http.post("/mcp", json={}, headers={"accept": "application/json, text/event-stream"})
     assert response.status_code == 401
     challenge = response.headers["www-authenticate"]
-    assert challenge.startswith("Bearer ") and 'error="invalid_token"' in challenge
+    assert challenge.startswith("Bearer ") and "error=" not in challenge  # RFC 6750 §3.1: no token, no error code
     assert 'scope="memory"' in challenge  # the scope a client asks for, before any metadata
     metadata_url = challenge.split('resource_metadata="')[1].split('"')[0]
     assert metadata_url == f"{base}/.well-known/oauth-protected-resource/mcp"
     resource = flow.http.get(metadata_url).json()
     assert resource["resource"] == f"{base}/mcp"
     assert resource["authorization_servers"] == [base]
-    assert flow.http.get("/.well-known/oauth-protected-resource").json() == resource
+    # RFC 9728 §3.1: the metadata at the root is the origin's, for clients that look there first.
+    assert flow.http.get("/.well-known/oauth-protected-resource").json() == {**resource, "resource": base}
     server = flow.http.get("/.well-known/oauth-authorization-server").json()
     assert server["issuer"] == base
     assert server["code_challenge_methods_supported"] == ["S256"]
@@ -153,6 +159,76 @@ def test_wrong_and_expired_tokens_are_refused(flow: OAuthFlow, oauth_server: Ser
     # The client refreshes and is back, as Claude does after an hour.
     refreshed = flow.refresh(client, tokens["refresh_token"])
     assert refreshed.status_code == 200 and flow.mcp_status(refreshed.json()["access_token"]) == 200
+
+
+# Every route a token opens: (method, path, the path of the resource it belongs to).
+PROTECTED = [
+    ("POST", "/mcp", "/mcp"),
+    ("GET", "/sse", "/sse"),
+    ("POST", "/messages/0123456789abcdef0123456789abcdef", "/sse"),
+    ("POST", "/messages/?session_id=0123456789abcdef0123456789abcdef", "/sse"),
+    ("GET", "/memories/mem_1", ""),
+]
+
+
+def narrow_scope(db: Path, token: str) -> None:
+    """Take the `memory` scope from one token's grant (no grant the server makes lacks it)."""
+    with sqlite3.connect(db) as conn:
+        done = conn.execute(
+            "UPDATE grants SET scopes = 'profile' WHERE grant_id = (SELECT grant_id FROM tokens WHERE token_hash = ?)",
+            (hashlib.sha256(token.encode()).hexdigest(),),
+        )
+        assert done.rowcount == 1
+
+
+def test_every_protected_route_challenges_by_rfc_6750_and_names_its_resource(
+    flow: OAuthFlow, oauth_server: ServerProcess
+) -> None:
+    """No token: 401 without an error code (RFC 6750 §3.1); a bad token, or one for another server:
+    401 `invalid_token`; a token without the scope: 403 `insufficient_scope`. Each challenge names
+    the metadata of the route's own resource (RFC 9728 §5.1), which names that resource."""
+    base = oauth_server.base_url
+    _client, tokens = flow.login()
+    _client, narrow = flow.login()
+    narrow_scope(db_of(oauth_server), narrow["access_token"])
+    elsewhere = OAuthFlow(f"http://localhost:{oauth_server.port}")  # this process under another name: another origin
+    elsewhere.http = httpx.Client(base_url=base, headers={"Host": f"localhost:{oauth_server.port}"}, timeout=30)
+    try:
+        _client, foreign = elsewhere.login()
+    finally:
+        elsewhere.close()
+    for method, path, resource_path in PROTECTED:
+        metadata_url = f"{base}/.well-known/oauth-protected-resource{resource_path}"
+        where = f'resource_metadata="{metadata_url}", scope="memory"'
+
+        def call(authorization: str | None, method: str = method, path: str = path) -> httpx.Response:
+            headers = {**MCP_HEADERS, **({"Authorization": authorization} if authorization else {})}
+            return flow.http.request(method, path, headers=headers, content=b"{}" if method == "POST" else None)
+
+        for anonymous in (None, "Basic Zm9vOmJhcg==", "Bearer"):
+            refused = call(anonymous)
+            assert refused.status_code == 401, (path, anonymous, refused.status_code)
+            assert refused.headers["www-authenticate"] == f"Bearer {where}", (path, anonymous)
+        for bad in ("sym_at_" + secrets.token_urlsafe(32), foreign["access_token"], tokens["refresh_token"]):
+            refused = call(f"Bearer {bad}")
+            challenge = refused.headers["www-authenticate"]
+            assert refused.status_code == 401 and refused.json()["error"] == "invalid_token", (path, refused.text)
+            assert challenge.startswith('Bearer error="invalid_token", ') and challenge.endswith(where), challenge
+        refused = call(f"Bearer {narrow['access_token']}")
+        challenge = refused.headers["www-authenticate"]
+        assert refused.status_code == 403 and refused.json()["error"] == "insufficient_scope", (path, refused.text)
+        assert challenge.startswith('Bearer error="insufficient_scope", ') and challenge.endswith(where), challenge
+        metadata = flow.http.get(metadata_url)
+        assert metadata.status_code == 200 and metadata.json()["resource"] == f"{base}{resource_path}"
+        assert metadata.json()["authorization_servers"] == [base] and metadata.json()["scopes_supported"] == ["memory"]
+    # The good token passes every guard (the legacy stream is the SDK client's, in test_sdk_client.py).
+    good = {**MCP_HEADERS, "Authorization": f"Bearer {tokens['access_token']}"}
+    assert flow.http.post("/mcp", json=INITIALIZE, headers=good).status_code == 200
+    assert flow.http.post("/messages/0123456789abcdef0123456789abcdef", json={}, headers=good).status_code == 404
+    link = flow.http.get("/memories/mem_" + "0" * 20, headers=good)
+    assert link.status_code == 404, link.text
+    malformed = flow.http.get("/memories/mem_1", headers=good)
+    assert malformed.status_code == 400 and "is not a memory id" in malformed.text
 
 
 def test_wrong_pkce_verifier_and_wrong_client_secret_get_no_token(flow: OAuthFlow) -> None:

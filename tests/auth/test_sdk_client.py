@@ -18,6 +18,7 @@ import pytest
 from mcp import Client
 from mcp.client.auth import OAuthClientProvider, OAuthFlowError, TokenStorage
 from mcp.client.auth.utils import extract_scope_from_www_auth
+from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 from pydantic import AnyUrl
@@ -89,9 +90,12 @@ def connector(
     storage: MemoryTokenStorage,
     owner: Owner,
     on_response: Callable[[httpx2.Response], Awaitable[None]] | None = None,
+    url: str | None = None,
 ) -> tuple[Client, OAuthClientProvider]:
+    """The SDK's client signing in to `url` (default `/mcp`; a URL ending in `/sse` connects over legacy SSE)."""
+    url = url or server.mcp_url
     auth = OAuthClientProvider(
-        server_url=server.mcp_url,
+        server_url=url,
         client_metadata=OAuthClientMetadata(
             client_name="SDK connector",
             redirect_uris=[AnyUrl(REDIRECT_URI)],
@@ -102,9 +106,11 @@ def connector(
         redirect_handler=owner.redirect_handler,
         callback_handler=owner.callback_handler,
     )
+    if url.endswith("/sse"):
+        return Client(sse_client(url, auth=auth, timeout=60)), auth
     hooks = {"response": [on_response]} if on_response else {}
     http = httpx2.AsyncClient(auth=auth, timeout=60, event_hooks=hooks)
-    return Client(streamable_http_client(server.mcp_url, http_client=http)), auth
+    return Client(streamable_http_client(url, http_client=http)), auth
 
 
 async def test_the_sdk_oauth_client_completes_the_flow_refreshes_and_reconnects(oauth_server: ServerProcess) -> None:
@@ -135,6 +141,31 @@ async def test_the_sdk_oauth_client_completes_the_flow_refreshes_and_reconnects(
     async with again:
         assert not (await again.call_tool("search_memory", {"query": "SDK client"})).is_error
     assert len(owner.visits) == 1
+
+
+async def test_the_sdk_oauth_client_signs_in_over_legacy_sse(oauth_server: ServerProcess) -> None:
+    """A client that speaks only the legacy SSE pair: 401 from /sse -> the metadata of `<origin>/sse`
+    -> registration -> consent -> a token for `<origin>/sse` -> GET /sse and POST /messages/..."""
+    sse_url = f"{oauth_server.base_url}/sse"
+    storage, owner = MemoryTokenStorage(), Owner()
+    client, auth = connector(oauth_server, storage, owner, url=sse_url)
+    async with client:
+        stored = await client.call_tool("store_memory", {"content": "The SSE-only client signed in with OAuth"})
+        found = await client.call_tool("search_memory", {"query": "how did the SSE client sign in?"})
+    assert not stored.is_error and not found.is_error, (stored, found)
+    assert found.structured_content["results"][0]["memory_id"] == stored.structured_content["memory_id"]
+    assert len(owner.visits) == 1 and query_of(owner.visits[0])["resource"] == sse_url
+    metadata = auth.context.protected_resource_metadata
+    assert metadata is not None and str(metadata.resource) == sse_url
+    assert storage.tokens is not None
+
+    # One server, one owner: the token for `/sse` also opens `/mcp` (and a token for `/mcp`, `/sse`).
+    bearer = {"Authorization": f"Bearer {storage.tokens.access_token}"}
+    async with (
+        httpx2.AsyncClient(headers=bearer, timeout=60) as http,
+        Client(streamable_http_client(oauth_server.mcp_url, http_client=http)) as mcp_client,
+    ):
+        assert not (await mcp_client.call_tool("memory_stats", {})).is_error
 
 
 def causes(exc: BaseException) -> Iterator[BaseException]:

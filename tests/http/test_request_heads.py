@@ -102,7 +102,7 @@ def test_a_30_mb_header_is_refused_at_once_and_never_held(heads: ServerProcess) 
     assert heads.proc is not None
     deadline = time.monotonic() + 60  # the baseline after the warm-up (model and store), not during it
     health = httpx.get(f"{heads.base_url}/health", timeout=5).json()
-    while not health.get("model_loaded") or health.get("store") != "ready":
+    while health.get("model") != "loaded" or health.get("store") != "ready":
         assert time.monotonic() < deadline, f"the warm-up never ended: {health}"
         time.sleep(0.2)
         health = httpx.get(f"{heads.base_url}/health", timeout=5).json()
