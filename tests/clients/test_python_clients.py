@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.clients.conftest import MatrixServer, assert_session, finish_driver, start_driver, stop_drivers
+from tests.clients.conftest import FACTS, MatrixServer, assert_session, finish_driver, start_driver, stop_drivers
 
 pytestmark = pytest.mark.server  # starts a server (docs/tests.md: tiers)
 
@@ -34,7 +34,17 @@ def drivers(matrix_server: MatrixServer) -> Iterator[dict[str, subprocess.Popen[
     started = {}
     for name, (venv, driver, transport, options) in RUNS.items():
         url = matrix_server.sse_url if transport == "sse" else matrix_server.mcp_url
-        started[name] = start_driver(venv, driver, url=url, key=matrix_server.api_key, transport=transport, **options)
+        fact, question = FACTS[name]
+        started[name] = start_driver(
+            venv,
+            driver,
+            url=url,
+            key=matrix_server.api_key,
+            transport=transport,
+            fact=fact,
+            question=question,
+            **options,
+        )
     yield started
     stop_drivers(started.values())
 

@@ -34,6 +34,8 @@ async def main(options: dict[str, Any]) -> dict[str, Any]:
 
         return await session(
             Adapted(list_tools, call, prompt),
+            options["fact"],
+            options["question"],
             client="fastmcp",
             version=version("fastmcp"),
             protocol=client.protocol_version,

@@ -41,7 +41,11 @@ async def main(options: dict[str, Any]) -> dict[str, Any]:
         return "".join(text_of(message.content) for message in await client.get_prompt("symbiote", name))
 
     return await session(
-        Adapted(list_tools, call, prompt), client="langchain-mcp-adapters", version=version("langchain-mcp-adapters")
+        Adapted(list_tools, call, prompt),
+        options["fact"],
+        options["question"],
+        client="langchain-mcp-adapters",
+        version=version("langchain-mcp-adapters"),
     )
 
 

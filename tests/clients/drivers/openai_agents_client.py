@@ -54,6 +54,8 @@ async def main(options: dict[str, Any]) -> dict[str, Any]:
 
         return await session(
             Adapted(list_tools, call, prompt),
+            options["fact"],
+            options["question"],
             client="openai-agents",
             version=version("openai-agents"),
             not_strict=not_strict(server, listed),

@@ -35,7 +35,11 @@ async def main(options: dict[str, Any]) -> dict[str, Any]:
             return "".join(str(getattr(message.content, "content", message.content)) for message in got.messages)
 
         return await session(
-            Adapted(list_tools, call, prompt), client="pydantic-ai", version=version("pydantic-ai-slim")
+            Adapted(list_tools, call, prompt),
+            options["fact"],
+            options["question"],
+            client="pydantic-ai",
+            version=version("pydantic-ai-slim"),
         )
 
 

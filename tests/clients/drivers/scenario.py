@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -27,18 +26,19 @@ class Client:
 
 
 def options() -> dict[str, Any]:
-    """The driver's one argument: JSON with url, key (an API key or empty), transport and the rest."""
+    """The driver's one argument: JSON with url, key (an API key or empty), transport, fact, question
+    and the rest."""
     return dict(json.loads(sys.argv[1]))
 
 
-async def session(adapted: Client, **extra: Any) -> dict[str, Any]:
-    marker = uuid.uuid4().hex[:10]
+async def session(adapted: Client, fact: str, question: str, **extra: Any) -> dict[str, Any]:
+    """`fact` is stored and `question` must find it (the test gives each session a fact of its own)."""
     tools = await adapted.list_tools()
     result: dict[str, Any] = {"tools": [name for name, _schema in tools], **extra}
-    failed, text = await adapted.call("store_memory", {"content": f"The {marker} lighthouse keeper's cat is Biscuit"})
+    failed, text = await adapted.call("store_memory", {"content": fact})
     result["stored"] = None if failed else json.loads(text).get("memory_id")
     result["store_error"] = text if failed else None
-    failed, text = await adapted.call("search_memory", {"query": f"the {marker} lighthouse keeper's cat"})
+    failed, text = await adapted.call("search_memory", {"query": question})
     result["found"] = [] if failed else [hit["memory_id"] for hit in json.loads(text)["results"]]
     result["search_error"] = text if failed else None
     result["prompt"] = (await adapted.prompt("venom_identity"))[:200]
