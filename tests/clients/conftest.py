@@ -93,6 +93,19 @@ def soaking(config: pytest.Config) -> bool:
     return bool(config.getoption("soak", default=False))
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "soak_only: a client whose install is large, run only under --soak")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if soaking(config):
+        return
+    skip = pytest.mark.skip(reason="its client's install is large: runs under scripts/test.sh --soak")
+    for item in items:
+        if item.get_closest_marker("soak_only"):
+            item.add_marker(skip)
+
+
 @dataclass
 class MatrixServer:
     """The package's server: OAuth with the owner secret on, and an API key made before it started."""
