@@ -66,10 +66,13 @@ def sessions(matrix_server: MatrixServer, tmp_path_factory: pytest.TempPathFacto
     """The three transports' sessions, run at once; stdio's on a store of its own (a second process
     must not open the HTTP server's)."""
     bearer = ["--header", f"Authorization: Bearer {matrix_server.api_key}"]
-    stdio_data: Path = tmp_path_factory.mktemp("inspector-stdio") / "data"
+    stdio_home: Path = tmp_path_factory.mktemp("inspector-stdio")
+    # The CLI hands its child only a few variables (HOME, PATH...): the store, the model and a cache
+    # directory of this test's own (not the user's) are given on the command line.
     stdio = [
         "/usr/bin/env",
-        f"CHROMADB_PATH={stdio_data}",
+        f"CHROMADB_PATH={stdio_home / 'data'}",
+        f"XDG_CACHE_HOME={stdio_home / 'cache'}",
         f"SYMBIOTE_MODEL_DIR={MODEL_DIR}",
         "HF_HUB_OFFLINE=1",
         sys.executable,
