@@ -22,7 +22,8 @@ from tests.conftest import ServerProcess, volume
 from tests.hardening.test_servers import rss_mib
 from tests.transfer.test_hostile_files import imported
 
-pytestmark = pytest.mark.volume
+# A failing example's repr runs to megabytes: hypothesis' warning about it must not hide the failure.
+pytestmark = [pytest.mark.volume, pytest.mark.filterwarnings("ignore:Generating overly large repr")]
 DRAWN = volume(12, 4, __name__)
 
 
