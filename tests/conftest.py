@@ -72,6 +72,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if info is None:
             continue
         names = set(item.fixturenames)  # type: ignore[attr-defined]
+        if "sampled" in names:
+            item.add_marker(pytest.mark.volume)  # `-m volume` selects them; a failure names the seed
         if names & BROWSER_FIXTURES or any(_gives_a_server(defs) for defs in info.name2fixturedefs.values()):
             item.add_marker(pytest.mark.server)
 
@@ -116,8 +118,8 @@ def volume(full: int, sample: int, name: str) -> Volume:
 
 @pytest.fixture
 def sampled(request: pytest.FixtureRequest) -> Callable[[int, int], Volume]:
-    """`volume` for this test: `sampled(full, sample)`, drawn from the run's seed and the test's id."""
-    request.node.add_marker(pytest.mark.volume)
+    """`volume` for this test: `sampled(full, sample)`, drawn from the run's seed and the test's id
+    (its test carries the `volume` mark: `pytest_collection_modifyitems`)."""
     return lambda full, sample: volume(full, sample, request.node.nodeid)
 
 

@@ -526,6 +526,7 @@ def baked_model(tmp_path_factory) -> Path:
     return target
 
 
+@pytest.mark.volume
 def test_model_bake_step_produces_the_same_model(baked_model):
     """Under `--soak` the image's bake against setup's export; else setup's export alone."""
     from symbiote.embedding.model import OnnxEmbedder
