@@ -23,11 +23,9 @@ from tests.hardening.test_servers import rss_mib
 pytestmark = pytest.mark.server  # starts servers (docs/tests.md: tiers)
 
 
-@pytest.fixture(scope="module")
-def plain(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator[ServerProcess]:
-    """One server for the module: the first test counts every passage of an empty store, the second
-    measures what its batch adds from where the server is when it starts."""
-    proc = ServerProcess(tmp_path_factory.mktemp("batches") / "data").start()
+@pytest.fixture
+def plain(tmp_path: Path, model_dir: Path) -> Iterator[ServerProcess]:
+    proc = ServerProcess(tmp_path / "data").start()
     yield proc
     proc.stop()
 
