@@ -129,6 +129,12 @@ fi
 # Bytecode for the package (even where PYTHONDONTWRITEBYTECODE is set): a faster cold start.
 .venv/bin/python -m compileall -q symbiote function_app.py >/dev/null || true
 MODEL_DIR="${SYMBIOTE_MODEL_DIR:-models/all-MiniLM-L6-v2}"
+exported() { grep -q '"graph"' "$1/symbiote-model.json" 2>/dev/null && ls "$1"/wordfreq-en-*.sqlite3 >/dev/null 2>&1; }
+# A finished export is kept in the user's cache under what makes it (the pinned packages and the
+# export's code), as pip keeps its wheels: another clone on this machine copies it (a second) instead
+# of exporting again (torch's import, the export and the fusion: 10-15 s of CPU, one to three minutes
+# on a fresh, busy 2-core machine; docs/tests.md). The copy is the same bytes the export wrote.
+MODEL_CACHE="${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/symbiote/model-$(cat requirements*.txt symbiote/embedding/__init__.py symbiote/embedding/onnx_export.py | sha256sum | cut -c1-16)"
 # Exported again when missing, when it is an older export (its manifest names no fused graph), or when
 # no word table is beside it (symbiote/retrieval/informative.py: what a start reads instead of wordfreq's list).
 export_model() {
@@ -160,8 +166,17 @@ export_model() {
   rm -rf "$builder" "$log"
   step "model exported to $MODEL_DIR"
 }
-if ! grep -q '"graph"' "$MODEL_DIR/symbiote-model.json" 2>/dev/null || ! ls "$MODEL_DIR"/wordfreq-en-*.sqlite3 >/dev/null 2>&1; then
-  export_model
+if ! exported "$MODEL_DIR"; then
+  if exported "$MODEL_CACHE"; then
+    rm -rf "$MODEL_DIR.copy" && mkdir -p "$(dirname "$MODEL_DIR")" && cp -R "$MODEL_CACHE" "$MODEL_DIR.copy"
+    rm -rf "$MODEL_DIR" && mv "$MODEL_DIR.copy" "$MODEL_DIR"
+    step "model copied from $MODEL_CACHE"
+  else
+    export_model
+    # Kept for the next clone (whole or not at all); a cache that cannot be written is only slower.
+    { mkdir -p "$(dirname "$MODEL_CACHE")" && rm -rf "$MODEL_CACHE.$$" && cp -R "$MODEL_DIR" "$MODEL_CACHE.$$" \
+      && { mv -T "$MODEL_CACHE.$$" "$MODEL_CACHE" 2>/dev/null || rm -rf "$MODEL_CACHE.$$"; }; } || true
+  fi
 fi
 if [ "${1:-}" != "dev" ]; then
   # The answers to initialize, tools/list... over HTTP and stdio, so that even the first start

@@ -2,6 +2,9 @@
 # Sets up (first run only), lints (ruff), checks types (mypy) and runs the whole test suite: real model, real Chroma, real HTTP.
 # `--quick` runs only the tests that start no server process and no browser (still the real model and
 # Chroma; under 3 minutes on 2 cores, in two test processes; docs/tests.md), without the coverage figure.
+# `--soak` runs every volume test at its full volume (thousands of hostile inputs, floods, a store past
+# Chroma's read limit), where a run draws a sample with a seed it prints; `--seed N` draws that sample
+# again (tests/conftest.py: volume).
 set -euo pipefail
 quick=()
 args=()
@@ -25,7 +28,11 @@ export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}"
 # every Python process the tests start, with a floor). A run narrowed to some tests (a path, -k EXPR)
 # is not measured: its figure would say nothing and fail the floor.
 coverage=(--cov=symbiote --cov=function_app --cov-report=term)
-for arg in "$@"; do [[ "$arg" == -* ]] || coverage=(); done
+previous=""
+for arg in "$@"; do
+  [[ "$arg" == -* || "$previous" == --seed ]] || coverage=()
+  previous="$arg"
+done
 [ ${#quick[@]} -eq 0 ] || coverage=()
 # An absolute data file: a process the tests start in another directory writes its share there too.
 export COVERAGE_FILE="$PWD/.coverage"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import os
+import random
 import resource
 import signal
 import socket
@@ -12,8 +13,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -71,8 +72,91 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if info is None:
             continue
         names = set(item.fixturenames)  # type: ignore[attr-defined]
+        if "sampled" in names:
+            item.add_marker(pytest.mark.volume)  # `-m volume` selects them; a failure names the seed
         if names & BROWSER_FIXTURES or any(_gives_a_server(defs) for defs in info.name2fixturedefs.values()):
             item.add_marker(pytest.mark.server)
+
+
+# -- volume (docs/tests.md: tiers): a test whose point is volume (a fuzz's thousands of inputs, a flood, a
+# large store) runs a sample by default and its full volume under `--soak`. The sample is drawn with
+# the run's seed, new at every run unless `--seed N` (or SYMBIOTE_TEST_SEED) gives it: the header prints
+# it, and so does the report of a failing volume test, so `--seed N` draws that sample again.
+SEED_VARIABLE = "SYMBIOTE_TEST_SEED"  # also hands the controller's seed to pytest-xdist's workers
+
+
+@dataclass
+class VolumeRun:
+    """This run's choice: the full volume or a sample, and the seed the samples are drawn with."""
+
+    soak: bool = False
+    seed: int = field(default_factory=lambda: random.SystemRandom().randrange(1, 1_000_000))
+
+
+RUN = VolumeRun()
+
+
+@dataclass(frozen=True)
+class Volume:
+    """How much of a volume test runs: `count` inputs (the full volume under `--soak`, else the
+    sample), drawn with `rng`, seeded from the run's seed and `name` (so a test draws the same inputs
+    whatever else runs); `seed` is an integer of the same, for a generator that takes one."""
+
+    count: int
+    rng: random.Random
+    seed: int
+    soak: bool
+
+
+def volume(full: int, sample: int, name: str) -> Volume:
+    """The one sampling rule: `full` under `--soak`, `sample` otherwise; a module-level count
+    (hypothesis' examples, a parameter list) calls it at import, a test through the `volume` fixture.
+    Its test needs the `volume` mark (the fixture adds it) for a failure to name the seed."""
+    rng = random.Random(f"{RUN.seed}:{name}")
+    return Volume(full if RUN.soak else min(sample, full), rng, rng.randrange(2**32), RUN.soak)
+
+
+@pytest.fixture
+def sampled(request: pytest.FixtureRequest) -> Callable[[int, int], Volume]:
+    """`volume` for this test: `sampled(full, sample)`, drawn from the run's seed and the test's id
+    (its test carries the `volume` mark: `pytest_collection_modifyitems`)."""
+    return lambda full, sample: volume(full, sample, request.node.nodeid)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("symbiote")
+    group.addoption("--soak", action="store_true", help="run every volume test at its full volume (tests/conftest.py)")
+    group.addoption("--seed", type=int, default=None, help="the seed the volume tests draw their samples with")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    RUN.soak = bool(config.getoption("soak"))
+    given = config.getoption("seed") or os.environ.get(SEED_VARIABLE)
+    if given:
+        RUN.seed = int(given)
+    os.environ[SEED_VARIABLE] = str(RUN.seed)  # workers started after this draw the same samples
+
+
+def volume_line() -> str:
+    if RUN.soak:
+        return f"volume: full (--soak), seed {RUN.seed}"
+    return f"volume: sampled with seed {RUN.seed} (--seed {RUN.seed} draws it again; --soak runs the full volume)"
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return volume_line()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A failing volume test names the seed that draws its sample again."""
+    report = yield
+    if report.failed and item.get_closest_marker("volume") is not None:
+        mode = " --soak" if RUN.soak else ""
+        report.sections.append(("volume", f"drawn with seed {RUN.seed}: pytest {item.nodeid} --seed {RUN.seed}{mode}"))
+    return report
 
 
 # -- the memory budget (docs/tests.md): the test process's peak resident memory, checked at the end.
@@ -91,6 +175,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     line = f"test process peak resident memory: {peak:.0f} MB (budget {MEMORY_BUDGET_MB} MB)"
     if reporter is not None:
+        reporter.write_line(volume_line())  # again at the end: `-q` leaves the header out
         reporter.write_line(line)
     if peak > MEMORY_BUDGET_MB and session.testscollected:
         if reporter is not None:

@@ -31,6 +31,7 @@ import pytest
 import yaml
 
 from symbiote.config import Settings
+from tests.conftest import MODEL_DIR, RUN
 
 ROOT = Path(__file__).resolve().parent.parent
 INFRA = ROOT / "infra"
@@ -506,18 +507,28 @@ def test_checkov_and_hadolint_pass_the_dockerfile():
 
 @pytest.fixture(scope="module")
 def baked_model(tmp_path_factory) -> Path:
-    """The model stage's command, run here: export the bundled weights to ONNX."""
+    """The model stage's command, run here under `--soak`: export the bundled weights to ONNX. A run
+    of the suite checks that the command is the one setup runs (`symbiote export-model --target`, on
+    every fresh clone before the tests: half a minute and a 1.2 GB process) and lays a copy of setup's
+    export where the image has its model (tests/conftest.py: volume)."""
     target = tmp_path_factory.mktemp("image") / "opt-symbiote-model"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     command = next(a for k, a in stage("model")["instructions"] if k == "RUN" and "export-model" in a).split("&&")[0]
     argv = shlex.split(command.replace("/opt/symbiote/model", str(target)))
     assert argv[:3] == ["python", "-m", "symbiote"]
+    assert argv[3:] == ["export-model", "--target", str(target)]
+    assert 'symbiote export-model --target "$MODEL_DIR"' in (ROOT / "scripts" / "setup.sh").read_text()
+    if not RUN.soak:
+        shutil.copytree(MODEL_DIR, target)
+        return target
     done = subprocess.run([sys.executable, *argv[1:]], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     return target
 
 
+@pytest.mark.volume
 def test_model_bake_step_produces_the_same_model(baked_model):
+    """Under `--soak` the image's bake against setup's export; else setup's export alone."""
     from symbiote.embedding.model import OnnxEmbedder
 
     assert (baked_model / "model.onnx").is_file() and (baked_model / "symbiote-model.json").is_file()

@@ -1,26 +1,30 @@
-"""Issue 30, items 7, 9, 10 and 12, against a real OAuth server behind a proxy of ours (so
-X-Forwarded-For can speak for many addresses): a flood of authorization requests never refuses the
-owner, the console's search terms stay out of the access log, metadata documents on NAT64 and
-reserved addresses are refused before any connection, and a redirect URI with a user name is refused.
+"""Issue 30, items 7, 9, 10 and 12, against OAuth behind a proxy of ours (so X-Forwarded-For can
+speak for many addresses). Against a real `symbiote serve`, where the process is the point: a flood of
+authorization requests never refuses the owner (thousands of requests to one process, its sign-in
+database read from outside), the console's search terms stay out of the access log (the server's
+own log). Through the real app in this process (httpx's ASGI transport): metadata documents on NAT64
+and reserved addresses are refused before any connection, and a redirect URI with a user name is refused.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
 from symbiote.auth import AUTH_DB_NAME
+from symbiote.config import Settings
 from tests.auth.support import OWNER_SECRET, REDIRECT_URI, OAuthFlow, oauth_env, pkce, query_of
-from tests.conftest import ServerProcess
+from tests.conftest import ServerProcess, make_app
 
-pytestmark = pytest.mark.server  # starts servers (docs/tests.md: tiers)
+# The tests on `proxied` are marked `server` by its fixture (tests/conftest.py); the others start none.
 
 FLOOD_ADDRESSES = 70
 PER_ADDRESS = 30  # the per-address budget of authorization requests a minute
@@ -32,6 +36,25 @@ def proxied(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterat
     proc.start()
     yield proc
     proc.stop()
+
+
+@dataclasses.dataclass
+class Proxied:
+    """The app with the proxied server's settings, in this process: its routes over httpx's ASGI
+    transport, its data directory (the sign-in database)."""
+
+    http: httpx.AsyncClient
+    data_dir: Path
+
+
+@pytest.fixture
+async def in_process_proxied(tmp_path: Path, model_dir: Path) -> AsyncIterator[Proxied]:
+    env = oauth_env(SYMBIOTE_TRUST_FORWARDED_HEADERS="1", CHROMADB_PATH=str(tmp_path / "data"))
+    settings = dataclasses.replace(Settings.from_env(env), model_dir=model_dir, store_process=False)
+    app = make_app(settings)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1", timeout=60) as http:
+        yield Proxied(http, settings.chromadb_path)
 
 
 def authorize_params(client_id: str, redirect_uri: str = REDIRECT_URI) -> dict[str, str]:
@@ -112,38 +135,42 @@ def test_console_search_terms_stay_out_of_the_access_log(proxied: ServerProcess)
     "address",
     ["[::127.0.0.1]", "[64:ff9b::7f00:1]", "[64:ff9b:1::a00:1]", "192.0.0.192", "[2002:7f00:1::1]", "198.18.0.1"],
 )
-def test_metadata_documents_on_nat64_and_reserved_addresses_are_refused(proxied: ServerProcess, address: str) -> None:
+async def test_metadata_documents_on_nat64_and_reserved_addresses_are_refused(
+    in_process_proxied: Proxied, address: str, caplog: pytest.LogCaptureFixture
+) -> None:
     """Item 10: each of these reaches (or may reach) a private address; none is fetched."""
     client_id = f"https://{address}/client.json"
-    with httpx.Client(base_url=proxied.base_url, timeout=60) as http:
-        answer = http.get("/authorize", params=authorize_params(client_id, "https://app.example/cb"))
+    answer = await in_process_proxied.http.get(
+        "/authorize", params=authorize_params(client_id, "https://app.example/cb")
+    )
     assert answer.status_code == 400 and "location" not in answer.headers, answer.text
-    time.sleep(0.2)
-    assert f"resolves to an address that is not public ({address.strip('[]')})" in proxied.log()
+    assert f"resolves to an address that is not public ({address.strip('[]')})" in caplog.text
 
 
-def test_a_redirect_uri_with_a_user_name_is_refused(proxied: ServerProcess) -> None:
+async def test_a_redirect_uri_with_a_user_name_is_refused(in_process_proxied: Proxied) -> None:
     """Item 12: https://claude.ai@evil.example/cb goes to evil.example."""
     phishing = "https://claude.ai@evil.example/cb"
-    with httpx.Client(base_url=proxied.base_url, timeout=60) as http:
-        refused = http.post("/register", json={"client_name": "Claude", "redirect_uris": [phishing]})
-        assert refused.status_code == 400 and refused.json()["error"] == "invalid_redirect_uri", refused.text
-        # A client an older version registered with such a URI gets no consent page, and no redirect there.
-        info = {
-            "client_id": "old-client",
-            "client_name": "Claude",
-            "redirect_uris": [phishing],
-            "scope": "memory",
-            "token_endpoint_auth_method": "none",
-            "grant_types": ["authorization_code"],
-            "response_types": ["code"],
-        }
-        with sqlite3.connect(proxied.data_dir / AUTH_DB_NAME) as db:
-            db.execute(
-                "INSERT INTO clients (client_id, secret_hash, info, created_at, approved_at) VALUES (?, NULL, ?, ?, ?)",
-                ("old-client", json.dumps(info), time.time(), time.time()),
-            )
-        answer = http.get(
-            "/authorize", params=authorize_params("old-client", phishing), headers={"X-Forwarded-For": "198.51.100.77"}
+    http = in_process_proxied.http
+    refused = await http.post("/register", json={"client_name": "Claude", "redirect_uris": [phishing]})
+    assert refused.status_code == 400 and refused.json()["error"] == "invalid_redirect_uri", refused.text
+    honest = await http.post("/register", json={"client_name": "Claude", "redirect_uris": [REDIRECT_URI]})
+    assert honest.status_code == 201, honest.text  # the sign-in database is opened at its first write
+    # A client an older version registered with such a URI gets no consent page, and no redirect there.
+    info = {
+        "client_id": "old-client",
+        "client_name": "Claude",
+        "redirect_uris": [phishing],
+        "scope": "memory",
+        "token_endpoint_auth_method": "none",
+        "grant_types": ["authorization_code"],
+        "response_types": ["code"],
+    }
+    with sqlite3.connect(in_process_proxied.data_dir / AUTH_DB_NAME) as db:
+        db.execute(
+            "INSERT INTO clients (client_id, secret_hash, info, created_at, approved_at) VALUES (?, NULL, ?, ?, ?)",
+            ("old-client", json.dumps(info), time.time(), time.time()),
         )
+    answer = await http.get(
+        "/authorize", params=authorize_params("old-client", phishing), headers={"X-Forwarded-For": "198.51.100.77"}
+    )
     assert answer.status_code == 400 and "evil.example" not in answer.headers.get("location", ""), answer.text

@@ -1,4 +1,7 @@
-"""The HTTP surface's limits: request bodies capped (413, never a crash), CORS only where configured."""
+"""The HTTP surface's limits: request bodies capped (413, never a crash), CORS only where configured.
+On `symbiote serve` where the bytes on the socket are the point (bodies cut, announced lengths,
+CORS on a configured server); that a server with no CORS setting answers no preflight, through the
+app in this process."""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ from mcp import Client
 
 from symbiote.config import ConfigError, Settings
 from tests.auth.support import oauth_env
-from tests.conftest import ServerProcess
+from tests.conftest import InProcess, ServerProcess
 
 LIMIT = 4096
 APP = "https://app.example.com"
@@ -130,9 +133,9 @@ async def test_cors_allows_only_the_configured_origin(limited: ServerProcess) ->
         assert foreign.status_code == 403 and "access-control-allow-origin" not in foreign.headers
 
 
-async def test_no_cors_by_default(server: ServerProcess) -> None:
+async def test_no_cors_by_default(in_process: InProcess) -> None:
     preflight = {"Origin": APP, "Access-Control-Request-Method": "POST"}
-    async with httpx.AsyncClient(base_url=server.base_url, timeout=10) as http:
+    async with in_process.http() as http:
         response = await http.options("/mcp", headers=preflight)
     assert "access-control-allow-origin" not in response.headers
 

@@ -1,15 +1,30 @@
-"""ChatGPT's `search` and `fetch` over real HTTP: the exact shapes deep research expects, as
-structured content and as the same JSON in the text, with links that resolve on this server."""
+"""ChatGPT's `search` and `fetch`: the exact shapes deep research expects, as structured content and
+as the same JSON in the text, with links that resolve on this server, over real HTTP to a `symbiote
+serve` (a link is built from the origin the request came to); their errors and which servers publish
+them, through the in-memory client over the real server object."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import pytest
 from mcp import Client
 
-from tests.conftest import ServerProcess
+from symbiote.config import Settings
+from tests.conftest import InProcess, ServerProcess, make_app, make_runtime
+
+
+@pytest.fixture
+def chatgpt(settings: Settings) -> Iterator[InProcess]:
+    """The real server object with ChatGPT's tools on (SYMBIOTE_CHATGPT_TOOLS=on), in this process."""
+    chosen = dataclasses.replace(settings, chatgpt_tools="on")
+    built = make_runtime(chosen)
+    yield InProcess(built, make_app(chosen, runtime=built))
+    built.close()
 
 
 async def structured_and_text(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -58,8 +73,8 @@ async def test_search_and_fetch_have_chatgpts_shapes(chatgpt_server: ServerProce
     assert httpx.get(hit["url"], headers={"Host": "evil.example"}, timeout=10).status_code == 421
 
 
-async def test_search_and_fetch_errors_read_like_sentences(chatgpt_server: ServerProcess) -> None:
-    async with Client(chatgpt_server.mcp_url) as client:
+async def test_search_and_fetch_errors_read_like_sentences(chatgpt: InProcess) -> None:
+    async with Client(chatgpt.server) as client:
         empty = await client.call_tool("search", {"query": "  "})
         missing = await client.call_tool("fetch", {"id": "mem_00000000000000000001"})
     assert empty.is_error and "query is empty" in empty.content[0].text
@@ -67,8 +82,8 @@ async def test_search_and_fetch_errors_read_like_sentences(chatgpt_server: Serve
     assert "Traceback" not in empty.content[0].text + missing.content[0].text
 
 
-async def test_a_local_loopback_server_keeps_its_six_tools(server: ServerProcess) -> None:
+async def test_a_local_loopback_server_keeps_its_six_tools(in_process: InProcess) -> None:
     """Local clients (Claude Desktop/Code, VS Code) use search_memory; ChatGPT cannot reach loopback."""
-    async with Client(server.mcp_url) as client:
+    async with Client(in_process.server) as client:
         names = {tool.name for tool in (await client.list_tools()).tools}
     assert "search" not in names and "fetch" not in names

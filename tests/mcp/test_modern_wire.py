@@ -1,6 +1,8 @@
-"""The 2026-07-28 stateless wire as its clients use it: the SDK client pinned to that revision, and
-requests written byte by byte where the point is a header's exact bytes (httpx refuses to send a
-padded value; Node's http, which the conformance suite in tests/e2e/test_conformance.py uses, does not).
+"""The 2026-07-28 stateless wire as its clients use it: the SDK client pinned to that revision (and
+to the legacy one) through the in-memory client over the real server object, and requests written
+byte by byte to a `symbiote serve` where the point is a header's exact bytes on HTTP (httpx refuses
+to send a padded value; Node's http, which the conformance suite in tests/e2e/test_conformance.py
+uses, does not).
 """
 
 from __future__ import annotations
@@ -15,25 +17,27 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, HEADER_MISMATCH, INVALID_PARAMS, PROTOCOL_VERSION_META_KEY
 
-from tests.conftest import ServerProcess
+from tests.conftest import InProcess, ServerProcess
 
 MODERN = "2026-07-28"
 
 
 @pytest.mark.parametrize("mode", [MODERN, "legacy"])
-async def test_an_unknown_prompt_is_invalid_params_naming_it(server: ServerProcess, mode: str) -> None:
-    async with Client(server.mcp_url, mode=mode) as client:
+async def test_an_unknown_prompt_is_invalid_params_naming_it(
+    in_process: InProcess, mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with Client(in_process.server, mode=mode) as client:
         with pytest.raises(MCPError) as refused:
             await client.get_prompt("venom_identiti")
         assert (await client.get_prompt("venom_identity")).messages  # the session goes on
     assert refused.value.code == INVALID_PARAMS and "venom_identiti" in refused.value.message
-    assert "modern request handler raised" not in server.log()
+    assert "modern request handler raised" not in caplog.text
 
 
 @pytest.mark.parametrize("mode", [MODERN, "legacy"])
-async def test_an_unexpected_prompt_argument_is_invalid_params_naming_it(server: ServerProcess, mode: str) -> None:
+async def test_an_unexpected_prompt_argument_is_invalid_params_naming_it(in_process: InProcess, mode: str) -> None:
     """Issue 39: `{"x": "y"}` for venom_identity (which takes none) was code 0, "Error rendering prompt"."""
-    async with Client(server.mcp_url, mode=mode) as client:
+    async with Client(in_process.server, mode=mode) as client:
         with pytest.raises(MCPError) as refused:
             await client.get_prompt("venom_identity", {"x": "y"})
         assert (await client.get_prompt("venom_identity")).messages  # the session goes on

@@ -1,6 +1,7 @@
-"""Issue 20 on the memory side, against real servers: bounded content and queries, dates out of
-range, work that stops when its client leaves, and a reset that keeps the sign-ins and is noticed
-by a server still running.
+"""Issue 20 on the memory side: bounded content and queries and dates out of range, through the
+in-memory client over the real server object; against real servers, where the process is the point:
+work that stops when its client leaves (the connection closed), and a reset that keeps the sign-ins
+and is noticed by a server still running (another process).
 """
 
 from __future__ import annotations
@@ -15,21 +16,23 @@ import pytest
 
 from symbiote.auth import AUTH_DB_NAME
 from tests.auth.support import MCP_HEADERS, bearer_client, oauth_env
-from tests.conftest import ServerProcess
+from tests.conftest import InProcess, ServerProcess
 from tests.hardening.test_servers import api_key, cli
 
 # -- 6. content, queries and embedding work; 7. dates out of range (no authentication) -----------
 
 
-async def call(server: ServerProcess, tool: str, arguments: dict[str, Any]) -> tuple[bool, str]:
+async def call(target: ServerProcess | Any, tool: str, arguments: dict[str, Any]) -> tuple[bool, str]:
+    """One tool call on a new session: to a server process, or to the real server object in this process."""
     from mcp import Client
 
-    async with Client(server.mcp_url) as client:
+    async with Client(target.mcp_url if isinstance(target, ServerProcess) else target) as client:
         result = await client.call_tool(tool, arguments)
     return result.is_error, " ".join(getattr(c, "text", "") for c in result.content)
 
 
-async def test_content_and_queries_are_bounded_and_dates_never_crash(server: ServerProcess) -> None:
+async def test_content_and_queries_are_bounded_and_dates_never_crash(in_process: InProcess) -> None:
+    server = in_process.server
     too_long, message = await call(server, "store_memory", {"content": "x" * 100_001})
     assert too_long and "100,000 bytes" in message and "SYMBIOTE_MAX_CONTENT_BYTES" in message, message
     multibyte, message = await call(server, "store_memory", {"content": "é" * 60_000})  # 120,000 bytes

@@ -5,10 +5,15 @@ page, the retention scan and the keyword index's rebuild read every memory, so t
 (`symbiote.storage.chroma.bulk_reads.read_all`). Filled with random unit vectors in batches (the model
 is not what is under test), on the real embedded Chroma; they lie in 8 of the 384 dimensions, which
 Chroma indexes in about 60 % of the time it takes for vectors spread over all of them.
+
+The 33,000 memories are filled under `--soak`; a run of the suite fills 2,500 and reads them in pages
+of 1,000 (`bulk_reads.PAGE`), so each read still takes three pages and merges them (tests/conftest.py:
+volume). Chroma's own limit is met under `--soak`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -19,10 +24,23 @@ from symbiote.memory import created_us
 from symbiote.memory.ids import IdGenerator
 from symbiote.storage import LEXICAL_FILE
 from symbiote.storage.base import StoredMemory, content_hash
+from symbiote.storage.chroma import bulk_reads
 from symbiote.storage.chroma.opening import open_embedded_store
 from symbiote.storage.filters import MemoryFilter
+from tests.conftest import volume
 
-SIZE = 33_000  # over SQLite's 32,766 variables
+pytestmark = pytest.mark.volume
+DRAWN = volume(33_000, 2_500, __name__)  # the full volume is over SQLite's 32,766 variables
+SIZE = DRAWN.count
+
+
+@pytest.fixture(scope="module", autouse=True)
+def page() -> Iterator[None]:
+    """The sample's reads in pages of 1,000: as many pages as the full volume's."""
+    with pytest.MonkeyPatch.context() as patch:
+        if not DRAWN.soak:
+            patch.setattr(bulk_reads, "PAGE", 1_000)
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +87,6 @@ def test_the_keyword_index_is_rebuilt_past_chromas_limit(big_store) -> None:  # 
     again = open_embedded_store(path, MODEL_NAME, MODEL_DIMENSION)
     try:
         assert again.counts()["keyword_index"] == SIZE
-        assert again.keyword("note 32999 garden", 1)
+        assert again.keyword(f"note {SIZE - 1} garden", 1)
     finally:
         again.close()

@@ -1,7 +1,8 @@
 """Issue 49: a fuzz of the three readers of other programs' files (hypothesis), each file built from
 hostile pieces (deep, wide, long, recursive, malformed) and imported through a real server's console.
 For every file: `/health` answers within 1 s throughout, the server grows by at most 200 MB, and the
-import ends with a result or a refusal (never a stuck or lost import)."""
+import ends with a result or a refusal (never a stuck or lost import). Twelve files of each reader
+under `--soak`, four in a run of the suite, drawn with the run's seed (tests/conftest.py: volume)."""
 
 from __future__ import annotations
 
@@ -14,16 +15,29 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from tests.conftest import ServerProcess
+from tests.conftest import ServerProcess, volume
 from tests.hardening.test_servers import rss_mib
 from tests.transfer.test_hostile_files import imported
 
-EXAMPLES = settings(
-    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture], derandomize=True
-)
+# A failing example's repr runs to megabytes: hypothesis' warning about it must not hide the failure.
+pytestmark = [pytest.mark.volume, pytest.mark.filterwarnings("ignore:Generating overly large repr")]
+DRAWN = volume(12, 4, __name__)
+
+
+def fuzzed(test: Any) -> Any:
+    """Hypothesis' settings for a fuzz of this module: the volume's count, drawn from its seed."""
+    return seed(DRAWN.seed)(
+        settings(
+            max_examples=DRAWN.count,
+            deadline=None,
+            suppress_health_check=[HealthCheck.function_scoped_fixture],
+            database=None,
+        )(test)
+    )
+
 
 # Pieces a note or a text is made of: what the parsers look for, and runs of them.
 PIECE = st.sampled_from(
@@ -86,7 +100,7 @@ def _check(server: ServerProcess, data: bytes) -> None:
     assert rss_mib(server.proc.pid) - before < 200
 
 
-@EXAMPLES
+@fuzzed
 @given(
     kind=st.sampled_from(["table", "view", "without-rowid", "generated"]),
     rows=st.lists(
@@ -129,7 +143,7 @@ def test_fuzzed_databases(importing: ServerProcess, kind: str, rows: list[tuple[
     _check(importing, data)
 
 
-@EXAMPLES
+@fuzzed
 @given(
     entries=st.lists(JSON_VALUES, max_size=10),
     nesting=st.integers(0, 200_000),
@@ -153,7 +167,7 @@ def test_fuzzed_json_exports(
     _check(importing, data)
 
 
-@EXAMPLES
+@fuzzed
 @pytest.mark.filterwarnings("ignore:Duplicate name:UserWarning")  # the fuzz writes zips with repeated names on purpose
 @given(
     notes=st.lists(st.tuples(st.text(min_size=1, max_size=30), TEXT), min_size=1, max_size=8),
