@@ -12,6 +12,7 @@ from starlette.responses import JSONResponse
 
 from symbiote import __version__
 from symbiote.runtime import Runtime
+from symbiote.storage.chroma import vector_index_report
 
 
 async def health_report(runtime: Runtime, sessions: Sized) -> dict[str, Any]:
@@ -42,6 +43,12 @@ async def health_report(runtime: Runtime, sessions: Sized) -> dict[str, Any]:
                 "what_to_do": "Kept apart, never searched; listed in the console's statistics page and "
                 "included in `symbiote export` (text that was not Unicode shown as U+FFFD).",
             }
+    if not runtime.settings.chroma_host:  # the embedded store: a vector index set aside (full disk)
+        repair = await asyncio.to_thread(vector_index_report, runtime.settings.chromadb_path)
+        if repair is not None:
+            report["vector_index"] = repair
+            if repair.pop("degraded"):
+                report["status"] = "degraded"
     problems = runtime.engine.background_problems()
     if problems:  # a background job that keeps failing (retried less and less often): say which, and why
         report["status"] = "degraded"
