@@ -12,14 +12,19 @@ from starlette.responses import JSONResponse
 
 from symbiote import __version__
 from symbiote.runtime import Runtime
-from symbiote.storage.chroma import vector_index_report
+from symbiote.storage.chroma import ChromaServer, server_problem, vector_index_report
 
 
 async def health_report(runtime: Runtime, sessions: Sized) -> dict[str, Any]:
     """`sessions`: the legacy SSE session table (`symbiote.http.sse.SessionTable`); streamable HTTP at
     /mcp is stateless and has none."""
     status = runtime.engine.status()
-    count = await runtime.engine.count()
+    server = ChromaServer.from_settings(runtime.settings)
+    if server is not None and status["store"] == "ready":  # opened while the server was up; is it still?
+        down = await asyncio.to_thread(server_problem, server)
+        if down is not None:
+            status = {**status, "store": "unavailable", "error": down}
+    count = await runtime.engine.count() if status["store"] != "unavailable" else None
     report: dict[str, Any] = {
         "status": "degraded" if status["store"] == "unavailable" else "ok",
         "service": "symbiote",

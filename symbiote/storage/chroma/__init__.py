@@ -17,6 +17,7 @@ from symbiote.storage.chroma.client import (
     connect_server,
     embedded_client,
     import_chromadb,
+    server_problem,
 )
 from symbiote.storage.chroma.history_store import ChromaHistoryStore, open_history_store
 from symbiote.storage.chroma.opening import open_embedded_store, open_server_store
@@ -37,5 +38,6 @@ __all__ = [
     "open_history_store",
     "open_server_store",
     "prestart",
+    "server_problem",
     "vector_index_report",
 ]
