@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
+import httpx
 import pytest
 
 from symbiote.config import Settings
@@ -21,8 +22,9 @@ from symbiote.embedding.model import Embedder
 from symbiote.http.health import health_report
 from symbiote.memory import SearchRequest
 from symbiote.storage.base import CHROMA_FILE
+from symbiote.storage.chroma.embedded import EmbeddedChroma
 from symbiote.storage.chroma.segment_files import INDEX_FILES, PICKLE, REBUILD_FILE, problem
-from tests.conftest import make_runtime
+from tests.conftest import ServerProcess, make_runtime
 
 MEMORIES = 1_010
 SAMPLE = 40  # memories searched for after the rebuild (all of them: SAMPLE = MEMORIES)
@@ -126,11 +128,10 @@ async def test_an_emptied_index_is_set_aside_rebuilt_and_every_memory_found(
                 mid
             )  # the whole text's, then passages
         seed = random.randrange(1 << 30)
-        print(f"searching {SAMPLE} of {MEMORIES} memories, seed {seed}")
-        for i in random.Random(seed).sample(range(MEMORIES), SAMPLE):
-            found = await engine.search(SearchRequest(_text(i), limit=5, min_relevance=0))
-            hit = next(hit for hit in found.results if hit.content == _text(i))
-            assert hit.matched_by == "both", hit  # found by meaning too: its vector is in the index
+        print(f"searching {SAMPLE} of {MEMORIES} memories by meaning, seed {seed}")
+        for i in random.Random(seed).sample(range(MEMORIES), SAMPLE):  # ranking aside: its vector is searched
+            found = await engine.search(SearchRequest(_text(i), limit=10, min_relevance=0))
+            assert any(hit.matched_by in ("semantic", "both") for hit in found.results), i
         report = await health_report(runtime, [])
         assert report["store"] == "ready" and report["status"] == "ok"
         notice = report["vector_index"]
@@ -144,9 +145,41 @@ async def test_an_emptied_index_is_set_aside_rebuilt_and_every_memory_found(
     finally:
         runtime.close()
     assert all(entry["rebuilt"] for entry in json.loads((store / REBUILD_FILE).read_text()))
+    chroma = EmbeddedChroma.open(store)  # Chroma's own index, as it wrote it: each vector finds its memory
+    try:
+        nearest = chroma.get_collection("venom_memories").query(fresh, n_results=1, include=[])
+        assert [found[0] for found in nearest["ids"]] == ids
+    finally:
+        chroma.close()
+        EmbeddedChroma.forget(store)
     again = make_runtime(replace(settings, chromadb_path=store, store_process=True))
     try:
         assert len(await again.engine.bulk.vectors(ids)) == MEMORIES  # the rebuilt index as Chroma wrote it
         assert len(json.loads((store / REBUILD_FILE).read_text())) == 2  # nothing more set aside
     finally:
         again.close()
+
+
+STARTS = 3  # `symbiote serve` on a freshly damaged store; 3 of 6 exited 1 before (issue 67 M4)
+
+
+@pytest.mark.server
+def test_the_server_starts_on_a_damaged_store_every_time_and_says_what_it_set_aside(
+    pristine: Path, tmp_path: Path
+) -> None:
+    """The start race: the store's failure to open came back as Chroma's own error class, whose unpickling
+    imported chromadb and numpy in one thread while the model's load imported numpy in another."""
+    for start in range(STARTS):
+        data = tmp_path / f"start-{start}" / "data"
+        shutil.copytree(pristine, data)
+        (_segments(data)["venom_memories"] / PICKLE).write_bytes(b"")
+        server = ServerProcess(data).start()
+        try:
+            health = httpx.get(f"{server.base_url}/health", timeout=10).json()
+            assert health["store"] == "ready", server.log()
+            (entry,) = health["vector_index"]["set_aside"]
+            assert entry["collection"] == "venom_memories" and "index_metadata.pickle" in entry["problem"]
+            assert health["vector_index"]["what_to_do"]
+        finally:
+            assert server.stop() == 0, server.log()
+        assert "partially initialized" not in server.log()
