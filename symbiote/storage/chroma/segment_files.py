@@ -102,9 +102,8 @@ def problem(folder: Path) -> str | None:
             return f"length.bin is cut short ({sizes['length.bin']} bytes for {elements} vectors)"
         if not elements:
             return None
-        nodes = np.fromfile(folder / "data_level0.bin", dtype=np.uint8, count=elements * stride).reshape(
-            elements, stride
-        )
+        # Mapped, not read: the pages stay the file's (Chroma reads them next), the columns read are copied.
+        nodes = np.memmap(folder / "data_level0.bin", dtype=np.uint8, mode="r", shape=(elements, stride))
         flags = nodes[:, :4].copy().view(np.uint32)[:, 0]
         degree = flags & 0xFFFF
         if int(degree.max()) > max_m0:
