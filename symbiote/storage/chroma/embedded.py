@@ -84,6 +84,13 @@ class EmbeddedChroma:
         return cls(key, core)
 
     @classmethod
+    def holds(cls, path: Path) -> bool:
+        """Whether this process has a core open on `path` (Chroma has read its files, and holds locks
+        on its SQLite file that another connection's close would release)."""
+        with cls._lock:
+            return str(path) in cls._cores
+
+    @classmethod
     def forget(cls, path: Path) -> None:
         """Drop the core for `path` whoever holds it: after a failed open, so the next open starts afresh."""
         with cls._lock:

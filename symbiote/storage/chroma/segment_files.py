@@ -171,8 +171,10 @@ def set_aside_damaged(path: Path, everything_because: str | None = None) -> list
     """Move every damaged vector index of the store at `path` aside (with `everything_because`, every
     one: Chroma refused to open them for that reason) and note it in `REBUILD_FILE`. Returns what
     this call set aside."""
-    if not (path / CHROMA_FILE).is_file():
-        return []
+    from symbiote.storage.chroma.embedded import EmbeddedChroma
+
+    if not (path / CHROMA_FILE).is_file() or EmbeddedChroma.holds(path):
+        return []  # none yet; or Chroma has them open already (the history's client): not under its feet
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     moved: list[dict[str, Any]] = []
     for segment, collection in _vector_segments(path):
