@@ -12,6 +12,7 @@ from starlette.responses import JSONResponse
 
 from symbiote import __version__
 from symbiote.runtime import Runtime
+from symbiote.storage.chroma import ChromaServer, server_problem, vector_index_report
 
 # Both open lazily: before the first call (or the warm-up's) they wait, which is healthy, and says so.
 IDLE_STORE = "idle (opens on first call)"
@@ -22,7 +23,12 @@ async def health_report(runtime: Runtime, sessions: Sized) -> dict[str, Any]:
     """`sessions`: the legacy SSE session table (`symbiote.http.sse.SessionTable`); streamable HTTP at
     /mcp is stateless and has none."""
     status = runtime.engine.status()
-    count = await runtime.engine.count()
+    server = ChromaServer.from_settings(runtime.settings)
+    if server is not None and status["store"] == "ready":  # opened while the server was up; is it still?
+        down = await asyncio.to_thread(server_problem, server)
+        if down is not None:
+            status = {**status, "store": "unavailable", "error": down}
+    count = await runtime.engine.count() if status["store"] != "unavailable" else None
     report: dict[str, Any] = {
         "status": "degraded" if status["store"] == "unavailable" else "ok",
         "service": "symbiote",
@@ -50,6 +56,12 @@ async def health_report(runtime: Runtime, sessions: Sized) -> dict[str, Any]:
         if losses:  # primary data an open could not recover: never "ok" over a loss
             report["status"] = "degraded"
             report["lost_at_open"] = losses
+    if not runtime.settings.chroma_host:  # the embedded store: a vector index set aside (full disk)
+        repair = await asyncio.to_thread(vector_index_report, runtime.settings.chromadb_path)
+        if repair is not None:
+            report["vector_index"] = repair
+            if repair.pop("degraded"):
+                report["status"] = "degraded"
     problems = runtime.engine.background_problems()
     if problems:  # a background job that keeps failing (retried less and less often): say which, and why
         report["status"] = "degraded"

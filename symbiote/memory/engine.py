@@ -108,6 +108,7 @@ class MemoryEngine:
         self._warming = asyncio.ensure_future(self._prepare())
         await self._warming  # cancelled with the warm-up at shutdown: nothing opens after that
         if self._io.store is not None:
+            self._writer.passages.kick()  # what a crash left queued, or a damaged vector index's rebuild
             try:
                 await self.trash.purge_expired()  # then at each delete and each look at the trash
             except SymbioteError as exc:

@@ -108,23 +108,25 @@ class PassageIndexer:
         pending = await io.read_in("idle", MemoryStore.pending_passages, BATCH)
         if not pending:
             return False
-        items: list[tuple[str, np.ndarray, list[str]]] = []
-        spans: list[tuple[str, list[str]]] = []  # a long text's spans, each embedded apart
+        import numpy as np  # loaded with the model
+
+        items: list[tuple[str, np.ndarray, list[str]]] = []  # the whole text's vector first (a rebuild needs it)
+        spans: list[tuple[str, list[str], np.ndarray]] = []  # a long text's spans, each embedded apart
         passages = 0
         made = await self._embedder.passages([text for _mid, _windows, text in pending], idle=True)
         for (memory_id, _windows, _text), found in zip(pending, made):
             if found.complete:  # a text within the window: its passages came with the run, as in a store
-                items.append((memory_id, found.vectors[1:], found.windows))
+                items.append((memory_id, found.vectors, found.windows))
                 continue
             if spans and passages + len(found.windows) - 1 > ROUND_PASSAGES:
                 break  # the rest stay queued for the next round: a round's time and memory stay bounded
-            spans.append((memory_id, found.windows))
+            spans.append((memory_id, found.windows, found.vectors[:1]))
             passages += len(found.windows) - 1
-        flat = [text for _mid, windows in spans for text in windows[1:]]
+        flat = [text for _mid, windows, _whole in spans for text in windows[1:]]
         vectors = await self._embedder.embed(flat, idle=True)
         offset = 0
-        for memory_id, windows in spans:
-            items.append((memory_id, vectors[offset : offset + len(windows) - 1], windows))
+        for memory_id, windows, whole in spans:
+            items.append((memory_id, np.concatenate([whole, vectors[offset : offset + len(windows) - 1]]), windows))
             offset += len(windows) - 1
         await io.write_in("idle", MemoryStore.add_passages, items)  # within Chroma's maximum (`storage.chroma.batches`)
         return True

@@ -13,6 +13,7 @@ search's judging on memories it had not seen (the same stems on wordfreq's 276,0
 from __future__ import annotations
 
 import logging
+import math
 import os
 import re
 import sqlite3
@@ -54,13 +55,27 @@ def stem(word: str) -> str:
 def information(word: str) -> float:
     """A word's information in English: -log10 of its frequency (0 for the commonest words)."""
     table = _TABLE[0]
+    zipf: float | None = None
     if table is not None and _PLAIN.fullmatch(word):
-        zipf = table.zipf(word)
-    else:
+        try:
+            zipf = table.zipf(word)
+        except (sqlite3.Error, ValueError, TypeError) as exc:  # a damaged page, a value that is no number
+            _give_up(table, word, exc)
+    if zipf is None:
         from wordfreq import zipf_frequency  # its lists load on first use (0.2 s), off the way to `initialize`
 
         zipf = zipf_frequency(word, "en")
     return UNSEEN if zipf <= 0 else max(0.0, 9.0 - zipf)
+
+
+def _give_up(table: WordTable, word: str, exc: Exception) -> None:
+    """A lookup in the table failed: the table is dropped for this process, once, and wordfreq's list
+    answers from then on, as where there is no table (a damaged table is never trusted in part)."""
+    with _OPENING:
+        if _TABLE[0] is not table:
+            return  # another thread gave up on it first
+        _TABLE[0] = None
+    log.warning("the word table failed on %r (%s); reading wordfreq's list instead from now on", word, exc)
 
 
 class WordTable:
@@ -80,7 +95,12 @@ class WordTable:
     def zipf(self, word: str) -> float:
         with self._lock:
             row = self._conn.execute("SELECT zipf FROM words WHERE word = ?", (word,)).fetchone()
-        return float(row[0]) if row else 0.0
+        if row is None:
+            return 0.0
+        zipf = float(row[0])  # ValueError or TypeError for what is no number
+        if not math.isfinite(zipf):
+            raise ValueError(f"the word table gives {word!r} the frequency {row[0]!r}")
+        return zipf
 
     def close(self) -> None:
         with self._lock:  # not under a lookup

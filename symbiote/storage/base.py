@@ -119,7 +119,8 @@ class MemoryStore(Protocol):
         ...
 
     def add_passages(self, items: Sequence[tuple[str, np.ndarray, Sequence[str]]]) -> int:
-        """Index queued passages (memory id, vectors of windows[1:], windows); skips the stale."""
+        """Index queued passages (memory id, the vectors of windows[1:] or of every window, the whole
+        text's first, windows); skips the stale."""
         ...
 
     def replace(self, memory: StoredMemory, vectors: np.ndarray | None, windows: Sequence[str]) -> None:

@@ -121,6 +121,11 @@ def decode_vectors(value: Any, dimension: int) -> np.ndarray:
             raise LineError(f"vector {position} is not base64") from None
         if row.shape[0] != dimension:
             raise LineError(f"vector {position} has {row.shape[0]} dimensions, the header says {dimension}")
+        if not np.isfinite(row).all():  # Chroma would refuse the whole batch it went in with
+            raise LineError(
+                f"vector {position} holds a value that is not a number (NaN or infinity); remove the line's "
+                '"vectors" to have the memory embedded again from its text'
+            )
         rows.append(row)
     return np.stack(rows).astype(np.float32)
 

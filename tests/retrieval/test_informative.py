@@ -66,3 +66,39 @@ def test_the_warm_up_opens_the_table_and_other_words_still_go_to_wordfreq(
     finally:
         information.cache_clear()
         table.close()
+
+
+@pytest.mark.parametrize("damage", ["a damaged page", "a frequency that is no number"])
+def test_a_word_table_that_fails_a_lookup_gives_way_to_wordfreq_with_one_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, damage: str
+) -> None:
+    """Issue 67 L8: 3 of 10 searches answered "Internal error" on a table with damaged pages (the
+    start's check looks up one word), and so did a non-numeric frequency."""
+    import sqlite3
+
+    from wordfreq import zipf_frequency
+
+    path = make_word_table(tmp_path)
+    if damage == "a damaged page":
+        with path.open("r+b") as file:  # pages of words in a-f (sorted): the start's check ("the") still passes
+            page = 4096
+            file.seek(3 * page)
+            file.write(b"\xa5" * (path.stat().st_size // 4 // page * page))
+    else:
+        with sqlite3.connect(path) as conn:
+            conn.execute("UPDATE words SET zipf = 'lots' WHERE word = 'guitar'")
+        conn.close()
+    monkeypatch.setattr(informative, "_TABLE", [None])
+    information.cache_clear()
+    load_lists(tmp_path)
+    try:
+        words = ["guitar", "tea", "polars", "saxophone", "tuesday", "adoption", "agency", "budget"]
+        for word in words:
+            zipf = zipf_frequency(word, "en")
+            assert information(word) == (informative.UNSEEN if zipf <= 0 else max(0.0, 9.0 - zipf)), word
+        assert informative._TABLE[0] is None  # dropped once it failed
+        warnings = [r for r in caplog.records if "word table failed" in r.message]
+        assert len(warnings) == 1
+        assert QueryWords("what guitar does the adoption agency budget for?").total > 0
+    finally:
+        information.cache_clear()

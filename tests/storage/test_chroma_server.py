@@ -265,6 +265,38 @@ async def test_unreachable_server_is_reported_then_used_once_it_is_up(tmp_path: 
             late.stop()
 
 
+@pytest.mark.server
+async def test_health_says_unavailable_while_the_server_is_down_and_ready_once_it_is_back(
+    tmp_path: Path, model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 67 L11: /health said `ok` and `store: ready` while every tool answered "Connection refused"."""
+    from symbiote.http.health import health_report
+    from symbiote.storage.chroma import client
+
+    monkeypatch.setattr(client, "HEARTBEAT_CACHE_SECONDS", 0.0)  # each health asks (else at most every 5 s)
+    port = free_port()
+    chroma = ChromaServerProcess(tmp_path / "db", port=port).start()
+    settings = Settings(
+        chromadb_path=tmp_path / "local", model_dir=model_dir, chroma_host="127.0.0.1", chroma_port=port
+    )
+    runtime = make_runtime(settings)
+    try:
+        await runtime.engine.store(StoreRequest("The boiler was serviced in March"))
+        healthy = await health_report(runtime, [])
+        assert (healthy["status"], healthy["store"], healthy["memories"]) == ("ok", "ready", 1)
+        chroma.stop()
+        down = await health_report(runtime, [])
+        assert (down["status"], down["store"]) == ("degraded", "unavailable")
+        assert f"Chroma server at http://127.0.0.1:{port} does not answer" in down["store_error"]
+        assert "CHROMA_HOST" in down["store_error"] and down["memories"] is None
+        chroma = ChromaServerProcess(tmp_path / "db", port=port).start()
+        back = await health_report(runtime, [])
+        assert (back["status"], back["store"], back["memories"]) == ("ok", "ready", 1)
+    finally:
+        runtime.close()
+        chroma.stop()
+
+
 class TokenProxy:
     """A reverse proxy in front of the Chroma server that wants `Authorization: Bearer <token>`."""
 

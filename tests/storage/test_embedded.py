@@ -7,6 +7,7 @@ stores that Chroma's own client made), and compares what comes back.
 from __future__ import annotations
 
 import gc
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -192,3 +193,70 @@ def test_clients_of_one_path_share_its_core_until_the_last_closes(tmp_path: Path
         assert again.bindings is not None and again.get_collection("memories").count() == 1
     finally:
         again.close()
+
+
+BAD_FILTERS: list[Any] = [
+    {},
+    {"$and": []},
+    {"$or": []},
+    {"$and": [{"kind": "note"}]},
+    {"$and": {"kind": "note"}},
+    {"$and": [{"kind": "note"}, {}]},
+    {"kind": "note", "n": 1},
+    {"kind": ["note"]},
+    {"kind": None},
+    {"$contains": "note"},
+    {"n": {"$gt": "1"}},
+    {"n": {"$in": "1"}},
+    {"n": {"$in": []}},
+    {"n": {"$in": [1, "1"]}},
+    {"n": {"$gt": 1, "$lt": 3}},
+    {"n": {"$like": 1}},
+    {"n": {"$eq": None}},
+    {"#document": {"$contains": 1}},
+    {"tags": {"$contains": [1]}},
+    {1: "note"},
+    "kind",
+]
+GOOD_FILTERS: list[Any] = [
+    {"kind": "note"},
+    {"$and": [{"kind": "note"}, {"n": {"$gte": 1}}]},
+    {"$or": [{"kind": "fact"}, {"n": {"$in": [1, 3]}}]},
+    {"tags": {"$contains": "a"}},
+    {"n": {"$ne": 2}},
+]
+BAD_METADATA: list[Any] = [[1, 2.5], [True, 1], [], [None], ["a", 1], [[1]]]
+
+
+def _outcome(call: Any, **arguments: Any) -> Any:
+    try:
+        got = call(**arguments)
+    except Exception as exc:  # noqa: BLE001 - compared: the same refusal from both clients
+        return (
+            type(exc).__name__,
+            re.sub(r" in (get|add|delete)\.$", "", str(exc)),
+        )  # where Chroma's client says the call
+    return ("ok", _plain(got) if isinstance(got, dict) else got)
+
+
+def test_filters_and_metadata_lists_are_refused_as_chromas_client_refuses_them(
+    chroma: Any, ours: EmbeddedChroma
+) -> None:
+    """Issue 67 L9: `{"$and": []}` selected every record (a delete removed them all), `$and` of one
+    clause and the list `[1, 2.5]` were taken; Chroma's client refuses each, and so does ours."""
+    theirs = chroma.get_or_create_collection("memories", metadata=IDENTITY, configuration={"hnsw": {"space": "cosine"}})
+    mine = ours.get_or_create_collection("memories", metadata=IDENTITY, configuration={"hnsw": {"space": "cosine"}})
+    metas = [{"kind": "note" if i % 2 else "fact", "n": i, "tags": ["a", "b"]} for i in range(3)]
+    for collection in (theirs, mine):
+        collection.add(ids=["r0", "r1", "r2"], embeddings=_vectors(3, 4), documents=["a", "b", "c"], metadatas=metas)
+    for where in [*BAD_FILTERS, *GOOD_FILTERS]:
+        expected = _outcome(theirs.get, where=where, include=["metadatas"])
+        assert _outcome(mine.get, where=where, include=["metadatas"]) == expected, where
+        if where in BAD_FILTERS:
+            assert expected[0] == "ValueError", where
+            assert _outcome(mine.delete, where=where)[0] == "ValueError", where
+    for value in BAD_METADATA:
+        expected = _outcome(theirs.add, ids=["x"], embeddings=_vectors(1, 9), metadatas=[{"k": value}])
+        assert expected[0] == "ValueError", value
+        assert _outcome(mine.add, ids=["x"], embeddings=_vectors(1, 9), metadatas=[{"k": value}]) == expected
+    assert mine.count() == theirs.count() == 3  # nothing refused was written or deleted

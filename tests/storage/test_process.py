@@ -232,3 +232,39 @@ def test_only_data_crosses_into_the_store_process(tmp_path: Path) -> None:
         assert store.call(MemoryStore.get, []) == {} and store.call(MemoryStore.count) == 0
     finally:
         host.close()
+
+
+def test_a_store_that_fails_to_open_imports_neither_chroma_nor_numpy_in_the_server(tmp_path: Path) -> None:
+    """Chroma's own error is sent as text: unpickled as itself it imported chromadb, and numpy with it,
+    in the thread that asked, beside the model's thread importing numpy (3 of 6 starts on a damaged
+    store exited with "partially initialized module 'numpy._typing'")."""
+    import sqlite3
+
+    from symbiote.embedding.model import MODEL_DIMENSION, MODEL_NAME
+
+    data = tmp_path / "data"
+    host = StoreProcess(data)
+    try:
+        host.memories(MODEL_NAME, MODEL_DIMENSION)
+    finally:
+        host.close()
+    with sqlite3.connect(data / "chroma.sqlite3") as chroma:  # a table Chroma reads at open, gone
+        chroma.execute("DROP TABLE collections")
+    chroma.close()
+    code = textwrap.dedent(f"""
+        import sys
+        from pathlib import Path
+        from symbiote.storage.chroma.process import StoreProcess
+        host = StoreProcess(Path({str(data)!r}))
+        try:
+            host.memories({MODEL_NAME!r}, {MODEL_DIMENSION})
+        except Exception as exc:
+            print(type(exc).__name__, exc)
+        finally:
+            host.close()
+        print(sorted(name for name in ("chromadb", "numpy") if name in sys.modules))
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    failure, imported = done.stdout.strip().splitlines()[-2:]
+    assert failure.startswith("RemoteStoreError") and "no such table: collections" in failure
+    assert imported == "[]"

@@ -308,3 +308,25 @@ def test_symbiote_export_gets_every_memory_out_of_a_store_edb1c0f_left_broken(tm
     back.write_text(exported.stdout)
     imported = run(tmp_path / "fresh", "import", str(back))
     assert imported.returncode == 0 and "1 added" in imported.stdout, imported.stdout + imported.stderr
+
+
+async def test_a_vector_that_is_not_a_number_refuses_its_line_and_the_rest_is_imported(
+    runtimes: tuple[Runtime, Runtime],
+) -> None:
+    """Issue 67 L10: one NaN in an exported vector stopped the whole import ("Check that the disk has space")."""
+    import base64
+
+    source, target = runtimes
+    await fill(source)
+    lines = (await export_text(source, vectors=True)).splitlines()
+    spoilt = next(n for n, line in enumerate(lines) if json.loads(line).get("kind") == "memory")
+    record = json.loads(lines[spoilt])
+    row = np.frombuffer(base64.b64decode(record["vectors"][0]), dtype="<f4").copy()
+    row[7] = np.nan
+    record["vectors"][0] = base64.b64encode(row.tobytes()).decode("ascii")
+    lines[spoilt] = json.dumps(record)
+    report = await import_text(target, "\n".join(lines) + "\n")
+    assert report.added == 3 and report.refused_count == 1
+    ((line, reason),) = report.refused
+    assert line == spoilt + 1 and "not a number" in reason and "vectors" in reason
+    assert (await target.engine.stats()).total_memories == 3

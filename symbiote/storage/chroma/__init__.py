@@ -17,10 +17,12 @@ from symbiote.storage.chroma.client import (
     connect_server,
     embedded_client,
     import_chromadb,
+    server_problem,
 )
 from symbiote.storage.chroma.history_store import ChromaHistoryStore, open_history_store
 from symbiote.storage.chroma.opening import open_embedded_store, open_server_store
 from symbiote.storage.chroma.process import Remote, StoreProcess, for_path, prestart
+from symbiote.storage.chroma.segment_files import report as vector_index_report
 
 __all__ = [
     "ChromaClients",
@@ -36,4 +38,6 @@ __all__ = [
     "open_history_store",
     "open_server_store",
     "prestart",
+    "server_problem",
+    "vector_index_report",
 ]

@@ -127,6 +127,39 @@ class ChromaServer:
         return {self.auth_header: self.auth_token}
 
 
+HEARTBEAT_TIMEOUT_SECONDS = 2.0  # a server slower than this to say it is alive is reported as unreachable
+HEARTBEAT_CACHE_SECONDS = 5.0  # health polled often asks the server at most this often
+_HEARTBEATS: dict[ChromaServer, tuple[float, str | None]] = {}  # server -> (time.monotonic() asked, problem)
+_HEARTBEAT_LOCK = threading.Lock()
+
+
+def server_problem(server: ChromaServer) -> str | None:
+    """Why the Chroma server cannot be used now, or None when it answers its heartbeat (for `/health`:
+    a store opened while the server was up says nothing of it now). Blocking; asked at most every
+    HEARTBEAT_CACHE_SECONDS per server, each time within HEARTBEAT_TIMEOUT_SECONDS."""
+    import time
+
+    import httpx
+
+    with _HEARTBEAT_LOCK:
+        last = _HEARTBEATS.get(server)
+        if last is not None and time.monotonic() - last[0] < HEARTBEAT_CACHE_SECONDS:
+            return last[1]
+    try:
+        reply = httpx.get(f"{server.url}/api/v2/heartbeat", headers=server.headers, timeout=HEARTBEAT_TIMEOUT_SECONDS)
+        problem = None if reply.status_code == 200 else f"its heartbeat answered HTTP {reply.status_code}"
+    except httpx.HTTPError as exc:
+        problem = f"{type(exc).__name__}: {exc}"
+    if problem is not None:
+        problem = (
+            f"The Chroma server at {server.describe()} does not answer ({problem}). Check CHROMA_HOST/CHROMA_PORT "
+            "(and CHROMA_SSL), and that the server is running (`docker compose ps chroma`)."
+        )
+    with _HEARTBEAT_LOCK:
+        _HEARTBEATS[server] = (time.monotonic(), problem)
+    return problem
+
+
 def _refused(exc: BaseException) -> bool:
     text = str(exc).lower()
     return any(word in text for word in ("401", "403", "unauthorized", "forbidden", "permission", "authenticat"))

@@ -84,6 +84,13 @@ class EmbeddedChroma:
         return cls(key, core)
 
     @classmethod
+    def holds(cls, path: Path) -> bool:
+        """Whether this process has a core open on `path` (Chroma has read its files, and holds locks
+        on its SQLite file that another connection's close would release)."""
+        with cls._lock:
+            return str(path) in cls._cores
+
+    @classmethod
     def forget(cls, path: Path) -> None:
         """Drop the core for `path` whoever holds it: after a failed open, so the next open starts afresh."""
         with cls._lock:
@@ -308,13 +315,74 @@ def _embeddings(target: Any) -> list[Any]:
 
 
 def _where(where: Mapping[str, Any] | None) -> str | None:
-    """The filter as the core reads it. An empty one is refused, as Chroma's `validate_where` does:
-    passed on, it would select every record (a delete, all of them)."""
+    """The filter as the core reads it, checked as Chroma's `validate_where` checks it: the core
+    takes an empty filter, or an `$and` of no clauses, as every record (a delete, all of them)."""
     if where is None:
         return None
-    if not where:
-        raise ValueError("Expected where to have exactly one operator, got {}")
+    _check_where(where)
     return json.dumps(where)
+
+
+_OPERATORS = ("$gt", "$gte", "$lt", "$lte", "$ne", "$eq", "$in", "$nin", "$contains", "$not_contains")
+
+
+def _check_where(where: Any) -> None:
+    """Chroma's `validate_where` (chromadb.api.types), which importing chromadb would bring: the same
+    rules and messages."""
+    if not isinstance(where, dict):
+        raise ValueError(f"Expected where to be a dict, got {where}")
+    if len(where) != 1:
+        raise ValueError(f"Expected where to have exactly one operator, got {where}")
+    for key, value in where.items():
+        if not isinstance(key, str):
+            raise ValueError(f"Expected where key to be a str, got {key}")
+        if key in ("$contains", "$not_contains"):
+            raise ValueError(
+                f"Expected where key to be a metadata field name or a logical operator ($and, $or), got {key}"
+            )
+        if key not in ("$and", "$or", "$in", "$nin") and not isinstance(value, (str, int, float, dict)):
+            raise ValueError(f"Expected where value to be a str, int, float, or operator expression, got {value}")
+        if key in ("$and", "$or"):
+            if not isinstance(value, list):
+                raise ValueError(f"Expected where value for $and or $or to be a list of where expressions, got {value}")
+            if len(value) <= 1:
+                raise ValueError(
+                    f"Expected where value for $and or $or to be a list with at least two where expressions, got {value}"
+                )
+            for clause in value:
+                _check_where(clause)
+        if isinstance(value, dict):
+            _check_operator(key, value)
+
+
+def _check_operator(key: str, expression: dict[Any, Any]) -> None:
+    if len(expression) != 1:
+        raise ValueError(f"Expected operator expression to have exactly one operator, got {expression}")
+    for operator, operand in expression.items():
+        if operator in ("$gt", "$gte", "$lt", "$lte") and not isinstance(operand, (int, float)):
+            raise ValueError(f"Expected operand value to be an int or a float for operator {operator}, got {operand}")
+        if operator in ("$in", "$nin") and not isinstance(operand, list):
+            raise ValueError(f"Expected operand value to be an list for operator {operator}, got {operand}")
+        if operator in ("$contains", "$not_contains"):
+            if key == "#document" and not isinstance(operand, str):
+                raise ValueError(
+                    f"Expected operand value to be a str for operator {operator} on #document, got {operand}"
+                )
+            if not isinstance(operand, (str, int, float, bool)):
+                raise ValueError(
+                    f"Expected operand value to be a str, int, float, or bool for operator {operator}, got {operand}"
+                )
+        if operator not in _OPERATORS:
+            raise ValueError(f"Expected where operator to be one of {', '.join(_OPERATORS)}, got {operator}")
+        if not isinstance(operand, (str, int, float, bool, list)):
+            raise ValueError(
+                f"Expected where operand value to be a str, int, float, bool, or list of those type, got {operand}"
+            )
+        if isinstance(operand, list) and (not operand or not all(isinstance(x, type(operand[0])) for x in operand)):
+            raise ValueError(
+                "Expected where operand value to be a non-empty list, and all values to be of the same type "
+                f"got {operand}"
+            )
 
 
 def _rows(values: Sequence[Any] | None) -> list[Any] | None:
@@ -355,10 +423,21 @@ def _check_metadata(metadata: Mapping[str, Any]) -> None:
         if key == "chroma:document":
             raise ValueError("Expected metadata to not contain the reserved key chroma:document")
         if isinstance(value, list):
-            if not value or not all(isinstance(item, _SCALARS[:4]) for item in value):
-                raise ValueError(f"Expected metadata list value for key {key!r} to be a non-empty list of scalars")
+            _check_list(key, value)
         elif not isinstance(value, _SCALARS):
             raise ValueError(
                 "Expected metadata value to be a str, int, float, bool, SparseVector, list, or None, "
                 f"got {value} which is a {type(value).__name__}"
             )
+
+
+def _check_list(key: str, value: list[Any]) -> None:
+    """Chroma's `_validate_metadata_list_value`: non-empty, and every item of one type (bool apart from int)."""
+    if not value:
+        raise ValueError(f"Expected metadata list value for key '{key}' to be non-empty")
+    kinds = {bool if isinstance(item, bool) else type(item) for item in value}
+    if len(kinds) != 1 or not kinds <= {str, int, float, bool}:
+        raise ValueError(
+            f"Expected metadata list value for key '{key}' to contain only str, int, float, or bool "
+            f"and all elements must be the same type, got {value}"
+        )

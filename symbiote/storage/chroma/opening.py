@@ -112,16 +112,17 @@ def open_embedded_store(
                 "the stored memories are untouched."
             ) from exc
         raise not_writable(path, str(exc.strerror or exc)) from exc
-    from symbiote.storage.chroma.client import embedded_client
+    from symbiote.storage.chroma.segment_files import failed_on_index, set_aside_damaged
     from symbiote.storage.chroma.store import ChromaMemoryStore
 
+    set_aside_damaged(path)  # Chroma's vector indexes a full disk cut short, before Chroma reads them
     client = None
     try:
-        client = embedded_client(path)
-        for collection in client.list_collections():  # reads the catalogue: damage shows here, not mid-request
-            client.get_collection(collection.name).count()
+        client = _opened_client(path)
     except Exception as exc:
         _forget_chroma_system(path, client)
+        if failed_on_index(exc) and set_aside_damaged(path, everything_because=str(exc)):
+            return open_embedded_store(path, model_name, dimension, vectors_in_memory, None, write_behind)
         if not is_damage(exc):
             raise
         backup = quarantine(path)
@@ -140,6 +141,19 @@ def open_embedded_store(
         vectors_in_memory=vectors_in_memory,
         write_behind=write_behind,
     )
+
+
+def _opened_client(path: Path) -> EmbeddedChroma:
+    from symbiote.storage.chroma.client import embedded_client
+
+    client = embedded_client(path)
+    try:
+        for collection in client.list_collections():  # reads the catalogue: damage shows here, not mid-request
+            client.get_collection(collection.name).count()
+    except Exception:
+        _forget_chroma_system(path, client)
+        raise
+    return client
 
 
 def _forget_chroma_system(path: Path, client: EmbeddedChroma | None) -> None:

@@ -35,6 +35,7 @@ from symbiote.storage.chroma.bulk_reads import chunk_ids as _chunk_ids
 from symbiote.storage.chroma.candidates import CandidateSearch
 from symbiote.storage.chroma.codec import check_identity, memory_from, metadata_of, repaired
 from symbiote.storage.chroma.passages import DeferredPassages, chunk_records
+from symbiote.storage.chroma.segment_files import REBUILDABLE, rebuilt, waiting
 from symbiote.storage.chroma.side_database import LexicalIndex
 from symbiote.storage.chroma.trashing import Trash
 from symbiote.storage.chroma.vectors import MirroredCollection, VectorIndex, VectorRows
@@ -100,6 +101,9 @@ class ChromaMemoryStore:
         self._trash = Trash(self._memories, self._chunks, lexical, self._write_journal)
         self._trash.settle()  # a delete or restore a crash interrupted: finished before anything reads
         self._sync_lexical()
+        self._rebuilding = waiting(data_path) & REBUILDABLE if data_path is not None else set()
+        if self._rebuilding:
+            self._queue_rebuild()
 
     def _write_journal(self) -> None:
         """Write to Chroma what the journal holds (after a crash, or a settle Chroma refused, e.g. on a
@@ -110,6 +114,43 @@ class ChromaMemoryStore:
                 for mid in replayed:
                     tx.queue_passages(mid, None)
 
+    def _queue_rebuild(self) -> None:
+        """A vector index was damaged and set aside (`symbiote.storage.chroma.segment_files`): every memory is queued, so the
+        engine embeds its text again (`symbiote.memory.passage_indexing`) and `add_passages` writes
+        the vectors. Queued at every open until done: a crash meanwhile only repeats work."""
+        ids = sorted(self._lexical.ids())
+        with self._lexical.transaction() as tx:
+            for mid in ids:
+                tx.queue_passages(mid, None)
+        log.warning("making the vectors of %d memories again (%s)", len(ids), ", ".join(sorted(self._rebuilding)))
+        self._rebuild_done()
+
+    def _rebuild_done(self) -> None:
+        if self._rebuilding and self._data_path is not None and not self._lexical.pending(1):
+            rebuilt(self._data_path)
+            self._rebuilding = set()
+
+    def _rebuild_vectors(self, items: Sequence[tuple[str, np.ndarray, Sequence[str]]]) -> None:
+        """The whole texts' vectors of memories being rebuilt, written back under their stored records."""
+        wholes = {
+            mid: (vectors[0], windows[0]) for mid, vectors, windows in items if windows and len(vectors) == len(windows)
+        }
+        if MEMORY_COLLECTION not in self._rebuilding or not wholes:
+            return
+        got = self._memories.get(ids=list(wholes), include=["documents", "metadatas"])
+        keep = [
+            (rid, doc, meta)
+            for rid, doc, meta in zip(got["ids"], got["documents"] or [], got["metadatas"] or [])
+            if doc == wholes[rid][1]  # not rewritten since it was queued
+        ]
+        if keep:
+            self._memories.upsert(
+                ids=[rid for rid, _doc, _meta in keep],
+                embeddings=[wholes[rid][0].tolist() for rid, _doc, _meta in keep],
+                documents=[doc for _rid, doc, _meta in keep],
+                metadatas=[meta for _rid, _doc, meta in keep],
+            )
+
     def idle_step(self) -> bool:
         """A step of the work done while no call waits: reading the vectors into memory, writing
         the passages held in memory to Chroma, then holding the keyword scores searches asked for.
@@ -117,7 +158,7 @@ class ChromaMemoryStore:
         if self._additions.waiting:  # no call for a while: the writes behind go to Chroma now
             self._additions.settle()
             return True
-        if self._vectors is not None and self._vectors.load_step():
+        if self._vectors is not None and not self._rebuilding and self._vectors.load_step():
             return True
         if self._passages.holding:
             self._passages.write_step()
@@ -169,7 +210,16 @@ class ChromaMemoryStore:
         return self._passages.pending_passages(limit)
 
     def add_passages(self, items: Sequence[tuple[str, np.ndarray, Sequence[str]]]) -> int:
-        return self._passages.add_passages(items)
+        if self._rebuilding:
+            self._rebuild_vectors(items)
+        done = self._passages.add_passages(
+            [
+                (mid, vectors[1:] if len(vectors) == len(windows) else vectors, windows)
+                for mid, vectors, windows in items
+            ]
+        )
+        self._rebuild_done()
+        return done
 
     # -- bulk reads (symbiote.storage.chroma.bulk_reads) --------------------------------------------
 

@@ -22,7 +22,12 @@ log = logging.getLogger(__name__)
 
 
 def _portable(exc: BaseException) -> BaseException:
-    """`exc` if it survives pickling, else its chain as text (what `failures` classifies by)."""
+    """`exc` if it survives pickling and is Python's or Symbiote's own, else its chain as text (what
+    `failures` classifies by). Another library's class (Chroma's errors) is never sent as itself:
+    unpickling it would import that library in whichever server thread received the answer, beside
+    the model's thread importing numpy, and a first import of numpy in two threads at once fails."""
+    if not _ours(type(exc)):
+        return _as_text(exc)
     try:
         clone = pickle.loads(pickle.dumps(exc))
         if type(clone) is type(exc) and str(clone) == str(exc):
@@ -30,6 +35,14 @@ def _portable(exc: BaseException) -> BaseException:
                 return exc
     except (pickle.PickleError, TypeError, AttributeError, ValueError):
         pass  # not picklable as it is: sent as text below
+    return _as_text(exc)
+
+
+def _ours(kind: type[BaseException]) -> bool:
+    return kind.__module__ == "builtins" or kind.__module__.split(".")[0] == "symbiote"
+
+
+def _as_text(exc: BaseException) -> BaseException:
     chain = exception_chain(exc)
     text = " <- ".join(f"{type(e).__name__}: {e}" for e in chain)
     errnos = [e.errno for e in chain if isinstance(e, OSError) and e.errno is not None]

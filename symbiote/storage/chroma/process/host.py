@@ -19,9 +19,11 @@ and SIGTERM: those are for the server, which shuts down gracefully and then clos
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
+import pickle
 import socket
 import subprocess
 import sys
@@ -35,7 +37,7 @@ from typing import Any, Concatenate
 
 from symbiote.errors import StoreUnavailableError, SymbioteError
 from symbiote.storage.base import HistoryStore, MemoryStore, P, Reach, S, T
-from symbiote.workers import usable_cores
+from symbiote.workers import import_numpy, usable_cores
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +65,18 @@ class _FairLock:
         with self._cond:
             self._serving += 1
             self._cond.notify_all()
+
+
+class _ThreadSafeImports(pickle.Unpickler):
+    """Reads the child's answer. An answer may be the first thing in this process to need numpy (a
+    vector) and is read in whichever thread asked; a first import of numpy racing another thread's
+    (the model loading) fails with "partially initialized module", so a class that is neither
+    Python's nor Symbiote's is looked up after numpy is imported, once, behind its lock."""
+
+    def find_class(self, module: str, name: str, /) -> Any:
+        if module != "builtins" and module.split(".")[0] != "symbiote":
+            import_numpy()
+        return super().find_class(module, name)
 
 
 class _ChildGone(SymbioteError):
@@ -148,7 +162,7 @@ class StoreProcess:
         assert self._conn is not None
         try:
             self._conn.send(request)
-            status, value = self._conn.recv()
+            status, value = _ThreadSafeImports(io.BytesIO(self._conn.recv_bytes())).load()
         except (EOFError, OSError) as exc:
             raise _ChildGone(exc) from exc
         if status == "error":
