@@ -131,7 +131,7 @@ fi
 MODEL_DIR="${SYMBIOTE_MODEL_DIR:-models/all-MiniLM-L6-v2}"
 exported() { grep -q '"graph"' "$1/symbiote-model.json" 2>/dev/null && ls "$1"/wordfreq-en-*.sqlite3 >/dev/null 2>&1; }
 # A finished export is kept in the user's cache under what makes it (the pinned packages and the
-# export's code), as pip keeps its wheels: another clone on this machine copies it (a second) instead
+# export's code), as pip keeps its wheels: another clone by the same user copies it (a second) instead
 # of exporting again (torch's import, the export and the fusion: 10-15 s of CPU, one to three minutes
 # on a fresh, busy 2-core machine; docs/tests.md). The copy is the same bytes the export wrote.
 MODEL_CACHE="${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/symbiote/model-$(cat requirements*.txt symbiote/embedding/__init__.py symbiote/embedding/onnx_export.py | sha256sum | cut -c1-16)"
