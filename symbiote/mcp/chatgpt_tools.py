@@ -16,13 +16,13 @@ from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from symbiote.errors import InvalidInputError, MemoryNotFoundError, SymbioteError
 from symbiote.mcp.replies import page
+from symbiote.mcp.tools import hints
 from symbiote.memory import MemoryEngine, SearchRequest
 
 log = logging.getLogger(__name__)
@@ -85,13 +85,7 @@ def register_chatgpt_tools(server: MCPServer, engine: MemoryEngine, origin: Orig
             "first, each with an id to pass to `fetch` for the full text. Used by ChatGPT deep research and "
             "company knowledge; assistants that have `search_memory` should call that instead."
         ),
-        annotations=ToolAnnotations(
-            title="Search memories",
-            read_only_hint=True,
-            destructive_hint=False,
-            idempotent_hint=True,
-            open_world_hint=False,
-        ),
+        annotations=hints("Search memories", read_only=True, idempotent=True),
     )
     async def search(
         query: Annotated[str, Field(description="What to look for, in natural language.")],
@@ -119,13 +113,7 @@ def register_chatgpt_tools(server: MCPServer, engine: MemoryEngine, origin: Orig
             "tags. A long memory comes as its beginning, with metadata.content_chars; the rest is at its url "
             "and, where the server offers it, from get_memory with metadata.next_offset as offset."
         ),
-        annotations=ToolAnnotations(
-            title="Fetch memory",
-            read_only_hint=True,
-            destructive_hint=False,
-            idempotent_hint=True,
-            open_world_hint=False,
-        ),
+        annotations=hints("Fetch memory", read_only=True, idempotent=True),
     )
     async def fetch(
         id: Annotated[str, Field(description="A memory id from search, like 'mem_17321234567890120042'.")],

@@ -6,12 +6,11 @@ from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from mcp.server.mcpserver import MCPServer
-from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from symbiote.errors import InvalidInputError
 from symbiote.mcp.replies import page_turn
-from symbiote.mcp.tools import readable_errors
+from symbiote.mcp.tools import hints, readable_errors
 from symbiote.memory import AppendResult, BuiltContext, ContextBuilder, ConversationHistory, History
 
 
@@ -33,13 +32,7 @@ def register_history_tools(server: MCPServer, services: HistoryServices) -> None
             "search_memory; store what must be remembered for good with store_memory. turn_index is assigned "
             "(last + 1, from 0) when omitted; appending the same turn again at the same index is harmless."
         ),
-        annotations=ToolAnnotations(
-            title="Append to conversation history",
-            read_only_hint=False,
-            destructive_hint=False,
-            idempotent_hint=False,
-            open_world_hint=False,
-        ),
+        annotations=hints("Append to conversation history"),
     )
     @readable_errors
     async def append_history(
@@ -63,13 +56,7 @@ def register_history_tools(server: MCPServer, services: HistoryServices) -> None
             "a long turn comes as its part with text_chars: n=1, before=turn_index+1 and its next_offset as "
             "offset give the rest."
         ),
-        annotations=ToolAnnotations(
-            title="Get conversation history",
-            read_only_hint=True,
-            destructive_hint=False,
-            idempotent_hint=True,
-            open_world_hint=False,
-        ),
+        annotations=hints("Get conversation history", read_only=True, idempotent=True),
     )
     @readable_errors
     async def get_history(
@@ -97,13 +84,7 @@ def register_history_tools(server: MCPServer, services: HistoryServices) -> None
             f"prompt and cut to a token budget (default {builder.budget}; the newest turns and the best memories "
             "are kept). Put `context` before the new message in your prompt."
         ),
-        annotations=ToolAnnotations(
-            title="Build prompt context",
-            read_only_hint=True,
-            destructive_hint=False,
-            idempotent_hint=True,
-            open_world_hint=False,
-        ),
+        annotations=hints("Build prompt context", read_only=True, idempotent=True),
     )
     @readable_errors
     async def build_context(

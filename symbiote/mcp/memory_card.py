@@ -24,11 +24,11 @@ from typing import Annotated, Any
 from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID, Apps, ResourceCsp
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 from starlette.requests import Request
 
-from symbiote.mcp.tools import readable_errors
+from symbiote.mcp.tools import hints, readable_errors
 from symbiote.memory import CARD, DeleteResult, MemoryEngine, UpdateRequest, UpdateResult, validation
 
 CARD_URI = "ui://symbiote/memory-card.html"
@@ -67,15 +67,6 @@ def card_extension(engine: MemoryEngine) -> Apps:
         prefers_border=True,
     )
 
-    def hints(title: str, *, destructive: bool, idempotent: bool) -> ToolAnnotations:
-        return ToolAnnotations(
-            title=title,
-            read_only_hint=False,
-            destructive_hint=destructive,
-            idempotent_hint=idempotent,
-            open_world_hint=False,
-        )
-
     @apps.tool(
         resource_uri=CARD_URI,
         visibility=["app"],
@@ -97,7 +88,7 @@ def card_extension(engine: MemoryEngine) -> Apps:
             "Undo the memory card's forget: the memory comes back from the trash with its id, text, tags and links. "
             "Only what the card forgot: what an assistant or the console deleted is restored in the console."
         ),
-        annotations=hints("Undo forget", destructive=False, idempotent=True),
+        annotations=hints("Undo forget", idempotent=True),
     )
     @readable_errors
     async def card_restore(memory_id: Annotated[str, Field(description="The memory forgotten.")]) -> RestoreResult:
@@ -120,7 +111,7 @@ def card_extension(engine: MemoryEngine) -> Apps:
             f"The owner's mark, from the memory card: outdated=true tags the memory '{OUTDATED}' (true once, "
             "no longer), false takes the tag off. Its text, id and score stay the same."
         ),
-        annotations=hints("Mark outdated", destructive=False, idempotent=True),
+        annotations=hints("Mark outdated", idempotent=True),
     )
     @readable_errors
     async def card_mark(

@@ -47,6 +47,20 @@ R = TypeVar("R")
 P = ParamSpec("P")
 
 
+def hints(
+    title: str, *, read_only: bool = False, destructive: bool = False, idempotent: bool = False
+) -> ToolAnnotations:
+    """A tool's hints to the client, spelled the same for every tool: none reaches past the owner's own
+    memory (a closed world), so only what it reads, destroys or repeats safely differs."""
+    return ToolAnnotations(
+        title=title,
+        read_only_hint=read_only,
+        destructive_hint=destructive,
+        idempotent_hint=idempotent,
+        open_world_hint=False,
+    )
+
+
 def readable_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R | CallToolResult]]:
     """Turn engine failures into tool errors a person can read, never a stack trace; and a result
     into its compact reply (`symbiote.mcp.replies`). The SDK reads `fn`'s signature through the
@@ -144,13 +158,7 @@ def _register_storing(server: MCPServer, engine: MemoryEngine, view: dict[str, A
             "earlier value of the same thing: if the new memory replaces one, call link_memories for it; "
             "otherwise ignore them."
         ),
-        annotations=ToolAnnotations(
-            title="Store memory",
-            read_only_hint=False,
-            destructive_hint=False,
-            idempotent_hint=False,
-            open_world_hint=False,
-        ),
+        annotations=hints("Store memory"),
     )
     @readable_errors
     async def store_memory(
@@ -192,13 +200,7 @@ def _register_storing(server: MCPServer, engine: MemoryEngine, view: dict[str, A
             "conversation. All or nothing: if any item is invalid, none is stored and the error names the item. "
             "Identical content already stored is not copied (status 'duplicate')."
         ),
-        annotations=ToolAnnotations(
-            title="Store memories",
-            read_only_hint=False,
-            destructive_hint=False,
-            idempotent_hint=False,
-            open_world_hint=False,
-        ),
+        annotations=hints("Store memories"),
     )
     @readable_errors
     async def store_memories(
@@ -233,13 +235,7 @@ def _register_search(server: MCPServer, engine: MemoryEngine, view: dict[str, An
             "get_memory for the whole when the part is not enough. "
             "Narrow by time with after/before/when: ISO dates or phrases like 'yesterday', 'last week', 'in March'."
         ),
-        annotations=ToolAnnotations(
-            title="Search memory",
-            read_only_hint=True,
-            destructive_hint=False,
-            idempotent_hint=True,
-            open_world_hint=False,
-        ),
+        annotations=hints("Search memory", read_only=True, idempotent=True),
     )
     @readable_errors
     @takes(SearchRequest)
@@ -257,9 +253,7 @@ def _register_reading(server: MCPServer, engine: MemoryEngine) -> None:
             "whole text, where other replies show a long memory's part (content_chars). A text longer than one "
             "reply comes in parts: pass next_offset as offset for the next."
         ),
-        annotations=ToolAnnotations(
-            title="Get memory", read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-        ),
+        annotations=hints("Get memory", read_only=True, idempotent=True),
     )
     @readable_errors
     async def get_memory(
@@ -271,13 +265,7 @@ def _register_reading(server: MCPServer, engine: MemoryEngine) -> None:
     @server.tool(
         title="Get memories",
         description="Fetch several memories by id in one call; the answer keeps your order, with null for unknown ids.",
-        annotations=ToolAnnotations(
-            title="Get memories",
-            read_only_hint=True,
-            destructive_hint=False,
-            idempotent_hint=True,
-            open_world_hint=False,
-        ),
+        annotations=hints("Get memories", read_only=True, idempotent=True),
     )
     @readable_errors
     async def get_memories(
@@ -301,13 +289,7 @@ def _register_editing(server: MCPServer, engine: MemoryEngine) -> None:
             "content is re-indexed; tags, type, confidence and bookmarked can change on their own. Prefer this "
             "to storing a second, conflicting memory."
         ),
-        annotations=ToolAnnotations(
-            title="Update memory",
-            read_only_hint=False,
-            destructive_hint=True,
-            idempotent_hint=True,
-            open_world_hint=False,
-        ),
+        annotations=hints("Update memory", destructive=True, idempotent=True),
     )
     @readable_errors
     async def update_memory(
@@ -327,13 +309,7 @@ def _register_editing(server: MCPServer, engine: MemoryEngine) -> None:
             "something or a stored fact is wrong; find the id with search_memory first. Only the owner can "
             "restore it, from the console's trash."
         ),
-        annotations=ToolAnnotations(
-            title="Delete memory",
-            read_only_hint=False,
-            destructive_hint=True,
-            idempotent_hint=True,
-            open_world_hint=False,
-        ),
+        annotations=hints("Delete memory", destructive=True, idempotent=True),
     )
     @readable_errors
     async def delete_memory(
@@ -353,13 +329,7 @@ def _register_linking(server: MCPServer, engine: MemoryEngine) -> None:
             "is shown first and the older is marked superseded_by it. Use it for a store result's may_replace "
             "entry that the new memory does replace. The owner sees and can undo every link."
         ),
-        annotations=ToolAnnotations(
-            title="Link memories",
-            read_only_hint=False,
-            destructive_hint=False,
-            idempotent_hint=True,
-            open_world_hint=False,
-        ),
+        annotations=hints("Link memories", idempotent=True),
     )
     @readable_errors
     async def link_memories(
@@ -378,13 +348,7 @@ def _register_linking(server: MCPServer, engine: MemoryEngine) -> None:
             "Undo a link between two memories (made by link_memories, store_memory's replaces or the server): "
             "both stay, and neither replaces the other. For a link that was wrong."
         ),
-        annotations=ToolAnnotations(
-            title="Unlink memories",
-            read_only_hint=False,
-            destructive_hint=False,
-            idempotent_hint=False,
-            open_world_hint=False,
-        ),
+        annotations=hints("Unlink memories"),
     )
     @readable_errors
     async def unlink_memories(
@@ -405,13 +369,7 @@ def _register_browsing(server: MCPServer, engine: MemoryEngine, view: dict[str, 
             "remembered; to answer a question, use search_memory instead. Pass the returned next_before "
             "as `before` to get the next, older page."
         ),
-        annotations=ToolAnnotations(
-            title="List memories",
-            read_only_hint=True,
-            destructive_hint=False,
-            idempotent_hint=True,
-            open_world_hint=False,
-        ),
+        annotations=hints("List memories", read_only=True, idempotent=True),
     )
     @readable_errors
     async def list_memories(
@@ -429,13 +387,7 @@ def _register_browsing(server: MCPServer, engine: MemoryEngine, view: dict[str, 
             "How many memories are stored (per type and per collection), the oldest and newest, the most used "
             "tags, disk usage, quota usage and mean latency."
         ),
-        annotations=ToolAnnotations(
-            title="Memory statistics",
-            read_only_hint=True,
-            destructive_hint=False,
-            idempotent_hint=True,
-            open_world_hint=False,
-        ),
+        annotations=hints("Memory statistics", read_only=True, idempotent=True),
     )
     @readable_errors
     async def memory_stats() -> MemoryStats:

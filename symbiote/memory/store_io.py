@@ -40,7 +40,7 @@ class StoreIO(Generic[S]):
     def __init__(
         self, open_store: Callable[[str, int], Reach[S]], space: DiskSpace | None, name: str = "memory store"
     ) -> None:
-        self._io = PriorityExecutor(4, "store", background_limit=1, grace=SEARCH_GRACE_SECONDS)
+        self._threads = PriorityExecutor(4, "store", background_limit=1, grace=SEARCH_GRACE_SECONDS)
         self.lazy: LazyStore[Reach[S]] = LazyStore(open_store, self._open, name)
         self.name = name
         self._space = space
@@ -71,7 +71,7 @@ class StoreIO(Generic[S]):
         return await self.run("background", open_store, model, dimension)
 
     async def run(self, lane: Lane, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
-        return await self._io.run(lane, fn, *args, **kwargs)
+        return await self._threads.run(lane, fn, *args, **kwargs)
 
     async def read(self, op: Callable[Concatenate[S, P], T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """A read someone waits on: before every write. `op` is the interface's method."""
@@ -148,7 +148,7 @@ class StoreIO(Generic[S]):
         """End the worker threads (after the call in progress), then close the store they opened: an
         embedded Chroma stays in Chroma's per-path cache, with its memory and threads, until its
         last client is closed."""
-        self._io.shutdown(wait=True)
+        self._threads.shutdown(wait=True)
         store, self.lazy.store = self.lazy.store, None
         if store is not None:
             store.close()

@@ -9,8 +9,8 @@ command line and the sign-in database can use it on their way to listening.
 from symbiote.storage import text
 from symbiote.storage.base import (
     CHROMA_FILE,
-    LEXICAL_FILE,
     LINK_FIELDS,
+    SIDE_DATABASE_FILE,
     WRITES,
     HistoryStore,
     KeywordMatch,
@@ -57,7 +57,7 @@ __all__ = [
     "likely",
     "FORMAT_FILE",
     "FORMAT_VERSION",
-    "LEXICAL_FILE",
+    "SIDE_DATABASE_FILE",
     "LINK_FIELDS",
     "DiskSpace",
     "HistoryStore",

@@ -30,7 +30,9 @@ if TYPE_CHECKING:
     from symbiote.storage.filters import MemoryFilter
     from symbiote.storage.fusion import Candidate, Fusion
 
-LEXICAL_FILE = "symbiote_keywords.sqlite3"
+# The side database (`symbiote.storage.chroma.side_database`) holds the journal and the trash too, but its
+# file keeps the name it had when it held only the keyword index: existing data directories use it.
+SIDE_DATABASE_FILE = "symbiote_keywords.sqlite3"
 CHROMA_FILE = "chroma.sqlite3"  # an embedded Chroma store exists once this file does
 
 

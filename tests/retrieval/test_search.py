@@ -17,7 +17,7 @@ from symbiote.errors import InvalidInputError
 from symbiote.memory import MemoryEngine, SearchRequest, StoreRequest, iso_utc, timeparse
 from symbiote.retrieval.ranking import fuse
 from symbiote.runtime import Runtime
-from symbiote.storage import LEXICAL_FILE, KeywordMatch, Match, MemoryStore, StoredMemory, content_hash
+from symbiote.storage import SIDE_DATABASE_FILE, KeywordMatch, Match, MemoryStore, StoredMemory, content_hash
 from tests.conftest import make_runtime
 
 MEMORIES = [
@@ -229,9 +229,9 @@ async def test_keyword_index_is_rebuilt_from_chroma_when_missing(settings: Setti
     await first.engine.store(StoreRequest("User's manager is Priya Shah."))
     await first.engine.store(StoreRequest("User drives a 2019 Toyota Corolla hybrid."))
     first.close()
-    (settings.chromadb_path / LEXICAL_FILE).unlink()
+    (settings.chromadb_path / SIDE_DATABASE_FILE).unlink()
     for suffix in ("-wal", "-shm"):
-        Path(str(settings.chromadb_path / LEXICAL_FILE) + suffix).unlink(missing_ok=True)
+        Path(str(settings.chromadb_path / SIDE_DATABASE_FILE) + suffix).unlink(missing_ok=True)
     second = make_runtime(settings)
     try:
         store = await second.engine._io.opened()

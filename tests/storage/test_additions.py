@@ -19,7 +19,7 @@ import pytest
 
 from symbiote.errors import InvalidInputError
 from symbiote.memory.writing import draft
-from symbiote.storage.base import LEXICAL_FILE, StoredMemory
+from symbiote.storage.base import SIDE_DATABASE_FILE, StoredMemory
 from symbiote.storage.chroma.additions import WAITING_AT_MOST
 from symbiote.storage.chroma.client import embedded_client
 from symbiote.storage.chroma.opening import open_embedded_store
@@ -67,7 +67,7 @@ def _vector(seed: int) -> np.ndarray:
 
 def _journalled(path: Path, table: str = "unwritten") -> int:
     """Memories answered for whose Chroma write (or links', `unlinked`) is still to come, as the journal on disk holds them."""
-    with closing(sqlite3.connect(path / LEXICAL_FILE)) as db:
+    with closing(sqlite3.connect(path / SIDE_DATABASE_FILE)) as db:
         return int(db.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
 
 
@@ -234,7 +234,7 @@ def test_a_store_edb1c0f_left_broken_opens_with_the_refused_row_set_aside(tmp_pa
 def test_a_row_chroma_itself_refuses_is_set_aside_and_the_rest_written(tmp_path: Path) -> None:
     path = tmp_path / "data"
     _open(path).close()
-    with closing(sqlite3.connect(path / LEXICAL_FILE)) as db, db:  # rows as a crash leaves them, one unwritable
+    with closing(sqlite3.connect(path / SIDE_DATABASE_FILE)) as db, db:  # rows as a crash leaves them, one unwritable
         for mid, meta in (("m1", {"created_us": 1, "windows": 1}), ("m2", {"created_us": 2, "tags": [1, "x"]})):
             db.execute(
                 "INSERT INTO unwritten(memory_id, body, meta, vector) VALUES (?, ?, ?, ?)",

@@ -22,7 +22,7 @@ import pytest
 from symbiote.embedding import MODEL_DIMENSION, MODEL_NAME
 from symbiote.memory import created_us
 from symbiote.memory.ids import IdGenerator
-from symbiote.storage import LEXICAL_FILE
+from symbiote.storage import SIDE_DATABASE_FILE
 from symbiote.storage.base import StoredMemory, content_hash
 from symbiote.storage.chroma import bulk_reads
 from symbiote.storage.chroma.opening import open_embedded_store
@@ -83,7 +83,7 @@ def test_the_keyword_index_is_rebuilt_past_chromas_limit(big_store) -> None:  # 
     path, store = big_store
     store.close()
     for suffix in ("", "-wal", "-shm"):
-        (Path(path) / f"{LEXICAL_FILE}{suffix}").unlink(missing_ok=True)
+        (Path(path) / f"{SIDE_DATABASE_FILE}{suffix}").unlink(missing_ok=True)
     again = open_embedded_store(path, MODEL_NAME, MODEL_DIMENSION)
     try:
         assert again.counts()["keyword_index"] == SIZE

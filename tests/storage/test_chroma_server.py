@@ -26,10 +26,10 @@ from symbiote.config import PROJECT_ROOT, ConfigError, Settings
 from symbiote.embedding.model import MODEL_DIMENSION, MODEL_NAME, Embedder
 from symbiote.errors import StoreUnavailableError
 from symbiote.memory import StoreRequest, created_us
-from symbiote.storage.base import LEXICAL_FILE, StoredMemory, content_hash
+from symbiote.storage.base import SIDE_DATABASE_FILE, StoredMemory, content_hash
 from symbiote.storage.chroma.client import ChromaServer, connect_server
 from symbiote.storage.chroma.server_store import ServerMemoryStore
-from symbiote.storage.chroma.side_database import LexicalIndex
+from symbiote.storage.chroma.side_database import SideDatabase
 from tests.chroma_server import ChromaServerProcess, chroma_server  # noqa: F401  (fixture)
 from tests.conftest import ServerProcess, free_port, make_runtime
 
@@ -121,7 +121,7 @@ def test_instances_see_each_others_writes_including_keywords(
 
     def instance(name: str, sync_seconds: float) -> ServerMemoryStore:
         (tmp_path / name).mkdir()
-        index = LexicalIndex(tmp_path / name / LEXICAL_FILE)
+        index = SideDatabase(tmp_path / name / SIDE_DATABASE_FILE)
         return ServerMemoryStore(connect_server(server), MODEL_NAME, MODEL_DIMENSION, index, sync_seconds=sync_seconds)
 
     a, b = instance("a", 0.0), instance("b", 3600.0)
@@ -152,7 +152,7 @@ def test_another_instance_s_text_update_reaches_the_keyword_index_then_and_after
 
     def instance(name: str) -> ServerMemoryStore:
         (tmp_path / name).mkdir(exist_ok=True)
-        index = LexicalIndex(tmp_path / name / LEXICAL_FILE)
+        index = SideDatabase(tmp_path / name / SIDE_DATABASE_FILE)
         return ServerMemoryStore(connect_server(server), MODEL_NAME, MODEL_DIMENSION, index, sync_seconds=3600.0)
 
     a, b = instance("a"), instance("b")
@@ -191,7 +191,10 @@ def test_databases_keep_stores_apart(chroma_server: ChromaServerProcess, model: 
         (tmp_path / str(i)).mkdir()
         stores.append(
             ServerMemoryStore(
-                connect_server(server), MODEL_NAME, MODEL_DIMENSION, LexicalIndex(tmp_path / str(i) / LEXICAL_FILE)
+                connect_server(server),
+                MODEL_NAME,
+                MODEL_DIMENSION,
+                SideDatabase(tmp_path / str(i) / SIDE_DATABASE_FILE),
             )
         )
     add(stores[0], model, "mem_17000000000000000003", "only in the first database")

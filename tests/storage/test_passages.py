@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from symbiote.config import Settings
 from symbiote.memory import MemoryEngine, SearchRequest, StoreRequest, UpdateRequest
-from symbiote.storage.base import LEXICAL_FILE, MemoryStore
+from symbiote.storage.base import SIDE_DATABASE_FILE, MemoryStore
 from tests.conftest import make_runtime
 
 TEXT = "We adopted a puppy last spring. Her name is Pepper and she loves the beach. She hates baths."
@@ -116,7 +116,7 @@ async def test_a_lost_keyword_index_queues_the_passages_chroma_lacks(settings: S
     await engine.store(StoreRequest(TEXT))
     engine.close()
     for suffix in ("", "-wal", "-shm"):
-        path = settings.chromadb_path / f"{LEXICAL_FILE}{suffix}"
+        path = settings.chromadb_path / f"{SIDE_DATABASE_FILE}{suffix}"
         if path.exists():
             path.unlink()
     again = make_runtime(settings).engine

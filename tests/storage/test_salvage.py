@@ -18,10 +18,10 @@ import numpy as np
 
 from symbiote.config import Settings
 from symbiote.embedding.model import MODEL_DIMENSION, MODEL_NAME
-from symbiote.storage.base import LEXICAL_FILE
+from symbiote.storage.base import SIDE_DATABASE_FILE
 from symbiote.storage.chroma.opening import open_embedded_store
 from symbiote.storage.chroma.salvage import salvage
-from symbiote.storage.chroma.side_database import LexicalIndex, TrashRow
+from symbiote.storage.chroma.side_database import SideDatabase, TrashRow
 from tests.conftest import make_app
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,7 +64,7 @@ def crashed_store(path: Path) -> None:
         timeout=300,
     )
     assert done.stdout.strip() == "answered", done.stderr
-    with closing(sqlite3.connect(path / LEXICAL_FILE)) as db:
+    with closing(sqlite3.connect(path / SIDE_DATABASE_FILE)) as db:
         assert db.execute("SELECT count(*) FROM unwritten").fetchone()[0] == 1  # waiting for Chroma
 
 
@@ -82,7 +82,7 @@ def damage_root_page(file: Path, table: str) -> None:
 def test_a_damaged_keyword_index_page_loses_no_acknowledged_memory_and_no_trash(tmp_path: Path) -> None:
     path = tmp_path / "data"
     crashed_store(path)
-    damage_root_page(path / LEXICAL_FILE, "docs")
+    damage_root_page(path / SIDE_DATABASE_FILE, "docs")
     store = open_embedded_store(path, MODEL_NAME, MODEL_DIMENSION)
     try:
         assert list(store.get(["m20"])) == ["m20"]  # the acknowledged memory, from the journal read out
@@ -94,20 +94,20 @@ def test_a_damaged_keyword_index_page_loses_no_acknowledged_memory_and_no_trash(
         assert store.restore(["m3"]) == ["m3"] and store.count() == 17
     finally:
         store.close()
-    assert len(list(path.glob(f"{LEXICAL_FILE}.damaged-*Z"))) == 1  # set aside, not deleted
+    assert len(list(path.glob(f"{SIDE_DATABASE_FILE}.damaged-*Z"))) == 1  # set aside, not deleted
 
 
 async def test_health_says_degraded_while_trash_rows_could_not_be_read(settings: Settings, tmp_path: Path) -> None:
     path = tmp_path / "data"
     crashed_store(path)
-    damage_root_page(path / LEXICAL_FILE, "trash")
-    damage_root_page(path / LEXICAL_FILE, "docs")  # what makes the open notice
+    damage_root_page(path / SIDE_DATABASE_FILE, "trash")
+    damage_root_page(path / SIDE_DATABASE_FILE, "docs")  # what makes the open notice
     app = make_app(dataclasses.replace(settings, chromadb_path=path))
     async with app.router.lifespan_context(app):
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as http:
             await app.state.runtime.engine.stats()  # opened
             health = (await http.get("/health")).json()
-    (aside,) = path.glob(f"{LEXICAL_FILE}.damaged-*Z")
+    (aside,) = path.glob(f"{SIDE_DATABASE_FILE}.damaged-*Z")
     assert health["status"] == "degraded" and health["memories"] == 16, health  # the journal's memory is back
     (said,) = health["lost_at_open"]
     assert aside.name in said and "the trash table" in said and ".recover" in said, said
@@ -122,7 +122,7 @@ async def test_health_says_degraded_while_trash_rows_could_not_be_read(settings:
 def test_a_damaged_journal_page_is_noticed_at_open_and_its_loss_said(tmp_path: Path) -> None:
     path = tmp_path / "data"
     crashed_store(path)
-    damage_root_page(path / LEXICAL_FILE, "unwritten")  # the acknowledged memory's row with it
+    damage_root_page(path / SIDE_DATABASE_FILE, "unwritten")  # the acknowledged memory's row with it
     store = open_embedded_store(path, MODEL_NAME, MODEL_DIMENSION)
     try:
         (said,) = store.losses()
@@ -133,8 +133,8 @@ def test_a_damaged_journal_page_is_noticed_at_open_and_its_loss_said(tmp_path: P
 
 
 def test_a_damaged_leaf_of_the_trash_loses_only_its_own_rows_and_says_so(tmp_path: Path) -> None:
-    file = tmp_path / LEXICAL_FILE
-    index = LexicalIndex(file)
+    file = tmp_path / SIDE_DATABASE_FILE
+    index = SideDatabase(file)
     rows = [
         TrashRow(f"mem_{n:020d}", n, "owner", f"memory {n} " * 40, {"created_us": n}, np.full(384, n, np.float32))
         for n in range(60)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from symbiote.storage.chroma.side_database import SCHEMA_VERSION, LexicalIndex
+from symbiote.storage.chroma.side_database import SCHEMA_VERSION, SideDatabase
 
 MEMORIES = [
     ("mem_1", 1_000, "Caroline adopted a dog named Biscuit"),
@@ -34,7 +34,7 @@ def old_index(path: Path) -> None:
 def test_an_index_from_before_is_aligned_at_open_and_finds_the_same_memories(tmp_path: Path) -> None:
     path = tmp_path / "keywords.sqlite3"
     old_index(path)
-    index = LexicalIndex(path)
+    index = SideDatabase(path)
     assert index._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert {m.memory_id for m in index.search("what is Biscuit afraid of?", 10)} == {"mem_1", "mem_3"}
     assert index.search_words(["postgres"], 5)[0].memory_id == "mem_2"
@@ -47,7 +47,7 @@ def test_an_index_from_before_is_aligned_at_open_and_finds_the_same_memories(tmp
 
 
 def test_writes_and_deletes_keep_the_rowids_shared(tmp_path: Path) -> None:
-    index = LexicalIndex(tmp_path / "keywords.sqlite3")
+    index = SideDatabase(tmp_path / "keywords.sqlite3")
     with index.transaction() as tx:
         for memory in MEMORIES:
             tx.add(*memory)
@@ -55,7 +55,7 @@ def test_writes_and_deletes_keep_the_rowids_shared(tmp_path: Path) -> None:
         tx.delete("mem_2")
         tx.add("mem_5", 5_000, "Marco fixed the Postgres replica")
     assert [m.memory_id for m in index.search_words(["postgres"], 5, body_only=True)] == ["mem_5"]  # not mem_2, deleted
-    reopened = LexicalIndex(tmp_path / "keywords.sqlite3")
+    reopened = SideDatabase(tmp_path / "keywords.sqlite3")
     assert reopened._aligned() and {
         m.memory_id for m in reopened.search_words(["dog", "biscuit"], 5, body_only=True)
     } == {"mem_1", "mem_3"}
@@ -63,7 +63,7 @@ def test_writes_and_deletes_keep_the_rowids_shared(tmp_path: Path) -> None:
 
 def test_a_search_keeps_its_rarest_words_up_to_the_row_budget(tmp_path: Path) -> None:
     """Common words past the budget are left to the vector search; the rarest word always stays."""
-    index = LexicalIndex(tmp_path / "keywords.sqlite3", keyword_rows=10)
+    index = SideDatabase(tmp_path / "keywords.sqlite3", keyword_rows=10)
     with index.transaction() as tx:
         for i in range(300):
             body = "We drank coffee together" if i < 60 else f"Note number {i} about the garden"
@@ -74,15 +74,15 @@ def test_a_search_keeps_its_rarest_words_up_to_the_row_budget(tmp_path: Path) ->
             tx.add(f"lis_{i}", 2_000 + i, "The Lisbon trip in May")
     found = {m.memory_id for m in index.search("coffee espresso Lisbon", 50)}
     assert found == {f"esp_{i}" for i in range(5)} | {f"lis_{i}" for i in range(3)}  # 8 rows; coffee's 60 would pass 10
-    alone = LexicalIndex(tmp_path / "keywords.sqlite3", keyword_rows=1)
+    alone = SideDatabase(tmp_path / "keywords.sqlite3", keyword_rows=1)
     assert {m.memory_id for m in alone.search("coffee espresso Lisbon", 50)} == {f"lis_{i}" for i in range(3)}
-    unbounded = LexicalIndex(tmp_path / "keywords.sqlite3", keyword_rows=1_000)
+    unbounded = SideDatabase(tmp_path / "keywords.sqlite3", keyword_rows=1_000)
     assert {f"mem_{i}" for i in range(60)} <= {m.memory_id for m in unbounded.search("coffee espresso Lisbon", 100)}
 
 
 def test_a_search_scores_the_newest_of_its_matches_within_its_time_window(tmp_path: Path) -> None:
     """Past the scored bound only the newest matches are ranked; a time window picks its own newest."""
-    index = LexicalIndex(tmp_path / "keywords.sqlite3", scored_rows=10)
+    index = SideDatabase(tmp_path / "keywords.sqlite3", scored_rows=10)
     with index.transaction() as tx:
         for i in range(30):
             tx.add(f"mem_{i}", 1_000_000 * i, f"We drank coffee on day {i}")
@@ -91,7 +91,7 @@ def test_a_search_scores_the_newest_of_its_matches_within_its_time_window(tmp_pa
     assert {m.memory_id for m in early} == {f"mem_{i}" for i in range(5)}
     window = index.search("coffee", 50, after_us=3_000_000, before_us=25_000_000)
     assert {m.memory_id for m in window} == {f"mem_{i}" for i in range(15, 25)}
-    everything = LexicalIndex(tmp_path / "keywords.sqlite3")
+    everything = SideDatabase(tmp_path / "keywords.sqlite3")
     assert len(everything.search("coffee", 50)) == 30
 
 
@@ -99,7 +99,7 @@ def test_keyword_scores_are_the_same_held_or_asked_and_follow_every_write(tmp_pa
     """A search asks SQLite to score its matches until its words' scores are held (in the store's
     idle moments, or at once for a rare word); held or asked, the matches, their scores and their
     order are the same, and a write is seen by the next search."""
-    index = LexicalIndex(tmp_path / "keywords.sqlite3", scored_rows=120)
+    index = SideDatabase(tmp_path / "keywords.sqlite3", scored_rows=120)
     with index.transaction() as tx:
         for i in range(1_200):  # coffee and garden in 200 memories each (past the rare, under the common)
             body = ["We drank coffee in the garden", "Coffee beans for the office", "The garden needs rain"][i % 12 % 3]

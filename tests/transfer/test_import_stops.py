@@ -19,7 +19,7 @@ import pytest
 
 from symbiote.config import Settings
 from symbiote.runtime import build_runtime
-from symbiote.storage import LEXICAL_FILE
+from symbiote.storage import SIDE_DATABASE_FILE
 from symbiote.transfer.exporting import export_lines
 from symbiote.transfer.importing import BATCH
 from tests.conftest import ServerProcess
@@ -71,7 +71,7 @@ def _stored_in(data: Path) -> int:
     """Memories a running `symbiote import` has stored, read from the keyword index (written with
     each batch) without opening the store the command holds."""
     try:
-        with sqlite3.connect(f"file:{data / LEXICAL_FILE}?mode=ro", uri=True, timeout=1) as conn:
+        with sqlite3.connect(f"file:{data / SIDE_DATABASE_FILE}?mode=ro", uri=True, timeout=1) as conn:
             return int(conn.execute("SELECT count(*) FROM docs").fetchone()[0])
     except sqlite3.OperationalError:  # not made yet, or its table not yet there
         return 0

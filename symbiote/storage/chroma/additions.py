@@ -42,7 +42,7 @@ from symbiote.storage.chroma.side_database import Item
 if TYPE_CHECKING:
     from symbiote.storage.base import StoredMemory
     from symbiote.storage.chroma.passages import DeferredPassages
-    from symbiote.storage.chroma.side_database import LexicalIndex
+    from symbiote.storage.chroma.side_database import SideDatabase
     from symbiote.storage.chroma.vectors import VectorRows
 
 log = logging.getLogger(__name__)
@@ -58,7 +58,7 @@ class Additions:
         self,
         memories: Any,
         chunks: Any,
-        lexical: LexicalIndex,
+        lexical: SideDatabase,
         passages: DeferredPassages,
         rows: Callable[[], VectorRows | None],
     ) -> None:

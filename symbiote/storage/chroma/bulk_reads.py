@@ -2,7 +2,7 @@
 filtered page of the memories newest first for the owner's console, and memories' stored vectors.
 
 Reading every memory's metadata from Chroma to sort it costs time in proportion to the whole
-store, so a page takes its order from the keyword index (`LexicalIndex.newest`, where creation
+store, so a page takes its order from the keyword index (`SideDatabase.newest`, where creation
 time is indexed) and asks Chroma only for the ids a tag or type filter allows (ids only, no
 metadata) and for the page's own memories.
 """
@@ -19,7 +19,7 @@ from symbiote.storage.filters import MemoryFilter
 if TYPE_CHECKING:
     import numpy as np
 
-    from symbiote.storage.chroma.side_database import LexicalIndex
+    from symbiote.storage.chroma.side_database import SideDatabase
 
 
 PAGE = 10_000  # records per Chroma read: one read of over 32,766 with metadata or text fails
@@ -60,7 +60,7 @@ class BulkReads:
     keyword index (`ChromaMemoryStore` holds one and hands it what it reads)."""
 
     def __init__(
-        self, memories: Any, chunks: Any, lexical: LexicalIndex, get: Callable[[Sequence[str]], dict[str, StoredMemory]]
+        self, memories: Any, chunks: Any, lexical: SideDatabase, get: Callable[[Sequence[str]], dict[str, StoredMemory]]
     ) -> None:
         """`get`: the store's own read of whole memories by id."""
         self._memories = memories

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from symbiote.storage.base import KeywordMatch, Match, StoredMemory
 from symbiote.storage.chroma.codec import chroma_nearest
-from symbiote.storage.chroma.side_database import LexicalIndex
+from symbiote.storage.chroma.side_database import SideDatabase
 from symbiote.storage.chroma.vectors import VectorIndex
 from symbiote.storage.filters import MemoryFilter
 from symbiote.storage.fusion import Candidate, Fusion, fused, likely
@@ -37,7 +37,7 @@ class CandidateSearch:
         memories: Any,
         chunks: Any,
         vectors: VectorIndex | None,
-        lexical: LexicalIndex,
+        lexical: SideDatabase,
         get: Callable[[Sequence[str]], dict[str, StoredMemory]],
         keywords_current: Callable[[], object] = lambda: None,
     ) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from symbiote.errors import StoreUnavailableError
-from symbiote.storage.base import CHROMA_FILE, LEXICAL_FILE
+from symbiote.storage.base import CHROMA_FILE, SIDE_DATABASE_FILE
 from symbiote.storage.data_directory import make_private, not_writable, quarantine
 from symbiote.storage.data_format import record_format
 from symbiote.storage.disk_errors import StorageReadOnlyError, StoreDamagedError, is_damage
@@ -24,7 +24,7 @@ from symbiote.storage.disk_errors import StorageReadOnlyError, StoreDamagedError
 if TYPE_CHECKING:
     from symbiote.storage.chroma.client import ChromaServer
     from symbiote.storage.chroma.embedded import EmbeddedChroma
-    from symbiote.storage.chroma.side_database import LexicalIndex
+    from symbiote.storage.chroma.side_database import SideDatabase
     from symbiote.storage.chroma.store import ChromaMemoryStore
 
 
@@ -169,14 +169,14 @@ def _forget_chroma_system(path: Path, client: EmbeddedChroma | None) -> None:
     EmbeddedChroma.forget(path)
 
 
-def _keyword_index(path: Path) -> LexicalIndex:
+def _keyword_index(path: Path) -> SideDatabase:
     """The side database: a damaged one is set aside, its journal and trash read out of it into a
     new one, and its keyword index rebuilt from Chroma (`symbiote.storage.chroma.salvage`)."""
-    from symbiote.storage.chroma.side_database import LexicalIndex
+    from symbiote.storage.chroma.side_database import SideDatabase
 
     index = None
     try:
-        index = LexicalIndex(path / LEXICAL_FILE)
+        index = SideDatabase(path / SIDE_DATABASE_FILE)
         index.count()
         return index
     except Exception as exc:
@@ -186,8 +186,8 @@ def _keyword_index(path: Path) -> LexicalIndex:
             raise
         from symbiote.storage.chroma.salvage import set_aside_and_recover
 
-        logging.getLogger(__name__).warning("the side database %s is damaged (%s)", path / LEXICAL_FILE, exc)
-        return set_aside_and_recover(path / LEXICAL_FILE)
+        logging.getLogger(__name__).warning("the side database %s is damaged (%s)", path / SIDE_DATABASE_FILE, exc)
+        return set_aside_and_recover(path / SIDE_DATABASE_FILE)
 
 
 def open_server_store(

@@ -4,7 +4,7 @@ Chroma after the store that wrote the memory was acknowledged.
 A store needs only the whole text's vector in Chroma to be durable; its passages sharpen search
 for one sentence of a longer memory. Writing them to Chroma took a third of a store's time, and
 embedding a long text's spans most of it. So the store queues them in the keyword index's file
-(`LexicalIndex.queue_passages`), in the transaction that writes the memory, and:
+(`SideDatabase.queue_passages`), in the transaction that writes the memory, and:
 
 - a text within the model's window brings its passages' vectors with it (one run of the model,
   `Embedder.embed_passages`): they are searched at once among the vectors held in memory, and
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from symbiote.storage.base import StoredMemory
-    from symbiote.storage.chroma.side_database import LexicalIndex
+    from symbiote.storage.chroma.side_database import SideDatabase
     from symbiote.storage.chroma.vectors import VectorRows
 
 Written = tuple["StoredMemory", "np.ndarray", Sequence[str]]  # a memory, its vectors (all or the first), its passages
@@ -73,7 +73,7 @@ class DeferredPassages:
     writing them into a store's passage collection (`ChromaMemoryStore` holds one)."""
 
     def __init__(
-        self, chunks: Any, lexical: LexicalIndex, get: Callable[[Sequence[str]], dict[str, StoredMemory]]
+        self, chunks: Any, lexical: SideDatabase, get: Callable[[Sequence[str]], dict[str, StoredMemory]]
     ) -> None:
         """`get`: the store's own read of whole memories by id (a memory deleted since is skipped)."""
         self._chunks = chunks

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from symbiote.storage.chroma.side_database import LexicalIndex
+    from symbiote.storage.chroma.side_database import SideDatabase
 
 log = logging.getLogger(__name__)
 
@@ -87,11 +87,11 @@ def _read(conn: sqlite3.Connection, table: str, columns: list[str], found: Salva
         found.unread.append(f"part of the {table} table ({len(rows)} rows read, {unreadable} places unreadable)")
 
 
-def set_aside_and_recover(path: Path) -> LexicalIndex:
+def set_aside_and_recover(path: Path) -> SideDatabase:
     """The side database at `path` is damaged: read its primary rows, move it (with its WAL) aside
     beside itself, and open a new one holding those rows; its keyword index is rebuilt from Chroma
-    by the store. What could not be read is noted in the new file (`LexicalIndex.losses`)."""
-    from symbiote.storage.chroma.side_database import LexicalIndex
+    by the store. What could not be read is noted in the new file (`SideDatabase.losses`)."""
+    from symbiote.storage.chroma.side_database import SideDatabase
 
     kept = salvage(path)
     aside = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}")
@@ -99,7 +99,7 @@ def set_aside_and_recover(path: Path) -> LexicalIndex:
         damaged = path.with_name(path.name + suffix)
         if damaged.exists():
             damaged.rename(aside.with_name(aside.name + suffix))
-    index = LexicalIndex(path)
+    index = SideDatabase(path)
     for table, (columns, rows) in kept.tables.items():
         if rows:
             index.put_back(table, columns, rows)

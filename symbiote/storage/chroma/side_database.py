@@ -1,7 +1,8 @@
-"""The SQLite database beside Chroma: every table Symbiote keeps next to the vectors, in one file
-(`symbiote_keywords.sqlite3`), on one connection, under one lock and one transaction.
+"""The SQLite database beside Chroma (`SideDatabase`): every table Symbiote keeps next to the vectors,
+in one file (`SIDE_DATABASE_FILE`, an older name kept for existing data), on one connection, under
+one lock and one transaction.
 
-- The keyword index (`LexicalIndex`, FTS5 with BM25). MiniLM misses what people most often ask
+- The keyword index (`docs` and `fts`, FTS5 with BM25). MiniLM misses what people most often ask
   about by name: people, places, numbers, rare words ("what did Caroline say about the adoption
   agency?"); on LoCoMo, BM25 alone beats cosine and the two fused beat both. Chroma's local mode has
   no lexical search. Each memory is indexed with two columns: its own text (`body`) and the text of
@@ -15,10 +16,10 @@
   release journalled that Chroma refuses, `set_aside`; `symbiote.storage.chroma.additions`).
 - The trash's rows (`TrashRows`, `symbiote.storage.chroma.trashing`).
 
-All writes go through `LexicalIndex.transaction()` so the caller can make them atomic with the
+All writes go through `SideDatabase.transaction()` so the caller can make them atomic with the
 Chroma write: both happen or neither does.
 
-The trash's rows: The trash's rows, in the keyword index's SQLite file beside the memories' keyword entries.
+The trash's rows, in the side database's file beside the memories' keyword entries.
 
 A row holds everything a restore needs (the text, the Chroma metadata as JSON, the whole text's
 vector) and when and by whom the memory was deleted. Kept in SQLite rather than a Chroma
@@ -70,7 +71,7 @@ SCHEMA_VERSION = 1  # 1: fts rowid = docs rowid
 
 
 class LexicalTransaction:
-    """Pending index changes; committed or rolled back by `LexicalIndex.transaction()`."""
+    """Pending index changes; committed or rolled back by `SideDatabase.transaction()`."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
@@ -108,8 +109,9 @@ class LexicalTransaction:
         return "\n".join(body for (body,) in reversed(rows))
 
 
-class LexicalIndex:
-    """The FTS5 index file. Thread-safe: one connection, one lock (SQLite serialises writes anyway)."""
+class SideDatabase:
+    """The side database's file: the keyword index's searches, and the one transaction its writes, the
+    journal's and the trash's share. Thread-safe: one connection, one lock (SQLite serialises writes anyway)."""
 
     def __init__(
         self,
@@ -412,8 +414,8 @@ Item = tuple[StoredMemory, np.ndarray, Sequence[str]]  # a memory, its vectors (
 
 
 class UnwrittenRows:
-    """The `unwritten` table in the keyword index's file: memories acknowledged, not yet in Chroma.
-    `put` belongs inside `LexicalIndex.transaction(durable=True)` (the same connection)."""
+    """The `unwritten` table in the side database's file: memories acknowledged, not yet in Chroma.
+    `put` belongs inside `SideDatabase.transaction(durable=True)` (the same connection)."""
 
     def __init__(self, conn: sqlite3.Connection, lock: threading.RLock) -> None:
         self._conn = conn
@@ -468,7 +470,7 @@ class UnwrittenRows:
     def set_aside(self, memory_ids: Sequence[str], reasons: Sequence[str]) -> None:
         """Move these journal rows, which Chroma refuses, into `set_aside`: kept as they were (the
         body as JSON, so text that is not Unicode is kept too), never written, never a reason the
-        store does not open. Inside a `LexicalIndex.transaction`, with the rows' removal from the index."""
+        store does not open. Inside a `SideDatabase.transaction`, with the rows' removal from the index."""
         stamp = time.time_ns() // 1000
         with self._lock:
             for mid, reason in zip(memory_ids, reasons):
@@ -516,7 +518,7 @@ class TrashRow:
 
 
 class TrashRows:
-    """The `trash` table; its writes belong inside `LexicalIndex.transaction()` (the same connection)."""
+    """The `trash` table; its writes belong inside `SideDatabase.transaction()` (the same connection)."""
 
     def __init__(self, conn: sqlite3.Connection, lock: threading.RLock) -> None:
         self._conn = conn

@@ -36,7 +36,7 @@ from symbiote.storage.chroma.candidates import CandidateSearch
 from symbiote.storage.chroma.codec import check_identity, memory_from, metadata_of, repaired
 from symbiote.storage.chroma.passages import DeferredPassages, chunk_records
 from symbiote.storage.chroma.segment_files import REBUILDABLE, rebuilt, waiting
-from symbiote.storage.chroma.side_database import LexicalIndex
+from symbiote.storage.chroma.side_database import SideDatabase
 from symbiote.storage.chroma.trashing import Trash
 from symbiote.storage.chroma.vectors import MirroredCollection, VectorIndex, VectorRows
 from symbiote.storage.diskspace import directory_bytes
@@ -53,14 +53,14 @@ CHUNK_COLLECTION = "venom_memories_chunks"
 
 
 class ChromaMemoryStore:
-    """Memories in two Chroma collections, keywords in a `LexicalIndex`."""
+    """Memories in two Chroma collections, keywords in a `SideDatabase`."""
 
     def __init__(
         self,
         client: Any,
         model_name: str,
         dimension: int,
-        lexical: LexicalIndex,
+        lexical: SideDatabase,
         data_path: Path | None = None,
         vectors_in_memory: bool = False,
         write_behind: bool = False,

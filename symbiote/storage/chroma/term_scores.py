@@ -36,7 +36,7 @@ def _match(word: str, body_only: bool) -> str:
 
 
 class TermScores:
-    """The scoring of one FTS5 table's matches. Not thread-safe: `LexicalIndex` calls it under its lock."""
+    """The scoring of one FTS5 table's matches. Not thread-safe: `SideDatabase` calls it under its lock."""
 
     def __init__(
         self,

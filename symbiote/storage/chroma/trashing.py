@@ -30,7 +30,7 @@ from symbiote.storage.chroma.side_database import TrashRow
 from symbiote.storage.disk_errors import is_transient, move_failure
 
 if TYPE_CHECKING:
-    from symbiote.storage.chroma.side_database import LexicalIndex
+    from symbiote.storage.chroma.side_database import SideDatabase
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ class Trash:
     """Moving a store's memories to the trash, back, and out for good (`ChromaMemoryStore` holds
     one and hands it its collections and keyword index)."""
 
-    def __init__(self, memories: Any, chunks: Any, lexical: LexicalIndex, write_journal: Callable[[], None]) -> None:
+    def __init__(self, memories: Any, chunks: Any, lexical: SideDatabase, write_journal: Callable[[], None]) -> None:
         """`write_journal`: writes to Chroma the memories the journal holds (`ChromaMemoryStore`)."""
         self._memories = memories
         self._chunks = chunks
