@@ -18,11 +18,13 @@ import httpx
 import pytest
 
 from symbiote.config import Settings
+from symbiote.embedding import MODEL_DIMENSION, MODEL_NAME
 from symbiote.embedding.model import Embedder
 from symbiote.http.health import health_report
 from symbiote.memory import SearchRequest
 from symbiote.storage.base import CHROMA_FILE
 from symbiote.storage.chroma.embedded import EmbeddedChroma
+from symbiote.storage.chroma.opening import open_embedded_store
 from symbiote.storage.chroma.segment_files import INDEX_FILES, PICKLE, REBUILD_FILE, problem
 from tests.conftest import ServerProcess, make_runtime
 
@@ -183,3 +185,13 @@ def test_the_server_starts_on_a_damaged_store_every_time_and_says_what_it_set_as
         finally:
             assert server.stop() == 0, server.log()
         assert "partially initialized" not in server.log()
+
+
+def test_a_store_at_a_relative_path_opens_and_opens_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`CHROMADB_PATH` defaults to `data`, relative to where the server starts: the index check reads
+    Chroma's catalogue by a file URI, which only an absolute path has."""
+    monkeypatch.chdir(tmp_path)
+    for _ in range(2):  # made, then opened with its catalogue on disk
+        store = open_embedded_store(Path("data"), MODEL_NAME, MODEL_DIMENSION)
+        store.close()
+    assert (tmp_path / "data" / CHROMA_FILE).is_file()

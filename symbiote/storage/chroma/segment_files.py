@@ -156,7 +156,7 @@ def _vector_segments(path: Path) -> list[tuple[str, str]]:
     """(segment id, collection name) of every vector index Chroma's catalogue names; none if the
     catalogue cannot be read (Chroma's own open then says why)."""
     try:
-        with sqlite3.connect(f"{(path / CHROMA_FILE).as_uri()}?mode=ro", uri=True) as catalogue:
+        with sqlite3.connect(f"{(path / CHROMA_FILE).resolve().as_uri()}?mode=ro", uri=True) as catalogue:
             rows = catalogue.execute(
                 "SELECT s.id, c.name FROM segments s JOIN collections c ON s.collection = c.id WHERE s.scope = 'VECTOR'"
             ).fetchall()
