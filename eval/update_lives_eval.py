@@ -42,8 +42,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from personal_set import new_engine
 
-from symbiote.memory import SearchRequest, StoreRequest
-from symbiote.memory.clock import instant_us
+from symbiote.memory import SearchRequest, StoreRequest, instant_us
 from symbiote.memory.ids import IdGenerator
 
 HERE = Path(__file__).resolve().parent
