@@ -17,8 +17,11 @@ client of a path in a process shares one core until the last is closed.
 from __future__ import annotations
 
 import json
+import logging
+import os
 import resource
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -40,6 +43,28 @@ def preload() -> None:
     import chromadb_rust_bindings  # noqa: F401
 
     import_numpy()
+
+
+# How long a closed core's connections may take to close on Chroma's own threads (milliseconds at rest;
+# past it, the files stay off limits to this process's other SQLite, `EmbeddedChroma.holds`).
+CLOSE_WAIT_S = 5.0
+
+
+def _files_open(key: str) -> bool | None:
+    """Whether this process has Chroma's SQLite files at `key` (a resolved path) open; None where the
+    system does not list a process's files (`/proc/self/fd` is Linux's)."""
+    names = {os.path.join(key, "chroma.sqlite3" + suffix) for suffix in ("", "-wal", "-shm")}
+    try:
+        descriptors = os.listdir("/proc/self/fd")
+    except OSError:
+        return None
+    for descriptor in descriptors:
+        try:
+            if os.readlink(f"/proc/self/fd/{descriptor}") in names:
+                return True
+        except OSError:  # closed since the listing
+            continue
+    return False
 
 
 class _Core:
@@ -65,6 +90,7 @@ class EmbeddedChroma:
     """A client of the embedded store at one path: the collections, and the batch limit."""
 
     _cores: dict[str, _Core] = {}
+    _opened: set[str] = set()  # every path this process opened a core on
     _lock = threading.Lock()
 
     def __init__(self, key: str, core: _Core) -> None:
@@ -75,26 +101,36 @@ class EmbeddedChroma:
     def open(cls, path: Path) -> EmbeddedChroma:
         """A client of the store at `path`, sharing this process's core for it (made if none is)."""
         import_numpy()  # results carry numpy arrays; a first numpy import must not race another thread's
-        key = str(path)
+        key = _key(path)
         with cls._lock:
             core = cls._cores.get(key)
             if core is None:
+                cls._opened.add(key)
                 core = cls._cores[key] = _Core(path)
             core.clients += 1
         return cls(key, core)
 
     @classmethod
     def holds(cls, path: Path) -> bool:
-        """Whether this process has a core open on `path` (Chroma has read its files, and holds locks
-        on its SQLite file that another connection's close would release)."""
+        """Whether Chroma's SQLite files at `path` may be open in this process: a core is, or one was
+        and its connections have not all closed yet (they close on Chroma's own threads). Another SQLite
+        library in this process must not open them then: POSIX locks belong to the process, so that
+        library would take the locks Chroma's connections hold, reset the shared WAL index under them
+        and release their locks at its close, which corrupts the database."""
+        key = _key(path)
         with cls._lock:
-            return str(path) in cls._cores
+            if key in cls._cores:
+                return True
+            if key not in cls._opened:
+                return False
+        files = _files_open(key)
+        return True if files is None else files
 
     @classmethod
     def forget(cls, path: Path) -> None:
         """Drop the core for `path` whoever holds it: after a failed open, so the next open starts afresh."""
         with cls._lock:
-            cls._cores.pop(str(path), None)
+            cls._cores.pop(_key(path), None)
 
     @property
     def bindings(self) -> Any:
@@ -109,8 +145,11 @@ class EmbeddedChroma:
             if core is None:
                 return
             core.clients -= 1
-            if core.clients <= 0 and self._cores.get(self._key) is core:
-                del self._cores[self._key]
+            if core.clients > 0 or self._cores.get(self._key) is not core:
+                return
+            del self._cores[self._key]
+        del core  # its bindings go with it; Chroma closes their connections on its own threads
+        _wait_closed(self._key)
 
     def get_max_batch_size(self) -> int:
         return int(self.bindings.get_max_batch_size())
@@ -145,6 +184,22 @@ class EmbeddedChroma:
             DATABASE,
         )
         return EmbeddedCollection(self, model)
+
+
+def _key(path: Path) -> str:
+    """One key per directory, however it is written (relative, through a link)."""
+    return os.path.realpath(path)
+
+
+def _wait_closed(key: str) -> None:
+    """Wait until Chroma has closed the connections of a core let go, so that the check before the next
+    open in this process finds the files free (`EmbeddedChroma.holds`). A call still in flight keeps
+    them open longer: the wait ends at `CLOSE_WAIT_S` and the files stay off limits meanwhile."""
+    deadline = time.monotonic() + CLOSE_WAIT_S
+    while _files_open(key) and time.monotonic() < deadline:
+        time.sleep(0.002)
+    if _files_open(key):
+        logging.getLogger(__name__).info("Chroma's connections to %s are still open after its client closed", key)
 
 
 class EmbeddedCollection:

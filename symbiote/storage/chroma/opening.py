@@ -92,7 +92,9 @@ def open_embedded_store(
     `vectors_in_memory` and `write_behind`: only where nothing else writes to it, and for
     `write_behind` where every call is followed by `settle` (`ChromaMemoryStore`). `ahead`: a
     new store made ahead (`make_ahead`), copied in if there is none at `path` yet."""
-    if ahead is not None and not (path / CHROMA_FILE).is_file():
+    from symbiote.storage.chroma.embedded import EmbeddedChroma
+
+    if ahead is not None and not (path / CHROMA_FILE).is_file() and not EmbeddedChroma.holds(ahead):
         try:
             _copy_ahead(ahead, path)
         except OSError as exc:  # the directory is created below, or refused with what to fix
