@@ -46,12 +46,16 @@ BROWSER_FIXTURES = {"browser"}
 # Processes that serve (symbiote serve or stdio, a Chroma server) or browse: what the quick tier leaves out.
 SERVING = (("symbiote", "serve"), ("symbiote", "stdio"), ("chroma", "run"), ("playwright",), ("chromium",))
 _started: list[str] = []  # commands started since the current test began (an audit hook sees every Popen)
+_started_in_run: list[str] = []  # every command started in this run, in order
+_servers_started: dict[str, list[str]] = {}  # test id -> the symbiote servers its setup, call or teardown started
 
 
 def _audit(event: str, args: tuple[Any, ...]) -> None:
     if event == "subprocess.Popen":
         argv = args[1]
-        _started.append(" ".join(map(str, argv)) if isinstance(argv, list | tuple) else str(argv))
+        command = " ".join(map(str, argv)) if isinstance(argv, list | tuple) else str(argv)
+        _started.append(command)
+        _started_in_run.append(command)
 
 
 sys.addaudithook(_audit)
@@ -159,6 +163,25 @@ def pytest_runtest_makereport(
     return report
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, object, object]:
+    """Which tests start a Symbiote server process (a module's shared one counts for the test that
+    set it up): the run's end prints how many (docs/tests.md), and SYMBIOTE_TEST_SERVERS_FILE lists them."""
+    since = len(_started_in_run)
+    try:
+        return (yield)
+    finally:
+        symbiote = [c for c in _started_in_run[since:] if _serves(c) and "symbiote" in c.replace("/", " ").split()]
+        if symbiote:
+            _servers_started[item.nodeid] = symbiote
+
+
+def servers_line() -> str:
+    serve = sum(any(" serve" in c for c in commands) for commands in _servers_started.values())
+    stdio = sum(any(" stdio" in c for c in commands) for commands in _servers_started.values())
+    return f"tests that started `symbiote serve`: {serve}; `symbiote stdio`: {stdio}"
+
+
 # -- the memory budget (docs/tests.md): the test process's peak resident memory, checked at the end.
 MEMORY_BUDGET_MB = int(os.environ.get("SYMBIOTE_TEST_MEMORY_BUDGET_MB", "3072"))
 
@@ -176,7 +199,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     line = f"test process peak resident memory: {peak:.0f} MB (budget {MEMORY_BUDGET_MB} MB)"
     if reporter is not None:
         reporter.write_line(volume_line())  # again at the end: `-q` leaves the header out
+        reporter.write_line(servers_line())
         reporter.write_line(line)
+    listing = os.environ.get("SYMBIOTE_TEST_SERVERS_FILE")
+    if listing:
+        Path(listing).write_text("".join(f"{test}\t{' | '.join(c)}\n" for test, c in sorted(_servers_started.items())))
     if peak > MEMORY_BUDGET_MB and session.testscollected:
         if reporter is not None:
             reporter.write_line("FAILED: the test process passed its memory budget", red=True)
