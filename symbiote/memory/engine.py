@@ -3,7 +3,7 @@
 It knows nothing of MCP or HTTP; every surface (MCP tools, resources, health) calls it. The
 store is opened by `warm_up()` in the background (or by the first memory operation without one), so
 a server answers `initialize` before Chroma and the model have loaded. A store that cannot be
-opened is not fatal: each call reports why and tries again (`symbiote.memory.lazy_store`).
+opened is not fatal: each call reports why and tries again (`symbiote.memory.lazy_reach`).
 All blocking work runs in worker threads (`symbiote.memory.store_io`). The write path, the
 search path and the statistics live in modules of their own; this class holds them together.
 """
@@ -65,7 +65,7 @@ class MemoryEngine:
     def __init__(
         self,
         embedder: AsyncEmbedder,
-        open_store: Callable[[str, int], Reach[MemoryStore]],
+        open_reach: Callable[[str, int], Reach[MemoryStore]],
         policy: EnginePolicy | None = None,
         space: DiskSpace | None = None,
         on_close: Callable[[], None] | None = None,
@@ -81,7 +81,7 @@ class MemoryEngine:
         self._counting: asyncio.Future[int] | None = None  # health's count of memories, while in flight
         self._last_count: int | None = None
         self.policy = policy or EnginePolicy()
-        self._io = StoreIO(open_store, space)
+        self._io = StoreIO(open_reach, space)
         self._stats = Statistics(self._io, share_usage)
         self._writer = MemoryWriter(embedder, self._io, self._stats, lambda: self.policy)
         self._search = MemorySearch(
@@ -107,13 +107,13 @@ class MemoryEngine:
         """
         self._warming = asyncio.ensure_future(self._prepare())
         await self._warming  # cancelled with the warm-up at shutdown: nothing opens after that
-        if self._io.store is not None:
+        if self._io.reach is not None:
             self._writer.passages.kick()  # what a crash left queued, or a damaged vector index's rebuild
             try:
                 await self.trash.purge_expired()  # then at each delete and each look at the trash
             except SymbioteError as exc:
                 log.error("emptying the trash of expired memories failed: %s", exc)
-        while self.policy.retention_days is not None and self._io.store is not None:
+        while self.policy.retention_days is not None and self._io.reach is not None:
             try:
                 await self.apply_retention()
                 await self.trash.purge_expired()
@@ -147,7 +147,7 @@ class MemoryEngine:
     def status(self) -> dict[str, Any]:
         """Health facts without touching the disk: ready, starting, or unavailable (and why)."""
         loaded = self._embedder.loaded
-        if self._io.store is not None:
+        if self._io.reach is not None:
             return {"store": "ready", "model_loaded": loaded}
         if self._io.lazy.error:
             return {"store": "unavailable", "error": self._io.lazy.error, "model_loaded": loaded}
@@ -163,8 +163,7 @@ class MemoryEngine:
         health: never queued behind writes, and never waiting more than COUNT_WAIT_SECONDS: the
         store's process serves one call at a time, and a large batch's write holds it for seconds,
         so health answers with the count from before it (one count in flight at a time)."""
-        store = self._io.store
-        if store is None:
+        if self._io.reach is None:
             return None
         if self._counting is None or self._counting.done():
             self._counting = asyncio.ensure_future(self._io.read_in("urgent", MemoryStore.count))
@@ -181,8 +180,7 @@ class MemoryEngine:
     async def store_size(self) -> int | None:
         """Bytes the store takes on disk, for the telemetry gauge: None while it is not open (this never
         opens it). Queued with the background work: nobody waits on it."""
-        store = self._io.store
-        if store is None:
+        if self._io.reach is None:
             return None
         return await self._io.read_in("background", MemoryStore.size_bytes)
 

@@ -102,8 +102,7 @@ class PassageIndexer:
     async def _round(self) -> bool:
         """Index one batch from the queue; False when it was empty."""
         io = self._io
-        store = io.store
-        if store is None:
+        if io.reach is None:
             return False
         pending = await io.read_in("idle", MemoryStore.pending_passages, BATCH)
         if not pending:
