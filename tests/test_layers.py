@@ -123,7 +123,7 @@ def _imported_by(module: str) -> set[str]:
 
 
 def test_the_store_process_runs_only_storage_and_what_lies_below() -> None:
-    """The store's own process (`storage/chroma/process/child`) imports nothing above storage: a search
+    """The store process (`storage/chroma/process/child`) imports nothing above storage: a search
     sends its fusion down as data (`storage.Fusion`), never retrieval's code to run there."""
     above = sorted(
         m

@@ -77,7 +77,7 @@ class MemoryEngine:
         scoring reads (`retrieval.load_lists`: the model's)."""
         self._embedder = embedder
         self._warming: asyncio.Future[None] | None = None  # the warm-up's model load and store opening
-        self._on_close = on_close  # e.g. end the memory store's process (symbiote.storage.chroma.process)
+        self._on_close = on_close  # e.g. end the store process (symbiote.storage.chroma.process)
         self._counting: asyncio.Future[int] | None = None  # health's count of memories, while in flight
         self._last_count: int | None = None
         self.policy = policy or EnginePolicy()
@@ -161,7 +161,7 @@ class MemoryEngine:
     async def count(self) -> int | None:
         """Number of memories; None while the store opens or cannot be read. For
         health: never queued behind writes, and never waiting more than COUNT_WAIT_SECONDS: the
-        store's process serves one call at a time, and a large batch's write holds it for seconds,
+        store process serves one call at a time, and a large batch's write holds it for seconds,
         so health answers with the count from before it (one count in flight at a time)."""
         if self._io.reach is None:
             return None
@@ -190,7 +190,7 @@ class MemoryEngine:
 
     def close(self) -> None:
         """Stop the background work, end the store's threads and close the store (`StoreIO.shutdown`),
-        the embedder's thread, then the store's process if it has one."""
+        the embedder's thread, then the store process if it has one."""
         self._writer.passages.close()
         self._io.shutdown()
         self._embedder.close()

@@ -2,7 +2,7 @@
 
 Every call names the interface's method and its arguments, `io.read(MemoryStore.get, ids)`, and
 goes to the store's `Reach` (`symbiote.storage.base`), which does what every call needs (the reset
-check, the writer lease for a write, the trip to the store's process). Reads someone waits on go
+check, the writer lease for a write, the trip to the store process). Reads someone waits on go
 first and one write at a time leaves the other workers free (`symbiote.workers`). A read that
 fails becomes a `StoreUnavailableError`; a write retries transient lock contention, and a full or
 read-only disk becomes an error a person can act on (`symbiote.storage.disk_errors`).
@@ -114,7 +114,7 @@ class StoreIO(Generic[S]):
         """Run a write (the store's `Reach` holds the writer lease where there is one), retrying
         transient lock contention. `idle`: only when no other store call waits (work that follows an
         acknowledged write)."""
-        assert is_write(op), op.__name__  # the table the lease and the store's process go by
+        assert is_write(op), op.__name__  # the table the lease and the store process go by
         reach = await self.opened()
         guarded = functools.partial(reach.call, op, *args, **kwargs)
         for attempt in range(WRITE_RETRIES + 1):

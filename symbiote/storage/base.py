@@ -275,7 +275,7 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 # The calls that change a store, of both interfaces by name (`add` is one of each): what needs the
-# writer lease, what the store's process may let wait behind its answer, what a read-only replica
+# writer lease, what the store process may let wait behind its answer, what a read-only replica
 # refuses. Every other method of the interfaces only reads.
 WRITES: Final = frozenset(
     {
