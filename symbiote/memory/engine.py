@@ -1,11 +1,13 @@
 """The memory engine: validation, ids, embedding, policy and scoring over a `MemoryStore`.
 
-It knows nothing of MCP or HTTP; every surface (MCP tools, resources, health) calls it. The
-store is opened by `warm_up()` in the background (or by the first memory operation without one), so
-a server answers `initialize` before Chroma and the model have loaded. A store that cannot be
-opened is not fatal: each call reports why and tries again (`symbiote.memory.lazy_reach`).
-All blocking work runs in worker threads (`symbiote.memory.store_io`). The write path, the
-search path and the statistics live in modules of their own; this class holds them together.
+It knows nothing of MCP or HTTP; every surface (MCP tools, resources, health) calls it, and it is
+their one door to the store: they call it and its parts (`trash`, `bulk`, `links`), never a reach
+(tests/test_layers.py checks). The store is opened by `warm_up()` in the background (or by the
+first memory operation without one), so a server answers `initialize` before Chroma and the model
+have loaded. A store that cannot be opened is not fatal: each call reports why and tries again
+(`symbiote.memory.lazy_reach`). All blocking work runs in worker threads (`symbiote.memory.store_io`).
+The write path, the search path and the statistics live in modules of their own; this class holds
+them together.
 """
 
 from __future__ import annotations

@@ -97,14 +97,14 @@ def test_the_reset_check_refuses_every_call_but_close_once_the_directory_moved(t
     data = tmp_path / "data"
     data.mkdir()
     inner = _Recorder()
-    store: ResetGuard[MemoryStore] = ResetGuard(Local(inner), data)  # type: ignore[arg-type]
-    store.call(MemoryStore.count)
+    checked: ResetGuard[MemoryStore] = ResetGuard(Local(inner), data)  # type: ignore[arg-type]
+    checked.call(MemoryStore.count)
     data.rename(tmp_path / "aside")
     data.mkdir()
     for op in MEMORY_OPS:
         with pytest.raises(StoreResetError):
-            store.call(op, *_arguments(op))
-    store.close()
+            checked.call(op, *_arguments(op))
+    checked.close()
     assert inner.calls == ["count", "close"]
 
 
