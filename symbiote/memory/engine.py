@@ -125,11 +125,11 @@ class MemoryEngine:
 
     async def _prepare(self) -> None:
         # The store is opened, and created if there is none yet (from the copy made ahead): a client
-        # that connects is about to store, and its first store should not wait the 30-40 ms of an
-        # open. One that cannot be opened is reported now (health). The word lists load beside the
-        # model, in a thread, and the tools are listed once they are in (`ready`): the second store of
-        # a session (the first with a near neighbour) waited 0.3-0.5 s for them, and a store
-        # while they load waits for the GIL (the first store 40-50 ms after them, 43-130 ms beside them).
+        # that connects is about to store, and the first memory it stores should not wait the 30-40 ms
+        # of an open. One that cannot be opened is reported now (health). The word lists load beside
+        # the model, in a thread, and the tools are listed once they are in (`ready`): the second
+        # storing of a session (the first with a near neighbour) waited 0.3-0.5 s for them, and storing
+        # while they load waits for the GIL (the first 40-50 ms after them, 43-130 ms beside them).
         opening = self._io.opened()  # a SymbioteError saying why when it cannot be
         results = await asyncio.gather(
             opening, self._search.topic_index(), self._search.word_lists(), return_exceptions=True
@@ -187,7 +187,7 @@ class MemoryEngine:
         return await self._io.read_in("background", MemoryStore.size_bytes)
 
     async def passages_indexed(self) -> None:
-        """Wait until the passages of every memory stored so far are indexed (they follow a store)."""
+        """Wait until the passages of every memory stored so far are indexed (they follow storing)."""
         await self._writer.passages.settled()
 
     def close(self) -> None:
