@@ -30,7 +30,7 @@ from azure.core.pipeline.transport import RequestsTransport
 from requests.structures import CaseInsensitiveDict
 
 from symbiote.azure.azure_files import AzureFileShare, open_share
-from symbiote.azure.guard import GuardedStore, WriteGate
+from symbiote.azure.guard import LeaseGuard, WriteGate
 from symbiote.azure.lease import WriterLease, WriterLeaseError
 from symbiote.azure.local_share import LocalDirectoryShare
 from symbiote.azure.share import LeaseHeldError, LeaseLostError, LeaseRecord, ShareUsage, Snapshot, prune_snapshots
@@ -363,10 +363,10 @@ def test_guarded_store_refuses_writes_on_standby_and_reopens_after_takeover(tmp_
         return open_
 
     with pytest.raises(StoreUnavailableError, match="not been created yet"):
-        GuardedStore(opener("late"), writer, WriteGate(), data)  # a standby never creates the store
-    active = GuardedStore(opener("active"), standby, WriteGate(), data)
+        LeaseGuard(opener("late"), writer, WriteGate(), data)  # a standby never creates the store
+    active = LeaseGuard(opener("active"), standby, WriteGate(), data)
     active.call(MemoryStore.add, *_memory("First memory, by the lease holder."))
-    late = GuardedStore(opener("late"), writer, WriteGate(), data)
+    late = LeaseGuard(opener("late"), writer, WriteGate(), data)
     assert late.call(MemoryStore.count) == 1  # reads work on standby
     with pytest.raises(WriterLeaseError):
         late.call(MemoryStore.add, *_memory("Refused."))
@@ -789,7 +789,7 @@ def test_guarded_store_delegates_reads_and_guards_every_write(tmp_path):
     (root / "chroma").mkdir(parents=True)
     (root / "chroma" / "chroma.sqlite3").write_bytes(b"")
     gate = WriteGate()
-    guarded = GuardedStore(lambda: Local(inner), standby, gate, root / "chroma")
+    guarded = LeaseGuard(lambda: Local(inner), standby, gate, root / "chroma")
     assert guarded.call(MemoryStore.count) == 1  # reads need no lease
     with pytest.raises(WriterLeaseError):  # a write needs the lease
         guarded.call(MemoryStore.delete, "mem_1")

@@ -218,7 +218,7 @@ def test_a_preopen_that_failed_is_opened_again_and_says_why(tmp_path: Path) -> N
 
 
 def test_only_data_crosses_into_the_store_process(tmp_path: Path) -> None:
-    """The store's process unpickles no Symbiote class above storage: code of another layer (here
+    """The store process unpickles no Symbiote class above storage: code of another layer (here
     retrieval's) is refused, and the process keeps serving."""
     from symbiote.embedding.model import MODEL_DIMENSION, MODEL_NAME
     from symbiote.retrieval import ranking
