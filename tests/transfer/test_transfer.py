@@ -19,6 +19,7 @@ import pytest
 import pytest_asyncio
 
 from symbiote.config import Settings
+from symbiote.embedding import MODEL_DIMENSION, MODEL_NAME
 from symbiote.memory import EnginePolicy, SearchRequest, StoreRequest, UpdateRequest
 from symbiote.runtime import Runtime
 from symbiote.storage.base import content_hash
@@ -382,3 +383,44 @@ async def test_a_made_id_another_text_holds_moves_to_the_next_and_both_are_kept(
     assert got[made(first)].content == second and got[made(first, 1)].content == first
     assert got[made(second)].content == "The boat hook hangs by the gate"
     assert (await runtime.engine.stats()).total_memories == 3
+
+
+async def test_each_malformed_field_of_a_memory_line_refuses_that_line_alone_saying_which(runtime: Runtime) -> None:
+    import base64
+
+    good = base64.b64encode(np.ones(MODEL_DIMENSION, dtype="<f4").tobytes()).decode("ascii")
+    short = base64.b64encode(np.ones(8, dtype="<f4").tobytes()).decode("ascii")
+    own = "mem_17321234567890120042"
+    lines = [
+        {
+            "format": "symbiote-memories",
+            "version": 2,
+            "model": MODEL_NAME,
+            "dimension": MODEL_DIMENSION,
+            "vectors": True,
+        },
+        {"kind": "memory", "content": "The kettle is descaled monthly", "vectors": [good]},
+        {"kind": "memory", "content": "a", "created": 5},
+        {"kind": "memory", "content": "b", "vectors": []},
+        {"kind": "memory", "content": "c", "vectors": ["not base64!"]},
+        {"kind": "memory", "content": "d", "vectors": [short]},
+        {"kind": "memory", "content": "e", "links": ["mem_1"]},
+        {"kind": "memory", "content": "f", "links": {"kind": "moved"}},
+        {"kind": "memory", "content": "g", "metadata": "bookmarked"},
+        {"kind": "memory", "content": "h", "created": "1969-12-31T23:59:59Z"},
+        {"kind": "memory", "id": own, "content": "i", "links": {"supersedes": own, "kind": "update"}},
+        {"kind": "memory", "content": "The toaster's crumb tray slides out", "links": {"kind": "update"}},
+    ]
+    report = await import_text(runtime, "\n".join(json.dumps(line) for line in lines))
+    assert report.refused == [
+        (3, "created must be an ISO-8601 time like 2026-01-31T09:30:00.000000Z"),
+        (4, "vectors must be a non-empty list of base64 float32 strings"),
+        (5, "vector 1 is not base64"),
+        (6, f"vector 1 has 8 dimensions, the header says {MODEL_DIMENSION}"),
+        (7, "links must be an object"),
+        (8, "links.kind must be 'update' or 'duplicate'"),
+        (9, "metadata must be an object"),
+        (10, "times must be after 1970"),
+        (11, "a memory cannot be linked to itself"),
+    ]
+    assert report.added == 2  # the first and the last: links naming no memory are no links
