@@ -22,7 +22,7 @@ from symbiote.config import Settings
 from symbiote.embedding import MODEL_DIMENSION, MODEL_NAME
 from symbiote.memory import EnginePolicy, SearchRequest, StoreRequest, UpdateRequest
 from symbiote.runtime import Runtime
-from symbiote.storage.base import content_hash
+from symbiote.storage import content_hash
 from symbiote.transfer.exporting import export_lines
 from symbiote.transfer.history_access import turn_reader
 from symbiote.transfer.import_report import ImportReport
