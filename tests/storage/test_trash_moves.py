@@ -342,3 +342,23 @@ def test_a_restore_chroma_refuses_leaves_the_memory_in_the_trash_and_says_so(tmp
         assert item.memory.content == row.body
     finally:
         store.close()
+
+
+def test_an_update_chroma_refuses_leaves_the_memory_as_it_was(tmp_path: Path) -> None:
+    store = open_embedded_store(tmp_path / "data", MODEL_NAME, MODEL_DIMENSION)
+    try:
+        (memory,) = fill(store, 1)
+        text = "The red notebook moved to the attic."
+        changed = dataclasses.replace(memory, content=text, content_hash=content_hash(text))
+        wrong = np.ones((1, 100), dtype=np.float32)  # vectors of another dimension: Chroma refuses the write
+        with pytest.raises(Exception, match="dimension"):
+            store.replace(changed, wrong, [text])
+        assert store.get([memory.memory_id])[memory.memory_id].content == memory.content
+        assert store._lexical.bodies([memory.memory_id]) == {memory.memory_id: memory.content}
+        assert store._lexical.trash.moving() == [] and store.keyword("attic", 3) == []
+        with pytest.raises(KeyError):
+            store.replace(dataclasses.replace(changed, memory_id="mem_00000000000000010000"), None, [text])
+        assert store.delete_many(["mem_00000000000000010000"]) == [] and store.delete_many([]) == []
+        assert where(store, [memory.memory_id]) == {memory.memory_id: "stored"}
+    finally:
+        store.close()
