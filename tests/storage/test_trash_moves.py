@@ -362,3 +362,36 @@ def test_an_update_chroma_refuses_leaves_the_memory_as_it_was(tmp_path: Path) ->
         assert where(store, [memory.memory_id]) == {memory.memory_id: "stored"}
     finally:
         store.close()
+
+
+def test_a_restore_on_a_full_disk_leaves_the_memory_in_the_trash_and_says_so(small_disk: Path) -> None:
+    path = small_disk / "data"
+    store = open_embedded_store(path, MODEL_NAME, MODEL_DIMENSION)
+    try:
+        memories = fill(store, 6)
+        ids = [m.memory_id for m in memories]
+        assert store.trash(ids[:3], "owner", 5) == ids[:3]
+        filler = small_disk / "filler"
+        with filler.open("wb") as handle:
+            try:
+                while True:
+                    handle.write(b"\0" * 65536)
+            except OSError:
+                pass
+        refused = 0
+        for mid in ids[:3]:
+            try:
+                assert store.restore([mid]) == [mid]
+                assert where(store, [mid]) == {mid: "stored"}
+            except StoreUnavailableError as exc:
+                refused += 1
+                assert f"{mid} is still in the trash" in str(exc) and "Storage full" in str(exc)
+                assert where(store, [mid]) == {mid: "trash"}
+        print(f"{refused} of 3 restores refused on the full disk")
+        filler.unlink()
+        store = reopen(store, path)
+        assert set(where(store, ids).values()) <= {"stored", "trash"}
+        left = [mid for mid in ids[:3] if where(store, [mid])[mid] == "trash"]
+        assert store.restore(left) == left and where(store, ids) == dict.fromkeys(ids, "stored")
+    finally:
+        store.close()
