@@ -47,7 +47,8 @@ BROWSER_FIXTURES = {"browser"}
 SERVING = (("symbiote", "serve"), ("symbiote", "stdio"), ("chroma", "run"), ("playwright",), ("chromium",))
 _started: list[str] = []  # commands started since the current test began (an audit hook sees every Popen)
 _started_in_run: list[str] = []  # every command started in this run, in order
-_servers_started: dict[str, list[str]] = {}  # test id -> the symbiote servers its setup, call or teardown started
+_servers_started: dict[str, list[str]] = {}  # test id -> the Symbiote servers its setup, call or teardown started
+_first_command: dict[str, int] = {}  # test id -> where its commands begin in _started_in_run
 
 
 def _audit(event: str, args: tuple[Any, ...]) -> None:
@@ -167,13 +168,25 @@ def pytest_runtest_makereport(
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, object, object]:
     """Which tests start a Symbiote server process (a module's shared one counts for the test that
     set it up): the run's end prints how many (docs/tests.md), and SYMBIOTE_TEST_SERVERS_FILE lists them."""
-    since = len(_started_in_run)
+    _first_command[item.nodeid] = len(_started_in_run)
     try:
         return (yield)
     finally:
-        symbiote = [c for c in _started_in_run[since:] if _serves(c) and "symbiote" in c.replace("/", " ").split()]
+        symbiote = _servers_of(item)
+        del _first_command[item.nodeid]
         if symbiote:
             _servers_started[item.nodeid] = symbiote
+
+
+def _servers_of(item: pytest.Item) -> list[str]:
+    """The Symbiote servers started so far for `item`: its setup (a module's shared server too) and call."""
+    return [
+        c for c in _started_in_run[_first_command.get(item.nodeid, len(_started_in_run)) :] if _is_symbiote_server(c)
+    ]
+
+
+def _is_symbiote_server(command: str) -> bool:
+    return _serves(command) and "symbiote" in command.replace("/", " ").split()
 
 
 def servers_line() -> str:
@@ -219,6 +232,13 @@ def mark_what_starts_servers(request: pytest.FixtureRequest) -> Iterator[None]:
     serving = [command for command in _started if _serves(command)]
     if serving and request.node.get_closest_marker("server") is None:
         pytest.fail(f"this test starts {serving[0]!r}: mark it @pytest.mark.server (or its module)", pytrace=False)
+    if _servers_of(request.node) and not any(marker.args for marker in request.node.iter_markers("server")):
+        pytest.fail(
+            "this test starts a Symbiote server process: say why the process, the port or the transport is the "
+            'point in its mark, @pytest.mark.server("why") (or its module\'s); tool behaviour needs none (the '
+            "in_process fixture)",
+            pytrace=False,
+        )
 
 
 class SharedModel:
