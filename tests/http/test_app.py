@@ -125,6 +125,7 @@ async def test_delete_then_gone(in_process: InProcess) -> None:
         assert "Memory not found" in await error_text(client, "get_memory", memory_id=stored["memory_id"])
 
 
+@pytest.mark.server("the route of a running `symbiote serve`: what a deployment's health check reads")
 async def test_health_route(server: ServerProcess) -> None:
     async with httpx.AsyncClient() as http:
         for path in ("/", "/health"):
@@ -134,6 +135,7 @@ async def test_health_route(server: ServerProcess) -> None:
             assert body["version"] and body["uptime_seconds"] >= 0
 
 
+@pytest.mark.server("the Host and Origin checks of the real socket's requests")
 async def test_get_on_mcp_is_405_and_foreign_host_is_421(server: ServerProcess) -> None:
     init = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
     headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
@@ -145,6 +147,7 @@ async def test_get_on_mcp_is_405_and_foreign_host_is_421(server: ServerProcess) 
         assert origin.status_code == 403
 
 
+@pytest.mark.server("the transport is the point: legacy SSE streamed over a real wire")
 async def test_legacy_sse_transport_works(server: ServerProcess) -> None:
     from mcp.client.sse import sse_client
 

@@ -62,6 +62,7 @@ async def announce_only(port: int, path: str, length: int) -> int:
         writer.close()
 
 
+@pytest.mark.server("the bytes on the socket are the point: bodies cut and lengths announced")
 async def test_oversized_bodies_get_413_on_mcp_and_messages(limited: ServerProcess) -> None:
     async with httpx.AsyncClient(base_url=limited.base_url, timeout=10) as http:
         declared = await http.post("/mcp", content=big_rpc(LIMIT * 4), headers=MCP_HEADERS)
@@ -85,6 +86,7 @@ async def test_oversized_bodies_get_413_on_mcp_and_messages(limited: ServerProce
         assert not stored.is_error
 
 
+@pytest.mark.server("the bytes on the socket are the point: bodies cut and lengths announced")
 async def test_oversized_bodies_get_413_on_the_auth_endpoints(limited_oauth: ServerProcess) -> None:
     form = {"Content-Type": "application/x-www-form-urlencoded"}
     async with httpx.AsyncClient(base_url=limited_oauth.base_url, timeout=10) as http:
@@ -101,6 +103,7 @@ async def test_oversized_bodies_get_413_on_the_auth_endpoints(limited_oauth: Ser
         assert (await http.get("/health")).json()["status"] == "ok"
 
 
+@pytest.mark.server("CORS as a browser meets it on a configured server's port")
 async def test_cors_allows_only_the_configured_origin(limited: ServerProcess) -> None:
     asked = "content-type, mcp-protocol-version, mcp-method, mcp-name, authorization"  # a 2026-07-28 client's
     preflight = {"Origin": APP, "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": asked}
