@@ -36,7 +36,9 @@ from tests.auth.support import (
 )
 from tests.conftest import MODEL_DIR, ServerProcess
 
-pytestmark = pytest.mark.server  # starts servers (docs/tests.md: tiers)
+pytestmark = pytest.mark.server(
+    "the process is the point: keys made by `symbiote keys` in another process, a restart, the access log"
+)
 
 
 @pytest.fixture(scope="module")

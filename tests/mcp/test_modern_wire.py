@@ -65,6 +65,7 @@ async def raw_post(url: str, body: dict[str, Any], headers: dict[str, str]) -> t
     return int(head.split()[1]), json.loads(content)
 
 
+@pytest.mark.server("the transport is the point: a header's exact bytes on a real HTTP/1.1 socket")
 async def test_whitespace_around_a_routing_header_is_not_part_of_its_value(server: ServerProcess) -> None:
     """RFC 9110 §5.5. uvicorn's parser keeps trailing whitespace, so these reach the app padded."""
     body = {

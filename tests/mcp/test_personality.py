@@ -40,7 +40,7 @@ def test_path_tricks_are_not_variants(caplog: pytest.LogCaptureFixture) -> None:
 
 
 @pytest.mark.parametrize(("requested", "active"), [("variant2", "variant2"), ("no-such-variant", "default")])
-@pytest.mark.server
+@pytest.mark.server("the process is the point: VENOM_PERSONALITY read from the environment at start")
 async def test_server_serves_and_reports_the_active_variant(
     tmp_path: Path, model_dir: Path, requested: str, active: str
 ) -> None:
