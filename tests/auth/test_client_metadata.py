@@ -37,7 +37,9 @@ from symbiote.auth.client_metadata import (
 from tests.auth.support import REDIRECT_URI, OAuthFlow, bearer_client, oauth_env, pkce, query_of
 from tests.conftest import ServerProcess
 
-pytestmark = pytest.mark.server  # starts servers (docs/tests.md: tiers)
+pytestmark = pytest.mark.server(
+    "the process is the point: it fetches a real HTTPS document, trusting the test's certificate by SSL_CERT_FILE"
+)
 
 CALLBACK = "https://app.example/callback"
 
