@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import ServerProcess
 
-pytestmark = pytest.mark.server  # starts a server process
+pytestmark = pytest.mark.server("the transport is the point: the form's body size limit of the real HTTP server")
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,9 @@ from mcp.client.streamable_http import streamable_http_client
 from tests.conftest import ServerProcess
 from tests.hardening.test_servers import rss_mib
 
-pytestmark = pytest.mark.server  # starts servers (docs/tests.md: tiers)
+pytestmark = pytest.mark.server(
+    "the process is the point: the memory a batch gives back and /health answering over the socket meanwhile"
+)
 
 
 @pytest.fixture

@@ -69,6 +69,9 @@ def memory_line(i: int, **extra: Any) -> str:
     )
 
 
+@pytest.mark.server(
+    "the process is the point: an import in the server's own process, its loop and memory watched from outside"
+)
 def test_a_bad_line_never_stops_an_import(importing: ServerProcess) -> None:
     """Item 5: 300 good lines around three the probe sent; before, the import stopped after 250."""
     good = [memory_line(i) for i in range(300)]
@@ -87,6 +90,9 @@ def test_a_bad_line_never_stops_an_import(importing: ServerProcess) -> None:
     )
 
 
+@pytest.mark.server(
+    "the process is the point: an import in the server's own process, its loop and memory watched from outside"
+)
 def test_refused_lines_never_hold_the_event_loop(
     importing: ServerProcess, sampled: Callable[[int, int], Volume]
 ) -> None:
@@ -132,6 +138,9 @@ def test_refused_lines_never_hold_the_event_loop(
     print(f"\n{lines:,} refused lines in {took:.1f} s; /health at most {max(latencies) * 1000:.0f} ms meanwhile")
 
 
+@pytest.mark.server(
+    "the process is the point: an import in the server's own process, its loop and memory watched from outside"
+)
 def test_an_over_long_line_is_refused_without_being_read_whole(importing: ServerProcess) -> None:
     """Item 4: a 64 MiB line between good ones; before, the server grew by more than three times its size."""
     assert importing.proc is not None
@@ -164,6 +173,9 @@ def test_an_over_long_line_is_refused_without_being_read_whole(importing: Server
     assert max(peak) - baseline < 40, (baseline, max(peak))
 
 
+@pytest.mark.server(
+    "the process is the point: an import in the server's own process, its loop and memory watched from outside"
+)
 async def test_other_text_under_a_stored_id_is_a_conflict_replaced_only_when_asked(importing: ServerProcess) -> None:
     """Item 6: an import never replaces a memory's text silently, however new the file says it is."""
     async with Client(importing.mcp_url) as mcp:
@@ -192,7 +204,7 @@ async def test_other_text_under_a_stored_id_is_a_conflict_replaced_only_when_ask
     assert now.structured_content["content"] == "The boat was sold in May."
 
 
-@pytest.mark.server
+@pytest.mark.server("the process is the point: what a stop and a start of the server do to its uploads")
 def test_uploads_stay_in_the_data_directory_and_go_at_stop_and_start(tmp_path: Path, model_dir: Path) -> None:
     """Item 11: an upload never started is in the data directory, not /tmp, and a stop removes it;
     what a killed server left is removed at the next start."""

@@ -25,7 +25,9 @@ from symbiote.transfer.importing import BATCH
 from tests.conftest import ServerProcess
 from tests.transfer.test_hardening import Console
 
-pytestmark = pytest.mark.server  # each test starts a server process or the import command
+pytestmark = pytest.mark.server(
+    "the process is the point: a signal or a cancel stops an import running in the server or the command"
+)
 
 # Many short memories: a batch is quick to embed, and the reader's 3.5 MB of lines are twice what the
 # pipe and the server's buffer hold (1.8 MB), so it is still running when the import stops.

@@ -47,6 +47,7 @@ def capped(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterato
     proc.stop()
 
 
+@pytest.mark.server("the process is the point: the console's import runs as a job in a server of its own settings")
 def test_an_import_holds_memories_to_the_configured_cap(capped: ServerProcess) -> None:
     """Before, 99,000- and 5,000-byte lines were both added under a 2,000-byte cap."""
     lines = [HEADER, json.dumps({"kind": "memory", "content": "Capped import: a short note fits."})]
@@ -63,6 +64,7 @@ def test_an_import_holds_memories_to_the_configured_cap(capped: ServerProcess) -
     assert "line 4: content is at least 99,021 bytes" in page
 
 
+@pytest.mark.server("the process is the point: the console's import runs as a job in a server of its own settings")
 async def test_ids_take_ascii_digits_only(capped: ServerProcess) -> None:
     """Before, `\\d` took fullwidth and Arabic-Indic digits: such ids were stored and looked up."""
     fullwidth = "mem_" + "１" * 20
@@ -81,6 +83,7 @@ async def test_ids_take_ascii_digits_only(capped: ServerProcess) -> None:
     assert result.is_error and "is not a memory id" in str(result.content)
 
 
+@pytest.mark.server("the process is the point: the console's import runs as a job in a server of its own settings")
 async def test_a_forged_link_puts_no_unrelated_memory_first(capped: ServerProcess) -> None:
     """Before, a line's `superseded_by` naming a stored memory put that memory first in a search
     for the line's own subject, at the same score; one naming nothing was kept as it was."""
@@ -170,7 +173,7 @@ def console_state(console: Console, job: str) -> tuple[str, int]:
     return (state.group(1) if state else "?"), int(percent.group(1)) if percent else 0
 
 
-@pytest.mark.server
+@pytest.mark.server("the process is the point: kill -9 in the middle of an import")
 async def test_a_kill_mid_import_leaves_no_torn_link(tmp_path: Path, model_dir: Path) -> None:
     """300 replaced memories, then the 300 replacing them; the server killed with SIGKILL while the
     second half is read. Before, the first half's links pointed at memories never stored."""
