@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import pytest
 import pytest_asyncio
 
 from symbiote.memory import StoreRequest
@@ -39,6 +40,7 @@ async def stored(server: ServerProcess, mcp_key: str) -> dict[str, str]:
     return {text: r["memory_id"] for text, r in pairs}
 
 
+@pytest.mark.server("a browser drives the console: it needs the server's URL and real socket")
 async def test_a_delete_from_a_search_keeps_the_search_and_can_be_undone(
     browser: Any, server: ServerProcess, stored: dict[str, str], mcp_key: str
 ) -> None:
@@ -79,6 +81,7 @@ async def test_a_delete_from_a_search_keeps_the_search_and_can_be_undone(
     await page.context.close()
 
 
+@pytest.mark.server("a browser drives the console: it needs the server's URL and real socket")
 async def test_what_an_assistant_deleted_the_owner_restores_from_the_trash(
     browser: Any, server: ServerProcess, stored: dict[str, str], mcp_key: str
 ) -> None:
@@ -101,6 +104,7 @@ async def test_what_an_assistant_deleted_the_owner_restores_from_the_trash(
     await page.context.close()
 
 
+@pytest.mark.server("a browser drives the console: it needs the server's URL and real socket")
 async def test_all_matching_across_pages_then_the_trash_emptied_with_a_confirmation(
     browser: Any, server: ServerProcess, stored: dict[str, str], mcp_key: str
 ) -> None:
@@ -130,6 +134,7 @@ async def test_all_matching_across_pages_then_the_trash_emptied_with_a_confirmat
     await page.context.close()
 
 
+@pytest.mark.server("a browser drives the console: it needs the server's URL and real socket")
 def test_the_trash_s_writes_need_the_session_and_the_csrf_token(server: ServerProcess, stored: dict[str, str]) -> None:
     memory_id = stored[OTHER[0]]
     writes = [

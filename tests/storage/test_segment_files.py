@@ -187,7 +187,7 @@ async def test_an_emptied_index_is_set_aside_rebuilt_and_every_memory_found(
 STARTS = 3  # `symbiote serve` on a freshly damaged store; 3 of 6 exited 1 before (issue 67 M4)
 
 
-@pytest.mark.server
+@pytest.mark.server("the process is the point: `symbiote serve` starting on a damaged store")
 def test_the_server_starts_on_a_damaged_store_every_time_and_says_what_it_set_aside(
     pristine: Path, tmp_path: Path
 ) -> None:
