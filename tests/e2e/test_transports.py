@@ -22,7 +22,10 @@ from mcp.client.sse import sse_client
 
 from tests.conftest import MODEL_DIR, ServerProcess
 
-pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.server]  # starts servers (docs/tests.md: tiers)
+pytestmark = [
+    pytest.mark.asyncio(loop_scope="session"),
+    pytest.mark.server("the transport is the point: each tool over stdio, streamable HTTP and SSE on a real socket"),
+]
 
 TRANSPORTS = ("http", "sse", "stdio")
 

@@ -387,7 +387,7 @@ def data_dir(tmp_path: Path, model_dir: Path) -> Iterator[Path]:
     yield tmp_path / "data"
 
 
-@pytest.mark.server
+@pytest.mark.server("the process is the point: a second start of `symbiote serve` replays what the first recorded")
 def test_symbiote_serve_records_the_cache_once_and_replays_it(data_dir: Path) -> None:
     first = ServerProcess(data_dir).start()
     try:
@@ -439,7 +439,9 @@ def test_symbiote_serve_records_the_cache_once_and_replays_it(data_dir: Path) ->
     assert "handshake cache recorded" in first.log() and "handshake cache recorded" not in second.log()
 
 
-@pytest.mark.server
+@pytest.mark.server(
+    "the process is the point: `symbiote record-handshake` prepares the first start of `symbiote serve`"
+)
 def test_record_handshake_prepares_the_first_start(data_dir: Path) -> None:
     env = {**ServerProcess(data_dir).env}
     command = [sys.executable, "-m", "symbiote", "record-handshake"]
