@@ -130,6 +130,8 @@ def _boot_app(settings: Settings, failures: list[BaseException], server: Callabl
 
     print_ = handshake.fingerprint(settings)
     cache = handshake.HandshakeCache.load(settings, print_)
+    if cache is not None:  # said, so that an operator (and a test) can tell a replayed start from a recording one
+        log.info("handshake cache current: the first requests are answered from it, none is recorded")
 
     def failed(exc: BaseException) -> None:
         failures.append(exc)
