@@ -128,9 +128,15 @@ class EmbeddedChroma:
 
     @classmethod
     def forget(cls, path: Path) -> None:
-        """Drop the core for `path` whoever holds it: after a failed open, so the next open starts afresh."""
+        """Drop the core for `path` whoever holds it: after a failed open, so the next open starts afresh.
+        Where no client holds it (or Chroma failed to make one), wait until its connections have closed."""
+        key = _key(path)
         with cls._lock:
-            cls._cores.pop(_key(path), None)
+            core = cls._cores.pop(key, None)
+            idle = core is None or core.clients <= 0
+        del core
+        if idle:
+            _wait_closed(key)
 
     @property
     def bindings(self) -> Any:
