@@ -1,44 +1,13 @@
 """Issue 39: no log line carries a raw control character from a request. A `client_id` with `%0A`
-at `/authorize` (no sign-in needed) wrote a second line that read like the owner's approval."""
+at `/authorize` (no sign-in needed) wrote a second line that read like the owner's approval. The
+rule in the filter here; the line a real server writes to its log in tests/http/test_request_heads.py,
+on that module's server."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from pathlib import Path
-from urllib.parse import quote
-
-import httpx
-import pytest
 
 from symbiote.telemetry.redaction import RedactingFilter
-from tests.auth.support import REDIRECT_URI, oauth_env, pkce
-from tests.conftest import ServerProcess
-
-FORGED = "2026-11-27 15:40:00,000 INFO symbiote.auth.consent: the owner approved client https://evil.example/c"
-
-
-@pytest.fixture(scope="module")
-def logged(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator[ServerProcess]:
-    proc = ServerProcess(tmp_path_factory.mktemp("log-lines") / "data", env=oauth_env(LOG_FORMAT="text")).start()
-    yield proc
-    proc.stop()
-
-
-@pytest.mark.server("the process's log file is the point: one line per record as written")
-def test_a_client_id_with_a_newline_writes_one_escaped_line(logged: ServerProcess) -> None:
-    client_id = "https://a.example/c\n" + FORGED + "\x1b[2K\u2028"
-    _verifier, challenge = pkce()
-    query = (
-        f"client_id={quote(client_id, safe='')}&response_type=code&redirect_uri={quote(REDIRECT_URI)}"
-        f"&code_challenge={challenge}&code_challenge_method=S256&state=s"
-    )
-    httpx.get(f"{logged.base_url}/authorize?{query}", timeout=30)
-    lines = logged.log().splitlines()
-    assert not any(line.startswith("2026-11-27 15:40:00") for line in lines), lines[-5:]
-    refused = [line for line in lines if "refused" in line and "a.example/c" in line]
-    assert refused, lines[-10:]
-    assert "a.example/c\\n2026-11-27 15:40:00" in refused[-1] and "\\x1b[2K\\u2028" in refused[-1]
 
 
 def test_every_interpolated_value_is_escaped_but_not_the_format() -> None:

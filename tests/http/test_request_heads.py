@@ -1,7 +1,8 @@
 """Issue 39, item 1, against a real server over real sockets: a request head over its cap is answered
 431 at once and never held (ten 30 MB headers left the server 400 MB larger), and a body that stops
 arriving is timed out, so the owner's search keeps working while strangers hold sockets with
-unfinished bodies, even at a 300-file limit (45 of them refused every owner request for 30 s)."""
+unfinished bodies, even at a 300-file limit (45 of them refused every owner request for 30 s).
+Issue 39 too: a `client_id` with a newline writes one escaped line to the server's log."""
 
 from __future__ import annotations
 
@@ -14,16 +15,18 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx
 import pytest
 
-from tests.auth.support import bearer_client, oauth_env
+from tests.auth.support import REDIRECT_URI, bearer_client, oauth_env, pkce
 from tests.conftest import ServerProcess
 from tests.hardening.test_servers import api_key, rss_mib
 
 BIG = 30 * 1024 * 1024
 BODY_SECONDS = 2.0
+FORGED = "2026-11-27 15:40:00,000 INFO symbiote.auth.consent: the owner approved client https://evil.example/c"
 
 
 class LimitedServer(ServerProcess):
@@ -55,7 +58,7 @@ class LimitedServer(ServerProcess):
 
 @pytest.fixture(scope="module")
 def heads(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator[ServerProcess]:
-    env = oauth_env(SYMBIOTE_BODY_TIMEOUT_SECONDS=str(BODY_SECONDS))
+    env = oauth_env(SYMBIOTE_BODY_TIMEOUT_SECONDS=str(BODY_SECONDS), LOG_FORMAT="text")
     proc = ServerProcess(tmp_path_factory.mktemp("heads") / "data", env=env).start()
     yield proc
     proc.stop()
@@ -219,3 +222,19 @@ async def test_the_owner_searches_while_strangers_hold_unfinished_bodies_at_300_
     finally:
         for sock in strangers:
             sock.close()
+
+
+@pytest.mark.server("the process's log file is the point: one line per record as written")
+def test_a_client_id_with_a_newline_writes_one_escaped_line(heads: ServerProcess) -> None:
+    client_id = "https://a.example/c\n" + FORGED + "\x1b[2K\u2028"
+    _verifier, challenge = pkce()
+    query = (
+        f"client_id={quote(client_id, safe='')}&response_type=code&redirect_uri={quote(REDIRECT_URI)}"
+        f"&code_challenge={challenge}&code_challenge_method=S256&state=s"
+    )
+    httpx.get(f"{heads.base_url}/authorize?{query}", timeout=30)
+    lines = heads.log().splitlines()
+    assert not any(line.startswith("2026-11-27 15:40:00") for line in lines), lines[-5:]
+    refused = [line for line in lines if "refused" in line and "a.example/c" in line]
+    assert refused, lines[-10:]
+    assert "a.example/c\\n2026-11-27 15:40:00" in refused[-1] and "\\x1b[2K\\u2028" in refused[-1]

@@ -10,7 +10,7 @@ import asyncio
 import json
 import re
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -18,7 +18,7 @@ import pytest
 from mcp import Client
 from mcp.client.sse import sse_client
 
-from tests.conftest import ServerProcess
+from tests.conftest import ServerProcess, Volume
 
 ENDPOINT = re.compile(r"^/messages/([0-9a-f]{32})$")
 JSON = {"Content-Type": "application/json"}
@@ -209,17 +209,32 @@ async def test_sdk_client_connects_again_after_a_lifetime_close(short_lived: Ser
 
 
 @pytest.mark.server("the transport is the point: streams opened and closed over a real wire")
-async def test_hundreds_of_connects_leave_no_session_behind(sse_server: ServerProcess, http: httpx.AsyncClient) -> None:
+async def test_hundreds_of_connects_leave_no_session_behind(
+    sse_server: ServerProcess, http: httpx.AsyncClient, sampled: Callable[[int, int], Volume]
+) -> None:
+    """300 raw streams and 10 whole SDK sessions under `--soak`; 60 and 3 by default."""
+
     async def raw_cycle() -> None:
         async with http.stream("GET", "/sse") as response:
             await Stream(response).event()
 
-    for _ in range(30):  # 300 raw streams, ten at a time
+    for _ in range(sampled(30, 6).count):  # raw streams, ten at a time
         await asyncio.gather(*(raw_cycle() for _ in range(10)))
-    for _ in range(10):  # whole SDK sessions, including a tool call each
+    for _ in range(sampled(10, 3).count):  # whole SDK sessions, including a tool call each
         async with Client(sse_client(sse_server.base_url + "/sse"), mode="legacy") as client:
             assert not (await client.call_tool("memory_stats", {})).is_error
     assert await wait_for_sessions(sse_server.base_url, 0) == 0
+
+
+@pytest.mark.server("the transport is the point: legacy SSE streamed over a real wire")
+async def test_legacy_sse_transport_works(sse_server: ServerProcess) -> None:
+    async with Client(sse_client(f"{sse_server.base_url}/sse"), mode="legacy") as client:
+        stored = await client.call_tool("store_memory", {"content": "Stored over the legacy SSE transport"})
+        found = await client.call_tool("search_memory", {"query": "legacy SSE transport"})
+    assert not stored.is_error and not found.is_error
+    assert stored.structured_content is not None and found.structured_content is not None
+    hits = [h["memory_id"] for h in found.structured_content["results"]]
+    assert stored.structured_content["memory_id"] in hits
 
 
 @pytest.mark.server("the process is the point: SIGTERM with streams open")
@@ -235,7 +250,7 @@ async def test_sigterm_ends_open_streams_cleanly(fresh_server: ServerProcess) ->
         return "ended"
 
     streams = [asyncio.create_task(hold_stream()) for _ in range(2)]
-    await asyncio.sleep(1.0)
+    assert await wait_for_sessions(fresh_server.base_url, 2) == 2  # both streams open
     assert fresh_server.proc is not None
     code = await asyncio.to_thread(fresh_server.stop)
     assert await asyncio.wait_for(asyncio.gather(*streams), 10) == ["ended", "ended"]
