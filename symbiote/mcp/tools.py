@@ -231,6 +231,8 @@ def _register_search(server: MCPServer, engine: MemoryEngine, view: dict[str, An
             "the nearest memory about what the question names). Memories scored under min_relevance (default "
             "30) go to below_cutoff. Read them all: use any that plainly answers the question as asked, "
             "whatever its score or mark; say something was never stored only when none of them does. "
+            "A memory with superseded_by (replaced, by a link) or newer_note (the server's guess: a later "
+            "memory about the same thing) has that later one shown above it: answer with what is true now. "
             "A long memory is shown by its part that matched, with content_chars (its whole length): call "
             "get_memory for the whole when the part is not enough. "
             "Narrow by time with after/before/when: ISO dates or phrases like 'yesterday', 'last week', 'in March'."

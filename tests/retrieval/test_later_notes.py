@@ -1,0 +1,88 @@
+"""What is true now first: among a question's candidates, a later note on the same thing is read first.
+
+Real model, real Chroma, the engine's defaults. Memories are stored in order, as told; the older
+of two about one thing must not be shown above the newer, and is marked as an earlier note
+(`newer_note`) when no link names its replacement. Look-alikes that replace nothing (a sibling's
+fact, another project on the same stack, a past trip beside a plan, weekly notes to one template)
+keep their place and no mark. Figures on 56 owners: eval/update_lives_eval.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from symbiote.memory import MemoryEngine, SearchHit, SearchRequest, StoreRequest
+
+JOURNAL = (
+    "Journal. Long day again. The weather finally turned and we had lunch outside. I keep meaning to call "
+    "Grandad and keep forgetting. Work was mostly meetings, which drains me more than it should. The physio "
+    "rang: from now on it's Thursdays at 8am. We watched half a documentary about octopuses before falling "
+    "asleep on the sofa. The neighbours are renovating and the drilling starts at eight sharp. I finished the "
+    "book I was reading and did not love the ending. Made a big pot of lentil soup that should last until Thursday."
+)
+
+UPDATES = [  # (memories in the order told, the question; the last memory is the newer, the first the older)
+    (
+        ["My dentist is Anna Weber.", "Prefers short answers with bullet points.", "New dentist: Marco Rossi"],
+        "Who is my dentist?",
+    ),
+    (["Physio appointments are on Tuesdays at 5pm.", JOURNAL], "When is my physio?"),
+]
+
+WEEKS = [
+    f"Week {week} review. Done: most of {done}. Blocked: {blocked}. Next: wrap up {done} and check in with the "
+    "team. Mood: okay. Energy: medium."
+    for week, (done, blocked) in enumerate(
+        [("the data migration", "legal sign-off"), ("the office move", "a missing API key"), ("the audit", "budget")],
+        start=12,
+    )
+]
+LOOK_ALIKES = [  # (memories in the order told, the question the first one answers)
+    (["My sister lives in Hamburg and works as a nurse.", "My brother lives in Munich and works as a chef."],
+     "Where does my sister live?"),
+    (["Project Atlas runs on Django and Postgres, deployed to Heroku.",
+      "Project Sable is also Django and Postgres; it's deployed to Fly.io."], "Where is Atlas deployed?"),
+    (["In summer 2019 we spent two weeks in Portugal and loved it.", "Planning a summer trip to Japan next year."],
+     "Where did we go on holiday in 2019?"),
+    ([WEEKS[1], WEEKS[0], WEEKS[2]], "Which week was I blocked on a missing API key?"),
+]  # fmt: skip
+
+
+async def _read(engine: MemoryEngine, texts: list[str], query: str) -> tuple[list[str], list[SearchHit]]:
+    """Store `texts` in order, then ask: their ids, and what the assistant reads (results, then below_cutoff)."""
+    ids = [(await engine.store(StoreRequest(text))).memory_id for text in texts]
+    await engine.passages_indexed()
+    found = await engine.search(SearchRequest(query))
+    return ids, found.results + found.below_cutoff
+
+
+@pytest.mark.parametrize(("texts", "query"), UPDATES)
+async def test_the_later_note_is_read_first_and_the_older_marked(
+    engine: MemoryEngine, texts: list[str], query: str
+) -> None:
+    """No link was made at store time (the server was not sure); the search puts the newer first,
+    scored as high as the older, which is marked with it. A changed fact in the middle of a long
+    journal entry counts like a short note."""
+    ids, read = await _read(engine, texts, query)
+    older, newer = ids[0], ids[-1]
+    assert (await engine.get(older)).superseded_by is None
+    order = [hit.memory_id for hit in read]
+    assert order.index(newer) < order.index(older)
+    hits = {hit.memory_id: hit for hit in read}
+    assert hits[older].newer_note == newer and hits[newer].newer_note is None
+    assert hits[newer].relevance_score >= hits[older].relevance_score >= 30
+
+
+@pytest.mark.parametrize(("texts", "query"), LOOK_ALIKES)
+async def test_a_look_alike_keeps_its_place_and_no_mark(engine: MemoryEngine, texts: list[str], query: str) -> None:
+    """A sibling's fact, another project on one stack, next summer's plan beside a past trip, the next
+    week's review: later and close, but no new value of what the question asks."""
+    ids, read = await _read(engine, texts, query)
+    assert read[0].memory_id == ids[0]
+    assert all(hit.newer_note is None and hit.superseded_by is None for hit in read)
+
+
+async def test_notes_to_one_template_are_not_linked_at_store(engine: MemoryEngine) -> None:
+    """Weekly reviews share the template's words and change several: none replaces another."""
+    ids = [(await engine.store(StoreRequest(text))).memory_id for text in WEEKS]
+    assert [(await engine.get(mid)).superseded_by for mid in ids] == [None, None, None]
