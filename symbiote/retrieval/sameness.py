@@ -159,6 +159,23 @@ def one_holder(older: str, newer: str) -> bool:
     return not _holders_differ(older, newer, content_words(older), content_words(newer))
 
 
+def two_holders(older: str, newer: str) -> bool:
+    """Whether the two name two holders, as a search reads them (looser than a link's `one_holder`,
+    which a link made unasked needs): two speakers, two names for one noun, the owner's fact and a
+    relative's, or each opening with a holder ("my sister", "my brother") the other never mentions.
+    "My mobile number is ..." and "New phone number: ..." have one: only one names a holder."""
+    labels = label(older), label(newer)
+    if labels[0] and labels[1] and labels[0] != labels[1]:
+        return True
+    older_names, newer_names = names(older), names(newer)
+    if older_names and newer_names and not older_names & newer_names:
+        return True
+    if not any(labels) and whose.agreement(whose.of_memory(older), whose.of_memory(newer), newer) < 0:
+        return True
+    old_words, new_words = content_words(older), content_words(newer)
+    return bool(holders(older) - new_words and holders(newer) - old_words)
+
+
 def _holders_differ(older: str, newer: str, old_words: frozenset[str], new_words: frozenset[str]) -> bool:
     """True when either memory opens by naming a holder the other never mentions, or both name
     their holder's noun by two different names."""

@@ -119,7 +119,7 @@ def same_question(query: str, older: Note, newer: Note, rival: float) -> float |
         return None
     i, j = np.unravel_index(int(np.argmax(closeness)), closeness.shape)
     said_old, said_new = older.read_as(int(i)), newer.read_as(int(j))
-    if not sameness.one_holder(said_old, said_new) or sameness.two_entries(
+    if sameness.two_holders(said_old, said_new) or sameness.two_entries(
         *(_CAPITALISED.sub(" ", t) for t in (older.text, newer.text))
     ):
         return None
