@@ -32,8 +32,8 @@ import numpy as np
 from symbiote.retrieval import sameness
 
 SAME_QUESTION = 0.40  # the cosine from which two memories of one holder are about the same thing
-CHANGED_LEAD = float(__import__("os").environ.get("SUCC_M1", "0.10"))  # how much closer to each other than to the rest: a name or number changed
-WORDS_LEAD = float(__import__("os").environ.get("SUCC_M2", "0.20"))  # ... when words alone changed
+CHANGED_LEAD = 0.10  # how much closer to each other two memories are than to the rest read: a name or number changed
+WORDS_LEAD = 0.20  # ... when words alone changed ("keeping the bike after all")
 LONG_NOTE = 300  # characters from which a memory is also read by its sentences
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _WORD = re.compile(r"[0-9A-Za-z\u00c0-\u024f]+")
@@ -163,7 +163,6 @@ def later_notes(query: str, notes: Sequence[Note], among: Collection[str] | None
             rival = max((_closeness(older, other) for other in notes if other not in (older, newer)), default=0.0)
             if (c := same_question(query, older, newer, rival)) is not None:
                 found.append((c, newer.memory_id))
-        _dump(query, older, notes)
         if found:
             later[older.memory_id] = max(found)[1]
     return later
@@ -188,35 +187,3 @@ def lifted(scores: Mapping[str, float], later: Mapping[str, str]) -> dict[str, f
             break
     return raised
 
-
-def _dump(query: str, older: Note, notes: Sequence[Note]) -> None:
-    import json
-    import os
-
-    path = os.environ.get("SUCC_DUMP")
-    if not path:
-        return
-    pos = [n.memory_id for n in notes].index(older.memory_id)
-    with open(path, "a") as out:
-        for k, newer in enumerate(notes):
-            if newer.created_us <= older.created_us or newer.replaced:
-                continue
-            closeness = older.vectors @ newer.vectors.T
-            best = float(np.max(closeness))
-            whole = float(closeness[0, 0])
-            rivals = [float(np.max(older.vectors @ o.vectors.T)) for o in notes if o is not older and o is not newer]
-            nrivals = [float(np.max(newer.vectors @ o.vectors.T)) for o in notes if o is not older and o is not newer]
-            i, j = np.unravel_index(int(np.argmax(closeness)), closeness.shape)
-            said_old, said_new = older.read_as(int(i)), newer.read_as(int(j))
-            rec = dict(
-                q=query, old=older.text, new=newer.text, pos_old=pos, pos_new=k, best=best, whole=whole,
-                rival=max(rivals, default=0.0), nrival=max(nrivals, default=0.0),
-                one_holder=sameness.one_holder(said_old, said_new),
-                two_entries=sameness.two_entries(*(_CAPITALISED.sub(" ", t) for t in (older.text, newer.text))),
-                changed=_value_changed(said_old, said_new),
-                fuller=sameness.fuller_is_newer(said_old, said_new),
-                asks_older=_asks_for_older(query, older.text, newer.text),
-                fired=same_question(query, older, newer, max(rivals, default=0.0)) is not None,
-                changed2=_value_changed(_unheaded(said_old), _unheaded(said_new)),
-            )
-            out.write(json.dumps(rec) + "\n")
