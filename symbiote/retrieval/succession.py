@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -105,7 +106,7 @@ def _asks_for_older(query: str, older: str, newer: str) -> bool:
 
 
 def same_question(query: str, older: Note, newer: Note, rival: float) -> float | None:
-    """How close `newer` is to `older` when it answers the question `older` answers with what is true
+    """How much closer `newer` is to `older` than the rest when it answers the question `older` answers with what is true
     later, else None: stored later, close in meaning (any of their vectors) and closer to each other
     than `older` is to the other memories read beside them (`rival`: in a conversation every turn is
     about as close as the next), of one holder (read in the texts closest to each other when one is
@@ -126,7 +127,7 @@ def same_question(query: str, older: Note, newer: Note, rival: float) -> float |
     lead = CHANGED_LEAD if _value_changed(said_old, said_new) else WORDS_LEAD
     if best - rival < lead:
         return None
-    return None if _asks_for_older(query, older.text, newer.text) else best
+    return None if _asks_for_older(query, older.text, newer.text) else best - rival
 
 
 def _value_changed(older: str, newer: str) -> bool:
@@ -149,10 +150,18 @@ def _unheaded(text: str) -> str:
     return text[found.end() :] if found else text
 
 
-def later_notes(query: str, notes: Sequence[Note], among: Collection[str] | None = None) -> dict[str, str]:
-    """For each note (of `among`, when given) that a later one answers the same question for: the id
-    of the closest such one (a chain of changes follows from one to the next)."""
-    later: dict[str, str] = {}
+class Later(NamedTuple):
+    """The later note that follows a memory, and whether the server is sure of it: the two stand out
+    from the rest read beside them as much as two whose words alone changed must."""
+
+    memory_id: str
+    sure: bool
+
+
+def later_notes(query: str, notes: Sequence[Note], among: Collection[str] | None = None) -> dict[str, Later]:
+    """For each note (of `among`, when given) that a later one answers the same question for: the one
+    standing out most (a chain of changes follows from one to the next)."""
+    later: dict[str, Later] = {}
     for older in notes:
         if older.replaced or (among is not None and older.memory_id not in among):
             continue
@@ -164,7 +173,8 @@ def later_notes(query: str, notes: Sequence[Note], among: Collection[str] | None
             if (c := same_question(query, older, newer, rival)) is not None:
                 found.append((c, newer.memory_id))
         if found:
-            later[older.memory_id] = max(found)[1]
+            lead, newest = max(found)
+            later[older.memory_id] = Later(newest, lead >= WORDS_LEAD)
     return later
 
 
