@@ -100,9 +100,9 @@ class SearchHit(Memory):
     newer_note: str | None = Field(
         default=None,
         description=(
-            "The id of a later memory among these results that seems to answer the same question with another "
-            "value (the server's guess, not a confirmed link): this one may be out of date. The later one is "
-            "shown above it; say which is true now, and link_memories them if it replaces this one."
+            "The id of a later memory in this reply that seems to answer the same question with another value "
+            "(the server's guess, not a confirmed link): this one may be out of date. The later one is shown "
+            "above it or in below_cutoff; say which is true now, and link_memories them if it replaces this one."
         ),
     )
 

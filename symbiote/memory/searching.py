@@ -257,7 +257,10 @@ def later_above(
         if not moved:
             break
     marked = [
-        (hit.model_copy(update={"newer_note": later[hit.memory_id].memory_id}) if hit.memory_id in later else hit, above)
+        (
+            hit.model_copy(update={"newer_note": later[hit.memory_id].memory_id}) if hit.memory_id in later else hit,
+            above,
+        )
         for hit, above in view
     ]
     return [hit for hit, above in marked if above], [hit for hit, above in marked if not above]
@@ -369,10 +372,7 @@ def _hits(kept: list[Judged], found: dict[str, StoredMemory], where: MemoryFilte
         seen.add(digest)
         hits.append(
             SearchHit(
-                **public(memory).model_dump(),
-                relevance_score=score,
-                matched_by=candidate.matched_by,
-                match=match,
+                **public(memory).model_dump(), relevance_score=score, matched_by=candidate.matched_by, match=match
             )
         )
         if len(hits) == count:

@@ -1,30 +1,30 @@
-"""Which of a search's candidates answer the same question with a later value: the newer is read first.
+"""Which memories the assistant reads answer the same question with a later value: the newer is read first.
 
 People's facts change (a new job, a new dose, a class moved to Thursday) and the older note often
 matches the question better than the one that replaced it: it says the question's words, the newer
 says what changed. At store time a link is made only when the server is sure (`sameness`); at
-search time, among the candidates of one question, a later memory about the same thing is shown
-right above the older one, scored as high, and the older is marked as an earlier note on the same
-subject (`newer_note`): the assistant reads both and judges which is true now.
+search time, among what one question shows, a later memory about the same thing is shown right
+above the older one, and the older is marked as an earlier note on the same subject (`newer_note`):
+the assistant reads both and judges which is true now. No score changes: each keeps its own.
 
 Decided from general signals only, no word lists: when each was stored; how close the two are in
 meaning (their stored vectors, whole text and passages, and for a long note the sentences the
 question and the other note are about: a fact changed in the middle of a journal entry is about
-that sentence, not the entry); whether they name two different holders (`sameness.one_holder`,
-as a link's rule reads them: the owner's fact and a relative's are two); whether they are two
-entries of one template (weekly reviews: they share more words than either changes); and whether
-the question names something only the older one holds (a name or a number: "Where is Atlas
-deployed?" asks about Atlas, not about the other project on the same stack; "where did we go in
-2019?" asks about 2019, not about next summer's plan); and what changed: a name or a number on
-each side, unless the two are as close as a link needs (two true facts of one person on one
-subject change none). One constant, set on the fitting half of `eval/update_lives.json`
-(docs/performance.md).
+that sentence, not the entry), and how much closer to each other than to the other memories shown
+beside them (in a conversation every turn is about as close as the next: none stands out); whether
+they name two holders (`sameness.two_holders`: the owner's fact and a relative's are two); whether
+they are two entries of one template (weekly reviews: they share more words than either changes);
+whether the question names something only the older one holds (a name or a number: "Where is
+Atlas deployed?" asks about Atlas, not about the other project on the same stack; "where did we
+go in 2019?" asks about 2019, not about next summer's plan); and what changed: a name or a number
+on each side needs less of a lead than words alone. Three constants, set on the fitting half of
+`eval/update_lives.json` and LoCoMo's first conversation (docs/performance.md).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -158,42 +158,20 @@ class Later(NamedTuple):
     sure: bool
 
 
-def later_notes(query: str, notes: Sequence[Note], among: Collection[str] | None = None) -> dict[str, Later]:
-    """For each note (of `among`, when given) that a later one answers the same question for: the one
-    standing out most (a chain of changes follows from one to the next)."""
+def later_notes(query: str, notes: Sequence[Note]) -> dict[str, Later]:
+    """For each note a later one answers the same question for: the one standing out most (a chain
+    of changes follows from one to the next)."""
+    closeness = [[float(np.max(one.vectors @ other.vectors.T)) for other in notes] for one in notes]
     later: dict[str, Later] = {}
-    for older in notes:
-        if older.replaced or (among is not None and older.memory_id not in among):
+    for i, older in enumerate(notes):
+        if older.replaced:
             continue
         found = []
-        for newer in notes:
-            if newer.replaced:
-                continue
-            rival = max((_closeness(older, other) for other in notes if other not in (older, newer)), default=0.0)
-            if (c := same_question(query, older, newer, rival)) is not None:
-                found.append((c, newer.memory_id))
+        for j, newer in enumerate(notes):
+            rival = max((c for k, c in enumerate(closeness[i]) if k not in (i, j)), default=0.0)
+            if not newer.replaced and (lead := same_question(query, older, newer, rival)) is not None:
+                found.append((lead, newer.memory_id))
         if found:
             lead, newest = max(found)
             later[older.memory_id] = Later(newest, lead >= WORDS_LEAD)
     return later
-
-
-def _closeness(one: Note, other: Note) -> float:
-    """The highest cosine between any vectors of the two."""
-    return float(np.max(one.vectors @ other.vectors.T))
-
-
-def lifted(scores: Mapping[str, float], later: Mapping[str, str]) -> dict[str, float]:
-    """Each memory's score, a later note's raised to that of the note it follows when that is higher:
-    what the older answered, the newer answers (along chains, a note followed by one followed by another)."""
-    raised = dict(scores)
-    for _ in range(len(later)):
-        changed = False
-        for older, newer in later.items():
-            if newer in raised and older in raised and raised[newer] < raised[older]:
-                raised[newer] = raised[older]
-                changed = True
-        if not changed:
-            break
-    return raised
-

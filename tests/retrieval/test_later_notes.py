@@ -1,10 +1,11 @@
-"""What is true now first: among a question's candidates, a later note on the same thing is read first.
+"""What is true now first: in what the assistant reads, a later note on the same thing is read first.
 
 Real model, real Chroma, the engine's defaults. Memories are stored in order, as told; the older
 of two about one thing must not be shown above the newer, and is marked as an earlier note
-(`newer_note`) when no link names its replacement. Look-alikes that replace nothing (a sibling's
-fact, another project on the same stack, a past trip beside a plan, weekly notes to one template)
-keep their place and no mark. Figures on 56 owners: eval/update_lives_eval.py.
+(`newer_note`) when no link names its replacement; no score is changed. Look-alikes that replace
+nothing (a sibling's fact, another project on the same stack, a past trip beside a plan, weekly
+notes to one template) and a conversation's turns keep their place and no mark. Figures on 56
+owners: eval/update_lives_eval.py.
 """
 
 from __future__ import annotations
@@ -60,8 +61,9 @@ async def _read(engine: MemoryEngine, texts: list[str], query: str) -> tuple[lis
 async def test_the_later_note_is_read_first_and_the_older_marked(
     engine: MemoryEngine, texts: list[str], query: str
 ) -> None:
-    """No link was made at store time (the server was not sure); the search puts the newer first,
-    scored as high as the older, which is marked with it. A changed fact in the middle of a long
+    """No link was made at store time (the server was not sure); the search shows the newer above
+    the older, which is marked with it, each with its own score: the results stay above the cut-off
+    and below_cutoff under it but for the older moved there. A changed fact in the middle of a long
     journal entry counts like a short note."""
     ids, read = await _read(engine, texts, query)
     older, newer = ids[0], ids[-1]
@@ -70,7 +72,9 @@ async def test_the_later_note_is_read_first_and_the_older_marked(
     assert order.index(newer) < order.index(older)
     hits = {hit.memory_id: hit for hit in read}
     assert hits[older].newer_note == newer and hits[newer].newer_note is None
-    assert hits[newer].relevance_score >= hits[older].relevance_score >= 30
+    found = await engine.search(SearchRequest(query))
+    assert all(hit.relevance_score >= 30 for hit in found.results)
+    assert all(hit.relevance_score < 30 for hit in found.below_cutoff if hit.memory_id != older)
 
 
 @pytest.mark.parametrize(("texts", "query"), LOOK_ALIKES)
@@ -80,6 +84,25 @@ async def test_a_look_alike_keeps_its_place_and_no_mark(engine: MemoryEngine, te
     ids, read = await _read(engine, texts, query)
     assert read[0].memory_id == ids[0]
     assert all(hit.newer_note is None and hit.superseded_by is None for hit in read)
+
+
+TURNS = [  # one speaker's turns on one subject, each dated: a conversation, no update of each other
+    "8 May 2023 Caroline: I went to a support group for trans people yesterday and it was so powerful.",
+    "9 June 2023 Caroline: Hey Melanie! I talked at my school about my transgender journey last week.",
+    "20 July 2023 Caroline: Thanks, Melanie! I just joined a new activist group for trans rights last Tuesday.",
+    "17 August 2023 Caroline: Hey Mel! Recently I had a rough time on a hike with some religious conservatives.",
+]
+
+
+async def test_a_conversations_turns_keep_their_order_and_no_mark(engine: MemoryEngine) -> None:
+    """Turns of one speaker are about as close to each other as to the next: none stands out as the
+    later value of another, and the search's own order is kept."""
+    ids, read = await _read(engine, TURNS, "When did Caroline go to the support group?")
+    assert all(hit.newer_note is None for hit in read)
+    found = await engine.search(SearchRequest("When did Caroline go to the support group?"))
+    scores = [hit.relevance_score for hit in found.results]
+    assert scores == sorted(scores, reverse=True)
+    assert read[0].memory_id == ids[0]
 
 
 async def test_notes_to_one_template_are_not_linked_at_store(engine: MemoryEngine) -> None:
