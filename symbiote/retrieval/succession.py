@@ -35,6 +35,7 @@ from symbiote.retrieval import sameness
 SAME_QUESTION = 0.40  # the cosine from which two memories of one holder are about the same thing
 CHANGED_LEAD = 0.10  # how much closer to each other two memories are than to the rest read: a name or number changed
 WORDS_LEAD = 0.20  # ... when words alone changed ("keeping the bike after all")
+RIVALS = 2  # the other memories read beside two that must stand out from them: one is no rest to stand out from
 LONG_NOTE = 300  # characters from which a memory is also read by its sentences
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _WORD = re.compile(r"[0-9A-Za-z\u00c0-\u024f]+")
@@ -161,6 +162,8 @@ class Later(NamedTuple):
 def later_notes(query: str, notes: Sequence[Note]) -> dict[str, Later]:
     """For each note a later one answers the same question for: the one standing out most (a chain
     of changes follows from one to the next)."""
+    if len(notes) < RIVALS + 2:
+        return {}
     closeness = [[float(np.max(one.vectors @ other.vectors.T)) for other in notes] for one in notes]
     later: dict[str, Later] = {}
     for i, older in enumerate(notes):
@@ -168,7 +171,7 @@ def later_notes(query: str, notes: Sequence[Note]) -> dict[str, Later]:
             continue
         found = []
         for j, newer in enumerate(notes):
-            rival = max((c for k, c in enumerate(closeness[i]) if k not in (i, j)), default=0.0)
+            rival = max(c for k, c in enumerate(closeness[i]) if k not in (i, j))
             if not newer.replaced and (lead := same_question(query, older, newer, rival)) is not None:
                 found.append((lead, newer.memory_id))
         if found:
