@@ -115,7 +115,8 @@ class MemorySearch:
             read[memory.memory_id] = succession.sentences(text, memory.content, heads)[:budget]
             budget -= len(read[memory.memory_id])
         said = [sentence for chosen in read.values() for sentence in chosen]
-        embedded = iter(await self._embedder.embed(said, urgent=True)) if said else iter(())
+        embedded = iter(await self._embedder.embed([text, *said], urgent=True))  # the query's from the cache
+        asked = next(embedded)
         rows = []
         for memory in notes:
             own = [next(embedded) for _ in read[memory.memory_id]]
@@ -134,7 +135,7 @@ class MemorySearch:
                     replaced=bool(memory.superseded_by),
                 )
             )
-        return succession.later_notes(text, rows)
+        return succession.later_notes(text, asked / max(float(np.linalg.norm(asked)), 1e-9), rows)
 
     async def _newer_first(self, hits: list[SearchHit], where: MemoryFilter, count: int) -> list[SearchHit]:
         """The memories that replace a result (`superseded_by`) join it, and are never shown below it:

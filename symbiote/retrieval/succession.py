@@ -35,6 +35,7 @@ from symbiote.retrieval import sameness
 SAME_QUESTION = 0.40  # the cosine from which two memories of one holder are about the same thing
 CHANGED_LEAD = 0.10  # how much closer to each other two memories are than to the rest read: a name or number changed
 WORDS_LEAD = 0.20  # ... when words alone changed ("keeping the bike after all")
+QUESTION_GAP = 0.20  # how much farther from the question than the older a later note may be and answer it
 RIVALS = 2  # the other memories read beside two that must stand out from them: one is no rest to stand out from
 LONG_NOTE = 300  # characters from which a memory is also read by its sentences
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -159,9 +160,9 @@ class Later(NamedTuple):
     sure: bool
 
 
-def later_notes(query: str, notes: Sequence[Note]) -> dict[str, Later]:
+def later_notes(query: str, asked: np.ndarray, notes: Sequence[Note]) -> dict[str, Later]:
     """For each note a later one answers the same question for: the one standing out most (a chain
-    of changes follows from one to the next)."""
+    of changes follows from one to the next). `asked`: the query's vector (unit length)."""
     if len(notes) < RIVALS + 2:
         return {}
     closeness = [[float(np.max(one.vectors @ other.vectors.T)) for other in notes] for one in notes]
@@ -172,7 +173,12 @@ def later_notes(query: str, notes: Sequence[Note]) -> dict[str, Later]:
         found = []
         for j, newer in enumerate(notes):
             rival = max(c for k, c in enumerate(closeness[i]) if k not in (i, j))
-            if not newer.replaced and (lead := same_question(query, older, newer, rival)) is not None:
+            if (
+                newer.replaced
+                or float(np.max(newer.vectors @ asked)) < float(np.max(older.vectors @ asked)) - QUESTION_GAP
+            ):
+                continue  # the later one says nothing near what is asked: another fact of the same thing
+            if (lead := same_question(query, older, newer, rival)) is not None:
                 found.append((lead, newer.memory_id))
         if found:
             lead, newest = max(found)
