@@ -35,6 +35,7 @@ from symbiote.retrieval import sameness
 SAME_QUESTION = 0.40  # the cosine from which two memories of one holder are about the same thing
 CHANGED_LEAD = 0.10  # how much closer to each other two memories are than to the rest read: a name or number changed
 WORDS_LEAD = 0.20  # ... when words alone changed ("keeping the bike after all")
+WORDS_CLOSE = 0.55  # the cosine from which two whose words alone changed are about one thing, not two on a subject
 QUESTION_GAP = 0.20  # how much farther from the question than the older a later note may be and answer it
 RIVALS = 2  # the other memories read beside two that must stand out from them: one is no rest to stand out from
 LONG_NOTE = 300  # characters from which a memory is also read by its sentences
@@ -126,8 +127,8 @@ def same_question(query: str, older: Note, newer: Note, rival: float) -> float |
         *(_CAPITALISED.sub(" ", t) for t in (older.text, newer.text))
     ):
         return None
-    lead = CHANGED_LEAD if _value_changed(said_old, said_new) else WORDS_LEAD
-    if best - rival < lead:
+    changed = _value_changed(said_old, said_new)
+    if best - rival < (CHANGED_LEAD if changed else WORDS_LEAD) or not (changed or best >= WORDS_CLOSE):
         return None
     return None if _asks_for_older(query, older.text, newer.text) else best - rival
 
