@@ -98,9 +98,7 @@ class MemorySearch:
             below_cutoff=offered,
         )
 
-    async def _later_notes(
-        self, text: str, view: list[SearchHit], found: dict[str, StoredMemory]
-    ) -> dict[str, succession.Later]:
+    async def _later_notes(self, text: str, view: list[SearchHit], found: dict[str, StoredMemory]) -> dict[str, str]:
         """Among what the assistant reads, the later note answering the same question as each memory
         (`retrieval.succession`), by id. One trip for their vectors, and one embedding of the sentences
         long ones are read by, only when two of them may be about one thing."""
@@ -232,39 +230,30 @@ def _annotated(
 
 
 def later_above(
-    hits: list[SearchHit], offered: list[SearchHit], later: dict[str, succession.Later]
+    hits: list[SearchHit], offered: list[SearchHit], later: dict[str, str]
 ) -> tuple[list[SearchHit], list[SearchHit]]:
-    """What the assistant reads with each memory a later note follows (`later`) marked with it
-    (`newer_note`) and shown below it: the later note moves right above it, or, when that scored
-    under the cut-off, the older moves right below it. No score changes: each keeps its own."""
+    """The results and below_cutoff with each memory a later note follows (`later`) marked with it
+    (`newer_note`), and that note moved right above it when both are in one of the two and it was
+    below. No score changes, and none moves across the cut-off: each keeps its own relevance."""
     if not later:
         return hits, offered
-    view = [(hit, True) for hit in hits] + [(hit, False) for hit in offered]
-    for _ in range(len(view)):  # along chains: a note followed by one followed by another
-        moved = False
-        for older, follower in later.items():
-            newer = follower.memory_id
-            at = {hit.memory_id: i for i, (hit, _) in enumerate(view)}
-            if older not in at or newer not in at or at[newer] < at[older]:
-                continue
-            if view[at[newer]][1] == view[at[older]][1]:
-                view.insert(at[older], view.pop(at[newer]))
-            elif follower.sure:  # the later note is under the cut-off: the older joins it there
-                hit, _ = view.pop(at[older])
-                view.insert(at[newer], (hit, False))
-            else:
-                continue
-            moved = True
-        if not moved:
-            break
-    marked = [
-        (
-            hit.model_copy(update={"newer_note": later[hit.memory_id].memory_id}) if hit.memory_id in later else hit,
-            above,
-        )
-        for hit, above in view
-    ]
-    return [hit for hit, above in marked if above], [hit for hit, above in marked if not above]
+
+    def ordered(part: list[SearchHit]) -> list[SearchHit]:
+        for _ in range(len(part)):  # along chains: a note followed by one followed by another
+            moved = False
+            for older, newer in later.items():
+                at = {hit.memory_id: i for i, hit in enumerate(part)}
+                if older in at and newer in at and at[newer] > at[older]:
+                    part.insert(at[older], part.pop(at[newer]))
+                    moved = True
+            if not moved:
+                break
+        return [
+            hit.model_copy(update={"newer_note": later[hit.memory_id]}) if hit.memory_id in later else hit
+            for hit in part
+        ]
+
+    return ordered(list(hits)), ordered(list(offered))
 
 
 def few_of_each_chain(hits: list[SearchHit]) -> list[SearchHit]:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import numpy as np
 
@@ -153,21 +152,13 @@ def _unheaded(text: str) -> str:
     return text[found.end() :] if found else text
 
 
-class Later(NamedTuple):
-    """The later note that follows a memory, and whether the server is sure of it: the two stand out
-    from the rest read beside them as much as two whose words alone changed must."""
-
-    memory_id: str
-    sure: bool
-
-
-def later_notes(query: str, asked: np.ndarray, notes: Sequence[Note]) -> dict[str, Later]:
+def later_notes(query: str, asked: np.ndarray, notes: Sequence[Note]) -> dict[str, str]:
     """For each note a later one answers the same question for: the one standing out most (a chain
     of changes follows from one to the next). `asked`: the query's vector (unit length)."""
     if len(notes) < RIVALS + 2:
         return {}
     closeness = [[float(np.max(one.vectors @ other.vectors.T)) for other in notes] for one in notes]
-    later: dict[str, Later] = {}
+    later: dict[str, str] = {}
     for i, older in enumerate(notes):
         if older.replaced:
             continue
@@ -182,6 +173,5 @@ def later_notes(query: str, asked: np.ndarray, notes: Sequence[Note]) -> dict[st
             if (lead := same_question(query, older, newer, rival)) is not None:
                 found.append((lead, newer.memory_id))
         if found:
-            lead, newest = max(found)
-            later[older.memory_id] = Later(newest, lead >= WORDS_LEAD)
+            later[older.memory_id] = max(found)[1]
     return later

@@ -49,8 +49,20 @@ LOOK_ALIKES = [  # (memories in the order told, the question the first one answe
 ]  # fmt: skip
 
 
+OTHERS = [  # an owner's other memories, stored first: a pair stands out from the rest read beside it
+    "Allergic to penicillin.",
+    "Works as a structural engineer in Leeds.",
+    "Plays five-a-side football on Wednesday evenings.",
+    "Saving for a deposit on a flat.",
+    "The car is due its MOT in October.",
+]
+
+
 async def _read(engine: MemoryEngine, texts: list[str], query: str) -> tuple[list[str], list[SearchHit]]:
-    """Store `texts` in order, then ask: their ids, and what the assistant reads (results, then below_cutoff)."""
+    """Store the owner's other memories, then `texts` in order, then ask: their ids, and what the
+    assistant reads (results, then below_cutoff)."""
+    for text in OTHERS:
+        await engine.store(StoreRequest(text))
     ids = [(await engine.store(StoreRequest(text))).memory_id for text in texts]
     await engine.passages_indexed()
     found = await engine.search(SearchRequest(query))
@@ -61,20 +73,33 @@ async def _read(engine: MemoryEngine, texts: list[str], query: str) -> tuple[lis
 async def test_the_later_note_is_read_first_and_the_older_marked(
     engine: MemoryEngine, texts: list[str], query: str
 ) -> None:
-    """No link was made at store time (the server was not sure); the search shows the newer above
-    the older, which is marked with it, each with its own score: the results stay above the cut-off
-    and below_cutoff under it but for the older moved there. A changed fact in the middle of a long
+    """No link was made at store time (the server was not sure); the search marks the older with the
+    newer and shows the newer above it on its side of the cut-off, each with its own score: the
+    results stay above the cut-off and below_cutoff under it. A changed fact in the middle of a long
     journal entry counts like a short note."""
-    ids, read = await _read(engine, texts, query)
+    ids, _read_first = await _read(engine, texts, query)
     older, newer = ids[0], ids[-1]
     assert (await engine.get(older)).superseded_by is None
-    order = [hit.memory_id for hit in read]
-    assert order.index(newer) < order.index(older)
-    hits = {hit.memory_id: hit for hit in read}
-    assert hits[older].newer_note == newer and hits[newer].newer_note is None
     found = await engine.search(SearchRequest(query))
+    hits = {hit.memory_id: hit for hit in found.results + found.below_cutoff}
+    assert hits[older].newer_note == newer and hits[newer].newer_note is None
+    for part in (found.results, found.below_cutoff):
+        order = [hit.memory_id for hit in part]
+        assert older not in order or newer not in order or order.index(newer) < order.index(older)
     assert all(hit.relevance_score >= 30 for hit in found.results)
-    assert all(hit.relevance_score < 30 for hit in found.below_cutoff if hit.memory_id != older)
+    assert all(hit.relevance_score < 30 for hit in found.below_cutoff)
+
+
+async def test_the_later_note_moves_above_the_older_with_its_own_score(engine: MemoryEngine) -> None:
+    """Both above the cut-off: the newer is shown first though the older, which says the question's
+    words, scores higher; neither score is changed."""
+    texts = ["My dentist is Anna Weber.", "Prefers short answers with bullet points.", "New dentist: Marco Rossi"]
+    ids, _read_first = await _read(engine, texts, "Who is my dentist?")
+    found = await engine.search(SearchRequest("Who is my dentist?"))
+    order = [hit.memory_id for hit in found.results]
+    assert order.index(ids[2]) < order.index(ids[0])
+    scores = {hit.memory_id: hit.relevance_score for hit in found.results}
+    assert scores[ids[0]] > scores[ids[2]]
 
 
 @pytest.mark.parametrize(("texts", "query"), LOOK_ALIKES)
