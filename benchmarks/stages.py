@@ -77,7 +77,7 @@ async def run_on_store(args: argparse.Namespace) -> None:
         try:
             for i in range(20):
                 await engine.search(SearchRequest(synthetic_query(i, rng), limit=5))
-            await asyncio.sleep(4)  # the store's process reads its vectors while nothing is asked
+            await asyncio.sleep(4)  # the store process reads its vectors while nothing is asked
             exporter.clear()
             for i in range(300):
                 with tracer.start_as_current_span("search"):

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from symbiote.azure import FileShare, GuardedStore, ShareServices, open_share_services
+from symbiote.azure import FileShare, LeaseGuard, ShareServices, open_share_services
 from symbiote.config import Settings
 from symbiote.embedding import model as embeddings
 from symbiote.embedding.embedder import AsyncEmbedder
@@ -49,8 +49,8 @@ def load_embedder(model_dir: Path) -> Embedder | WarmModel:
     return embeddings.load_warm(model_dir, [*TopicIndex.questions(), *cohort.texts()])
 
 
-def store_host(settings: Settings) -> StoreProcess | None:
-    """The embedded store's own process, when that is how the store runs."""
+def store_process(settings: Settings) -> StoreProcess | None:
+    """The store process (the embedded store's own), when that is how the store runs."""
     if settings.chroma_host or not settings.store_process:
         return None
     return for_path(settings.chromadb_path)
@@ -79,7 +79,7 @@ class Runtime:
     server: SymbioteMCP
     started: float = field(default_factory=time.monotonic)
     history: HistoryServices | None = None
-    store_process: StoreProcess | None = None  # the embedded Chroma's own process, if that is the store
+    store_process: StoreProcess | None = None  # the embedded Chroma's own process, if that is how the store runs
     share: ShareServices | None = None  # the file share's lease, write gate and snapshots (SYMBIOTE_SHARE)
 
     @property
@@ -87,10 +87,10 @@ class Runtime:
         return round(time.monotonic() - self.started, 1)
 
     def close_stores(self) -> None:
-        """Close the conversation history and the engine, with their threads, stores and the store's
+        """Close the conversation history and the engine, with their threads, stores and the store
         process: each is closed even if another fails (the first failure is raised after)."""
         with contextlib.ExitStack() as closing:
-            closing.callback(self.engine.close)  # last: it ends the store's process the history uses too
+            closing.callback(self.engine.close)  # last: it ends the store process the history uses too
             if self.history is not None:
                 closing.callback(self.history.history.close)
 
@@ -108,20 +108,20 @@ def history_services(
     engine: MemoryEngine,
     clients: ChromaClients | None = None,
     guard: Callable[[Callable[[], Reach[HistoryStore]]], Reach[HistoryStore]] | None = None,
-    host: StoreProcess | None = None,
+    process: StoreProcess | None = None,
 ) -> HistoryServices:
     """Conversation history and build_context, in the same Chroma as the memories.
 
     `guard` wraps the history store's opener the way the memory store's is wrapped, e.g. in
-    `symbiote.azure.guard.GuardedStore` so that history writes too need the file share's writer lease.
-    With `host` (embedded Chroma) the history store lives in the memory store's process.
+    `symbiote.azure.guard.LeaseGuard` so that history writes too need the file share's writer lease.
+    With `process` (embedded Chroma) the history store lives in the store process.
     """
     clients = clients or ChromaClients(ChromaServer.from_settings(settings), settings.chromadb_path)
 
     def open_history(model: str, dimension: int) -> Reach[HistoryStore]:
         def opener() -> Reach[HistoryStore]:
-            if host is not None:
-                return host.history(model, dimension)
+            if process is not None:
+                return process.history(model, dimension)
             return Local(open_history_store(clients.get(), model, dimension))
 
         return guard(opener) if guard is not None else opener()
@@ -150,8 +150,8 @@ def _guards(settings: Settings, services: ShareServices | None) -> tuple[MemoryG
         return (lambda opener: ResetGuard(opener(), path)), (lambda opener: ResetGuard(opener(), path))
     lease, gate = services.lease, services.gate
     return (
-        lambda opener: ResetGuard(GuardedStore(opener, lease, gate, path), path),
-        lambda opener: ResetGuard(GuardedStore(opener, lease, gate, path), path),
+        lambda opener: ResetGuard(LeaseGuard(opener, lease, gate, path), path),
+        lambda opener: ResetGuard(LeaseGuard(opener, lease, gate, path), path),
     )
 
 
@@ -169,14 +169,14 @@ def build_runtime(
 
     # Embedded Chroma runs in a process of its own (symbiote.storage.chroma.process) unless
     # SYMBIOTE_STORE_PROCESS=off; a Chroma server is one already.
-    host = store_host(settings)
+    process = store_process(settings)
     services = open_share_services(settings, share)
     guard, history_guard = _guards(settings, services)
 
-    def open_store(model: str, dimension: int) -> Reach[MemoryStore]:
+    def open_memories(model: str, dimension: int) -> Reach[MemoryStore]:
         def opener() -> Reach[MemoryStore]:
-            if host is not None:
-                return host.memories(model, dimension)
+            if process is not None:
+                return process.memories(model, dimension)
             if chroma_server is not None:
                 sync = settings.chroma_keyword_sync_seconds
                 return Local(open_server_store(chroma_server, settings.chromadb_path, model, dimension, sync))
@@ -189,17 +189,22 @@ def build_runtime(
     )
     engine = MemoryEngine(
         embedder,
-        open_store,
+        open_memories,
         engine_policy(settings),
         disk_space(settings),
-        on_close=host.close if host else None,
+        on_close=process.close if process else None,
         # The warm-up opens the store, creating it from the copy made ahead if there is none. On a file
         # share the guard decides: the writer opens (or creates) it, a standby never creates it.
         share_usage=services.usage_report if services is not None else None,
         word_table=settings.model_dir,
     )
     history = history_services(
-        settings, embedder, engine, ChromaClients(chroma_server, settings.chromadb_path), guard=history_guard, host=host
+        settings,
+        embedder,
+        engine,
+        ChromaClients(chroma_server, settings.chromadb_path),
+        guard=history_guard,
+        process=process,
     )
     server = build_server(engine, personality, trace_content=settings.trace_content)
     register_history_tools(server, history)
@@ -216,4 +221,4 @@ def build_runtime(
             services.share.location,
             "yes" if services.lease.held else "standby",
         )
-    return Runtime(settings, personality, engine, server, history=history, store_process=host, share=services)
+    return Runtime(settings, personality, engine, server, history=history, store_process=process, share=services)

@@ -6,7 +6,7 @@ they take most of the GIL (Chroma's bindings hold it for a whole call). Here eve
 `urgent` (someone is waiting on a read: search, get, stats) or background (writes and the checks
 that precede them). A free worker takes the oldest urgent job first, and at most
 `background_limit` background jobs run at a time, so the other workers stay free for reads. So
-that a steady stream of searches cannot starve a store forever, a waiting background job goes
+that a steady stream of searches cannot starve the writes forever, a waiting background job goes
 first after every `URGENT_STREAK` urgent ones (a bound on waiting, not a share: searches stay first).
 `idle` jobs (work that follows an acknowledged write, such as indexing its sentences) run only when
 no urgent or background job waits, and count against `background_limit` like background ones.

@@ -46,12 +46,17 @@ BROWSER_FIXTURES = {"browser"}
 # Processes that serve (symbiote serve or stdio, a Chroma server) or browse: what the quick tier leaves out.
 SERVING = (("symbiote", "serve"), ("symbiote", "stdio"), ("chroma", "run"), ("playwright",), ("chromium",))
 _started: list[str] = []  # commands started since the current test began (an audit hook sees every Popen)
+_started_in_run: list[str] = []  # every command started in this run, in order
+_servers_started: dict[str, list[str]] = {}  # test id -> the Symbiote servers its setup, call or teardown started
+_first_command: dict[str, int] = {}  # test id -> where its commands begin in _started_in_run
 
 
 def _audit(event: str, args: tuple[Any, ...]) -> None:
     if event == "subprocess.Popen":
         argv = args[1]
-        _started.append(" ".join(map(str, argv)) if isinstance(argv, list | tuple) else str(argv))
+        command = " ".join(map(str, argv)) if isinstance(argv, list | tuple) else str(argv)
+        _started.append(command)
+        _started_in_run.append(command)
 
 
 sys.addaudithook(_audit)
@@ -159,6 +164,37 @@ def pytest_runtest_makereport(
     return report
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, object, object]:
+    """Which tests start a Symbiote server process (a module's shared one counts for the test that
+    set it up): the run's end prints how many (docs/tests.md), and SYMBIOTE_TEST_SERVERS_FILE lists them."""
+    _first_command[item.nodeid] = len(_started_in_run)
+    try:
+        return (yield)
+    finally:
+        symbiote = _servers_of(item)
+        del _first_command[item.nodeid]
+        if symbiote:
+            _servers_started[item.nodeid] = symbiote
+
+
+def _servers_of(item: pytest.Item) -> list[str]:
+    """The Symbiote servers started so far for `item`: its setup (a module's shared server too) and call."""
+    return [
+        c for c in _started_in_run[_first_command.get(item.nodeid, len(_started_in_run)) :] if _is_symbiote_server(c)
+    ]
+
+
+def _is_symbiote_server(command: str) -> bool:
+    return _serves(command) and "symbiote" in command.replace("/", " ").split()
+
+
+def servers_line() -> str:
+    serve = sum(any(" serve" in c for c in commands) for commands in _servers_started.values())
+    stdio = sum(any(" stdio" in c for c in commands) for commands in _servers_started.values())
+    return f"tests that started `symbiote serve`: {serve}; `symbiote stdio`: {stdio}"
+
+
 # -- the memory budget (docs/tests.md): the test process's peak resident memory, checked at the end.
 MEMORY_BUDGET_MB = int(os.environ.get("SYMBIOTE_TEST_MEMORY_BUDGET_MB", "3072"))
 
@@ -176,7 +212,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     line = f"test process peak resident memory: {peak:.0f} MB (budget {MEMORY_BUDGET_MB} MB)"
     if reporter is not None:
         reporter.write_line(volume_line())  # again at the end: `-q` leaves the header out
+        reporter.write_line(servers_line())
         reporter.write_line(line)
+    listing = os.environ.get("SYMBIOTE_TEST_SERVERS_FILE")
+    if listing:
+        Path(listing).write_text("".join(f"{test}\t{' | '.join(c)}\n" for test, c in sorted(_servers_started.items())))
     if peak > MEMORY_BUDGET_MB and session.testscollected:
         if reporter is not None:
             reporter.write_line("FAILED: the test process passed its memory budget", red=True)
@@ -192,6 +232,13 @@ def mark_what_starts_servers(request: pytest.FixtureRequest) -> Iterator[None]:
     serving = [command for command in _started if _serves(command)]
     if serving and request.node.get_closest_marker("server") is None:
         pytest.fail(f"this test starts {serving[0]!r}: mark it @pytest.mark.server (or its module)", pytrace=False)
+    if _servers_of(request.node) and not any(marker.args for marker in request.node.iter_markers("server")):
+        pytest.fail(
+            "this test starts a Symbiote server process: say why the process, the port or the transport is the "
+            'point in its mark, @pytest.mark.server("why") (or its module\'s); tool behaviour needs none (the '
+            "in_process fixture)",
+            pytrace=False,
+        )
 
 
 class SharedModel:

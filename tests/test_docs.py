@@ -9,6 +9,7 @@ is one they cannot find, and a path that no longer exists sends them looking for
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import inspect
 import re
@@ -248,7 +249,12 @@ def test_architecture_quotes_only_names_that_exist() -> None:
 
 def _in_settings(name: str) -> bool:
     """An environment variable the settings read (`SYMBIOTE_SHARE`, `CHROMA_HOST`)."""
-    return any(f'"{name}"' in p.read_text(encoding="utf-8") for p in PACKAGE.rglob("*.py"))
+    return f'"{name}"' in _package_text()
+
+
+@functools.cache
+def _package_text() -> str:
+    return "\n".join(p.read_text(encoding="utf-8") for p in PACKAGE.rglob("*.py"))
 
 
 def test_performance_tells_the_present() -> None:

@@ -603,7 +603,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.mark.server
+@pytest.mark.server("the process is the point: the image's own start command and healthcheck")
 def test_serve_target_start_command_and_healthcheck(image_root):
     wwwroot = image_root["/home/site/wwwroot"]
     serve = dict(stage("serve")["instructions"])

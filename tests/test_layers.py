@@ -123,7 +123,7 @@ def _imported_by(module: str) -> set[str]:
 
 
 def test_the_store_process_runs_only_storage_and_what_lies_below() -> None:
-    """The store's own process (`storage/chroma/process/child`) imports nothing above storage: a search
+    """The store process (`storage/chroma/process/child`) imports nothing above storage: a search
     sends its fusion down as data (`storage.Fusion`), never retrieval's code to run there."""
     above = sorted(
         m
@@ -231,6 +231,79 @@ def test_the_door_check_sees_an_import_past_a_door(tmp_path: Path) -> None:
     probe.write_text("from symbiote.storage.chroma.store import ChromaMemoryStore\n", encoding="utf-8")
     found = _past_the_doors([probe], root=tmp_path)
     assert found == ["symbiote/memory/_door_probe.py: symbiote.storage.chroma.store"]
+
+
+# The engine is the one door to the store: what reaches the store (its interfaces, their reaches,
+# the engine's store calls, the store process, the store's openers) is named only by the memory
+# package, which calls through it, the storage package, which is it, the file share's guard, a reach
+# itself, and the composition root, which builds the reach. Every other caller holds the engine and its parts.
+REACHING_THE_STORE = frozenset(
+    {
+        "MemoryStore",
+        "HistoryStore",
+        "Reach",
+        "Local",
+        "Remote",
+        "ResetGuard",
+        "LeaseGuard",
+        "StoreIO",
+        "LazyReach",
+        "StoreProcess",
+        "ChromaMemoryStore",
+        "ServerMemoryStore",
+        "open_embedded_store",
+        "open_server_store",
+        "open_history_store",
+        "_io",  # the engine's `StoreIO`
+    }
+)
+MAY_REACH_THE_STORE = ("symbiote.memory", "symbiote.storage", "symbiote.runtime", "symbiote.azure.guard")
+
+
+def _reaching_the_store(paths: list[Path], root: Path = ROOT) -> list[str]:
+    """Each name in REACHING_THE_STORE, and each import of `memory.store_io` or `memory.lazy_reach`,
+    in a module of `symbiote/` (or `function_app.py`) outside MAY_REACH_THE_STORE, as `file: name`."""
+    found = []
+    for path in paths:
+        module = _module_name(path, root).removesuffix(".__init__")
+        if module.endswith(".*") or not module.startswith("symbiote.") and module != "function_app":
+            continue  # tests, benchmarks and eval/ reach below the engine for what they test or measure
+        if module == "symbiote.azure" or any(module == m or module.startswith(m + ".") for m in MAY_REACH_THE_STORE):
+            continue  # (`symbiote.azure` is the door that lets the guard out)
+        names: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Name):
+                names.add(node.id)
+            elif isinstance(node, ast.Attribute):
+                names.add(node.attr)
+            elif isinstance(node, ast.alias):
+                names.add(node.name.rsplit(".", 1)[-1])
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names.add(node.module.rsplit(".", 1)[-1])
+        reached = names & (REACHING_THE_STORE | {"store_io", "lazy_reach"})
+        found += [f"{path.relative_to(root)}: {name}" for name in sorted(reached)]
+    return found
+
+
+def test_nothing_but_the_engine_reaches_the_store() -> None:
+    """Callers (the tools, the console, transfer, health, telemetry) use the engine and its parts
+    (`trash`, `bulk`, `links`), and the conversation history's service; none holds a reach or calls a store."""
+    found = _reaching_the_store(_sources())
+    assert not found, "go through the engine (symbiote.memory.MemoryEngine):\n" + "\n".join(found)
+
+
+def test_the_store_check_sees_a_caller_past_the_engine(tmp_path: Path) -> None:
+    """The check above would pass on nothing: it fails on a console module that reads the store
+    below the engine (in a temporary copy of the package's layout)."""
+    probe = tmp_path / "symbiote" / "console" / "_store_probe.py"
+    probe.parent.mkdir(parents=True)
+    probe.write_text(
+        "from symbiote.storage import MemoryStore\n\n\nasync def count(engine):\n"
+        "    return await engine._io.read(MemoryStore.count)\n",
+        encoding="utf-8",
+    )
+    found = _reaching_the_store([probe], root=tmp_path)
+    assert found == ["symbiote/console/_store_probe.py: MemoryStore", "symbiote/console/_store_probe.py: _io"]
 
 
 def test_the_architecture_doc_quotes_the_layer_order() -> None:

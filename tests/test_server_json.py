@@ -45,6 +45,7 @@ def test_server_json_is_valid_for_the_registry() -> None:
     assert len(json.dumps(found["_meta"][PUBLISHER]).encode()) <= 4096  # the official registry's limit
 
 
+@pytest.mark.server("the transport is the point: the URL the entry's template makes reaches this server")
 @pytest.mark.asyncio(loop_scope="session")
 async def test_the_remote_it_describes_is_this_server(server: ServerProcess) -> None:
     found = entry()

@@ -1,7 +1,7 @@
 """Writes on a file share: behind the writer lease, and held back while a snapshot is taken.
 
 `WriteGate` lets writes through together and lets a snapshot close it, wait for the writes in
-flight and hold new ones until it is done. `GuardedStore` reaches a store (the memories' or the
+flight and hold new ones until it is done. `LeaseGuard` reaches a store (the memories' or the
 history's) so that every call the interface's `WRITES` table names needs the writer lease and
 passes the gate; reads always work.
 """
@@ -98,26 +98,26 @@ class _Lease(Generic[S]):
         self._gate = gate
         self._data_path = data_path
         self._lock = threading.Lock()
-        self._store: Reach[S] | None = None
+        self._reach: Reach[S] | None = None
         self._generation: int | None = None
         self.current()
 
     def current(self) -> Reach[S]:
-        """The store to use now: reopened once after this instance took over as the writer."""
+        """The store's reach to use now: reopened once after this instance took over as the writer."""
         lease = self._lease
         with self._lock:
             writer_generation = lease.generation if lease is not None and lease.held else None
-            if self._store is not None and (writer_generation is None or writer_generation == self._generation):
-                return self._store
-            if self._store is None and lease is not None and writer_generation is None:
+            if self._reach is not None and (writer_generation is None or writer_generation == self._generation):
+                return self._reach
+            if self._reach is None and lease is not None and writer_generation is None:
                 if not (self._data_path / "chroma.sqlite3").exists():
                     raise StoreUnavailableError(lease.refusal() + " (The memory store has not been created yet.)")
-            if self._store is not None:
+            if self._reach is not None:
                 log.info("took over as writer: reopening the memory store to see the previous writer's changes")
-                self._store.close()
-            self._store = self._opener()
+                self._reach.close()
+            self._reach = self._opener()
             self._generation = writer_generation
-            return self._store
+            return self._reach
 
     def writable(self) -> Reach[S]:
         if self._lease is not None:
@@ -145,14 +145,14 @@ class _Lease(Generic[S]):
 
     def close(self) -> None:
         with self._lock:
-            if self._store is not None:
-                self._store.close()
-                self._store = None
+            if self._reach is not None:
+                self._reach.close()
+                self._reach = None
 
 
-class GuardedStore(Reach[S]):
-    """A store on the file share (the memories' or the history's): every write (`is_write`) needs the
-    writer lease and passes through the write gate; reads always work."""
+class LeaseGuard(Reach[S]):
+    """The reach of a store on the file share (the memories' or the history's): every write
+    (`is_write`) needs the writer lease and passes through the write gate; reads always work."""
 
     def __init__(
         self, opener: Callable[[], Reach[S]], lease: WriterLease | None, gate: WriteGate, data_path: Path

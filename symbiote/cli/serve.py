@@ -47,7 +47,7 @@ def serve(args: argparse.Namespace) -> int:
     """`symbiote serve [--transport http|sse|stdio]` (default: SYMBIOTE_TRANSPORT, else http)."""
     import dataclasses
 
-    os.umask(PRIVATE_UMASK)  # before anything (the store's process included) creates a file
+    os.umask(PRIVATE_UMASK)  # before anything (the store process included) creates a file
     settings = settings_from_env()
     overrides = {
         k: v for k, v in (("host", args.host), ("port", args.port), ("transport", args.transport)) if v is not None
@@ -130,6 +130,8 @@ def _boot_app(settings: Settings, failures: list[BaseException], server: Callabl
 
     print_ = handshake.fingerprint(settings)
     cache = handshake.HandshakeCache.load(settings, print_)
+    if cache is not None:  # said, so that an operator (and a test) can tell a replayed start from a recording one
+        log.info("handshake cache current: the first requests are answered from it, none is recorded")
 
     def failed(exc: BaseException) -> None:
         failures.append(exc)
@@ -154,7 +156,7 @@ def stdio(_args: argparse.Namespace) -> int:
 
 
 def _prestart(settings: Settings) -> None:
-    """Start the embedded store's process before importing the rest: it imports Chroma on the
+    """Start the store process before importing the rest: it imports Chroma on the
     other core."""
     if not settings.chroma_host and settings.store_process:
         from symbiote.embedding import MODEL_DIMENSION, MODEL_NAME

@@ -5,7 +5,7 @@ without importing one another.
 
 This is the package's door: other packages import from `symbiote.embedding`, never from a module
 inside it (tests/test_layers.py checks). It imports nothing: `symbiote serve` reads the model's name
-and dimension here before it listens, to start the store's process. The modules are let out whole
+and dimension here before it listens, to start the store process. The modules are let out whole
 and imported where used: `embedder` (the async embedder, with the OpenTelemetry API), `model` (the
 model on onnxruntime, imported on first load), `onnx_export` (the build-time export, torch) and `stamp`.
 """

@@ -99,7 +99,7 @@ class AsyncEmbedder:
 
     async def passages(self, texts: Sequence[str], complete: bool = False, idle: bool = False) -> list[Passages]:
         """Each text's passages and their vectors, one run of the model per slice of texts
-        (`Embedder.embed_passages`): all the model work a store waits for (an `embedding` span).
+        (`Embedder.embed_passages`): all the model work storing waits for (an `embedding` span).
         A long text gets its whole vector only, its paragraphs and spans being indexed after the
         store (`symbiote.memory.passage_indexing`); with `complete`, they are embedded here too."""
         with stage("embedding", **{"symbiote.embedding.texts": len(texts)}):

@@ -1,5 +1,5 @@
 """The memory card: an MCP App (the MCP Apps extension, `io.modelcontextprotocol/ui`) that shows in
-the conversation what a store, a search or a list did, and lets the owner correct it on the spot.
+the conversation what storing, a search or a list did, and lets the owner correct it on the spot.
 
 `store_memory`, `store_memories`, `search_memory` and `list_memories` name the card's `ui://` view
 (`VIEW_META`); a host with the extension renders it in a sandboxed frame and hands it the call's

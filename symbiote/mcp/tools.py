@@ -113,7 +113,7 @@ def as_client_label(name: str) -> str:
 
 def register_tools(server: MCPServer, engine: MemoryEngine, view: dict[str, Any] | None = None) -> None:
     """Add the memory tools to `server`, all backed by `engine` (in this order in tools/list). `view`: the
-    `_meta` naming the view that shows a store's, a search's or a list's result (`symbiote.mcp.memory_card`)."""
+    `_meta` naming the view that shows the result of storing, a search or a list (`symbiote.mcp.memory_card`)."""
     _register_storing(server, engine, view)
     _register_search(server, engine, view)
     _register_reading(server, engine)

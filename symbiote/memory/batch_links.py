@@ -1,10 +1,10 @@
-"""Links and offers for a batch (store_memories), as a store of each item one by one would make them.
+"""Links and offers for a batch (store_memories), as storing each item one by one would make them.
 
 A batch is embedded in one pass and written in one call, so no item meets the store's
 near-duplicate check of its own. Each item's nearest older memories are asked of the store before
-the batch is written (whole texts only, as a single store sees them) and joined with the items
+the batch is written (whole texts only, as storing one memory sees them) and joined with the items
 before it in the batch, by the vectors already at hand: a fact said twice in one batch, reworded,
-is linked as it would be in two stores, and an older value is offered the same way.
+is linked as it would be stored twice, and an older value is offered the same way.
 """
 
 from __future__ import annotations

@@ -113,16 +113,16 @@ class MemoryBulk:
     async def set_aside(self) -> list[tuple[StoredMemory, str]]:
         """The memories set aside at open, each with why (`MemoryStore.set_aside`): they change only
         when a store opens, so they are read once per store opened (health asks on every probe)."""
-        store = await self._io.opened()
-        if self._aside is None or self._aside[0] is not store:
-            self._aside = (store, await self._io.read_in("background", MemoryStore.set_aside))
+        reach = await self._io.opened()
+        if self._aside is None or self._aside[0] is not reach:
+            self._aside = (reach, await self._io.read_in("background", MemoryStore.set_aside))
         return list(self._aside[1])
 
     async def losses(self) -> list[str]:
         """What the store's open could not recover (`MemoryStore.losses`), read once per store opened."""
-        store = await self._io.opened()
-        if self._losses is None or self._losses[0] is not store:
-            self._losses = (store, await self._io.read_in("background", MemoryStore.losses))
+        reach = await self._io.opened()
+        if self._losses is None or self._losses[0] is not reach:
+            self._losses = (reach, await self._io.read_in("background", MemoryStore.losses))
         return list(self._losses[1])
 
     # -- writes ----------------------------------------------------------------------------

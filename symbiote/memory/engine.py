@@ -1,11 +1,13 @@
 """The memory engine: validation, ids, embedding, policy and scoring over a `MemoryStore`.
 
-It knows nothing of MCP or HTTP; every surface (MCP tools, resources, health) calls it. The
-store is opened by `warm_up()` in the background (or by the first memory operation without one), so
-a server answers `initialize` before Chroma and the model have loaded. A store that cannot be
-opened is not fatal: each call reports why and tries again (`symbiote.memory.lazy_store`).
-All blocking work runs in worker threads (`symbiote.memory.store_io`). The write path, the
-search path and the statistics live in modules of their own; this class holds them together.
+It knows nothing of MCP or HTTP; every surface (MCP tools, resources, health) calls it, and it is
+their one door to the store: they call it and its parts (`trash`, `bulk`, `links`), never a reach
+(tests/test_layers.py checks). The store is opened by `warm_up()` in the background (or by the
+first memory operation without one), so a server answers `initialize` before Chroma and the model
+have loaded. A store that cannot be opened is not fatal: each call reports why and tries again
+(`symbiote.memory.lazy_reach`). All blocking work runs in worker threads (`symbiote.memory.store_io`).
+The write path, the search path and the statistics live in modules of their own; this class holds
+them together.
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ class MemoryEngine:
     def __init__(
         self,
         embedder: AsyncEmbedder,
-        open_store: Callable[[str, int], Reach[MemoryStore]],
+        open_reach: Callable[[str, int], Reach[MemoryStore]],
         policy: EnginePolicy | None = None,
         space: DiskSpace | None = None,
         on_close: Callable[[], None] | None = None,
@@ -77,11 +79,11 @@ class MemoryEngine:
         scoring reads (`retrieval.load_lists`: the model's)."""
         self._embedder = embedder
         self._warming: asyncio.Future[None] | None = None  # the warm-up's model load and store opening
-        self._on_close = on_close  # e.g. end the memory store's process (symbiote.storage.chroma.process)
+        self._on_close = on_close  # e.g. end the store process (symbiote.storage.chroma.process)
         self._counting: asyncio.Future[int] | None = None  # health's count of memories, while in flight
         self._last_count: int | None = None
         self.policy = policy or EnginePolicy()
-        self._io = StoreIO(open_store, space)
+        self._io = StoreIO(open_reach, space)
         self._stats = Statistics(self._io, share_usage)
         self._writer = MemoryWriter(embedder, self._io, self._stats, lambda: self.policy)
         self._search = MemorySearch(
@@ -107,13 +109,13 @@ class MemoryEngine:
         """
         self._warming = asyncio.ensure_future(self._prepare())
         await self._warming  # cancelled with the warm-up at shutdown: nothing opens after that
-        if self._io.store is not None:
+        if self._io.reach is not None:
             self._writer.passages.kick()  # what a crash left queued, or a damaged vector index's rebuild
             try:
                 await self.trash.purge_expired()  # then at each delete and each look at the trash
             except SymbioteError as exc:
                 log.error("emptying the trash of expired memories failed: %s", exc)
-        while self.policy.retention_days is not None and self._io.store is not None:
+        while self.policy.retention_days is not None and self._io.reach is not None:
             try:
                 await self.apply_retention()
                 await self.trash.purge_expired()
@@ -123,11 +125,11 @@ class MemoryEngine:
 
     async def _prepare(self) -> None:
         # The store is opened, and created if there is none yet (from the copy made ahead): a client
-        # that connects is about to store, and its first store should not wait the 30-40 ms of an
-        # open. One that cannot be opened is reported now (health). The word lists load beside the
-        # model, in a thread, and the tools are listed once they are in (`ready`): the second store of
-        # a session (the first with a near neighbour) waited 0.3-0.5 s for them, and a store
-        # while they load waits for the GIL (the first store 40-50 ms after them, 43-130 ms beside them).
+        # that connects is about to store, and the first memory it stores should not wait the 30-40 ms
+        # of an open. One that cannot be opened is reported now (health). The word lists load beside
+        # the model, in a thread, and the tools are listed once they are in (`ready`): the second
+        # storing of a session (the first with a near neighbour) waited 0.3-0.5 s for them, and storing
+        # while they load waits for the GIL (the first 40-50 ms after them, 43-130 ms beside them).
         opening = self._io.opened()  # a SymbioteError saying why when it cannot be
         results = await asyncio.gather(
             opening, self._search.topic_index(), self._search.word_lists(), return_exceptions=True
@@ -147,7 +149,7 @@ class MemoryEngine:
     def status(self) -> dict[str, Any]:
         """Health facts without touching the disk: ready, starting, or unavailable (and why)."""
         loaded = self._embedder.loaded
-        if self._io.store is not None:
+        if self._io.reach is not None:
             return {"store": "ready", "model_loaded": loaded}
         if self._io.lazy.error:
             return {"store": "unavailable", "error": self._io.lazy.error, "model_loaded": loaded}
@@ -161,10 +163,9 @@ class MemoryEngine:
     async def count(self) -> int | None:
         """Number of memories; None while the store opens or cannot be read. For
         health: never queued behind writes, and never waiting more than COUNT_WAIT_SECONDS: the
-        store's process serves one call at a time, and a large batch's write holds it for seconds,
+        store process serves one call at a time, and a large batch's write holds it for seconds,
         so health answers with the count from before it (one count in flight at a time)."""
-        store = self._io.store
-        if store is None:
+        if self._io.reach is None:
             return None
         if self._counting is None or self._counting.done():
             self._counting = asyncio.ensure_future(self._io.read_in("urgent", MemoryStore.count))
@@ -181,18 +182,17 @@ class MemoryEngine:
     async def store_size(self) -> int | None:
         """Bytes the store takes on disk, for the telemetry gauge: None while it is not open (this never
         opens it). Queued with the background work: nobody waits on it."""
-        store = self._io.store
-        if store is None:
+        if self._io.reach is None:
             return None
         return await self._io.read_in("background", MemoryStore.size_bytes)
 
     async def passages_indexed(self) -> None:
-        """Wait until the passages of every memory stored so far are indexed (they follow a store)."""
+        """Wait until the passages of every memory stored so far are indexed (they follow storing)."""
         await self._writer.passages.settled()
 
     def close(self) -> None:
         """Stop the background work, end the store's threads and close the store (`StoreIO.shutdown`),
-        the embedder's thread, then the store's process if it has one."""
+        the embedder's thread, then the store process if it has one."""
         self._writer.passages.close()
         self._io.shutdown()
         self._embedder.close()

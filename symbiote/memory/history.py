@@ -152,7 +152,7 @@ class ConversationHistory:
     def __init__(
         self,
         embedder: AsyncEmbedder,
-        open_store: Callable[[str, int], Reach[HistoryStore]],
+        open_reach: Callable[[str, int], Reach[HistoryStore]],
         space: DiskSpace | None = None,
         on_close: Callable[[], None] | None = None,
     ) -> None:
@@ -160,7 +160,7 @@ class ConversationHistory:
         self._embedder = embedder
         self._on_close = on_close
         # The memory store's way of calling a store: the same priorities, write retries and spans.
-        self._io: StoreIO[HistoryStore] = StoreIO(open_store, space, "conversation history")
+        self._io: StoreIO[HistoryStore] = StoreIO(open_reach, space, "conversation history")
         self._appending = KeyedLock()
         self._background: Cohort | None = None
 

@@ -1,12 +1,12 @@
-"""Links between two memories about the same thing: made at store time, shown by every surface,
+"""Links between two memories about the same thing: made when a memory is stored, shown by every surface,
 confirmed by the assistant, reviewed by the owner.
 
-A store finds the nearest older memories anyway (the near-duplicate check); when one of them is
+Storing finds the nearest older memories anyway (the near-duplicate check); when one of them is
 about the same thing (`symbiote.retrieval.sameness`), the two are linked on both records: the one
 to show first carries `supersedes`, the other `superseded_by`. Nothing is deleted by a link, and
 the owner can keep it, merge the two (delete the one replaced) or undo it. What the rule is not
-sure of is offered instead (`offers`, a store's `may_replace`), and the assistant, which understands
-what changed, confirms it: `replaces` at store time, or `link` afterwards. Each link records who made
+sure of is offered instead (`offers`, storing's `may_replace`), and the assistant, which understands
+what changed, confirms it: `replaces` as it stores, or `link` afterwards. Each link records who made
 it (`link_by` on the memory replaced: None for the server's rule, ASSISTANT, OWNER).
 
 A link is on both of its memories or on neither: every change to one is read and written holding
@@ -162,7 +162,7 @@ def offers(
     memory: StoredMemory, nearest: Sequence[tuple[StoredMemory, float]], linked: Sequence[str] = ()
 ) -> list[tuple[StoredMemory, float]]:
     """The older memories that may hold an earlier value of what `memory` says: of the same holder,
-    not already replaced, not linked by this store, and standing out from the other nearest by
+    not already replaced, not linked as `memory` was stored, and standing out from the other nearest by
     STANDOUT, as a link's must (in a conversation every turn is about as close as the next: none is
     offered). For the assistant to confirm (`replaces`, link_memories) or ignore. At most MAX_OFFERS."""
     live = [

@@ -1,12 +1,12 @@
-"""Indexing the passages a store did not embed: a long memory's paragraphs and spans, and whatever a
+"""Indexing the passages storing did not embed: a long memory's paragraphs and spans, and whatever a
 crash or an index rebuild left queued.
 
-A memory within the model's window brings its sentences' vectors with its store (one run of the
+A memory within the model's window brings its sentences' vectors when it is stored (one run of the
 model; `symbiote.storage.chroma.passages` writes them to Chroma between requests). A longer one's spans
-each need a run of their own, so its store acknowledges once the whole text's vector is durable and
+each need a run of their own, so storing it acknowledges once the whole text's vector is durable and
 they wait in the store's durable queue. This task drains that queue as idle work: once writes have
 paused (or after a bounded wait behind a steady stream of them), embedded only when no search or
-write waits for the model, added only when no other store call waits. Until it is done, a search
+write waits for the model, added only when no other call to the store waits. Until it is done, a search
 says so (`busy`). The queue is read from the store, so what a crash or a restart left is indexed at
 the next open.
 """
@@ -102,8 +102,7 @@ class PassageIndexer:
     async def _round(self) -> bool:
         """Index one batch from the queue; False when it was empty."""
         io = self._io
-        store = io.store
-        if store is None:
+        if io.reach is None:
             return False
         pending = await io.read_in("idle", MemoryStore.pending_passages, BATCH)
         if not pending:
@@ -115,7 +114,7 @@ class PassageIndexer:
         passages = 0
         made = await self._embedder.passages([text for _mid, _windows, text in pending], idle=True)
         for (memory_id, _windows, _text), found in zip(pending, made):
-            if found.complete:  # a text within the window: its passages came with the run, as in a store
+            if found.complete:  # a text within the window: its passages came with the run, as in storing
                 items.append((memory_id, found.vectors, found.windows))
                 continue
             if spans and passages + len(found.windows) - 1 > ROUND_PASSAGES:

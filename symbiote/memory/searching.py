@@ -161,7 +161,7 @@ class MemorySearch:
         """`rank`, plus the memories most likely to be returned (the first `prefetch` candidates and
         the leading topic members). One trip to the store after the query is embedded: vectors,
         keywords and topic members, fused there with the ranking's weights sent down (`ranking.fusion`), then contents. The keyword search waits for the embedding rather than run beside it: the model has
-        both cores to itself, and in the store's process the keywords are searched beside the vectors."""
+        both cores to itself, and in the store process the keywords are searched beside the vectors."""
         io = self._io
         store, vectors, topics, cohort = await asyncio.gather(
             io.opened(), self._embedder.embed([text], urgent=True), self.topic_index(), self.background()

@@ -2,7 +2,7 @@
 
 Every call names the interface's method and its arguments, `io.read(MemoryStore.get, ids)`, and
 goes to the store's `Reach` (`symbiote.storage.base`), which does what every call needs (the reset
-check, the writer lease for a write, the trip to the store's process). Reads someone waits on go
+check, the writer lease for a write, the trip to the store process). Reads someone waits on go
 first and one write at a time leaves the other workers free (`symbiote.workers`). A read that
 fails becomes a `StoreUnavailableError`; a write retries transient lock contention, and a full or
 read-only disk becomes an error a person can act on (`symbiote.storage.disk_errors`).
@@ -18,7 +18,7 @@ from typing import Concatenate, Generic, Literal, ParamSpec, TypeVar
 
 from symbiote.errors import StoreUnavailableError, worded
 from symbiote.memory.keyed_lock import KeyedLock
-from symbiote.memory.lazy_store import LazyStore
+from symbiote.memory.lazy_reach import LazyReach
 from symbiote.storage import DiskSpace, HistoryStore, MemoryStore, Reach, is_transient, is_write, write_failure
 from symbiote.telemetry.stages import stage
 from symbiote.workers import Lane, PriorityExecutor
@@ -38,10 +38,10 @@ class StoreIO(Generic[S]):
     the conversation history's (`name`), so both get the same priorities, retries and spans."""
 
     def __init__(
-        self, open_store: Callable[[str, int], Reach[S]], space: DiskSpace | None, name: str = "memory store"
+        self, open_reach: Callable[[str, int], Reach[S]], space: DiskSpace | None, name: str = "memory store"
     ) -> None:
         self._threads = PriorityExecutor(4, "store", background_limit=1, grace=SEARCH_GRACE_SECONDS)
-        self.lazy: LazyStore[Reach[S]] = LazyStore(open_store, self._open, name)
+        self.lazy: LazyReach[S] = LazyReach(open_reach, self._open, name)
         self.name = name
         self._space = space
         self.writes = 0  # bumped by every write, so statistics can tell a scan raced one
@@ -53,22 +53,22 @@ class StoreIO(Generic[S]):
         self.changing = KeyedLock()
 
     @property
-    def store(self) -> Reach[S] | None:
-        """The store if it is open; None before (never opens it)."""
-        return self.lazy.store
+    def reach(self) -> Reach[S] | None:
+        """The store's reach if the store is open; None before (never opens it)."""
+        return self.lazy.reach
 
     async def opened(self) -> Reach[S]:
-        if self.lazy.store is not None:
-            return self.lazy.store
-        store = await self.lazy.get()
+        if self.lazy.reach is not None:
+            return self.lazy.reach
+        reach = await self.lazy.get()
         hooks, self.on_open = self.on_open, []
         for hook in hooks:
             hook()
-        return store
+        return reach
 
-    async def _open(self, open_store: Callable[[str, int], Reach[S]], model: str, dimension: int) -> Reach[S]:
+    async def _open(self, open_reach: Callable[[str, int], Reach[S]], model: str, dimension: int) -> Reach[S]:
         """Open the store in a worker thread, queued with the writes."""
-        return await self.run("background", open_store, model, dimension)
+        return await self.run("background", open_reach, model, dimension)
 
     async def run(self, lane: Lane, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         return await self._threads.run(lane, fn, *args, **kwargs)
@@ -114,7 +114,7 @@ class StoreIO(Generic[S]):
         """Run a write (the store's `Reach` holds the writer lease where there is one), retrying
         transient lock contention. `idle`: only when no other store call waits (work that follows an
         acknowledged write)."""
-        assert is_write(op), op.__name__  # the table the lease and the store's process go by
+        assert is_write(op), op.__name__  # the table the lease and the store process go by
         reach = await self.opened()
         guarded = functools.partial(reach.call, op, *args, **kwargs)
         for attempt in range(WRITE_RETRIES + 1):
@@ -149,6 +149,6 @@ class StoreIO(Generic[S]):
         embedded Chroma stays in Chroma's per-path cache, with its memory and threads, until its
         last client is closed."""
         self._threads.shutdown(wait=True)
-        store, self.lazy.store = self.lazy.store, None
-        if store is not None:
-            store.close()
+        reach, self.lazy.reach = self.lazy.reach, None
+        if reach is not None:
+            reach.close()

@@ -1,4 +1,4 @@
-"""What a store tells the assistant: the result of each stored memory, its links, and the older
+"""What storing tells the assistant: the result of each stored memory, its links, and the older
 memories it may replace, in words the assistant can act on (kept apart from the write path itself)."""
 
 from __future__ import annotations

@@ -214,7 +214,7 @@ def memory_ids(value: Any) -> list[str]:
     return [memory_id(v) for v in value]
 
 
-MAX_REPLACES = 10  # older memories one store may replace
+MAX_REPLACES = 10  # older memories one memory stored may replace
 
 
 def replaces(value: Any) -> list[str]:

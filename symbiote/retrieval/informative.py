@@ -139,7 +139,7 @@ def make_word_table(folder: Path) -> Path:
 
 
 def load_lists(folder: Path | None = None) -> None:
-    """Ready what scoring reads, so that the first search, or the first store with a near neighbour
+    """Ready what scoring reads, so that the first search, or the first storing with a near neighbour
     (`holders`), does not wait for it: the word table in `folder` (the model's) where setup wrote
     one, else wordfreq and its English list (some 0.3-0.5 s, most of it holding the GIL); and the
     stemmer. The warm-up calls this in a thread beside the model's load."""

@@ -206,7 +206,7 @@ def with_members(candidates: Sequence[Candidate], members: set[str]) -> list[Can
 
 def fusion(prefetch: int, pool: int = 0) -> Fusion:
     """What a search sends down with its trip to the store: the fusion's weights (above) and how many
-    candidates to read (`likely`). Data, so the store's process runs none of this package's code."""
+    candidates to read (`likely`). Data, so the store process runs none of this package's code."""
     return Fusion(KEYWORD_WEIGHT, TOPIC_BOOST, SEMANTIC_FLOOR, prefetch, pool)
 
 

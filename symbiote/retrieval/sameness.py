@@ -52,7 +52,7 @@ def _stem(word: str) -> str:
 def content_words(text: str, numbers: bool = False) -> frozenset[str]:
     """The text's content words (of its first JUDGED_CHARS), crudely stemmed ("coaches" and "coach"
     are one word). Numbers are values, not what a memory is about: left out unless asked for.
-    Cached: a store judges each of its nearest memories several ways, a batch each item against many."""
+    Cached: storing judges each of its nearest memories several ways, a batch each item against many."""
     words = query_terms(text[:JUDGED_CHARS])
     return frozenset(_stem(word) for word in words if numbers or not any(ch.isdigit() for ch in word))
 

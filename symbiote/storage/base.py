@@ -9,10 +9,10 @@ block; the engine runs them in worker threads (`symbiote.memory.store_io`).
 The engine reaches a store through a `Reach`: every call as the interface's own method and its
 arguments, `reach.call(MemoryStore.get, ids)` (ParamSpec-checked: a type checker follows it to the
 interface, an editor to its implementation). What every call needs is said once where every call
-passes, a `Reach`'s `call`: the store in this process (`Local`), in the store's process
+passes, a `Reach`'s `call`: the store in this process (`Local`), in the store process
 (`symbiote.storage.chroma.process.Remote`), behind the reset check
 (`symbiote.storage.data_directory.ResetGuard`) or the file share's writer lease
-(`symbiote.azure.guard.GuardedStore`). Which calls are writes is one table, `WRITES`. Opening a
+(`symbiote.azure.guard.LeaseGuard`). Which calls are writes is one table, `WRITES`. Opening a
 store is `symbiote.storage.chroma.opening`.
 """
 
@@ -275,7 +275,7 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 # The calls that change a store, of both interfaces by name (`add` is one of each): what needs the
-# writer lease, what the store's process may let wait behind its answer, what a read-only replica
+# writer lease, what the store process may let wait behind its answer, what a read-only replica
 # refuses. Every other method of the interfaces only reads.
 WRITES: Final = frozenset(
     {
@@ -301,8 +301,8 @@ def is_write(op: Callable[..., object]) -> bool:
 
 
 class Reach(Generic[S]):
-    """A store as the engine reaches it: every call of its interface through `call`, so what every
-    call needs (a check, a lease, a trip to another process) is written once, in a subclass's `call`."""
+    """How a call reaches a store: every call of its interface through `call`, so what every call
+    needs (a check, a lease, a trip to another process) is written once, in a subclass's `call`."""
 
     def call(self, op: Callable[Concatenate[S, P], T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """`op(store, *args, **kwargs)` on the store this reaches: `op` is the interface's method."""
@@ -313,7 +313,7 @@ class Reach(Generic[S]):
 
 
 class Local(Reach[S]):
-    """A store in this process, called directly."""
+    """The reach of a store in this process: each call made on it directly."""
 
     def __init__(self, store: S) -> None:
         self.store: S = store

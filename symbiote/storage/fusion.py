@@ -1,9 +1,9 @@
 """A search's candidates fused in the store: the one step of ranking that runs where the store runs.
 
-A search is one trip to the store's process: vectors and keywords are searched there, fused, and the
+A search is one trip to the store process: vectors and keywords are searched there, fused, and the
 records most likely shown read, before the answer comes back (`MemoryStore.search`). The weights and
 the limits of that fusion belong to the ranking (`symbiote.retrieval.ranking`, where they are set and
-why) and come down with the search as data (`Fusion`), so the store's process runs no code but its own.
+why) and come down with the search as data (`Fusion`), so the store process runs no code but its own.
 
 Candidates: `cosine + keyword_weight * bm25 / best_bm25 (+ topic_boost * topic_bm25 / best_topic_bm25 for a
 topic member)`. A memory found only by keywords gets the weakest cosine of the semantic candidates.
@@ -22,7 +22,7 @@ MatchedBy = Literal["semantic", "keyword", "both", "topic"]
 
 class Candidate(NamedTuple):
     """One memory a search found, with its evidence. A named tuple: a search's hundred-odd candidates
-    cross from the store's process in every search, and a tuple pickles ten times faster than a
+    cross from the store process in every search, and a tuple pickles ten times faster than a
     dataclass (docs/performance.md)."""
 
     memory_id: str

@@ -124,6 +124,7 @@ async def read_source(
         stdout=asyncio.subprocess.PIPE,
         limit=line_limit(max_bytes),
     )
+    source: ReadSource | None = None
     try:
         head = await _message(process, idle_seconds)
         if not isinstance(head, dict):
@@ -135,12 +136,23 @@ async def read_source(
         if head.get("source") is None:
             yield None
         else:
-            yield ReadSource(str(head["source"]), str(head.get("unit") or "line"), process, idle_seconds)
+            source = ReadSource(str(head["source"]), str(head.get("unit") or "line"), process, idle_seconds)
+            yield source
     finally:
-        await _end(process)
+        await _end(process, said_its_last=source is not None and source._done)
 
 
-async def _end(process: asyncio.subprocess.Process) -> None:
+async def _end(process: asyncio.subprocess.Process, said_its_last: bool = False) -> None:
+    """Stop the reader: one that said its last line is let exit on its own first (its exit flushes what
+    it keeps, a coverage measurement among them); any other is killed at once."""
+    if said_its_last and process.returncode is None:
+        if process.stdin is not None:
+            process.stdin.close()
+        with suppress(TimeoutError):
+            async with asyncio.timeout(KILL_WAIT_SECONDS):
+                if process.stdout is not None:
+                    await process.stdout.read()
+                await process.wait()
     if process.returncode is None:
         process.kill()
     if process.stdin is not None:

@@ -128,7 +128,7 @@ async def import_text(bulk: MemoryBulk, text: str, tag: str, *, dry_run: bool = 
     importer.report.source = "pasted"
     report = await importer.run_items(_each(pasted_items(text, tag)))
     if report.lines == 0:
-        raise NotAnExportError("Nothing was pasted, so nothing was imported.")
+        raise InvalidInputError("Nothing was pasted, so nothing was imported.")  # a bad input, not a file
     return report
 
 

@@ -23,9 +23,11 @@ if TYPE_CHECKING:
     from symbiote.memory import MemoryBulk
 
 
-def _bar(total: int, unit: str, description: str, stream: IO[str]) -> Any:
+def _bar(total: int, unit: str, description: str, stream: IO[str] | None) -> Any:
+    """`stream` None: standard error as it is now (a default bound at import would keep the one of then)."""
     from tqdm import tqdm
 
+    stream = stream if stream is not None else sys.stderr
     return tqdm(
         total=total,
         unit=unit,
@@ -42,7 +44,7 @@ async def export_to(
     out: Path | None,
     history: TurnSource | None = None,
     with_vectors: bool = False,
-    progress_stream: IO[str] = sys.stderr,
+    progress_stream: IO[str] | None = None,
 ) -> int:
     """Write an export to `out` (None: standard output); returns the number of records (memories and
     turns) written after the header."""
@@ -82,7 +84,7 @@ async def import_from(
     path: Path,
     history: TurnSink | None = None,
     dry_run: bool = False,
-    progress_stream: IO[str] = sys.stderr,
+    progress_stream: IO[str] | None = None,
     replace: bool = False,
 ) -> ImportReport:
     """Import a file or folder of any format read (`symbiote.transfer.sources`) with a progress bar."""

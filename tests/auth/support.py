@@ -8,9 +8,12 @@ each test can break exactly one step. No tests live here.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import secrets
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +23,10 @@ import httpx
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from starlette.testclient import TestClient
+
+from symbiote.config import Settings
+from tests.conftest import make_app
 
 OWNER_SECRET = "correct horse battery staple 42"
 REDIRECT_URI = "http://127.0.0.1:9/callback"
@@ -29,6 +36,8 @@ INITIALIZE = {
     "method": "initialize",
     "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
 }
+Response = httpx.Response | httpx2.Response  # a `served` app answers through httpx2 (TestClient)
+IN_PROCESS = "http://127.0.0.1"  # the origin `served` apps answer on
 MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 
@@ -42,6 +51,22 @@ def oauth_env(**extra: str) -> dict[str, str]:
         "SYMBIOTE_REGISTRATIONS_PER_HOUR": "100000",
         **extra,
     }
+
+
+def oauth_settings(data_dir: Path, model_dir: Path, **extra: str) -> Settings:
+    """`oauth_env` as Settings for the real app in this process, with Chroma in-process."""
+    chosen = Settings.from_env({**oauth_env(**extra), "CHROMADB_PATH": str(data_dir)})
+    return dataclasses.replace(chosen, model_dir=model_dir, store_process=False)
+
+
+@contextmanager
+def served(settings: Settings) -> Iterator[OAuthFlow]:
+    """The real app on `settings` in this process, its lifespan run, and an OAuth client on it
+    (Starlette's TestClient: httpx's own client over ASGI), from a loopback address."""
+    app = make_app(settings)
+    with TestClient(app, base_url=IN_PROCESS, follow_redirects=False, client=("127.0.0.1", 50000)) as http:
+        http.timeout = 30  # type: ignore[assignment]
+        yield OAuthFlow(IN_PROCESS, http=http)
 
 
 def pkce() -> tuple[str, str]:
@@ -64,9 +89,9 @@ class Started:
 class OAuthFlow:
     """One OAuth client talking to the server with plain httpx."""
 
-    def __init__(self, base_url: str) -> None:
+    def __init__(self, base_url: str, http: httpx.Client | httpx2.Client | None = None) -> None:
         self.base = base_url
-        self.http = httpx.Client(base_url=base_url, timeout=30)
+        self.http: httpx.Client | httpx2.Client = http or httpx.Client(base_url=base_url, timeout=30)
 
     def close(self) -> None:
         self.http.close()
@@ -101,7 +126,7 @@ class OAuthFlow:
 
     def consent(
         self, ticket: str, secret: str = OWNER_SECRET, decision: str = "approve", source: str | None = None
-    ) -> httpx.Response:
+    ) -> Response:
         headers = {"X-Forwarded-For": source} if source else {}
         return self.http.post(
             "/oauth/consent", data={"ticket": ticket, "owner_secret": secret, "decision": decision}, headers=headers
@@ -118,9 +143,7 @@ class OAuthFlow:
         assert params["state"] == started.state
         return params["code"], started.verifier
 
-    def token(
-        self, client: dict[str, Any], code: str, verifier: str, redirect_uri: str = REDIRECT_URI
-    ) -> httpx.Response:
+    def token(self, client: dict[str, Any], code: str, verifier: str, redirect_uri: str = REDIRECT_URI) -> Response:
         return self.http.post(
             "/token",
             data={
@@ -133,7 +156,7 @@ class OAuthFlow:
             },
         )
 
-    def refresh(self, client: dict[str, Any], refresh_token: str) -> httpx.Response:
+    def refresh(self, client: dict[str, Any], refresh_token: str) -> Response:
         return self.http.post(
             "/token",
             data={
@@ -144,7 +167,7 @@ class OAuthFlow:
             },
         )
 
-    def revoke(self, client: dict[str, Any], token: str) -> httpx.Response:
+    def revoke(self, client: dict[str, Any], token: str) -> Response:
         return self.http.post(
             "/revoke",
             data={"token": token, "client_id": client["client_id"], "client_secret": client.get("client_secret", "")},

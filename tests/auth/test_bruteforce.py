@@ -24,7 +24,9 @@ from symbiote.auth.owner import SignInLimiter
 from tests.auth.support import INITIALIZE, MCP_HEADERS, OAuthFlow, oauth_env
 from tests.conftest import ServerProcess, Volume
 
-pytestmark = pytest.mark.server  # starts servers (docs/tests.md: tiers)
+pytestmark = pytest.mark.server(
+    "the real socket is the point: parallel attackers race the limiter over real connections while the owner works"
+)
 
 ATTEMPTS = (1000, 150)  # guesses of each kind: the full volume and the sample
 SPREAD = (200, 60)  # addresses in the distributed attack, each costing one owner-secret check (over `global_max`)

@@ -13,6 +13,7 @@ import datetime
 import http.server
 import ipaddress
 import json
+import re
 import ssl
 import threading
 import time
@@ -27,11 +28,18 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from symbiote.auth.client_metadata import ClientMetadataDocuments, ClientMetadataError, is_metadata_url
+from symbiote.auth.client_metadata import (
+    ClientMetadataDocuments,
+    ClientMetadataError,
+    check_document,
+    is_metadata_url,
+)
 from tests.auth.support import REDIRECT_URI, OAuthFlow, bearer_client, oauth_env, pkce, query_of
 from tests.conftest import ServerProcess
 
-pytestmark = pytest.mark.server  # starts servers (docs/tests.md: tiers)
+pytestmark = pytest.mark.server(
+    "the process is the point: it fetches a real HTTPS document, trusting the test's certificate by SSL_CERT_FILE"
+)
 
 CALLBACK = "https://app.example/callback"
 
@@ -272,3 +280,18 @@ def test_private_addresses_are_refused_without_a_connection() -> None:
         ("fd7a6f2e-uuid-of-a-registered-client", False),
     ):
         assert is_metadata_url(url) is valid, url
+
+
+def test_a_document_that_is_no_public_client_is_refused_saying_why() -> None:
+    url = "https://app.example/oauth/client.json"
+    good = {"client_id": url, "redirect_uris": ["https://app.example/cb"]}
+    assert check_document(url, good) == good
+    for document, why in (
+        (["not", "an", "object"], "client metadata must be a JSON object"),
+        ({"client_id": url}, "it lists no redirect_uris"),
+        ({**good, "client_secret": "s3cret"}, "it contains a client secret, which a public document must not"),
+        ({**good, "grant_types": ["client_credentials"]}, "its grant_types do not include authorization_code"),
+    ):
+        with pytest.raises(ClientMetadataError, match=re.escape(why)):
+            check_document(url, document)
+    assert is_metadata_url("https://[app.example/c.json") is False  # an unbalanced bracket: no URL at all

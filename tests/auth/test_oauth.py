@@ -3,13 +3,15 @@
 The happy path (register, authorize with the owner secret, exchange the code with the PKCE
 verifier, call /mcp, refresh, revoke) and each failure: no token (401 + challenge), wrong and
 expired tokens, a wrong PKCE verifier, an unregistered redirect URI, a replayed code, a wrong
-owner secret (rate-limited), an API key after revocation; plus persistence across a restart and
-credentials never stored or logged in clear.
+owner secret (rate-limited), an API key after revocation; plus credentials never stored or logged
+in clear. A restart, a proxy's forwarded host and a missing owner secret need no process of their
+own: the real app in this process (`served`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import secrets
 import sqlite3
@@ -32,11 +34,15 @@ from tests.auth.support import (
     bearer_client,
     expire_token,
     oauth_env,
+    oauth_settings,
     query_of,
+    served,
 )
 from tests.conftest import MODEL_DIR, ServerProcess
 
-pytestmark = pytest.mark.server  # starts servers (docs/tests.md: tiers)
+pytestmark = pytest.mark.server(
+    "the process is the point: keys made by `symbiote keys` in another process work at once; its access log"
+)
 
 
 @pytest.fixture(scope="module")
@@ -407,32 +413,24 @@ def test_credentials_are_stored_hashed_and_never_logged(flow: OAuthFlow, oauth_s
 
 
 def test_a_restart_keeps_clients_connected(tmp_path: Path, model_dir: Path) -> None:
-    """Scale to zero and back: the registration, the access token and the refresh token survive."""
-    first = ServerProcess(tmp_path / "data", env=oauth_env()).start()
-    try:
-        flow = OAuthFlow(first.base_url)
+    """Scale to zero and back: the registration, the access token and the refresh token survive (the
+    app closed and a new one on the same data, in this process)."""
+    settings = oauth_settings(tmp_path / "data", model_dir)
+    with served(settings) as flow:
         client, tokens = flow.login()
-    finally:
-        first.stop()
-    second = ServerProcess(tmp_path / "data", env=oauth_env(), port=first.port).start()
-    try:
+    with served(settings) as flow:
         assert flow.mcp_status(tokens["access_token"]) == 200
         refreshed = flow.refresh(client, tokens["refresh_token"])
         assert refreshed.status_code == 200 and flow.mcp_status(refreshed.json()["access_token"]) == 200
-    finally:
-        flow.close()
-        second.stop()
 
 
 def test_issuer_and_resource_follow_the_forwarded_host(tmp_path: Path, model_dir: Path) -> None:
     """Behind a TLS proxy: the issuer, metadata and challenge use the public https name; a token is
     bound to the name it was issued on, and a forged host name is refused."""
     public = "memory.example.com"
-    env = oauth_env(SYMBIOTE_TRUST_FORWARDED_HEADERS="1", SYMBIOTE_ALLOWED_HOSTS=public)
-    server = ServerProcess(tmp_path / "data", env=env).start()
+    env = {"SYMBIOTE_TRUST_FORWARDED_HEADERS": "1", "SYMBIOTE_ALLOWED_HOSTS": public}
     proxied = {"X-Forwarded-Host": public, "X-Forwarded-Proto": "https"}
-    try:
-        flow = OAuthFlow(server.base_url)
+    with served(oauth_settings(tmp_path / "data", model_dir, **env)) as flow:
         meta = flow.http.get("/.well-known/oauth-authorization-server", headers=proxied).json()
         assert meta["issuer"] == f"https://{public}" and meta["token_endpoint"] == f"https://{public}/token"
         challenge = flow.http.post("/mcp", json={}, headers=proxied).headers["www-authenticate"]
@@ -443,27 +441,24 @@ def test_issuer_and_resource_follow_the_forwarded_host(tmp_path: Path, model_dir
             "/.well-known/oauth-authorization-server", headers={**proxied, "X-Forwarded-Host": "evil.example"}
         )
         assert forged.status_code == 421
-        _client, tokens = flow.login()  # issued for http://127.0.0.1:<port>/mcp
+        _client, tokens = flow.login()  # issued for http://127.0.0.1/mcp
         assert flow.mcp_status(tokens["access_token"]) == 200
         assert flow.mcp_status(tokens["access_token"], **proxied) == 401  # not for https://memory.example.com/mcp
-        flow.close()
-    finally:
-        server.stop()
 
 
-def test_oauth_without_owner_secret_accepts_only_api_keys(tmp_path: Path, model_dir: Path) -> None:
-    server = ServerProcess(tmp_path / "data", env={"SYMBIOTE_AUTH": "oauth", "SYMBIOTE_OWNER_SECRET": ""}).start()
-    try:
-        assert "SYMBIOTE_OWNER_SECRET is not set" in server.log()
-        flow = OAuthFlow(server.base_url)
+def test_oauth_without_owner_secret_accepts_only_api_keys(
+    tmp_path: Path, model_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with (
+        caplog.at_level(logging.WARNING),
+        served(oauth_settings(tmp_path / "data", model_dir, SYMBIOTE_OWNER_SECRET="")) as flow,
+    ):
+        assert "SYMBIOTE_OWNER_SECRET is not set" in caplog.text
         client = flow.register()
         started = flow.start(client)
         page = flow.http.get("/oauth/consent", params={"ticket": started.ticket})
         assert page.status_code == 503 and "SYMBIOTE_OWNER_SECRET" in page.text
         assert flow.consent(started.ticket, secret="anything at all, really").status_code == 503
-        flow.close()
-    finally:
-        server.stop()
 
 
 def test_token_and_refresh_hold_the_resource_to_the_authorizations(flow: OAuthFlow) -> None:

@@ -26,7 +26,7 @@ from pydantic import AnyUrl
 from tests.auth.support import OWNER_SECRET, REDIRECT_URI, oauth_env, query_of
 from tests.conftest import ServerProcess
 
-pytestmark = pytest.mark.server  # starts servers (docs/tests.md: tiers)
+pytestmark = pytest.mark.server("the transport is the point: the SDK's OAuth client over real HTTP and legacy SSE")
 
 
 class MemoryTokenStorage(TokenStorage):

@@ -111,7 +111,7 @@ def test_create_app_refuses_a_public_bind_chosen_after_reading_the_environment(
     assert make_app(dataclasses.replace(settings, host="0.0.0.0"), warm_up=False).state.auth_mode == "oauth"
 
 
-@pytest.mark.server
+@pytest.mark.server("the process is the point: `symbiote serve` exits with code 2 and the reason")
 def test_serve_on_a_public_interface_without_auth_exits_with_the_reason(tmp_path: Path) -> None:
     env = {**os.environ, "CHROMADB_PATH": str(tmp_path / "data"), "SYMBIOTE_AUTH": "none", "SYMBIOTE_PRELOAD": "0"}
     done = subprocess.run(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -26,14 +27,23 @@ import numpy as np
 import pytest
 import requests
 from azure.core.credentials import AccessToken
+from azure.core.exceptions import HttpResponseError
 from azure.core.pipeline.transport import RequestsTransport
 from requests.structures import CaseInsensitiveDict
 
 from symbiote.azure.azure_files import AzureFileShare, open_share
-from symbiote.azure.guard import GuardedStore, WriteGate
+from symbiote.azure.guard import LeaseGuard, WriteGate
 from symbiote.azure.lease import WriterLease, WriterLeaseError
 from symbiote.azure.local_share import LocalDirectoryShare
-from symbiote.azure.share import LeaseHeldError, LeaseLostError, LeaseRecord, ShareUsage, Snapshot, prune_snapshots
+from symbiote.azure.share import (
+    FileShareError,
+    LeaseHeldError,
+    LeaseLostError,
+    LeaseRecord,
+    ShareUsage,
+    Snapshot,
+    prune_snapshots,
+)
 from symbiote.azure.snapshots import SnapshotJob
 from symbiote.config import ConfigError, Settings
 from symbiote.errors import StoreUnavailableError
@@ -220,6 +230,30 @@ def test_local_snapshot_is_a_point_in_time_copy_and_prunes(tmp_path):
     assert data.exists()
 
 
+def test_a_half_written_lock_file_is_a_lease_until_it_is_stale(tmp_path):
+    # a crash while the lock file was written leaves text no one can read: judged by its age
+    share = LocalDirectoryShare(tmp_path)
+    lock = tmp_path / ".symbiote" / "writer.lock"
+    lock.parent.mkdir()
+    lock.write_text('{"holder": "cra')
+    with pytest.raises(LeaseHeldError) as held:
+        share.acquire_lease("next", ttl=30)
+    assert held.value.lease.holder == "unknown"
+    old = time.time() - 120
+    os.utime(lock, (old, old))
+    assert share.acquire_lease("next", ttl=30).holder == "next" and share.current_lease().holder == "next"
+
+
+def test_a_folder_among_the_snapshots_that_is_not_one_is_left_alone(tmp_path):
+    share = LocalDirectoryShare(tmp_path / "share")
+    (tmp_path / "share" / "chroma").mkdir(parents=True)
+    made = share.create_snapshot()
+    (tmp_path / "share" / ".snapshots" / "kept-by-the-operator").mkdir()
+    assert [s.snapshot_id for s in share.list_snapshots()] == [made.snapshot_id]
+    share.delete_snapshot(made)
+    assert share.list_snapshots() == [] and (tmp_path / "share" / ".snapshots" / "kept-by-the-operator").is_dir()
+
+
 def test_local_usage_counts_data_not_snapshots_and_warns_at_90_percent(tmp_path):
     root = tmp_path / "share"
     (root / "chroma").mkdir(parents=True)
@@ -363,10 +397,10 @@ def test_guarded_store_refuses_writes_on_standby_and_reopens_after_takeover(tmp_
         return open_
 
     with pytest.raises(StoreUnavailableError, match="not been created yet"):
-        GuardedStore(opener("late"), writer, WriteGate(), data)  # a standby never creates the store
-    active = GuardedStore(opener("active"), standby, WriteGate(), data)
+        LeaseGuard(opener("late"), writer, WriteGate(), data)  # a standby never creates the store
+    active = LeaseGuard(opener("active"), standby, WriteGate(), data)
     active.call(MemoryStore.add, *_memory("First memory, by the lease holder."))
-    late = GuardedStore(opener("late"), writer, WriteGate(), data)
+    late = LeaseGuard(opener("late"), writer, WriteGate(), data)
     assert late.call(MemoryStore.count) == 1  # reads work on standby
     with pytest.raises(WriterLeaseError):
         late.call(MemoryStore.add, *_memory("Refused."))
@@ -450,6 +484,7 @@ class FakeAzureFiles(requests.adapters.BaseAdapter):
         self.snapshots: list[str] = []
         self.quota_gib = 2
         self.used_bytes = 123_456_789
+        self.page_size: int | None = None  # the control plane's list in pages of this many (None: one page)
         self._tick = 0
 
     # plumbing
@@ -615,7 +650,16 @@ class FakeAzureFiles(requests.adapters.BaseAdapter):
             items = [{"name": SHARE, "properties": {"shareQuota": self.quota_gib}}]
             items += [{"name": SHARE, "properties": {"snapshotTime": s}} for s in self.snapshots]
             items += [{"name": SHARE + "-other", "properties": {"snapshotTime": "2020-01-01T00:00:00.0000000Z"}}]
-            return 200, json_type, json.dumps({"value": items})
+            if self.page_size is None:
+                return 200, json_type, json.dumps({"value": items})
+            start = int(q.get("$skiptoken", "0"))  # ARM pages a long list, each page naming the next
+            page: dict[str, Any] = {"value": items[start : start + self.page_size]}
+            if start + self.page_size < len(items):
+                page["nextLink"] = (
+                    f"https://management.azure.com{path}?api-version={q['api-version']}"
+                    f"&$expand=snapshots&$skiptoken={start + self.page_size}"
+                )
+            return 200, json_type, json.dumps(page)
         if path == share_path and method == "DELETE":
             stamp = h.get("x-ms-snapshot")
             if stamp not in self.snapshots:
@@ -728,6 +772,61 @@ def test_azure_snapshots_prune_and_usage_through_the_sdk(identity):
         assert any("comp=snapshot" in r.url for r in service.requests)
 
 
+def test_azure_lock_file_leased_but_never_described_is_judged_by_its_last_change():
+    # an instance that took the lease and died before writing who it is
+    service = FakeAzureFiles()
+    clock = Clock()
+    share, _ = azure_share(service, identity=True, clock=clock)
+    assert share.current_lease() is None  # no lock file yet
+    service.dirs.add(".symbiote")
+    service.files[".symbiote/writer.lock"] = {
+        "lease": "ghost",
+        "meta": {},
+        "modified": formatdate(clock.now - 30, usegmt=True),
+    }
+    found = share.current_lease()
+    assert (found.holder, found.renewed_at) == ("unknown", clock.now - 30)
+    with pytest.raises(LeaseHeldError):
+        share.acquire_lease("replica-a", ttl=60)
+    clock.now += 31  # 61 s since its last change: stale
+    taken = share.acquire_lease("replica-a", ttl=60)
+    assert service.files[".symbiote/writer.lock"]["lease"] == taken.lease_id
+
+
+def test_azure_release_of_a_lease_another_took_leaves_theirs():
+    service = FakeAzureFiles()
+    clock = Clock()
+    share, _ = azure_share(service, identity=False, clock=clock)
+    service.dirs.add(".symbiote")  # made by an instance that died before it made the lock file
+    old = share.acquire_lease("replica-a", ttl=60)
+    clock.now += 61
+    other, _ = azure_share(service, identity=False, clock=clock)
+    taken = other.acquire_lease("replica-b", ttl=60)
+    share.release_lease(old)  # replica-a, back, lets go of what it no longer holds: nothing happens
+    assert service.files[".symbiote/writer.lock"]["lease"] == taken.lease_id
+    assert other.current_lease().holder == "replica-b"
+
+
+def test_azure_snapshots_listed_over_several_pages_and_a_failed_call_said():
+    service = FakeAzureFiles()
+    service.page_size = 2
+    share, _ = azure_share(service, identity=True)
+    made = [share.create_snapshot() for _ in range(5)]
+    assert [s.snapshot_id for s in share.list_snapshots()] == [s.snapshot_id for s in made]
+    share.delete_snapshot(made[0])
+    with pytest.raises(HttpResponseError, match="ShareNotFound"):
+        share.delete_snapshot(made[0])  # gone already: the control plane's answer, said
+    assert service.snapshots == [s.snapshot_id for s in made[1:]]
+
+
+def test_a_resource_id_that_names_no_storage_account_is_refused_in_words():
+    settings = Settings.from_env(
+        {"SYMBIOTE_SHARE": "azure", "SYMBIOTE_SHARE_RESOURCE_ID": "/subscriptions/s/fileServices/default/shares/x"}
+    )
+    with pytest.raises(FileShareError, match="not a file share resource id: '/subscriptions/s/fileServices"):
+        open_share(settings, credential=StaticToken())
+
+
 def test_azure_share_with_the_real_default_credential_is_configured_for_the_identity():
     from azure.identity import DefaultAzureCredential
 
@@ -789,7 +888,7 @@ def test_guarded_store_delegates_reads_and_guards_every_write(tmp_path):
     (root / "chroma").mkdir(parents=True)
     (root / "chroma" / "chroma.sqlite3").write_bytes(b"")
     gate = WriteGate()
-    guarded = GuardedStore(lambda: Local(inner), standby, gate, root / "chroma")
+    guarded = LeaseGuard(lambda: Local(inner), standby, gate, root / "chroma")
     assert guarded.call(MemoryStore.count) == 1  # reads need no lease
     with pytest.raises(WriterLeaseError):  # a write needs the lease
         guarded.call(MemoryStore.delete, "mem_1")

@@ -12,7 +12,7 @@ from mcp import Client, StdioServerParameters
 
 from tests.conftest import MODEL_DIR
 
-pytestmark = pytest.mark.server  # starts servers (docs/tests.md: tiers)
+pytestmark = pytest.mark.server("the process is the point: the command's exit codes, and stdio over a child's pipes")
 
 
 def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -18,7 +18,10 @@ import pytest
 from tests.clients.conftest import TOOLS, MatrixServer, node
 from tests.conftest import ServerProcess
 
-pytestmark = [pytest.mark.server, pytest.mark.soak_only]  # servers; the assistants' installs are large
+pytestmark = [  # the assistants' installs are large
+    pytest.mark.server("the assistants are client programs that need a URL"),
+    pytest.mark.soak_only,
+]
 
 ASSISTANTS = TOOLS / "assistants"
 PINNED = {"@anthropic-ai/claude-code": "2.1.332", "@google/gemini-cli": "0.61.0"}

@@ -17,7 +17,7 @@ import pytest
 from tests.clients.conftest import FACTS, INSPECTOR, SETUP_HINT, MatrixServer, assert_session, node
 from tests.conftest import MODEL_DIR
 
-pytestmark = pytest.mark.server  # starts servers (docs/tests.md: tiers)
+pytestmark = pytest.mark.server("the Inspector is a client program that needs a URL or a command to start")
 
 
 def inspector(target: list[str], *args: str) -> tuple[bool, dict[str, Any] | str]:

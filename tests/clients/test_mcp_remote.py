@@ -23,7 +23,10 @@ from tests.clients.conftest import FACTS, MCP_REMOTE, SETUP_HINT, MatrixServer, 
 from tests.conftest import free_port
 from tests.console.owner_browser import launch
 
-pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.server]  # a server and a browser
+pytestmark = [
+    pytest.mark.asyncio(loop_scope="session"),
+    pytest.mark.server("mcp-remote is a client program that needs a URL; its sign-in runs in a browser"),
+]
 
 AUTHORIZE_LINE = re.compile(r"Please authorize this client by visiting:\s*(\S+)")
 

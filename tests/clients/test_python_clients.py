@@ -13,7 +13,7 @@ import pytest
 
 from tests.clients.conftest import FACTS, MatrixServer, assert_session, finish_driver, start_driver, stop_drivers
 
-pytestmark = pytest.mark.server  # starts a server (docs/tests.md: tiers)
+pytestmark = pytest.mark.server("the clients are programs of their own that need a URL")
 
 # Each run: (its virtualenv, its driver, its transport, more options). All start at once (each waits
 # on the server more than it computes) and each test reads its own.

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import httpx2
+import pytest
 import pytest_asyncio
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -15,6 +16,8 @@ from mcp.types import Implementation
 from tests.auth.support import bearer_client
 from tests.conftest import ServerProcess
 from tests.console.owner_browser import api_key_for, signed_in_page
+
+pytestmark = pytest.mark.server("a browser drives the console: it needs the server's URL and real socket")
 
 
 @pytest_asyncio.fixture(scope="module")

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.conftest import ServerProcess
 from tests.console.conftest import DESKTOP, PHONE, open_page
+
+pytestmark = pytest.mark.server("a browser drives the console: it needs the server's URL and real socket")
 
 
 async def test_a_new_owner_is_told_how_to_connect_and_import(browser: Any, empty_server: ServerProcess) -> None:

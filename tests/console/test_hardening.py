@@ -29,7 +29,9 @@ from tests.auth.support import OWNER_SECRET, oauth_env
 from tests.conftest import MODEL_DIR, ServerProcess
 from tests.hardening.test_servers import rss_mib
 
-pytestmark = pytest.mark.server  # starts servers (docs/tests.md: tiers)
+pytestmark = pytest.mark.server(
+    "the process is the point: many connections at once on its real socket, its memory, a restart"
+)
 
 BURST = 300
 

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from symbiote.memory import RELEVANCE_CUTOFF
 from tests.auth.support import bearer_client
 from tests.conftest import ServerProcess
 from tests.console.conftest import DESKTOP, open_page
+
+pytestmark = pytest.mark.server("a browser drives the console: it needs the server's URL and real socket")
 
 
 async def test_history_search_scores_0_to_100_and_cuts_where_memory_search_does(

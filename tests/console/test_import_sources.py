@@ -7,9 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import ServerProcess
 from tests.console.owner_browser import signed_in_page
 from tests.console.test_imports import import_file, memory_count
+
+pytestmark = pytest.mark.server("a browser drives the console: it needs the server's URL and real socket")
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

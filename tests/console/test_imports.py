@@ -11,9 +11,13 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from symbiote.transfer.importing import EMPTY_FILE, NOT_AN_EXPORT
 from tests.conftest import ServerProcess
 from tests.console.owner_browser import signed_in_page
+
+pytestmark = pytest.mark.server("a browser drives the console: it needs the server's URL and real socket")
 
 HEADER = json.dumps({"format": "symbiote-memories", "version": 1, "model": "all-MiniLM-L6-v2", "dimension": 384})
 WARNING_COLOUR = "rgb(122, 75, 0)"  # console.css .warning

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.conftest import ServerProcess
 from tests.console.conftest import DESKTOP, open_page
+
+pytestmark = pytest.mark.server("a browser drives the console: it needs the server's URL and real socket")
 
 
 async def test_statistics_lead_with_the_owners_questions_and_fold_the_internals(

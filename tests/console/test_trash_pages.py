@@ -7,10 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import pytest
 import pytest_asyncio
 
+from symbiote.memory import StoreRequest
 from tests.auth.support import OWNER_SECRET, bearer_client
-from tests.conftest import ServerProcess
+from tests.conftest import InProcess, ServerProcess
 from tests.console.owner_browser import api_key_for, signed_in_page
 
 PLANTS = [f"Plant diary {n}: the fig tree on the balcony got {n} litres of water." for n in range(30)]
@@ -38,6 +40,7 @@ async def stored(server: ServerProcess, mcp_key: str) -> dict[str, str]:
     return {text: r["memory_id"] for text, r in pairs}
 
 
+@pytest.mark.server("a browser drives the console: it needs the server's URL and real socket")
 async def test_a_delete_from_a_search_keeps_the_search_and_can_be_undone(
     browser: Any, server: ServerProcess, stored: dict[str, str], mcp_key: str
 ) -> None:
@@ -78,6 +81,7 @@ async def test_a_delete_from_a_search_keeps_the_search_and_can_be_undone(
     await page.context.close()
 
 
+@pytest.mark.server("a browser drives the console: it needs the server's URL and real socket")
 async def test_what_an_assistant_deleted_the_owner_restores_from_the_trash(
     browser: Any, server: ServerProcess, stored: dict[str, str], mcp_key: str
 ) -> None:
@@ -100,6 +104,7 @@ async def test_what_an_assistant_deleted_the_owner_restores_from_the_trash(
     await page.context.close()
 
 
+@pytest.mark.server("a browser drives the console: it needs the server's URL and real socket")
 async def test_all_matching_across_pages_then_the_trash_emptied_with_a_confirmation(
     browser: Any, server: ServerProcess, stored: dict[str, str], mcp_key: str
 ) -> None:
@@ -129,6 +134,7 @@ async def test_all_matching_across_pages_then_the_trash_emptied_with_a_confirmat
     await page.context.close()
 
 
+@pytest.mark.server("a browser drives the console: it needs the server's URL and real socket")
 def test_the_trash_s_writes_need_the_session_and_the_csrf_token(server: ServerProcess, stored: dict[str, str]) -> None:
     memory_id = stored[OTHER[0]]
     writes = [
@@ -148,3 +154,45 @@ def test_the_trash_s_writes_need_the_session_and_the_csrf_token(server: ServerPr
             assert crossed.status_code == 403, path
         assert http.get(f"/console/memories/{memory_id}").status_code == 200  # nothing was deleted
         assert "Planted by a forged form" not in http.get("/console/?q=Planted+forged+form").text
+
+
+async def _token(http: httpx.AsyncClient) -> str:
+    return (await http.get("/console/")).text.split('name="csrf-token" content="')[1].split('"')[0]
+
+
+async def test_a_delete_or_restore_of_nothing_or_of_a_bad_id_is_refused_in_words(in_process: InProcess) -> None:
+    # in this process, the console's routes over the real app (loopback, auth off)
+    kept = await in_process.engine.store(StoreRequest("The gate code is 4417"))
+    async with in_process.http() as http:
+        token = await _token(http)
+        nothing = await http.get("/console/delete", params={"back": ""})
+        assert nothing.status_code == 400 and "Select at least one memory to delete." in nothing.text
+        bad = await http.get("/console/delete", params={"ids": "not-an-id"})
+        assert bad.status_code == 400 and "not-an-id" in bad.text
+        searched = await http.get("/console/delete", params={"all": "matching", "back": "q=gate"})
+        assert searched.status_code == 400 and "not to a search" in searched.text
+        confirmed = await http.post("/console/delete", data={"csrf": token, "confirm": "yes"})
+        assert confirmed.status_code == 400 and "Select at least one memory" in confirmed.text
+        forged = await http.post("/console/delete", data={"csrf": token, "confirm": "yes", "ids": "mem_x'"})
+        assert forged.status_code == 400
+        unconfirmed = await http.post("/console/delete", data={"csrf": token, "all": "matching", "back": "tag=x"})
+        assert unconfirmed.status_code == 303 and unconfirmed.headers["location"].endswith("all=matching")
+        bad_undo = await http.post("/console/trash/restore", data={"csrf": token, "undo": "12ab"})
+        assert bad_undo.status_code == 400 and "not one the console made" in bad_undo.text
+        gone = await http.post("/console/trash/restore", data={"csrf": token, "undo": "123"})  # no such deletion
+        assert gone.status_code == 400 and "Nothing to restore" in gone.text
+        stored = await http.post("/console/trash/restore", data={"csrf": token, "ids": kept.memory_id})
+        assert stored.status_code == 303 and stored.headers["location"].endswith("/trash?restored=0")
+        bad_restore = await http.post("/console/trash/restore", data={"csrf": token, "ids": "../etc"})
+        assert bad_restore.status_code == 400
+        empty = await http.post("/console/trash/empty", data={"csrf": token})  # not confirmed: asked first
+        assert empty.status_code == 303 and empty.headers["location"].endswith("/trash/empty")
+    assert (await in_process.engine.get(kept.memory_id)).content == "The gate code is 4417"
+
+
+async def test_a_trash_page_past_the_last_shows_the_last(in_process: InProcess) -> None:
+    stored = [await in_process.engine.store(StoreRequest(f"Old receipt {n} from the hardware shop")) for n in range(3)]
+    await in_process.engine.trash.move([r.memory_id for r in stored], "owner")
+    async with in_process.http() as http:
+        page = await http.get("/console/trash", params={"page": "999"})
+    assert page.status_code == 200 and "Old receipt 2 from the hardware shop" in page.text

@@ -15,7 +15,7 @@ import pytest
 from symbiote.config import PROJECT_ROOT
 from tests.conftest import ServerProcess
 
-pytestmark = pytest.mark.server  # starts servers (docs/tests.md: tiers)
+pytestmark = pytest.mark.server("the conformance suites and the Inspector are client programs that need a URL")
 
 SCRIPT = PROJECT_ROOT / "scripts" / "conformance.sh"
 EVERYWHERE = ("tools-list", "prompts-list", "resources-list", "dns-rebinding-protection")

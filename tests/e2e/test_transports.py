@@ -1,28 +1,34 @@
 """One suite, three transports: every tool behaves the same over streamable HTTP, legacy SSE and stdio.
 
-`client` is parametrized: a real `symbiote serve` over HTTP, its default (the suite's shared `server`;
+`connect` is parametrized: a real `symbiote serve` over HTTP, its default (the suite's shared `server`;
 the SDK client on /mcp), a real `symbiote serve --transport sse` (the SDK's legacy SSE client on
-/sse), and a real `symbiote serve --transport stdio` child process (the SDK's stdio client).
+/sse), and a real `symbiote serve --transport stdio` child process (the SDK's stdio client), each
+started once for the module: the tests store their own texts and look only for what they stored.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import sys
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import pytest_asyncio
 from mcp import Client, StdioServerParameters
 from mcp.client.sse import sse_client
 
-from tests.conftest import MODEL_DIR, ServerProcess
+from tests.conftest import MODEL_DIR, InProcess, ServerProcess
 
-pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.server]  # starts servers (docs/tests.md: tiers)
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+SERVED = pytest.mark.server("the transport is the point: each tool over stdio, streamable HTTP and SSE on a real wire")
 
 TRANSPORTS = ("http", "sse", "stdio")
 
@@ -34,12 +40,50 @@ def sse_server(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Ite
     proc.stop()
 
 
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def stdio_client(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> AsyncIterator[Client]:
+    """One `symbiote serve --transport stdio` child and its session for the module's stdio cases. A
+    task of its own holds the session: anyio's cancel scopes are entered and left in one task, and
+    pytest-asyncio sets a fixture up and tears it down in two."""
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "symbiote", "serve", "--transport", "stdio"],
+        env={
+            **os.environ,
+            "CHROMADB_PATH": str(tmp_path_factory.mktemp("t-stdio") / "data"),
+            "SYMBIOTE_MODEL_DIR": str(MODEL_DIR),
+            "HF_HUB_OFFLINE": "1",
+            "PORT": "1",  # nothing is bound: a privileged port would fail if it were
+        },
+    )
+    opened: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
+    finished = asyncio.Event()
+
+    async def hold() -> None:
+        try:
+            async with Client(params) as client:
+                opened.set_result(client)
+                await finished.wait()
+        except BaseException as exc:
+            if not opened.done():
+                opened.set_exception(exc)
+            raise
+
+    holder = asyncio.create_task(hold())
+    try:
+        yield await opened
+    finally:
+        finished.set()
+        await holder
+
+
 @pytest.fixture(params=TRANSPORTS)
-def connect(request: pytest.FixtureRequest, tmp_path: Path, model_dir: Path) -> Callable[[], Client]:
+def connect(request: pytest.FixtureRequest) -> Callable[[], AbstractAsyncContextManager[Client]]:
     """Connects an SDK client over the transport named by the parameter: `async with connect() as client`.
 
     (A factory rather than a connected client: anyio's cancel scopes must be entered and left in the
-    same task, and pytest-asyncio sets fixtures up and tears them down in different ones.)
+    same task, and pytest-asyncio sets fixtures up and tears them down in different ones. Over stdio
+    the module's one session, held by its own task, is lent to the test.)
     """
     transport = request.param
     if transport == "http":
@@ -48,18 +92,13 @@ def connect(request: pytest.FixtureRequest, tmp_path: Path, model_dir: Path) -> 
     if transport == "sse":
         sse_url = request.getfixturevalue("sse_server").base_url + "/sse"
         return lambda: Client(sse_client(sse_url), mode="legacy")
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "symbiote", "serve", "--transport", "stdio"],
-        env={
-            **os.environ,
-            "CHROMADB_PATH": str(tmp_path / "data"),
-            "SYMBIOTE_MODEL_DIR": str(MODEL_DIR),
-            "HF_HUB_OFFLINE": "1",
-            "PORT": "1",  # nothing is bound: a privileged port would fail if it were
-        },
-    )
-    return lambda: Client(params)
+    shared: Client = request.getfixturevalue("stdio_client")
+
+    @contextlib.asynccontextmanager
+    async def lent() -> AsyncIterator[Client]:
+        yield shared
+
+    return lent
 
 
 async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
@@ -69,7 +108,8 @@ async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
     return result.structured_content
 
 
-async def test_store_search_get_list_stats(connect: Callable[[], Client]) -> None:
+@SERVED
+async def test_store_search_get_list_stats(connect: Callable[[], AbstractAsyncContextManager[Client]]) -> None:
     async with connect() as client:
         marker = uuid.uuid4().hex[:8]
         stored = await call(
@@ -90,7 +130,10 @@ async def test_store_search_get_list_stats(connect: Callable[[], Client]) -> Non
         assert stats["total_memories"] >= 1
 
 
-async def test_validation_errors_are_readable_tool_errors(connect: Callable[[], Client]) -> None:
+@SERVED
+async def test_validation_errors_are_readable_tool_errors(
+    connect: Callable[[], AbstractAsyncContextManager[Client]],
+) -> None:
     async with connect() as client:
         empty = await client.call_tool("search_memory", {"query": "   "})
         too_many = await client.call_tool("search_memory", {"query": "x", "limit": 99})
@@ -103,7 +146,8 @@ async def test_validation_errors_are_readable_tool_errors(connect: Callable[[], 
         assert "Memory not found" in missing.content[0].text  # type: ignore[union-attr]
 
 
-async def test_tools_prompt_and_resources(connect: Callable[[], Client]) -> None:
+@SERVED
+async def test_tools_prompt_and_resources(connect: Callable[[], AbstractAsyncContextManager[Client]]) -> None:
     async with connect() as client:
         tools = {tool.name for tool in (await client.list_tools()).tools}
         prompt = await client.get_prompt("venom_identity")
@@ -121,7 +165,8 @@ async def test_tools_prompt_and_resources(connect: Callable[[], Client]) -> None
         assert client.instructions and "search_memory" in client.instructions
 
 
-async def test_delete_then_gone(connect: Callable[[], Client]) -> None:
+@SERVED
+async def test_delete_then_gone(connect: Callable[[], AbstractAsyncContextManager[Client]]) -> None:
     async with connect() as client:
         stored = await call(client, "store_memory", content=f"Temporary note {uuid.uuid4().hex}")
         assert (await call(client, "delete_memory", memory_id=stored["memory_id"]))["deleted"] is True
@@ -129,6 +174,7 @@ async def test_delete_then_gone(connect: Callable[[], Client]) -> None:
         assert gone.is_error and "Memory not found" in gone.content[0].text  # type: ignore[union-attr]
 
 
+@SERVED
 async def test_sse_transport_serves_only_the_legacy_pair(sse_server: ServerProcess) -> None:
     async with httpx.AsyncClient(base_url=sse_server.base_url) as http:
         ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
@@ -140,6 +186,7 @@ async def test_sse_transport_serves_only_the_legacy_pair(sse_server: ServerProce
     assert "transport: sse" in sse_server.log()
 
 
+@SERVED
 async def test_http_transport_is_the_default_and_logged(server: ServerProcess) -> None:
     assert "SYMBIOTE_TRANSPORT" not in server.env  # the shared server is started without it
     async with httpx.AsyncClient(base_url=server.base_url) as http:
@@ -148,24 +195,33 @@ async def test_http_transport_is_the_default_and_logged(server: ServerProcess) -
     assert "transport: http" in server.log()
 
 
-async def test_bad_transport_is_a_config_error(tmp_path: Path) -> None:
-    import subprocess
+async def test_bad_transport_is_a_config_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`symbiote serve` with a transport it does not know ends with status 2 and names the setting
+    (`main` in this process: the command stops at its settings, before anything is served)."""
+    from symbiote.cli import main
 
-    env = {**os.environ, "CHROMADB_PATH": str(tmp_path), "SYMBIOTE_TRANSPORT": "carrier-pigeon"}
-    run = subprocess.run(
-        [sys.executable, "-m", "symbiote", "serve"], env=env, capture_output=True, text=True, timeout=60
-    )
-    assert run.returncode == 2 and "SYMBIOTE_TRANSPORT='carrier-pigeon'" in run.stderr
+    monkeypatch.setenv("CHROMADB_PATH", str(tmp_path))
+    monkeypatch.setenv("SYMBIOTE_TRANSPORT", "carrier-pigeon")
+    umask = os.umask(0o077)  # `serve` sets the process's umask first: this process keeps its own
+    try:
+        with pytest.raises(SystemExit) as exited:
+            main(["serve"])
+    finally:
+        os.umask(umask)
+    assert exited.value.code == 2 and "SYMBIOTE_TRANSPORT='carrier-pigeon'" in capsys.readouterr().err
 
 
-async def test_every_tool_s_result_is_its_output_schema_and_every_error_is_whole_text(server: ServerProcess) -> None:
+async def test_every_tool_s_result_is_its_output_schema_and_every_error_is_whole_text(in_process: InProcess) -> None:
     """What claude.ai and Claude Desktop check (a structured result that fails `outputSchema` fails the
     call), and what Claude Code and ChatGPT read (structured content only; the text of an error):
-    every tool called over HTTP, every result checked against its own schema, every error's text whole."""
+    every tool called (the SDK's client on the real server object: the results are the point, not the
+    wire), every result checked against its own schema, every error's text whole."""
     import jsonschema
 
     marker = uuid.uuid4().hex[:8]
-    async with Client(server.mcp_url) as client:
+    async with Client(in_process.server) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
         results: dict[str, dict[str, Any]] = {}
 

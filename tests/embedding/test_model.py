@@ -148,3 +148,26 @@ def test_a_turn_has_the_same_vectors_however_it_is_dated(onnx: OnnxEmbedder, sta
     assert made.windows[1:] == dated.windows[1:] and made.windows[0] == stamp + said == onnx.windows(stamp + said)[0]
     assert np.allclose(made.vectors, dated.vectors, atol=1e-5)
     assert np.allclose(onnx.embed([stamp + said]), onnx.embed(["8 May 2023 " + said]), atol=1e-5)
+
+
+def test_nothing_to_embed_gives_nothing(onnx: OnnxEmbedder) -> None:
+    assert onnx.embed([]).shape == (0, MODEL_DIMENSION) and onnx.embed_passages([]) == []
+
+
+def test_warm_vectors_kept_damaged_or_unkeepable_are_embedded_again_the_same(
+    onnx: OnnxEmbedder, model_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from symbiote.embedding import MANIFEST_NAME
+    from symbiote.embedding.model import _warm_vectors
+
+    beside = tmp_path / "model"  # what `_warm_vectors` reads of the model's folder: its manifest
+    beside.mkdir()
+    (beside / MANIFEST_NAME).write_bytes((model_dir / MANIFEST_NAME).read_bytes())
+    texts = TEXTS[:3]
+    first = _warm_vectors(onnx, beside, texts)
+    (kept,) = beside.glob("warm-*.npy")
+    kept.write_bytes(b"not an array")  # damaged (a crash mid-write, a bad disk)
+    kept.with_suffix(".partial.npy").mkdir()  # and no new file can be written in its place
+    again = _warm_vectors(onnx, beside, texts)
+    assert np.array_equal(first, again) and first.shape == (3, MODEL_DIMENSION)
+    assert "are unreadable" in caplog.text and "could not be kept" in caplog.text

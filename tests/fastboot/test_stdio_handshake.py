@@ -29,7 +29,7 @@ from symbiote.fastboot import handshake, stdio_handshake
 from symbiote.fastboot.stdio_handshake import FORWARD, StdioHandshakeCache
 from tests.fastboot.stdio_process import StdioProcess
 
-pytestmark = pytest.mark.server  # starts servers (docs/tests.md: tiers)
+pytestmark = pytest.mark.server("the process is the point: its start, its pipes and its signals over stdio")
 
 CLIENT = {"name": "claude-ai", "version": "0.1.0"}
 

@@ -1,9 +1,10 @@
-"""Issue 39 against a real server, over a real MCP client: a memory with more passages than Chroma
+"""Issue 39 over a real MCP client (in-memory, or over HTTP to a real server where its memory is the point): a memory with more passages than Chroma
 takes in one call is indexed, the queue drains and later memories' passages follow; a maximal
 batch (41 x 100,000 bytes) gives its memory back, with /health quick throughout."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 import threading
 import time
@@ -17,10 +18,8 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.conftest import ServerProcess
+from tests.conftest import InProcess, ServerProcess
 from tests.hardening.test_servers import rss_mib
-
-pytestmark = pytest.mark.server  # starts servers (docs/tests.md: tiers)
 
 
 @pytest.fixture
@@ -41,15 +40,18 @@ async def collections(mcp: Client) -> dict[str, Any]:
     return found
 
 
-async def test_passages_past_chromas_maximum_are_indexed_and_the_queue_drains(plain: ServerProcess) -> None:
+async def test_passages_past_chromas_maximum_are_indexed_and_the_queue_drains(
+    in_process: InProcess, caplog: pytest.LogCaptureFixture
+) -> None:
     """One memory of 5,600 paragraphs: 5,600 passages, more than the 5,461 Chroma takes in one call.
-    Before: "Batch size of 5600 is greater than max batch size of 5461" at every try, the queue stuck."""
-    async with client(plain) as mcp:
+    Before: "Batch size of 5600 is greater than max batch size of 5461" at every try, the queue stuck.
+    Over the real server object in this process: the store is the point, not the transport."""
+    async with Client(in_process.server) as mcp:
         stored = await mcp.call_tool("store_memory", {"content": "Noted.\n\n" * 5_600})
         assert not stored.is_error, stored.content
         deadline = time.monotonic() + 25
         while (counts := await collections(mcp))["passages_queued"] and time.monotonic() < deadline:
-            time.sleep(0.5)
+            await asyncio.sleep(0.5)
         assert counts["passages_queued"] == 0 and counts["passages"] == 5_600, counts
         later = await mcp.call_tool("store_memory", {"content": "The boat is blue. The oars are red."})
         assert not later.is_error
@@ -58,10 +60,11 @@ async def test_passages_past_chromas_maximum_are_indexed_and_the_queue_drains(pl
             counts = await collections(mcp)
             if counts["passages"] == 5_602 and not counts["passages_queued"]:
                 break
-            time.sleep(0.3)
+            await asyncio.sleep(0.3)
         assert counts == {**counts, "passages": 5_602, "passages_queued": 0}
-    assert httpx.get(f"{plain.base_url}/health", timeout=5).json()["status"] == "ok"
-    assert "greater than max batch size" not in plain.log()
+    async with in_process.http() as http:
+        assert (await http.get("/health")).json()["status"] == "ok"
+    assert "greater than max batch size" not in caplog.text
 
 
 def _long_text(seed: int) -> str:
@@ -76,6 +79,9 @@ def _long_text(seed: int) -> str:
     return "".join(lines)[:100_000]
 
 
+@pytest.mark.server(
+    "the process is the point: the memory the server process gives back after a batch, /health answering meanwhile"
+)
 async def test_a_maximal_batch_gives_its_memory_back_and_health_stays_quick(plain: ServerProcess) -> None:
     """store_memories of 41 x 100,000 bytes. Before: the server grew from 258 to 930 MB and kept it
     (onnxruntime's arena kept the activations of 16 windows of 256 tokens; the tokenizer read each

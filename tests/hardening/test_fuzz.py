@@ -34,7 +34,9 @@ from tests.conftest import MODEL_DIR, ServerProcess, Volume
 from tests.console.test_fuzz import FORM, ConsoleInputs, header_bytes, warm_imports
 from tests.hardening.test_servers import rss_mib
 
-pytestmark = pytest.mark.server  # starts servers (docs/tests.md: tiers)
+pytestmark = pytest.mark.server(
+    "the transport is the point: hostile bytes on the real HTTP wire, the server keeps serving"
+)
 
 FULL = int(os.environ.get("SYMBIOTE_FUZZ_INPUTS", "4000"))  # 10,000 took 110 s of every CI run
 SAMPLE = 400

@@ -93,6 +93,7 @@ async def flood(base: str, client_id: str) -> dict[str, int]:
     return outcomes
 
 
+@pytest.mark.server("the transport is the point: a flood on the real socket behind a trusted proxy")
 async def test_a_flood_of_authorization_requests_never_refuses_the_owner(proxied: ServerProcess) -> None:
     """Item 7: before, the 2,001st waiting sign-in and every one after, the owner's too, were refused."""
     flow = OAuthFlow(proxied.base_url)
@@ -115,6 +116,7 @@ async def test_a_flood_of_authorization_requests_never_refuses_the_owner(proxied
     flow.close()
 
 
+@pytest.mark.server("the process is the point: the access log the running server writes")
 def test_console_search_terms_stay_out_of_the_access_log(proxied: ServerProcess) -> None:
     """Item 9: what the owner searched for is memory text too."""
     with httpx.Client(base_url=proxied.base_url, timeout=60) as http:

@@ -35,7 +35,9 @@ from tests.auth.support import (
 )
 from tests.conftest import MODEL_DIR, ServerProcess
 
-pytestmark = pytest.mark.server  # starts servers (docs/tests.md: tiers)
+pytestmark = pytest.mark.server(
+    "the process is the point: floods on its real socket, its access log, its files and memory"
+)
 
 
 @pytest.fixture(scope="module")

@@ -77,6 +77,16 @@ def test_the_extremes_of_the_calendar_are_searchable_or_clearly_refused() -> Non
     assert validation.before("0001-01-01T00:00:00+05:00") < 0  # a paging cursor that early is still a cursor
 
 
+def test_a_year_and_month_and_weeks_ago_name_their_whole_period() -> None:
+    february = timeparse.parse("2026-02", NOW)
+    assert (february.start, february.end) == (datetime(2026, 2, 1, tzinfo=UTC), datetime(2026, 3, 1, tzinfo=UTC))
+    assert timeparse.parse("9999-12", NOW).end == timeparse.END_OF_TIME  # ends at the calendar's end, no overflow
+    with pytest.raises(timeparse.TimePhraseError):
+        timeparse.parse("2026-13", NOW)
+    two_weeks = timeparse.parse("2 weeks ago", NOW)  # NOW is a Monday: the week that began 14 days before
+    assert (two_weeks.start, two_weeks.end) == (datetime(2026, 6, 1, tzinfo=UTC), datetime(2026, 6, 8, tzinfo=UTC))
+
+
 PHRASE_PARTS = st.sampled_from(
     [
         "",

@@ -1,9 +1,11 @@
-"""The server as clients see it: the tools through the MCP SDK's client on the real server object in
-this process; health, the routes' rules, legacy SSE and ten clients at once through `symbiote serve`."""
+"""The server as clients see it: the tools, health, the routes' rules, a restart and an unwritable
+store through the real server object and app in this process (the MCP SDK's in-memory client, httpx's
+ASGI transport); the start of a new store through `symbiote serve` (legacy SSE: tests/http/test_sse.py)."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -13,7 +15,8 @@ import httpx
 import pytest
 from mcp import Client
 
-from tests.conftest import InProcess, ServerProcess
+from symbiote.config import Settings
+from tests.conftest import InProcess, ServerProcess, make_app, make_runtime
 
 
 async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
@@ -125,33 +128,26 @@ async def test_delete_then_gone(in_process: InProcess) -> None:
         assert "Memory not found" in await error_text(client, "get_memory", memory_id=stored["memory_id"])
 
 
-async def test_health_route(server: ServerProcess) -> None:
-    async with httpx.AsyncClient() as http:
+async def test_health_route(in_process: InProcess) -> None:
+    await in_process.engine.stats()  # the store opened, as the warm-up at start opens it
+    async with in_process.http() as http:
         for path in ("/", "/health"):
-            body = (await http.get(server.base_url + path)).json()
+            body = (await http.get(path)).json()
             assert body["status"] == "ok" and body["personality"] == "default"
             assert body["store"] == "ready" and isinstance(body["memories"], int)
             assert body["version"] and body["uptime_seconds"] >= 0
 
 
-async def test_get_on_mcp_is_405_and_foreign_host_is_421(server: ServerProcess) -> None:
+async def test_get_on_mcp_is_405_and_foreign_host_is_421(in_process: InProcess) -> None:
     init = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
     headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-    async with httpx.AsyncClient() as http:
-        assert (await http.get(server.mcp_url)).status_code == 405
-        foreign = await http.post(server.mcp_url, json=init, headers={**headers, "Host": "evil.example.com"})
+    app = in_process.app
+    async with app.router.lifespan_context(app), in_process.http() as http:
+        assert (await http.get("/mcp")).status_code == 405
+        foreign = await http.post("/mcp", json=init, headers={**headers, "Host": "evil.example.com"})
         assert foreign.status_code == 421
-        origin = await http.post(server.mcp_url, json=init, headers={**headers, "Origin": "https://evil.example.com"})
+        origin = await http.post("/mcp", json=init, headers={**headers, "Origin": "https://evil.example.com"})
         assert origin.status_code == 403
-
-
-async def test_legacy_sse_transport_works(server: ServerProcess) -> None:
-    from mcp.client.sse import sse_client
-
-    async with Client(sse_client(f"{server.base_url}/sse"), mode="legacy") as client:
-        stored = await call(client, "store_memory", content="Stored over the legacy SSE transport")
-        found = await call(client, "search_memory", query="legacy SSE transport")
-    assert stored["memory_id"] in [h["memory_id"] for h in found["results"]]
 
 
 async def test_ten_clients_at_once_lose_nothing(in_process: InProcess) -> None:
@@ -175,36 +171,32 @@ async def test_ten_clients_at_once_lose_nothing(in_process: InProcess) -> None:
     assert stats["total_memories"] == 30
 
 
-@pytest.mark.server
-async def test_memories_survive_a_restart(tmp_path: Path, model_dir: Path) -> None:
-    first = ServerProcess(tmp_path / "data").start()
-    try:
-        async with Client(first.mcp_url) as client:
-            ids = [  # five facts about different things: similar ones would be linked, the newer first
-                (await call(client, "store_memory", content=f"Persistent fact: {fact}", tags=["persist"]))["memory_id"]
-                for fact in (
-                    "the cat is grey",
-                    "rent is due monthly",
-                    "Ana plays chess",
-                    "tea over coffee",
-                    "likes jazz",
-                )
-            ]
-    finally:
-        assert first.stop() == 0
-    second = ServerProcess(tmp_path / "data").start()
-    try:
-        async with Client(second.mcp_url) as client:
-            page = await call(client, "list_memories", limit=10)
-            found = await call(client, "search_memory", query="Persistent fact: Ana plays chess")
-    finally:
-        second.stop()
+async def test_memories_survive_a_restart(settings: Settings) -> None:
+    """A runtime closed and another opened on the same data directory: the same memories, in the
+    same order, found the same way (a process's SIGTERM and kill -9: tests/http/test_shutdown.py)."""
+    first = make_runtime(settings)
+    async with Client(first.server) as client:
+        ids = [  # five facts about different things: similar ones would be linked, the newer first
+            (await call(client, "store_memory", content=f"Persistent fact: {fact}", tags=["persist"]))["memory_id"]
+            for fact in (
+                "the cat is grey",
+                "rent is due monthly",
+                "Ana plays chess",
+                "tea over coffee",
+                "likes jazz",
+            )
+        ]
+    first.close()
+    second = make_runtime(settings)
+    async with Client(second.server) as client:
+        page = await call(client, "list_memories", limit=10)
+        found = await call(client, "search_memory", query="Persistent fact: Ana plays chess")
     assert [m["memory_id"] for m in page["memories"]] == ids[::-1]
     assert all(m["tags"] == ["persist"] for m in page["memories"])
     assert found["results"][0]["content"] == "Persistent fact: Ana plays chess"
 
 
-@pytest.mark.server
+@pytest.mark.server("the process's start is the point: the store created in the background while the model loads")
 async def test_a_new_store_is_open_before_the_first_memory_operation(tmp_path: Path, model_dir: Path) -> None:
     """A start on an empty data directory creates the store in the background (from the copy made
     ahead), so the first store waits neither for Chroma's catalogue nor for an open."""
@@ -231,20 +223,22 @@ async def test_a_new_store_is_open_before_the_first_memory_operation(tmp_path: P
     assert stored["memory_id"] and after["store"] == "ready" and after["memories"] == 1
 
 
-@pytest.mark.server
-async def test_unwritable_store_keeps_serving_and_says_why(tmp_path: Path, model_dir: Path) -> None:
+async def test_unwritable_store_keeps_serving_and_says_why(settings: Settings, tmp_path: Path) -> None:
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the data directory should be")
-    proc = ServerProcess(blocker).start()
-    try:
-        early = httpx.get(proc.base_url + "/health").json()  # before any memory operation
+    app = make_app(dataclasses.replace(settings, chromadb_path=blocker), warm_up=False)
+    runtime = app.state.runtime
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as http,
+    ):
+        await runtime.engine.warm_up()  # what the start does: the store is tried before any memory operation
+        early = (await http.get("/health")).json()
         assert early["store"] == "unavailable" and "not writable" in early["store_error"], early
-        async with Client(proc.mcp_url) as client:
+        async with Client(runtime.server) as client:
             assert len((await client.list_tools()).tools) >= 6
             message = await error_text(client, "store_memory", content="hello")
-        health = httpx.get(proc.base_url + "/health").json()
-    finally:
-        proc.stop()
+        health = (await http.get("/health")).json()
     assert "CHROMADB_PATH" in message and "not writable" in message
     assert health["status"] == "degraded" and health["store"] == "unavailable" and health["memories"] is None
 

@@ -59,6 +59,7 @@ async def closed_within(reader: asyncio.StreamReader, seconds: float) -> bool:
         return True
 
 
+@pytest.mark.server("the real socket is the point: stalled connections, the cap and the header timeout")
 async def test_a_connection_without_a_request_head_is_closed_in_seconds(guarded: ServerProcess) -> None:
     sockets = [await stall(guarded.port) for _ in range(5)]
     started = time.perf_counter()
@@ -76,6 +77,7 @@ async def test_a_connection_without_a_request_head_is_closed_in_seconds(guarded:
         other.close()
 
 
+@pytest.mark.server("the real socket is the point: stalled connections, the cap and the header timeout")
 async def test_never_more_connections_than_the_cap(guarded: ServerProcess) -> None:
     assert guarded.proc is not None
     files_before = open_files(guarded.proc.pid)
@@ -89,6 +91,7 @@ async def test_never_more_connections_than_the_cap(guarded: ServerProcess) -> No
     assert closed >= STRANGERS - CAP, closed  # the oldest were closed for the newest
 
 
+@pytest.mark.server("the real socket is the point: stalled connections, the cap and the header timeout")
 async def test_the_owner_is_answered_while_strangers_hold_hundreds_of_sockets(guarded: ServerProcess) -> None:
     """Strangers in a process of their own (benchmarks/stalled_connections.py) keep 400 half-open
     requests, reopening each one the server closes; the owner asks meanwhile."""

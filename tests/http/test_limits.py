@@ -1,21 +1,22 @@
 """The HTTP surface's limits: request bodies capped (413, never a crash), CORS only where configured.
-On `symbiote serve` where the bytes on the socket are the point (bodies cut, announced lengths,
-CORS on a configured server); that a server with no CORS setting answers no preflight, through the
-app in this process."""
+On `symbiote serve` where the bytes on the socket are the point (bodies cut, announced lengths, a
+stream's endpoint); the auth endpoints' caps and CORS, configured or not, through the app in this process."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 from mcp import Client
+from starlette.applications import Starlette
 
 from symbiote.config import ConfigError, Settings
 from tests.auth.support import oauth_env
-from tests.conftest import InProcess, ServerProcess
+from tests.conftest import InProcess, ServerProcess, make_app
 
 LIMIT = 4096
 APP = "https://app.example.com"
@@ -30,12 +31,14 @@ def limited(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterat
     proc.stop()
 
 
-@pytest.fixture(scope="module")
-def limited_oauth(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator[ServerProcess]:
-    env = oauth_env(SYMBIOTE_MAX_BODY_BYTES=str(LIMIT))
-    proc = ServerProcess(tmp_path_factory.mktemp("limited-oauth") / "data", env=env).start()
-    yield proc
-    proc.stop()
+def configured(settings: Settings, **environ: str) -> Starlette:
+    """The app in this process on `settings` with `environ`'s variables read as `symbiote serve` reads them."""
+    read = Settings.from_env({**environ, "CHROMADB_PATH": str(settings.chromadb_path)})
+    return make_app(dataclasses.replace(read, model_dir=settings.model_dir, store_process=False))
+
+
+def in_app(app: Starlette) -> httpx.AsyncClient:
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1", timeout=10)
 
 
 def big_rpc(size: int) -> bytes:
@@ -62,6 +65,7 @@ async def announce_only(port: int, path: str, length: int) -> int:
         writer.close()
 
 
+@pytest.mark.server("the bytes on the socket are the point: bodies cut and lengths announced")
 async def test_oversized_bodies_get_413_on_mcp_and_messages(limited: ServerProcess) -> None:
     async with httpx.AsyncClient(base_url=limited.base_url, timeout=10) as http:
         declared = await http.post("/mcp", content=big_rpc(LIMIT * 4), headers=MCP_HEADERS)
@@ -85,9 +89,10 @@ async def test_oversized_bodies_get_413_on_mcp_and_messages(limited: ServerProce
         assert not stored.is_error
 
 
-async def test_oversized_bodies_get_413_on_the_auth_endpoints(limited_oauth: ServerProcess) -> None:
+async def test_oversized_bodies_get_413_on_the_auth_endpoints(settings: Settings) -> None:
     form = {"Content-Type": "application/x-www-form-urlencoded"}
-    async with httpx.AsyncClient(base_url=limited_oauth.base_url, timeout=10) as http:
+    app = configured(settings, **oauth_env(SYMBIOTE_MAX_BODY_BYTES=str(LIMIT)))
+    async with app.router.lifespan_context(app), in_app(app) as http:
         for path, headers in (
             ("/token", form),
             ("/register", MCP_HEADERS),
@@ -101,10 +106,11 @@ async def test_oversized_bodies_get_413_on_the_auth_endpoints(limited_oauth: Ser
         assert (await http.get("/health")).json()["status"] == "ok"
 
 
-async def test_cors_allows_only_the_configured_origin(limited: ServerProcess) -> None:
+async def test_cors_allows_only_the_configured_origin(settings: Settings) -> None:
     asked = "content-type, mcp-protocol-version, mcp-method, mcp-name, authorization"  # a 2026-07-28 client's
     preflight = {"Origin": APP, "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": asked}
-    async with httpx.AsyncClient(base_url=limited.base_url, timeout=10) as http:
+    app = configured(settings, SYMBIOTE_MAX_BODY_BYTES=str(LIMIT), SYMBIOTE_CORS_ORIGINS=APP)
+    async with app.router.lifespan_context(app), in_app(app) as http:
         allowed = await http.options("/mcp", headers=preflight)
         assert allowed.status_code == 200
         assert allowed.headers["access-control-allow-origin"] == APP

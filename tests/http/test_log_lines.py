@@ -25,6 +25,7 @@ def logged(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterato
     proc.stop()
 
 
+@pytest.mark.server("the process's log file is the point: one line per record as written")
 def test_a_client_id_with_a_newline_writes_one_escaped_line(logged: ServerProcess) -> None:
     client_id = "https://a.example/c\n" + FORGED + "\x1b[2K\u2028"
     _verifier, challenge = pkce()

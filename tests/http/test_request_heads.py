@@ -98,6 +98,7 @@ def steady_rss_mib(pid: int, within: float = 2.0, limit: float = 15.0) -> float:
     return last
 
 
+@pytest.mark.server("the real socket and the process's memory are the point")
 def test_a_30_mb_header_is_refused_at_once_and_never_held(heads: ServerProcess) -> None:
     assert heads.proc is not None
     deadline = time.monotonic() + 60  # the baseline after the warm-up (model and store), not during it
@@ -133,6 +134,7 @@ def test_a_30_mb_header_is_refused_at_once_and_never_held(heads: ServerProcess) 
     assert httpx.get(f"{heads.base_url}/health", timeout=5).status_code == 200
 
 
+@pytest.mark.server("the real socket is the point: raw request heads")
 def test_one_line_over_its_cap_is_refused_and_a_large_head_within_both_is_served(heads: ServerProcess) -> None:
     host = b"Host: 127.0.0.1\r\n"
     long_line, _ = send_head(heads.port, b"GET /health HTTP/1.1\r\n" + host + b"X-Long: " + b"b" * 20_000 + b"\r\n\r\n")
@@ -169,6 +171,7 @@ def closed_after(sock: socket.socket, limit: float) -> float | None:
     return time.perf_counter() - started
 
 
+@pytest.mark.server("the real socket is the point: a body that stops arriving")
 @pytest.mark.parametrize("path", ["/console/signin", "/token", "/register", "/"])
 def test_a_body_that_stops_arriving_is_timed_out(heads: ServerProcess, path: str) -> None:
     sock = stalled_body(heads.port, path)
@@ -179,6 +182,7 @@ def test_a_body_that_stops_arriving_is_timed_out(heads: ServerProcess, path: str
     assert waited is not None and waited < BODY_SECONDS + 3, waited
 
 
+@pytest.mark.server("the real socket is the point: a body that keeps coming")
 def test_a_body_that_keeps_coming_is_not_timed_out(heads: ServerProcess) -> None:
     """Slower than the timeout in all, never silent for as long: the request is answered."""
     with socket.create_connection(("127.0.0.1", heads.port), timeout=30) as sock:
@@ -193,6 +197,7 @@ def test_a_body_that_keeps_coming_is_not_timed_out(heads: ServerProcess) -> None
     assert answer.startswith(b"HTTP/1.1 401 ") and b"invalid_client" in answer, answer  # read whole, then refused
 
 
+@pytest.mark.server("the process's open-file limit and real sockets are the point")
 async def test_the_owner_searches_while_strangers_hold_unfinished_bodies_at_300_files(few_files: ServerProcess) -> None:
     key = api_key(few_files, "owner")
     async with bearer_client(few_files.mcp_url, key) as client:

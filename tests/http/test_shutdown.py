@@ -71,7 +71,7 @@ async def missing_after_restart(server: ServerProcess, acked: dict[str, str]) ->
     return missing
 
 
-@pytest.mark.server
+@pytest.mark.server("the process is the point: SIGTERM mid-write and a restart")
 async def test_sigterm_during_writes_exits_0_and_keeps_every_acknowledged_write(
     tmp_path: Path, model_dir: Path
 ) -> None:
@@ -97,7 +97,7 @@ async def test_sigterm_during_writes_exits_0_and_keeps_every_acknowledged_write(
         server.stop()
 
 
-@pytest.mark.server
+@pytest.mark.server("the process is the point: kill -9 mid-write and a restart")
 async def test_kill_9_during_writes_keeps_every_acknowledged_write(tmp_path: Path, model_dir: Path) -> None:
     server = ServerProcess(tmp_path / "data")
     acked: dict[str, str] = {}

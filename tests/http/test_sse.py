@@ -87,6 +87,7 @@ async def wait_for_sessions(base_url: str, expected: int, within: float = 10) ->
         await asyncio.sleep(0.1)
 
 
+@pytest.mark.server("the transport is the point: legacy SSE streamed over a real wire")
 async def test_endpoint_event_202_and_the_answer_on_the_stream(http: httpx.AsyncClient) -> None:
     async with http.stream("GET", "/sse") as response:
         assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
@@ -132,6 +133,7 @@ async def test_endpoint_event_202_and_the_answer_on_the_stream(http: httpx.Async
         await asyncio.sleep(0.1)
 
 
+@pytest.mark.server("the transport is the point: legacy SSE streamed over a real wire")
 async def test_unknown_sessions_are_404(http: httpx.AsyncClient) -> None:
     ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
     assert (await http.post("/messages/" + "0" * 32, json=ping)).status_code == 404
@@ -140,6 +142,7 @@ async def test_unknown_sessions_are_404(http: httpx.AsyncClient) -> None:
     assert (await http.post("/messages/", json=ping)).status_code == 400
 
 
+@pytest.mark.server("the transport is the point: legacy SSE streamed over a real wire")
 async def test_session_ids_are_random_128_bit_and_unique(http: httpx.AsyncClient) -> None:
     ids = []
     for _ in range(20):
@@ -152,6 +155,7 @@ async def test_session_ids_are_random_128_bit_and_unique(http: httpx.AsyncClient
     assert len(set("".join(ids))) == 16  # every hex digit turns up: not a counter or a timestamp
 
 
+@pytest.mark.server("the transport is the point: heartbeats on an open stream")
 async def test_heartbeat_comment_arrives(http: httpx.AsyncClient) -> None:
     async with http.stream("GET", "/sse") as response:
         stream = Stream(response)
@@ -162,6 +166,7 @@ async def test_heartbeat_comment_arrives(http: httpx.AsyncClient) -> None:
         assert "ping" in line and time.monotonic() - started < 3
 
 
+@pytest.mark.server("the transport is the point: sessions of open streams and the process's log")
 async def test_health_counts_sessions_and_logs_both_ways(sse_server: ServerProcess, http: httpx.AsyncClient) -> None:
     baseline = await wait_for_sessions(sse_server.base_url, 0)
     assert baseline == 0
@@ -178,6 +183,7 @@ async def test_health_counts_sessions_and_logs_both_ways(sse_server: ServerProce
         assert session_id not in log  # only a prefix is logged: the id is what lets one post
 
 
+@pytest.mark.server("the transport is the point: a stream closed at its lifetime")
 async def test_maximum_lifetime_closes_the_stream(short_lived: ServerProcess) -> None:
     async with httpx.AsyncClient(base_url=short_lived.base_url, timeout=10) as http:
         started = time.monotonic()
@@ -193,6 +199,7 @@ async def test_maximum_lifetime_closes_the_stream(short_lived: ServerProcess) ->
     assert "maximum lifetime" in short_lived.log()
 
 
+@pytest.mark.server("the transport is the point: a stream closed at its lifetime")
 async def test_sdk_client_connects_again_after_a_lifetime_close(short_lived: ServerProcess) -> None:
     url = short_lived.base_url + "/sse"
     for _ in range(2):  # each connect is a fresh session with its own lifetime
@@ -201,6 +208,7 @@ async def test_sdk_client_connects_again_after_a_lifetime_close(short_lived: Ser
     assert await wait_for_sessions(short_lived.base_url, 0) == 0
 
 
+@pytest.mark.server("the transport is the point: streams opened and closed over a real wire")
 async def test_hundreds_of_connects_leave_no_session_behind(sse_server: ServerProcess, http: httpx.AsyncClient) -> None:
     async def raw_cycle() -> None:
         async with http.stream("GET", "/sse") as response:
@@ -214,6 +222,7 @@ async def test_hundreds_of_connects_leave_no_session_behind(sse_server: ServerPr
     assert await wait_for_sessions(sse_server.base_url, 0) == 0
 
 
+@pytest.mark.server("the process is the point: SIGTERM with streams open")
 async def test_sigterm_ends_open_streams_cleanly(fresh_server: ServerProcess) -> None:
     """A graceful shutdown with legacy-SSE clients connected: their streams end properly (the
     client sees the end and reconnects elsewhere), nothing is logged as broken, exit code 0."""
@@ -234,6 +243,7 @@ async def test_sigterm_ends_open_streams_cleanly(fresh_server: ServerProcess) ->
     assert " ERROR " not in fresh_server.log(), fresh_server.log()[-2000:]
 
 
+@pytest.mark.server("the transport is the point: answers on a legacy SSE stream")
 async def test_messages_answers_text_that_is_not_unicode_and_odd_ids_as_mcp_does(http: httpx.AsyncClient) -> None:
     """Issue 58: the legacy pair refuses the bodies the 2026-07-28 wire refuses, in the same words."""
     from tests.http.test_envelope import LEGACY, call

@@ -13,7 +13,8 @@ from tests.conftest import ServerProcess
 @pytest.fixture(scope="package")
 def chatgpt_server(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator[ServerProcess]:
     """A server with ChatGPT's `search` and `fetch` too, so every tool the server can publish: one
-    for the package (its tests only list the tools, or add memories and look for what they added)."""
+    for the package's tests that need a process (they add memories and look for what they added, or
+    call a tool that changes nothing)."""
     proc = ServerProcess(tmp_path_factory.mktemp("chatgpt") / "data", env={"SYMBIOTE_CHATGPT_TOOLS": "on"}).start()
     yield proc
     proc.stop()

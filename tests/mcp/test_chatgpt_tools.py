@@ -35,6 +35,7 @@ async def structured_and_text(client: Client, tool: str, arguments: dict[str, An
     return result.structured_content
 
 
+@pytest.mark.server("the transport is the point: a link is built from the origin a request came to, and resolves")
 async def test_search_and_fetch_have_chatgpts_shapes(chatgpt_server: ServerProcess) -> None:
     async with Client(chatgpt_server.mcp_url) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}

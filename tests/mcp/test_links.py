@@ -91,7 +91,7 @@ async def test_a_fuller_duplicate_is_linked_and_shown_once_first(in_process: InP
         assert results[0]["memory_id"] == full["memory_id"]
 
 
-@pytest.mark.server
+@pytest.mark.server("the process is the point: a server killed by SIGKILL, and its store process with it")
 async def test_links_survive_a_killed_server(tmp_path: Path, model_dir: Path) -> None:
     first = ServerProcess(tmp_path / "data").start()
     try:

@@ -65,8 +65,10 @@ async def raw_post(url: str, body: dict[str, Any], headers: dict[str, str]) -> t
     return int(head.split()[1]), json.loads(content)
 
 
-async def test_whitespace_around_a_routing_header_is_not_part_of_its_value(server: ServerProcess) -> None:
-    """RFC 9110 §5.5. uvicorn's parser keeps trailing whitespace, so these reach the app padded."""
+@pytest.mark.server("the transport is the point: a header's exact bytes on a real HTTP/1.1 socket")
+async def test_whitespace_around_a_routing_header_is_not_part_of_its_value(chatgpt_server: ServerProcess) -> None:
+    """RFC 9110 §5.5. uvicorn's parser keeps trailing whitespace, so these reach the app padded. (The
+    package's shared server: the tool called is on every server.)"""
     body = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -83,8 +85,8 @@ async def test_whitespace_around_a_routing_header_is_not_part_of_its_value(serve
         "Mcp-Method": "\ttools/call\t",
         "Mcp-Name": "  memory_stats  ",
     }
-    status, answered = await raw_post(server.mcp_url, body, headers)
+    status, answered = await raw_post(chatgpt_server.mcp_url, body, headers)
     assert status == 200, answered
     assert answered["result"]["structuredContent"]["total_memories"] >= 0
-    status, mismatched = await raw_post(server.mcp_url, body, {**headers, "Mcp-Name": " memory_stat "})
+    status, mismatched = await raw_post(chatgpt_server.mcp_url, body, {**headers, "Mcp-Name": " memory_stat "})
     assert status == 400 and mismatched["error"]["code"] == HEADER_MISMATCH  # the value is still checked

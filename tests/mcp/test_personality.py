@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from pathlib import Path
 
-import httpx
 import pytest
 from mcp import Client
 
-from symbiote.config import PROJECT_ROOT
+from symbiote.config import PROJECT_ROOT, Settings
 from symbiote.mcp.personality import available, load_personality
-from tests.conftest import ServerProcess
+from tests.conftest import InProcess, make_app, make_runtime
 
 DIRECTORY = PROJECT_ROOT / "personalities"
 
@@ -40,21 +39,22 @@ def test_path_tricks_are_not_variants(caplog: pytest.LogCaptureFixture) -> None:
 
 
 @pytest.mark.parametrize(("requested", "active"), [("variant2", "variant2"), ("no-such-variant", "default")])
-@pytest.mark.server
 async def test_server_serves_and_reports_the_active_variant(
-    tmp_path: Path, model_dir: Path, requested: str, active: str
+    settings: Settings, requested: str, active: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    proc = ServerProcess(tmp_path / "data", env={"VENOM_PERSONALITY": requested}).start()
-    try:
-        health = httpx.get(proc.base_url + "/health").json()
-        async with Client(proc.mcp_url) as client:
-            prompt = await client.get_prompt("venom_identity")
-    finally:
-        proc.stop()
+    """VENOM_PERSONALITY as the setting it becomes, through the real runtime and app in this process."""
+    chosen = Settings.from_env({"VENOM_PERSONALITY": requested})
+    with caplog.at_level(logging.WARNING):
+        built = make_runtime(dataclasses.replace(settings, personality=chosen.personality))
+    served = InProcess(built, make_app(built.settings, runtime=built))
+    async with served.http() as http:
+        health = (await http.get("/health")).json()
+    async with Client(served.server) as client:
+        prompt = await client.get_prompt("venom_identity")
     assert health["personality"] == active
     assert prompt.messages[0].content.text == load_personality(DIRECTORY, active).text  # type: ignore[union-attr]
     if active != requested:
-        assert "no-such-variant" in proc.log() and "WARNING" in proc.log()
+        assert "no-such-variant" in caplog.text and any(r.levelname == "WARNING" for r in caplog.records)
 
 
 def test_every_text_of_the_protocol_lets_the_assistant_judge() -> None:

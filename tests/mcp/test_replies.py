@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -15,7 +16,7 @@ from mcp import Client
 from symbiote.config import Settings
 from symbiote.mcp.replies import CONTENT_BYTES, part
 from symbiote.memory.context import MAX_CONTEXT_BYTES
-from tests.conftest import InProcess
+from tests.conftest import InProcess, Volume
 
 PLAN = "For the allotment we planned to grow San Marzano tomatoes in the south bed, staked, from May."
 TOPICS = ["budget review", "office move", "hiring plan", "quarterly goals", "vendor contracts", "travel policy"]
@@ -112,13 +113,15 @@ def widest(batch: int, index: int) -> dict[str, Any]:
 
 
 async def test_no_reply_passes_ten_thousand_tokens_at_any_limit_and_nothing_is_out_of_reach(
-    in_process: InProcess,
+    in_process: InProcess, sampled: Callable[[int, int], Volume]
 ) -> None:
-    """Every listing tool at its highest limit over 200 of the widest memories, a history of long turns:
+    """Every listing tool at its highest limit over 200 of the widest memories, a history of 30 long turns
+    (100 memories and 10 turns in a sample, each still past a reply's budget; the whole under `--soak`):
     each reply holds under 10,000 tokens, and what a reply leaves out it names (next_before, not_shown)."""
+    batches, turns = sampled(2, 1).count, sampled(30, 10).count
     async with Client(in_process.server) as client:
         ids: list[str] = []
-        for batch in range(2):
+        for batch in range(batches):
             stored, text = await call(client, "store_memories", memories=[widest(batch, i) for i in range(100)])
             assert tokens(text) < 10_000 and stored["stored"] == 100
             shown = [result["memory_id"] for result in stored["results"]]
@@ -134,7 +137,7 @@ async def test_no_reply_passes_ten_thousand_tokens_at_any_limit_and_nothing_is_o
             before = page.get("next_before")
             if before is None:
                 break
-        assert len(listed) == len(set(listed)) == 200 and set(ids) <= set(listed)
+        assert len(listed) == len(set(listed)) == 100 * batches and set(ids) <= set(listed)
 
         found, text = await call(client, "get_memories", memory_ids=listed[:100])
         assert tokens(text) < 10_000 and found["found"] == 100
@@ -143,13 +146,13 @@ async def test_no_reply_passes_ten_thousand_tokens_at_any_limit_and_nothing_is_o
         hits, text = await call(client, "search_memory", query="garden plan tomatoes", limit=20, min_relevance=0)
         assert tokens(text) < 10_000 and len(hits["results"]) + len(hits.get("below_cutoff", [])) == 20
 
-        for turn in range(30):
+        for turn in range(turns):
             await call(client, "append_history", conversation_id="c1", role="user", text=f"turn {turn} " + "x " * 5000)
         history, text = await call(client, "get_history", conversation_id="c1", n=500)
-        assert tokens(text) < 10_000 and history["total_turns"] == 30
+        assert tokens(text) < 10_000 and history["total_turns"] == turns
         assert (
-            history["turns"][-1]["text"].startswith("turn 29")
-            and history["turns"][-1]["text_chars"] == len("turn 29 " + "x " * 5000) - 1
+            history["turns"][-1]["text"].startswith(f"turn {turns - 1}")
+            and history["turns"][-1]["text_chars"] == len(f"turn {turns - 1} " + "x " * 5000) - 1
         )  # its end space is not kept
 
 

@@ -6,6 +6,7 @@ for the test (skipped where mounting is not allowed).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import sqlite3
@@ -160,6 +161,38 @@ async def test_retention_removes_old_memories_except_bookmarked(
         remaining = {m.content for m in (await engine.list_memories(limit=10)).memories}
         assert remaining == {"old note 1", "a new note"}
         assert "removed 2" in caplog.text and "skipped 1 bookmarked" in caplog.text
+    finally:
+        engine.close()
+
+
+async def test_with_retention_set_the_warm_up_stays_on_as_the_cleanup_and_removes_an_old_memory(
+    settings: Settings,
+) -> None:
+    engine = await engine_with(settings, EnginePolicy(retention_days=30))
+    try:
+        store = await engine._io.opened()
+        micros = time.time_ns() // 1000 - 40 * 86_400 * 1_000_000
+        store.call(
+            MemoryStore.add,
+            StoredMemory(
+                f"mem_{micros:016d}0000", "an old note", iso_utc(micros), micros, (), content_hash("an old note")
+            ),
+            await engine._embedder.embed(["an old note"]),
+            ["an old note"],
+        )
+        kept = await engine.store(StoreRequest("a new note"))
+        cleanup = asyncio.ensure_future(engine.warm_up())  # no call asks for it: the cleanup runs by itself
+        try:
+            for _ in range(500):
+                if await engine.count() == 1:
+                    break
+                await asyncio.sleep(0.01)
+            assert [m.memory_id for m in (await engine.list_memories(limit=10)).memories] == [kept.memory_id]
+            assert not cleanup.done()  # and stays on, for the next day
+        finally:
+            cleanup.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await cleanup
     finally:
         engine.close()
 

@@ -57,6 +57,7 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+@pytest.mark.server("the transport is the point: a client that drops its connection mid-request")
 async def test_embedding_stops_when_the_client_goes_away(server: ServerProcess) -> None:
     """A batch the client gives up on is not embedded on for nobody, nor stored."""
     assert server.proc is not None
@@ -86,7 +87,7 @@ async def test_embedding_stops_when_the_client_goes_away(server: ServerProcess) 
 # -- 9. reset keeps the sign-ins, and a running server notices ------------------------------------
 
 
-@pytest.mark.server
+@pytest.mark.server("the process is the point: `symbiote reset` beside a running server, then a restart")
 async def test_reset_keeps_sign_ins_and_a_running_server_notices(tmp_path: Path, model_dir: Path) -> None:
     server = ServerProcess(tmp_path / "data", env=oauth_env()).start()
     try:

@@ -89,8 +89,8 @@ async def test_concurrent_appends_get_distinct_indexes(history: ConversationHist
 
 
 async def test_history_writes_can_be_put_behind_the_share_write_gate(tmp_path: Path, model_dir: Path) -> None:
-    """`history_services(guard=...)` with the file share's GuardedStore: a snapshot holds appends back."""
-    from symbiote.azure import GuardedStore, WriteGate
+    """`history_services(guard=...)` with the file share's LeaseGuard: a snapshot holds appends back."""
+    from symbiote.azure import LeaseGuard, WriteGate
     from symbiote.config import Settings
     from symbiote.embedding.embedder import AsyncEmbedder
     from symbiote.runtime import history_services
@@ -99,7 +99,7 @@ async def test_history_writes_can_be_put_behind_the_share_write_gate(tmp_path: P
     gate = WriteGate()
     embedder = AsyncEmbedder(shared_model)
     services = history_services(
-        settings, embedder, engine=None, guard=lambda opener: GuardedStore(opener, None, gate, settings.chromadb_path)
+        settings, embedder, engine=None, guard=lambda opener: LeaseGuard(opener, None, gate, settings.chromadb_path)
     )
     try:
         await services.history.append("gated", "user", "before the snapshot")

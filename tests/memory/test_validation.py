@@ -12,7 +12,7 @@ from mcp import Client
 from mcp_types import Implementation
 
 from symbiote.errors import InvalidInputError
-from symbiote.memory import MemoryEngine
+from symbiote.memory import MemoryEngine, validation
 from symbiote.memory.requests import StoreRequest, UpdateRequest
 from symbiote.runtime import Runtime
 
@@ -81,3 +81,30 @@ async def test_the_console_s_history_search_meets_the_same_rule(runtime: Runtime
     assert runtime.history is not None
     with pytest.raises(InvalidInputError, match="query is not valid Unicode text"):
         await runtime.history.history.search(NOT_TEXT)
+
+
+REFUSALS: list[tuple[Any, tuple[Any, ...], str]] = [
+    (validation.query, (42,), "query must be text."),
+    (validation.tags, (["t"] * 101,), "101 tags given; at most 10 are allowed."),
+    (validation.tags, (["fine", 7],), "tag 2 is not text."),
+    (validation.before, (1_700_000_000,), "before must be a memory id or an ISO-8601 date/time."),
+    (validation.time_window, (None, None, 2024), "when must be text: an ISO date or a phrase like 'last week'."),
+    (validation.flag, ("yes", "bookmarked"), "bookmarked must be true or false."),
+    (validation.memory_ids, ([],), "memory_ids must be a non-empty list of ids."),
+    (validation.memory_ids, (["mem_1"] * 101,), "101 ids given; at most 100 per call."),
+    (validation.replaces, ("mem_17321234567890120042",), "replaces must be a list of memory ids"),
+    (validation.replaces, (["mem_17321234567890120042"] * 11,), "replaces names 11 memories; at most 10."),
+    (validation.batch, ({"content": "x"},), "memories must be a non-empty list of {content, tags?"),
+    (validation.batch, ([{"content": "x"}] * 101,), "101 memories given; at most 100 per batch. Nothing was stored."),
+    (validation.batch, (["fine", 3],), "item 2 must be an object with a content field. Nothing was stored."),
+]
+
+
+@pytest.mark.parametrize(("check", "arguments", "said"), REFUSALS)
+def test_an_argument_of_the_wrong_kind_or_count_is_refused_naming_it(
+    check: Any, arguments: tuple[Any, ...], said: str
+) -> None:
+    # what a client that skips the tools' schemas (or the console, or an import) may send
+    with pytest.raises(InvalidInputError) as refused:
+        check(*arguments)
+    assert str(refused.value).startswith(said)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,11 +34,21 @@ def test_a_query_of_stopwords_alone_covers_nothing() -> None:
     assert QueryWords("what is it?").coverage("anything at all") == 0.0
 
 
-def test_the_word_table_holds_wordfreqs_own_values(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def made(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One table made for the module (some seconds each); a test that changes one works on a copy."""
+    yield make_word_table(tmp_path_factory.mktemp("words"))
+
+
+def _copy(made: Path, folder: Path) -> Path:
+    return Path(shutil.copy(made, folder / made.name))
+
+
+def test_the_word_table_holds_wordfreqs_own_values(made: Path) -> None:
     """What a start reads instead of wordfreq's list (`WordTable`): the same number for every plain word."""
     from wordfreq import get_frequency_dict, zipf_frequency
 
-    table = WordTable(make_word_table(tmp_path))
+    table = WordTable(made)
     try:
         listed = [w for w in get_frequency_dict("en") if w.isascii() and w.isalpha() and w.islower()]
         sample = [*listed[:2000], *random.Random(61).sample(listed, 3000), "clayhouse", "zzzqxv"]
@@ -47,14 +59,14 @@ def test_the_word_table_holds_wordfreqs_own_values(tmp_path: Path) -> None:
 
 
 def test_the_warm_up_opens_the_table_and_other_words_still_go_to_wordfreq(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, made: Path
 ) -> None:
     from wordfreq import zipf_frequency
 
     monkeypatch.setattr(informative, "_TABLE", [None])  # this process's table, put back afterwards
     load_lists(tmp_path)  # no table there: wordfreq's list, as before
     assert informative._TABLE[0] is None
-    make_word_table(tmp_path)
+    _copy(made, tmp_path)
     load_lists(tmp_path)
     table = informative._TABLE[0]
     assert isinstance(table, WordTable)
@@ -70,7 +82,7 @@ def test_the_warm_up_opens_the_table_and_other_words_still_go_to_wordfreq(
 
 @pytest.mark.parametrize("damage", ["a damaged page", "a frequency that is no number"])
 def test_a_word_table_that_fails_a_lookup_gives_way_to_wordfreq_with_one_warning(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, damage: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, damage: str, made: Path
 ) -> None:
     """Issue 67 L8: 3 of 10 searches answered "Internal error" on a table with damaged pages (the
     start's check looks up one word), and so did a non-numeric frequency."""
@@ -78,7 +90,7 @@ def test_a_word_table_that_fails_a_lookup_gives_way_to_wordfreq_with_one_warning
 
     from wordfreq import zipf_frequency
 
-    path = make_word_table(tmp_path)
+    path = _copy(made, tmp_path)
     if damage == "a damaged page":
         with path.open("r+b") as file:  # pages of words in a-f (sorted): the start's check ("the") still passes
             page = 4096

@@ -12,7 +12,7 @@ import pytest
 
 from symbiote.embedding import MODEL_DIMENSION, MODEL_NAME
 from symbiote.storage.base import StoredMemory
-from symbiote.storage.chroma.batches import max_batch_size
+from symbiote.storage.chroma.batches import READ_IDS, max_batch_size
 from symbiote.storage.chroma.opening import open_embedded_store
 from symbiote.storage.chroma.store import ChromaMemoryStore
 
@@ -72,3 +72,20 @@ def test_links_of_more_memories_than_the_maximum_are_set_and_moved_to_the_trash(
     moved = store.trash([m.memory_id for m in memories], "owner", 2_000_000)
     assert len(moved) == PAST_MAXIMUM and store.count() == 0
     assert len(store.restore(moved)) == PAST_MAXIMUM and store.count() == PAST_MAXIMUM
+
+
+def test_a_read_by_more_ids_than_chroma_takes_at_once_finds_every_stored_one(tmp_path: Path) -> None:
+    store = open_embedded_store(tmp_path / "data", MODEL_NAME, MODEL_DIMENSION)
+    try:
+        memories = [_memory(i, f"Batch read note {i}: the spare key is in drawer {i}.") for i in range(3)]
+        store.add_many([(m, _unit(1, i), [m.content]) for i, m in enumerate(memories)])
+        # the stored ids spread over the pages of a read by 10,001 ids (two pages of READ_IDS at most)
+        asked = [f"mem_{9_000_000 + i}" for i in range(READ_IDS + 1)]
+        asked[0], asked[5_000], asked[-1] = (m.memory_id for m in memories)
+        got = store._memories.get(ids=asked, include=["documents", "metadatas"])
+        assert got["ids"] == [m.memory_id for m in memories]
+        assert got["documents"] == [m.content for m in memories] and got["embeddings"] is None
+        assert len(got["metadatas"]) == 3
+        assert store.get(asked).keys() == {m.memory_id for m in memories}
+    finally:
+        store.close()

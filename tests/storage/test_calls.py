@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from symbiote.azure import GuardedStore, WriteGate
+from symbiote.azure import LeaseGuard, WriteGate
 from symbiote.errors import StoreUnavailableError
 from symbiote.storage import WRITES, HistoryStore, Local, MemoryStore, Reach, ResetGuard, StoreResetError, is_write
 from symbiote.storage.chroma import Remote
@@ -59,7 +59,7 @@ def test_the_writes_table_names_methods_of_the_interfaces_and_every_other_method
     assert WRITES <= names
     assert {op.__name__ for op in HISTORY_OPS if is_write(op)} == {"add", "delete_conversation"}
     assert not any(is_write(op) for op in MEMORY_OPS if op.__name__.startswith(("get", "find", "count", "search")))
-    for reach in (Reach, Local, Remote, ResetGuard, GuardedStore):
+    for reach in (Reach, Local, Remote, ResetGuard, LeaseGuard):
         assert "__getattr__" not in vars(reach) and set(vars(reach)) & names <= {
             "close"
         }  # one `call`, no method per method
@@ -68,7 +68,7 @@ def test_the_writes_table_names_methods_of_the_interfaces_and_every_other_method
 def test_the_guard_refuses_every_write_without_the_lease_and_lets_reads_through(tmp_path: Path) -> None:
     (tmp_path / "chroma.sqlite3").write_bytes(b"")
     inner = _Recorder()
-    guarded: GuardedStore[MemoryStore] = GuardedStore(lambda: Local(inner), _Refusing(), WriteGate(), tmp_path)  # type: ignore[arg-type]
+    guarded: LeaseGuard[MemoryStore] = LeaseGuard(lambda: Local(inner), _Refusing(), WriteGate(), tmp_path)  # type: ignore[arg-type]
     for op in MEMORY_OPS:
         if is_write(op):
             with pytest.raises(StoreUnavailableError):
@@ -88,7 +88,7 @@ def test_a_write_through_the_guard_holds_the_gate(tmp_path: Path) -> None:
         def add(self, *args: Any) -> None:
             seen.append(gate.writes_in_flight)
 
-    guarded: GuardedStore[MemoryStore] = GuardedStore(lambda: Local(Store()), None, gate, tmp_path)  # type: ignore[arg-type]
+    guarded: LeaseGuard[MemoryStore] = LeaseGuard(lambda: Local(Store()), None, gate, tmp_path)  # type: ignore[arg-type]
     guarded.call(MemoryStore.add, *_arguments(MemoryStore.add))
     assert seen == [1]
 
@@ -97,14 +97,14 @@ def test_the_reset_check_refuses_every_call_but_close_once_the_directory_moved(t
     data = tmp_path / "data"
     data.mkdir()
     inner = _Recorder()
-    store: ResetGuard[MemoryStore] = ResetGuard(Local(inner), data)  # type: ignore[arg-type]
-    store.call(MemoryStore.count)
+    checked: ResetGuard[MemoryStore] = ResetGuard(Local(inner), data)  # type: ignore[arg-type]
+    checked.call(MemoryStore.count)
     data.rename(tmp_path / "aside")
     data.mkdir()
     for op in MEMORY_OPS:
         with pytest.raises(StoreResetError):
-            store.call(op, *_arguments(op))
-    store.close()
+            checked.call(op, *_arguments(op))
+    checked.close()
     assert inner.calls == ["count", "close"]
 
 

@@ -392,7 +392,7 @@ async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
     return result.structured_content
 
 
-@pytest.mark.server
+@pytest.mark.server("the process is the point: two server processes sharing one Chroma server")
 async def test_two_servers_share_memories_and_history_through_chroma(
     chroma_server: ChromaServerProcess,
     tmp_path: Path,

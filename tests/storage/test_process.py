@@ -79,6 +79,7 @@ def test_the_store_process_ends_with_the_server(tmp_path: Path) -> None:
     assert _gone(child, 10), "the store process outlived the server"
 
 
+@pytest.mark.server("the transport is the point: idle keep-alive connections on the real socket")
 def test_idle_keep_alive_connections_outlive_the_clients_own_expiry(fresh_server: ServerProcess) -> None:
     """Clients drop idle connections after 5 s (httpx); the server must not close them first, or a
     legacy-SSE POST can land on a closing connection and the SDK ends the whole session."""
@@ -218,7 +219,7 @@ def test_a_preopen_that_failed_is_opened_again_and_says_why(tmp_path: Path) -> N
 
 
 def test_only_data_crosses_into_the_store_process(tmp_path: Path) -> None:
-    """The store's process unpickles no Symbiote class above storage: code of another layer (here
+    """The store process unpickles no Symbiote class above storage: code of another layer (here
     retrieval's) is refused, and the process keeps serving."""
     from symbiote.embedding.model import MODEL_DIMENSION, MODEL_NAME
     from symbiote.retrieval import ranking

@@ -11,9 +11,11 @@ import random
 import shutil
 import sqlite3
 import time
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -185,7 +187,7 @@ async def test_an_emptied_index_is_set_aside_rebuilt_and_every_memory_found(
 STARTS = 3  # `symbiote serve` on a freshly damaged store; 3 of 6 exited 1 before (issue 67 M4)
 
 
-@pytest.mark.server
+@pytest.mark.server("the process is the point: `symbiote serve` starting on a damaged store")
 def test_the_server_starts_on_a_damaged_store_every_time_and_says_what_it_set_aside(
     pristine: Path, tmp_path: Path
 ) -> None:
@@ -215,3 +217,57 @@ def test_a_store_at_a_relative_path_opens_and_opens_again(tmp_path: Path, monkey
         store = open_embedded_store(Path("data"), MODEL_NAME, MODEL_DIMENSION)
         store.close()
     assert (tmp_path / "data" / CHROMA_FILE).is_file()
+
+
+def _pickled(folder: Path, change: Any) -> None:
+    import pickle
+
+    with (folder / PICKLE).open("rb") as file:
+        meta = pickle.load(file)
+    (folder / PICKLE).write_bytes(pickle.dumps(change(meta)))
+
+
+def _node0(folder: Path, offset: int, value: int) -> None:
+    """Write a 32-bit word of the first vector's record in data_level0.bin."""
+    import struct
+
+    with (folder / "data_level0.bin").open("r+b") as file:
+        file.seek(offset)
+        file.write(struct.pack("<I", value))
+
+
+def _header(folder: Path) -> tuple[int, ...]:
+    from symbiote.storage.chroma.segment_files import _HEADER
+
+    return tuple(_HEADER.unpack_from((folder / "header.bin").read_bytes()))
+
+
+def _fewer_labels(meta: dict[str, Any]) -> dict[str, Any]:
+    label = next(iter(meta["label_to_id"]))
+    key = meta["label_to_id"].pop(label)
+    meta["id_to_label"].pop(key)
+    return meta
+
+
+DAMAGES: list[tuple[str, Any, str]] = [
+    ("a class in the label map", lambda f: _pickled(f, lambda _m: OrderedDict()), "unexpected collections.OrderedDict"),
+    ("no label map", lambda f: _pickled(f, lambda _m: [1, 2]), f"{PICKLE} holds no label map"),
+    ("maps of two sizes", lambda f: _pickled(f, lambda m: {**m, "id_to_label": {}}), f"{PICKLE}'s two maps disagree"),
+    ("a label map short of one", lambda f: _pickled(f, _fewer_labels), "disagree on which records are indexed"),
+    ("no header", lambda f: (f / "header.bin").unlink(), "header.bin is missing"),
+    ("no label map file", lambda f: (f / PICKLE).unlink(), f"{PICKLE} is missing for an index of"),
+    ("no upper levels", lambda f: (f / "link_lists.bin").unlink(), "link_lists.bin missing"),
+    ("too many links", lambda f: _node0(f, 0, _header(f)[10] + 1), "more links than the index allows"),
+    ("a link past the end", lambda f: _node0(f, 4, _header(f)[3] + 5), "links to vectors that do not exist"),
+]
+
+
+@pytest.mark.parametrize(("damage", "make", "said"), DAMAGES, ids=[d[0] for d in DAMAGES])
+def test_a_label_map_or_index_that_does_not_hold_together_is_found_and_named(
+    store: Path, damage: str, make: Any, said: str
+) -> None:
+    folder = _segments(store)["venom_memories"]
+    assert problem(folder) is None
+    make(folder)
+    found = problem(folder)
+    assert found is not None and said in found, (damage, found)

@@ -286,3 +286,112 @@ def test_a_delete_for_good_that_died_after_chroma_let_go_leaves_no_keyword_entry
         }
     finally:
         store.close()
+
+
+def test_deleting_restoring_or_purging_nothing_changes_nothing(tmp_path: Path) -> None:
+    store = open_embedded_store(tmp_path / "data", MODEL_NAME, MODEL_DIMENSION)
+    try:
+        ids = [m.memory_id for m in fill(store, 2)]
+        assert store.trash([], "owner", 1) == [] and store.purge([]) == [] and store.restore([]) == []
+        assert where(store, ids) == dict.fromkeys(ids, "stored")
+    finally:
+        store.close()
+
+
+def test_a_delete_of_a_memory_chroma_has_not_taken_yet_writes_it_then_trashes_it(tmp_path: Path) -> None:
+    # acknowledged and journalled, its Chroma write refused so far (a full disk that has since freed)
+    store = open_embedded_store(tmp_path / "data", MODEL_NAME, MODEL_DIMENSION)
+    try:
+        (kept,) = fill(store, 1)
+        text = "The passport is in the second drawer of the hall desk."
+        memory = StoredMemory(IDS.new(), text, "2026-01-02T00:00:00Z", 2_000_000, ("travel",), content_hash(text))
+        vector = np.random.default_rng(3).standard_normal((1, MODEL_DIMENSION)).astype(np.float32)
+        with store._lexical.transaction(durable=True) as tx:
+            tx.add(memory.memory_id, memory.created_us, text)
+            store._lexical.unwritten.put([(memory, vector, [text])])
+        assert store._memories.get(ids=[memory.memory_id])["ids"] == []
+        assert store.trash([memory.memory_id], "owner", 11) == [memory.memory_id]
+        assert where(store, [memory.memory_id, kept.memory_id]) == {memory.memory_id: "trash", kept.memory_id: "stored"}
+        (item,) = store.trashed(0, 10)[0]
+        assert (item.memory.content, item.memory.tags, item.deleted_by) == (text, ("travel",), "owner")
+        assert store._lexical.unwritten.all() == []
+        assert store.restore([memory.memory_id]) == [memory.memory_id]
+        assert store.get([memory.memory_id])[memory.memory_id].content == text
+    finally:
+        store.close()
+
+
+def test_a_restore_chroma_refuses_leaves_the_memory_in_the_trash_and_says_so(tmp_path: Path) -> None:
+    # a trash row whose vector Chroma refuses (here one of another dimension): nothing is lost
+    store = open_embedded_store(tmp_path / "data", MODEL_NAME, MODEL_DIMENSION)
+    try:
+        memories = fill(store, 2)
+        (row,) = trash_rows(store, memories[:1])
+        assert store.trash([row.memory_id], "owner", 12) == [row.memory_id]
+        with store._lexical.transaction(durable=True):
+            store._lexical.trash.remove([row.memory_id])
+            store._lexical.trash.put([dataclasses.replace(row, vector=row.vector[:100])])
+        with pytest.raises(StoreUnavailableError, match=f"Restoring failed .*{row.memory_id} is still in the trash"):
+            store.restore([row.memory_id])
+        assert where(store, [m.memory_id for m in memories]) == {
+            row.memory_id: "trash",
+            memories[1].memory_id: "stored",
+        }
+        assert store._lexical.trash.moving() == []
+        (item,) = store.trashed(0, 10)[0]
+        assert item.memory.content == row.body
+    finally:
+        store.close()
+
+
+def test_an_update_chroma_refuses_leaves_the_memory_as_it_was(tmp_path: Path) -> None:
+    store = open_embedded_store(tmp_path / "data", MODEL_NAME, MODEL_DIMENSION)
+    try:
+        (memory,) = fill(store, 1)
+        text = "The red notebook moved to the attic."
+        changed = dataclasses.replace(memory, content=text, content_hash=content_hash(text))
+        wrong = np.ones((1, 100), dtype=np.float32)  # vectors of another dimension: Chroma refuses the write
+        with pytest.raises(Exception, match="dimension"):
+            store.replace(changed, wrong, [text])
+        assert store.get([memory.memory_id])[memory.memory_id].content == memory.content
+        assert store._lexical.bodies([memory.memory_id]) == {memory.memory_id: memory.content}
+        assert store._lexical.trash.moving() == [] and store.keyword("attic", 3) == []
+        with pytest.raises(KeyError):
+            store.replace(dataclasses.replace(changed, memory_id="mem_00000000000000010000"), None, [text])
+        assert store.delete_many(["mem_00000000000000010000"]) == [] and store.delete_many([]) == []
+        assert where(store, [memory.memory_id]) == {memory.memory_id: "stored"}
+    finally:
+        store.close()
+
+
+def test_a_restore_on_a_full_disk_leaves_the_memory_in_the_trash_and_says_so(small_disk: Path) -> None:
+    path = small_disk / "data"
+    store = open_embedded_store(path, MODEL_NAME, MODEL_DIMENSION)
+    try:
+        memories = fill(store, 6)
+        ids = [m.memory_id for m in memories]
+        assert store.trash(ids[:3], "owner", 5) == ids[:3]
+        filler = small_disk / "filler"
+        with filler.open("wb") as handle:
+            try:
+                while True:
+                    handle.write(b"\0" * 65536)
+            except OSError:
+                pass
+        refused = 0
+        for mid in ids[:3]:
+            try:
+                assert store.restore([mid]) == [mid]
+                assert where(store, [mid]) == {mid: "stored"}
+            except StoreUnavailableError as exc:
+                refused += 1
+                assert f"{mid} is still in the trash" in str(exc) and "Storage full" in str(exc)
+                assert where(store, [mid]) == {mid: "trash"}
+        print(f"{refused} of 3 restores refused on the full disk")
+        filler.unlink()
+        store = reopen(store, path)
+        assert set(where(store, ids).values()) <= {"stored", "trash"}
+        left = [mid for mid in ids[:3] if where(store, [mid])[mid] == "trash"]
+        assert store.restore(left) == left and where(store, ids) == dict.fromkeys(ids, "stored")
+    finally:
+        store.close()

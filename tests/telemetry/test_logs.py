@@ -30,8 +30,6 @@ from tests.auth.test_sdk_client import MemoryTokenStorage, Owner, connector
 from tests.conftest import ServerProcess
 from tests.telemetry.support import HttpReceiver, Received, export_env
 
-pytestmark = pytest.mark.server  # starts servers (docs/tests.md: tiers)
-
 KEYS = {"timestamp", "level", "logger", "message", "trace_id", "span_id"}
 
 
@@ -54,6 +52,7 @@ def debug_server(tmp_path: Path, model_dir: Path) -> Iterator[tuple[ServerProces
 
 
 @pytest.mark.asyncio(loop_scope="session")
+@pytest.mark.server("the process is the point: what a debug-level `symbiote serve` writes to its log")
 async def test_a_debug_session_logs_no_secret_and_no_memory_text(debug_server: tuple[ServerProcess, str]) -> None:
     server, api_key = debug_server
     marker = uuid.uuid4().hex[:10]

@@ -69,7 +69,7 @@ def all_values(received: Received) -> list[str]:
 
 
 @pytest.mark.asyncio(loop_scope="session")
-@pytest.mark.server
+@pytest.mark.server("the process's exporters are the point: spans sent over OTLP to a receiver")
 async def test_spans_and_metrics_over_otlp_http(tmp_path: Path, model_dir: Path) -> None:
     received = Received()
     with HttpReceiver(received) as receiver:
@@ -122,7 +122,7 @@ async def test_spans_and_metrics_over_otlp_http(tmp_path: Path, model_dir: Path)
 
 
 @pytest.mark.asyncio(loop_scope="session")
-@pytest.mark.server
+@pytest.mark.server("the process's exporters are the point: spans sent over OTLP gRPC to a receiver")
 async def test_spans_over_otlp_grpc(tmp_path: Path, model_dir: Path) -> None:
     received = Received()
     with GrpcReceiver(received) as receiver:
@@ -145,7 +145,7 @@ async def test_spans_over_otlp_grpc(tmp_path: Path, model_dir: Path) -> None:
 
 
 @pytest.mark.asyncio(loop_scope="session")
-@pytest.mark.server
+@pytest.mark.server("the process is the point: a stdio server's exporters")
 async def test_spans_over_stdio(tmp_path: Path, model_dir: Path) -> None:
     """The same middleware serves stdio: one span per request, `network.transport=pipe`."""
     received = Received()
@@ -171,7 +171,7 @@ async def test_spans_over_stdio(tmp_path: Path, model_dir: Path) -> None:
 
 
 @pytest.mark.asyncio(loop_scope="session")
-@pytest.mark.server
+@pytest.mark.server("the process's exporters are the point: the Azure distro set up at start")
 async def test_application_insights_through_the_distro(tmp_path: Path, model_dir: Path) -> None:
     """APPLICATIONINSIGHTS_CONNECTION_STRING: requests, dependencies, the metrics and the start line
     reach the ingestion API (a loopback stand-in), and nothing of the memory does."""

@@ -1,4 +1,4 @@
-"""The transfer package's shared server for imports through the console."""
+"""The transfer package's shared server for hostile imports through the console."""
 
 from __future__ import annotations
 
@@ -8,6 +8,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ServerProcess
+
+# The mark of the tests that use `importing`.
+IMPORTING = pytest.mark.server(
+    "the process is the point: the server's memory, and its answers to a second client, while a hostile import runs"
+)
 
 
 @pytest.fixture(scope="package")

@@ -27,6 +27,7 @@ import pytest
 
 from tests.conftest import ServerProcess, Volume
 from tests.hardening.test_servers import rss_mib
+from tests.transfer.conftest import IMPORTING
 from tests.transfer.test_hardening import Console
 
 LATENCY_S = 1.0
@@ -115,6 +116,7 @@ def row(i: int, **changes: Any) -> tuple[Any, ...]:
     return tuple(values.values())
 
 
+@IMPORTING
 def test_a_view_that_never_ends_is_refused_and_the_server_answers(importing: ServerProcess, tmp_path: Path) -> None:
     """Finding 1: `memories` a view over an endless recursive query (4 KB): refused, not read."""
     data = database(
@@ -128,6 +130,7 @@ def test_a_view_that_never_ends_is_refused_and_the_server_answers(importing: Ser
     assert result["state"] == "failed" and "memories is a view" in result["page"], result["page"]
 
 
+@IMPORTING
 def test_computed_rows_are_refused_and_a_row_too_long_alone(importing: ServerProcess, tmp_path: Path) -> None:
     """Finding 4: rows built by printf (a generated column) refused whole; a real row longer than the
     content limit refused alone, in SQL, the others imported."""
@@ -166,6 +169,7 @@ def _zip(entries: dict[str, bytes], flag_encrypted: str = "") -> bytes:
     return bytes(data)
 
 
+@IMPORTING
 def test_notes_built_to_make_a_parser_backtrack_are_read_in_linear_time(importing: ServerProcess) -> None:
     """Finding 2: a note of `---` and 4 MiB of newlines (hours before), and a list item of spaces
     (quadratic in the line's length before); an encrypted entry refused alone (finding 6)."""
@@ -190,6 +194,7 @@ def _export(entries: list[Any]) -> bytes:
     return json.dumps({"export_metadata": {"source": "test"}, "memories": entries}, indent=2).encode()
 
 
+@IMPORTING
 def test_tags_are_capped_before_anything_else(importing: ServerProcess) -> None:
     """Finding 3: one entry with 100,000 tags (a minute on the loop before) keeps ten."""
     entry = {
@@ -202,6 +207,7 @@ def test_tags_are_capped_before_anything_else(importing: ServerProcess) -> None:
     assert result["state"] == "done" and result["added"] == 1, result
 
 
+@IMPORTING
 def test_one_entry_with_a_time_out_of_range_is_refused_alone(importing: ServerProcess) -> None:
     """Finding 6: `created_at` 1e13 aborted the whole import (OverflowError); now that entry alone."""
     entries = [
@@ -213,6 +219,7 @@ def test_one_entry_with_a_time_out_of_range_is_refused_alone(importing: ServerPr
     assert result["state"] == "done" and result["added"] == 3 and result["refused"] == 1, result
 
 
+@IMPORTING
 def test_a_large_export_of_empty_objects_is_streamed(
     importing: ServerProcess, sampled: Callable[[int, int], Volume]
 ) -> None:
@@ -250,6 +257,7 @@ def test_a_folder_import_reads_only_regular_files_and_prints_names_escaped(tmp_p
     assert "\x1b" not in out and "\\x1b[2Jclear.md" in out, out
 
 
+@IMPORTING
 def test_a_note_with_a_title_of_megabytes_is_refused_alone(importing: ServerProcess) -> None:
     """A title of 3 MB makes every memory of its note longer than any memory may be: those are
     refused with the note's name, the other note imported (before the reader's line limit, the

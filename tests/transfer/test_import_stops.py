@@ -22,10 +22,8 @@ from symbiote.runtime import build_runtime
 from symbiote.storage import SIDE_DATABASE_FILE
 from symbiote.transfer.exporting import export_lines
 from symbiote.transfer.importing import BATCH
-from tests.conftest import ServerProcess
-from tests.transfer.test_hardening import Console
-
-pytestmark = pytest.mark.server  # each test starts a server process or the import command
+from tests.conftest import InProcess, ServerProcess
+from tests.transfer.test_hardening import Console, InProcessConsole
 
 # Many short memories: a batch is quick to embed, and the reader's 3.5 MB of lines are twice what the
 # pipe and the server's buffer hold (1.8 MB), so it is still running when the import stops.
@@ -90,39 +88,39 @@ def _wait_for_first_batch(http: httpx.Client) -> None:
         time.sleep(0.3)
 
 
-def _wait_for_the_end(console: Console, job: str) -> str:
-    deadline = time.monotonic() + 180
-    while 'data-state="failed"' not in (page := console.http.get(f"/import/{job}").text):
-        assert time.monotonic() < deadline, page[-800:]
-        time.sleep(0.5)
-    return page
+async def _stored_now(http: httpx.AsyncClient) -> int:
+    return len((await http.get("/console/export")).text.splitlines()) - 1
 
 
-def test_cancel_in_the_console_stops_the_import_between_batches(tmp_path: Path, model_dir: Path) -> None:
-    server = ServerProcess(tmp_path / "data").start()
-    try:
-        assert server.proc is not None
-        console = Console(server.base_url)
-        job = _started(console, _export(tmp_path).read_bytes())
-        _wait_for_first_batch(console.http)
-        assert _readers(server.proc.pid)  # the cancel has a reader to stop
-        page = console.http.get(f"/import/{job}").text
+async def test_cancel_in_the_console_stops_the_import_between_batches(in_process: InProcess, tmp_path: Path) -> None:
+    """Over the real app in this process: the import runs in this event loop and its reader is a
+    child of this process."""
+    async with in_process.http() as http:
+        console = await InProcessConsole.open(http)
+        job = await console.upload(_export(tmp_path).read_bytes())
+        started = await http.post(f"/console/import/{job}/start?dry_run=0", headers=console.csrf)
+        assert started.status_code == 200
+        deadline = time.monotonic() + 300
+        while await _stored_now(http) < BATCH:
+            assert time.monotonic() < deadline, "no batch was stored"
+            await asyncio.sleep(0.1)
+        assert _readers(os.getpid())  # the cancel has a reader to stop
+        page = (await http.get(f"/console/import/{job}")).text
         assert 'id="cancel-import"' in page
-        csrf = console.csrf["X-CSRF-Token"]
-        cancelled = console.http.post(f"/import/{job}/cancel", data={"csrf": csrf}, follow_redirects=True)
+        form = {"csrf": console.csrf["X-CSRF-Token"]}
+        cancelled = await http.post(f"/console/import/{job}/cancel", data=form, follow_redirects=True)
         assert 'data-state="failed"' in cancelled.text or 'id="import-stopping"' in cancelled.text, cancelled.text[
             -800:
         ]
-        cancelled = _wait_for_the_end(console, job)  # a loaded machine finishes the batch in hand slowly
-        assert "Cancelled" in cancelled, cancelled[-800:]
-        assert not _readers(server.proc.pid)
-        stored = _stored(console.http)
-        time.sleep(2)
-        assert _stored(console.http) == stored and stored % BATCH == 0 and stored < ENTRIES, stored
-    finally:
-        server.stop()
+        ended = await console.finished(job, seconds=180)  # a loaded machine finishes the batch in hand slowly
+        assert 'data-state="failed"' in ended and "Cancelled" in ended, ended[-800:]
+        assert not _readers(os.getpid())
+        stored = await _stored_now(http)
+        await asyncio.sleep(2)  # the loop runs on: a batch still under way would be stored meanwhile
+        assert await _stored_now(http) == stored and stored % BATCH == 0 and stored < ENTRIES, stored
 
 
+@pytest.mark.server("the process is the point: SIGTERM to `symbiote serve` while an import runs in it")
 def test_sigterm_stops_the_server_during_an_import(tmp_path: Path, model_dir: Path) -> None:
     server = ServerProcess(tmp_path / "data").start()
     try:
@@ -143,6 +141,7 @@ def test_sigterm_stops_the_server_during_an_import(tmp_path: Path, model_dir: Pa
     print(f"\nSIGTERM mid-import: the server stopped in {took:.1f} s")
 
 
+@pytest.mark.server("the process is the point: Ctrl-C at `symbiote import`, a process of its own")
 @pytest.mark.parametrize("signal_number", [signal.SIGINT])
 def test_ctrl_c_stops_the_command_line_import_leaving_whole_batches(
     tmp_path: Path, model_dir: Path, signal_number: int

@@ -1,10 +1,11 @@
-"""Issue 39, the imports, against a real server (its console's import, MCP over HTTP) and real
-stores: the configured content cap, ids in ASCII digits only, links kept only between memories
+"""Issue 39, the imports, over the real app (its console's import, MCP through the SDK's in-memory
+client) and real stores: the configured content cap, ids in ASCII digits only, links kept only between memories
 that are there and agree in both directions (others dropped and counted), and no torn links
 after a kill -9 mid-import."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import re
@@ -22,8 +23,8 @@ from symbiote.runtime import Runtime
 from symbiote.storage import StoredMemory
 from symbiote.transfer.import_report import ImportReport
 from symbiote.transfer.importing import BATCH, Importer
-from tests.conftest import ServerProcess, make_runtime
-from tests.transfer.test_hardening import HEADER, Console
+from tests.conftest import InProcess, ServerProcess, make_app, make_runtime
+from tests.transfer.test_hardening import HEADER, Console, InProcessConsole
 
 HEADER_2 = json.dumps({"format": "symbiote-memories", "version": 2, "model": "all-MiniLM-L6-v2", "dimension": 384})
 
@@ -39,21 +40,24 @@ def line(n: int, content: str, links: dict[str, Any] | None = None) -> str:
     return json.dumps(record, ensure_ascii=False)
 
 
-@pytest.fixture(scope="module")
-def capped(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator[ServerProcess]:
-    """A server whose memories hold at most 2,000 bytes (loopback, auth off: the console is open)."""
-    proc = ServerProcess(tmp_path_factory.mktemp("capped") / "data", env={"SYMBIOTE_MAX_CONTENT_BYTES": "2000"}).start()
-    yield proc
-    proc.stop()
+@pytest.fixture
+def capped(settings: Settings) -> Iterator[InProcess]:
+    """The app in this process over a store whose memories hold at most 2,000 bytes (loopback, auth
+    off: the console is open)."""
+    capped = dataclasses.replace(settings, max_content_bytes=2000)
+    built = make_runtime(capped)
+    yield InProcess(built, make_app(capped, runtime=built))
+    built.close()
 
 
-def test_an_import_holds_memories_to_the_configured_cap(capped: ServerProcess) -> None:
+async def test_an_import_holds_memories_to_the_configured_cap(capped: InProcess) -> None:
     """Before, 99,000- and 5,000-byte lines were both added under a 2,000-byte cap."""
     lines = [HEADER, json.dumps({"kind": "memory", "content": "Capped import: a short note fits."})]
     lines += [
         json.dumps({"kind": "memory", "content": f"Capped import {size}: " + "x" * size}) for size in (5000, 99000)
     ]
-    report = Console(capped.base_url).run(("\n".join(lines) + "\n").encode())
+    async with capped.http() as http:
+        report = await (await InProcessConsole.open(http)).run(("\n".join(lines) + "\n").encode())
     assert report["state"] == "done" and report["added"] == 1 and report["refused"] == 2, report
     page = report["page"]
     assert (
@@ -63,7 +67,7 @@ def test_an_import_holds_memories_to_the_configured_cap(capped: ServerProcess) -
     assert "line 4: content is at least 99,021 bytes" in page
 
 
-async def test_ids_take_ascii_digits_only(capped: ServerProcess) -> None:
+async def test_ids_take_ascii_digits_only(capped: InProcess) -> None:
     """Before, `\\d` took fullwidth and Arabic-Indic digits: such ids were stored and looked up."""
     fullwidth = "mem_" + "１" * 20
     arabic = "mem_" + "١٢٣٤٥٦٧٨٩٠" * 2
@@ -73,18 +77,19 @@ async def test_ids_take_ascii_digits_only(capped: ServerProcess) -> None:
         json.dumps({"kind": "memory", "id": i, "content": f"Odd digits {n}."}, ensure_ascii=False)
         for n, i in enumerate((fullwidth, arabic))
     ]
-    report = Console(capped.base_url).run(("\n".join(lines) + "\n").encode())
+    async with capped.http() as http:
+        report = await (await InProcessConsole.open(http)).run(("\n".join(lines) + "\n").encode())
     assert report["added"] == 0 and report["refused"] == 2, report
     assert "is not a memory id" in report["page"]
-    async with Client(capped.mcp_url) as client:
+    async with Client(capped.server) as client:
         result = await client.call_tool("get_memory", {"memory_id": arabic})
     assert result.is_error and "is not a memory id" in str(result.content)
 
 
-async def test_a_forged_link_puts_no_unrelated_memory_first(capped: ServerProcess) -> None:
+async def test_a_forged_link_puts_no_unrelated_memory_first(capped: InProcess) -> None:
     """Before, a line's `superseded_by` naming a stored memory put that memory first in a search
     for the line's own subject, at the same score; one naming nothing was kept as it was."""
-    async with Client(capped.mcp_url) as client:
+    async with Client(capped.server) as client, capped.http() as http:
         stored = await client.call_tool("store_memory", {"content": "Favourite pizza topping is pineapple."})
         victim = (stored.structured_content or {})["memory_id"]
         lines = [
@@ -95,7 +100,7 @@ async def test_a_forged_link_puts_no_unrelated_memory_first(capped: ServerProces
             line(14, "Badminton is on Mondays at the sports hall.", {"superseded_by": mid(15)}),
             line(15, "Badminton moved to Tuesdays at the sports hall.", {"supersedes": mid(14)}),
         ]
-        report = Console(capped.base_url).run(("\n".join(lines) + "\n").encode())
+        report = await (await InProcessConsole.open(http)).run(("\n".join(lines) + "\n").encode())
         assert report["state"] == "done" and report["added"] == 5, report
         results = await client.call_tool("search_memory", {"query": "where are the winter tyres?"})
         found = [r["memory_id"] for r in (results.structured_content or {})["results"]]
@@ -170,7 +175,7 @@ def console_state(console: Console, job: str) -> tuple[str, int]:
     return (state.group(1) if state else "?"), int(percent.group(1)) if percent else 0
 
 
-@pytest.mark.server
+@pytest.mark.server("the process is the point: kill -9 in the middle of an import")
 async def test_a_kill_mid_import_leaves_no_torn_link(tmp_path: Path, model_dir: Path) -> None:
     """300 replaced memories, then the 300 replacing them; the server killed with SIGKILL while the
     second half is read. Before, the first half's links pointed at memories never stored."""

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import ServerProcess, volume
 from tests.hardening.test_servers import rss_mib
+from tests.transfer.conftest import IMPORTING
 from tests.transfer.test_hostile_files import imported
 
 # A failing example's repr runs to megabytes: hypothesis' warning about it must not hide the failure.
@@ -100,6 +101,7 @@ def _check(server: ServerProcess, data: bytes) -> None:
     assert rss_mib(server.proc.pid) - before < 200
 
 
+@IMPORTING
 @fuzzed
 @given(
     kind=st.sampled_from(["table", "view", "without-rowid", "generated"]),
@@ -143,6 +145,7 @@ def test_fuzzed_databases(importing: ServerProcess, kind: str, rows: list[tuple[
     _check(importing, data)
 
 
+@IMPORTING
 @fuzzed
 @given(
     entries=st.lists(JSON_VALUES, max_size=10),
@@ -167,6 +170,7 @@ def test_fuzzed_json_exports(
     _check(importing, data)
 
 
+@IMPORTING
 @fuzzed
 @pytest.mark.filterwarnings("ignore:Duplicate name:UserWarning")  # the fuzz writes zips with repeated names on purpose
 @given(

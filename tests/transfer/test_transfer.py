@@ -15,15 +15,18 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
+import pytest
 import pytest_asyncio
 
 from symbiote.config import Settings
+from symbiote.embedding import MODEL_DIMENSION, MODEL_NAME
 from symbiote.memory import EnginePolicy, SearchRequest, StoreRequest, UpdateRequest
 from symbiote.runtime import Runtime
+from symbiote.storage import content_hash
 from symbiote.transfer.exporting import export_lines
 from symbiote.transfer.history_access import turn_reader
 from symbiote.transfer.import_report import ImportReport
-from symbiote.transfer.importing import BATCH, Importer
+from symbiote.transfer.importing import BATCH, NOT_AN_EXPORT, Importer, NotAnExportError
 from tests.conftest import MODEL_DIR, make_runtime
 
 KNOWLEDGE_GRAPH = "\n".join(
@@ -330,3 +333,94 @@ async def test_a_vector_that_is_not_a_number_refuses_its_line_and_the_rest_is_im
     ((line, reason),) = report.refused
     assert line == spoilt + 1 and "not a number" in reason and "vectors" in reason
     assert (await target.engine.stats()).total_memories == 3
+
+
+async def test_a_file_that_does_not_begin_as_an_export_is_refused_whole(runtime: Runtime) -> None:
+    for text in ["x" * (8 * 1024 * 1024 + 10) + "\n", '[1, 2]\n{"content": "later"}\n', '{"name": "a list"}\n']:
+        with pytest.raises(NotAnExportError, match=NOT_AN_EXPORT.split(",")[0]):
+            await import_text(runtime, text)
+    assert (await runtime.engine.stats()).total_memories == 0
+
+
+async def test_the_same_text_twice_in_a_file_is_stored_once_and_a_turn_without_history_is_refused_alone(
+    runtime: Runtime,
+) -> None:
+    text = "\n".join(
+        [
+            '{"kind":"memory","content":"The canoe is red","tags":["boats"]}',
+            '{"kind":"memory","content":"The canoe is red","tags":["boats"]}',
+            '{"kind":"turn","conversation_id":"chat-1","role":"user","content":"hello"}',
+        ]
+    )
+    importer = Importer(runtime.engine.bulk, None)
+    report = await importer.run(io.BytesIO(text.encode()))
+    assert (report.added, report.unchanged) == (1, 1)
+    assert report.refused == [(3, "conversation turns cannot be imported here (no conversation history)")]
+    assert (await runtime.engine.stats()).total_memories == 1
+
+
+async def test_a_made_id_another_text_holds_moves_to_the_next_and_both_are_kept(runtime: Runtime) -> None:
+    created = "2025-05-01T10:00:00Z"
+    created_us = int(datetime(2025, 5, 1, 10, tzinfo=UTC).timestamp() * 1_000_000)
+
+    def made(text: str, attempt: int = 0) -> str:
+        return f"mem_{created_us:016d}{(int(content_hash(text)[:8], 16) + attempt) % 10_000:04d}"
+
+    first, second = "The trailer hitch is in the shed", "The spare paddle is behind the door"
+    # another text, stored under the id the import would make for `first`
+    report = await import_text(runtime, json.dumps({"id": made(first), "content": second, "created": created}))
+    assert report.added == 1
+    # in one file: `first` with no id (its made id is taken in the store: it takes the next), a line
+    # naming the id the import would make for `second`, then `second` again with no id (stored already)
+    lines = [
+        json.dumps({"content": first, "created": created}),
+        json.dumps({"id": made(second), "content": "The boat hook hangs by the gate", "created": created}),
+        json.dumps({"content": second, "created": created, "tags": ["again"]}),
+    ]
+    report = await import_text(runtime, "\n".join(lines))
+    assert (report.added, report.unchanged, report.refused_count) == (2, 1, 0)
+    got = await runtime.engine.bulk.fetch([made(first), made(first, 1), made(second)])
+    assert got[made(first)].content == second and got[made(first, 1)].content == first
+    assert got[made(second)].content == "The boat hook hangs by the gate"
+    assert (await runtime.engine.stats()).total_memories == 3
+
+
+async def test_each_malformed_field_of_a_memory_line_refuses_that_line_alone_saying_which(runtime: Runtime) -> None:
+    import base64
+
+    good = base64.b64encode(np.ones(MODEL_DIMENSION, dtype="<f4").tobytes()).decode("ascii")
+    short = base64.b64encode(np.ones(8, dtype="<f4").tobytes()).decode("ascii")
+    own = "mem_17321234567890120042"
+    lines = [
+        {
+            "format": "symbiote-memories",
+            "version": 2,
+            "model": MODEL_NAME,
+            "dimension": MODEL_DIMENSION,
+            "vectors": True,
+        },
+        {"kind": "memory", "content": "The kettle is descaled monthly", "vectors": [good]},
+        {"kind": "memory", "content": "a", "created": 5},
+        {"kind": "memory", "content": "b", "vectors": []},
+        {"kind": "memory", "content": "c", "vectors": ["not base64!"]},
+        {"kind": "memory", "content": "d", "vectors": [short]},
+        {"kind": "memory", "content": "e", "links": ["mem_1"]},
+        {"kind": "memory", "content": "f", "links": {"kind": "moved"}},
+        {"kind": "memory", "content": "g", "metadata": "bookmarked"},
+        {"kind": "memory", "content": "h", "created": "1969-12-31T23:59:59Z"},
+        {"kind": "memory", "id": own, "content": "i", "links": {"supersedes": own, "kind": "update"}},
+        {"kind": "memory", "content": "The toaster's crumb tray slides out", "links": {"kind": "update"}},
+    ]
+    report = await import_text(runtime, "\n".join(json.dumps(line) for line in lines))
+    assert report.refused == [
+        (3, "created must be an ISO-8601 time like 2026-01-31T09:30:00.000000Z"),
+        (4, "vectors must be a non-empty list of base64 float32 strings"),
+        (5, "vector 1 is not base64"),
+        (6, f"vector 1 has 8 dimensions, the header says {MODEL_DIMENSION}"),
+        (7, "links must be an object"),
+        (8, "links.kind must be 'update' or 'duplicate'"),
+        (9, "metadata must be an object"),
+        (10, "times must be after 1970"),
+        (11, "a memory cannot be linked to itself"),
+    ]
+    assert report.added == 2  # the first and the last: links naming no memory are no links

@@ -1,9 +1,9 @@
-"""The store on Chroma: the client, the store's own process, the conversation history's collection,
+"""The store on Chroma: the client, the store process, the conversation history's collection,
 and opening a store embedded or on a Chroma server.
 
 This is the implementation's door: other packages (and `symbiote.storage` itself) import from
 `symbiote.storage.chroma`, never from a module inside it. It is light to import (Chroma and numpy
-come with the first store opened), because `symbiote serve` starts the store's process from here
+come with the first store opened), because `symbiote serve` starts the store process from here
 before it listens. So the store's classes, which bring numpy, are not part of it:
 `ChromaMemoryStore` (`store`), `ServerMemoryStore` (`server_store`), the keyword index
 (`keywords`) and what they hold (vectors, trash, passages, batches, bulk reads) are reached through

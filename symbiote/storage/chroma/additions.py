@@ -3,12 +3,12 @@
 `add` writes the keyword index and Chroma together: the index transaction commits only after the
 Chroma write succeeded, and a failed commit undoes the Chroma write.
 
-Write-behind, in the store process. Chroma's add of one memory was a store's largest stage: 12-13
+Write-behind, in the store process. Chroma's add of one memory was storing's largest stage: 12-13
 ms of CPU for one memory, 1.1 ms a memory for 32 in one call (its core commits several SQLite
 transactions per call, whatever it holds). So a new memory is committed to the keyword index
 together with a journal row holding all Chroma needs (text, metadata, the whole text's vector),
 put among the vectors and records held in memory, and answered for; its Chroma write waits, with
-the next stores', until a call other than a store comes, until no call came for 50 ms (the
+the next memories', until a call other than storing comes, until no call came for 50 ms (the
 store's `idle_step`), or until WAITING_AT_MOST are waiting: then all of them go to Chroma in one
 call (`settle`). `symbiote.storage.chroma.process.child` settles before any call that could read
 what is waiting (`ChromaMemoryStore.defers`), so no call sees the store in between; a store in
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-WAITING_AT_MOST = 32  # memories whose Chroma write waits at most; then a store writes them first
+WAITING_AT_MOST = 32  # memories whose Chroma write waits at most; then storing writes them first
 
 
 class Additions:
@@ -105,7 +105,7 @@ class Additions:
             if written:  # the index commit failed after Chroma took the write: undo it
                 self.delete_vectors([(m.memory_id, len(w)) for m, _v, w in items])
             raise
-        if behind:  # held in memory as Chroma will have them: a store's nearest and `get` see them
+        if behind:  # held in memory as Chroma will have them: storing's nearest and `get` see them
             self._waiting.append((items, held))
             self._waiting_texts.update((memory.content_hash, memory) for memory, _v, _w in items)
             ids, whole, documents, metadatas = _records(items)

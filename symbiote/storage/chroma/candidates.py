@@ -1,6 +1,6 @@
 """A search's candidates in one call: the nearest memories and passages, the keyword matches, fused.
 
-The vectors are searched where the store's process holds them (`vectors`, numpy) or by Chroma (a
+The vectors are searched where the store process holds them (`vectors`, numpy) or by Chroma (a
 filter on tags, type or confidence; before they are read in). The keyword index (`keywords`) is
 read in the caller's thread first, below `BESIDE_FROM` memories held: handing it to another thread
 took longer than its reads do. From there, and whenever Chroma searches, it is read in a thread
@@ -106,7 +106,7 @@ class CandidateSearch:
         where: MemoryFilter | None,
         fusion: Fusion,
     ) -> tuple[list[Candidate], dict[str, StoredMemory]]:
-        """A search's store work in one call, so one trip to the store's process: candidates fused
+        """A search's store work in one call, so one trip to the store process: candidates fused
         with the weights the search sent down, and the records of the likely ones."""
         self._keywords_current()  # every keyword read below sees the index in step
         if self._searched_here(where) and len(self._memories.rows) < BESIDE_FROM:

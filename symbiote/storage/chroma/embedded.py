@@ -2,7 +2,7 @@
 
 `chromadb.PersistentClient` is a thin shim over these bindings (`chromadb.api.rust.RustBindingsAPI`),
 but importing the `chromadb` package builds its whole Python API, telemetry and auth on the way:
-some 0.35 s of CPU in every start of the store's process, 0.7 s of a wake at half a core
+some 0.35 s of CPU in every start of the store process, 0.7 s of a wake at half a core
 (docs/performance.md). The bindings alone import in 0.05 s. This module is the part of that shim a
 Symbiote store uses: the same bindings called with the same arguments, the same result dicts, and
 the input checks Chroma's collection makes (its ValueError and TypeError), so that
@@ -128,9 +128,15 @@ class EmbeddedChroma:
 
     @classmethod
     def forget(cls, path: Path) -> None:
-        """Drop the core for `path` whoever holds it: after a failed open, so the next open starts afresh."""
+        """Drop the core for `path` whoever holds it: after a failed open, so the next open starts afresh.
+        Where no client holds it (or Chroma failed to make one), wait until its connections have closed."""
+        key = _key(path)
         with cls._lock:
-            cls._cores.pop(_key(path), None)
+            core = cls._cores.pop(key, None)
+            idle = core is None or core.clients <= 0
+        del core
+        if idle:
+            _wait_closed(key)
 
     @property
     def bindings(self) -> Any:

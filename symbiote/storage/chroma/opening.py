@@ -2,7 +2,7 @@
 
 What is not Chroma's in opening (the directory's privacy, a damaged directory copied aside, the
 reset check) is `symbiote.storage.data_directory`; this is the part that makes a Chroma client. The
-store's classes are imported when a store is opened, not with this module: the store's process
+store's classes are imported when a store is opened, not with this module: the store process
 imports this package on its way to listening, and they bring numpy.
 """
 

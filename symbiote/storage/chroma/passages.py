@@ -2,7 +2,7 @@
 Chroma after the store that wrote the memory was acknowledged.
 
 A store needs only the whole text's vector in Chroma to be durable; its passages sharpen search
-for one sentence of a longer memory. Writing them to Chroma took a third of a store's time, and
+for one sentence of a longer memory. Writing them to Chroma took a third of storing's time, and
 embedding a long text's spans most of it. So the store queues them in the keyword index's file
 (`SideDatabase.queue_passages`), in the transaction that writes the memory, and:
 
@@ -35,7 +35,7 @@ Written = tuple["StoredMemory", "np.ndarray", Sequence[str]]  # a memory, its ve
 log = logging.getLogger(__name__)
 
 WRITE_STEP = 8  # memories whose held passages one step of work between requests writes to Chroma
-HELD_PASSAGES = 5_000  # passages held at most; past them a store writes its passages itself
+HELD_PASSAGES = 5_000  # passages held at most; past them storing writes its passages itself
 
 
 def chunk_records(

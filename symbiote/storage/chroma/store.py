@@ -175,8 +175,8 @@ class ChromaMemoryStore:
         self._additions.settle()
 
     def defers(self, method: str) -> bool:
-        """Whether a call of `method` may be served with Chroma writes still behind: a store or its
-        links, while few wait (a store checks them itself); any other call could read what waits."""
+        """Whether a call of `method` may be served with Chroma writes still behind: storing or its
+        links, while few wait (storing checks them itself); any other call could read what waits."""
         return method in ("store_new", "set_links") and self._additions.waiting < WAITING_AT_MOST
 
     def close(self) -> None:
@@ -204,7 +204,7 @@ class ChromaMemoryStore:
         self._passages.queue_unindexed(everything)
         log.warning("keyword index rebuilt from Chroma (%d memories)", len(rows))
 
-    # -- passages indexed after a store (symbiote.storage.chroma.passages) ----------------------------
+    # -- passages indexed after storing (symbiote.storage.chroma.passages) ----------------------------
 
     def pending_passages(self, limit: int) -> list[tuple[str, list[str] | None, str]]:
         return self._passages.pending_passages(limit)

@@ -130,7 +130,7 @@ class Trash:
                     tx.delete(memory.memory_id)
                     tx.add(memory.memory_id, memory.created_us, memory.content)
                     if passages > 1:
-                        tx.queue_passages(memory.memory_id, None)  # embedded again, as after a store
+                        tx.queue_passages(memory.memory_id, None)  # embedded again, as after storing
                 self._lexical.trash.remove(ids)
                 self._lexical.trash.unmark(ids)
         except Exception as exc:  # stored in Chroma, still in the trash: take it out of Chroma again

@@ -15,7 +15,7 @@ from tests.conftest import ServerProcess
 from tests.e2e.card.conftest import Host, open_host
 from tests.e2e.console.test_accessibility import AXE, TAGS
 
-pytestmark = pytest.mark.server  # starts a server and a browser (docs/tests.md: tiers)
+pytestmark = pytest.mark.server("a browser: the card in its host page is loaded from a real server")
 
 
 async def assert_accessible(host: Host, where: str) -> None:

@@ -17,7 +17,7 @@ from playwright.async_api import expect
 from tests.conftest import ServerProcess
 from tests.e2e.card.conftest import Host, open_host, own_client
 
-pytestmark = pytest.mark.server  # starts a server and a browser (docs/tests.md: tiers)
+pytestmark = pytest.mark.server("a browser: the card in its host page calls a real server over MCP")
 
 HOSTILE = '<img src=x onerror="window.__pwned=1">'
 

@@ -12,6 +12,8 @@ from symbiote.config import PROJECT_ROOT
 from tests.conftest import ServerProcess
 from tests.console.conftest import SIZES, open_page, screenshot
 
+pytestmark = pytest.mark.server("a browser: the console's pages are loaded from a real server")
+
 AXE = PROJECT_ROOT / ".venv-tools" / "axe" / "node_modules" / "axe-core" / "axe.min.js"
 TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
 

@@ -16,6 +16,8 @@ from tests.auth.support import OWNER_SECRET, bearer_client, oauth_env
 from tests.conftest import ServerProcess, make_app
 from tests.console.owner_browser import api_key_for, signed_in_page
 
+pytestmark = pytest.mark.server("a browser: the console's pages are loaded from a real server")
+
 HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2"> likes <b>bold</b> tea'
 HOSTILE_TAG = "<img src=x onerror=window.__pwned=3>"
 SEED = [

@@ -10,6 +10,8 @@ import pytest
 from tests.conftest import ServerProcess
 from tests.console.conftest import DESKTOP, PHONE, open_page
 
+pytestmark = pytest.mark.server("a browser: the console's pages are loaded from a real server")
+
 TARGETS = "a[href], button, input:not([type=hidden]), summary, select, textarea"
 
 

@@ -1,4 +1,4 @@
-"""The embedded Chroma store in a child process of its own, used through a small proxy.
+"""The store process: the embedded Chroma store in a child process of its own, reached through `Remote`.
 
 Why a process: Chroma 1.5.9's Python bindings hold the GIL for the whole of every call, so the
 event loop stalls for as long as an add takes. In the server process that stalls every other client's request, and a search waits
@@ -299,7 +299,7 @@ def for_path(path: Path) -> StoreProcess:
 
 
 class Remote(Reach[S]):
-    """A store object living in the child, by its handle."""
+    """The reach of a store in the store process (the child), by its handle."""
 
     def __init__(self, host: StoreProcess, handle: int) -> None:
         self._host = host
