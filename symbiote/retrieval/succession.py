@@ -2,10 +2,10 @@
 
 People's facts change (a new job, a new dose, a class moved to Thursday) and the older note often
 matches the question better than the one that replaced it: it says the question's words, the newer
-says what changed. At store time a link is made only when the server is sure (`sameness`); at
-search time, among what one question shows, a later memory about the same thing is shown right
-above the older one, and the older is marked as an earlier note on the same subject (`newer_note`):
-the assistant reads both and judges which is true now. No score changes: each keeps its own.
+says what changed. When a memory is stored, a link is made only when the server is sure
+(`sameness`); at search time, among what one question shows, a later memory about the same thing
+is shown right above the older one, and the older is marked as an earlier note on the same subject
+(`newer_note`): the assistant reads both and judges which is true now. No score changes.
 
 Decided from general signals only, no word lists: when each was stored; how close the two are in
 meaning (their stored vectors, whole text and passages, and for a long note the sentences the
@@ -17,8 +17,9 @@ they are two entries of one template (weekly reviews: they share more words than
 whether the question names something only the older one holds (a name or a number: "Where is
 Atlas deployed?" asks about Atlas, not about the other project on the same stack; "where did we
 go in 2019?" asks about 2019, not about next summer's plan); and what changed: a name or a number
-on each side needs less of a lead than words alone. Three constants, set on the fitting half of
-`eval/update_lives.json` and LoCoMo's first conversation (docs/performance.md).
+on each side needs less of a lead than words alone. The cosines, leads and the question's gap
+were set on the fitting halves of `eval/update_lives.json` and of LoCoMo, and on facts100's
+memories (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _WORD = re.compile(r"[0-9A-Za-z\u00c0-\u024f]+")
 # Two entries of one template are told apart without their values (names, days, months): "Book club
 # meets on the first Tuesday", then "on the second Thursday" is one value changed. Here only: a link
-# made at store time would join two projects on one stack, which a question tells apart by name.
+# made when a memory is stored would join two projects on one stack, which a question tells apart by name.
 _CAPITALISED = re.compile(r"\b[A-Z][\w'\u2019-]*")
 
 
@@ -108,12 +109,13 @@ def _asks_for_older(query: str, older: str, newer: str) -> bool:
 
 
 def same_question(query: str, older: Note, newer: Note, rival: float) -> float | None:
-    """How much closer `newer` is to `older` than the rest when it answers the question `older` answers with what is true
-    later, else None: stored later, close in meaning (any of their vectors) and closer to each other
-    than `older` is to the other memories read beside them (`rival`: in a conversation every turn is
-    about as close as the next), of one holder (read in the texts closest to each other when one is
-    long), not two entries of one template, and the question names nothing only the older one holds.
-    A pair whose name or number changed needs less of a lead than one whose words alone did."""
+    """How much closer `newer` is to `older` than `rival` (the older's closeness to the other memories
+    read beside them) when it answers the question `older` answers with what is true later, else
+    None: stored later, close in meaning (any of their vectors) and standing out from the rest (in a
+    conversation every turn is about as close as the next), of one holder (read in the texts closest
+    to each other when one is long), not two entries of one template, and the question names nothing
+    only the older one holds. A pair whose name or number changed needs less of a lead, and less
+    closeness, than one whose words alone did."""
     if newer.created_us <= older.created_us:
         return None
     closeness = older.vectors @ newer.vectors.T

@@ -73,7 +73,7 @@ async def _read(engine: MemoryEngine, texts: list[str], query: str) -> tuple[lis
 async def test_the_later_note_is_read_first_and_the_older_marked(
     engine: MemoryEngine, texts: list[str], query: str
 ) -> None:
-    """No link was made at store time (the server was not sure); the search marks the older with the
+    """No link was made when they were stored (the server was not sure); the search marks the older with the
     newer and shows the newer above it on its side of the cut-off, each with its own score: the
     results stay above the cut-off and below_cutoff under it. A changed fact in the middle of a long
     journal entry counts like a short note."""
