@@ -97,6 +97,14 @@ class SearchHit(Memory):
             "about what a question names, or still the answer: read it and judge."
         ),
     )
+    newer_note: str | None = Field(
+        default=None,
+        description=(
+            "The id of a later memory in this reply that seems to answer the same question with another value "
+            "(the server's guess, not a confirmed link): this one may be out of date. The later one is shown "
+            "above it or in below_cutoff; say which is true now, and link_memories them if it replaces this one."
+        ),
+    )
 
 
 class NearDuplicate(BaseModel):

@@ -13,13 +13,15 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 
+import numpy as np
+
 from symbiote.embedding.embedder import AsyncEmbedder
 from symbiote.memory import validation
 from symbiote.memory.records import SearchHit, SearchResults, public
 from symbiote.memory.requests import SearchRequest
 from symbiote.memory.statistics import Timer
 from symbiote.memory.store_io import StoreIO
-from symbiote.retrieval import Intent, TopicIndex, cohort, intent_of, load_lists, mentions, subjects_of
+from symbiote.retrieval import Intent, TopicIndex, cohort, intent_of, load_lists, mentions, subjects_of, succession
 from symbiote.retrieval.cohort import Cohort
 from symbiote.retrieval.ranking import Judged, QueryEvidence, fusion, judge, with_members
 from symbiote.retrieval.thresholds import (
@@ -36,6 +38,7 @@ log = logging.getLogger(__name__)
 
 CHAIN_SHOWN = 3  # memories of one chain of updates among a search's results: the newest and two before it
 RANK_PREFETCH = 15  # `rank` reads the contents a search for 5 results reads
+SENTENCES_READ = 16  # sentences of long candidates embedded by a search at most: one batch, as long as one window
 
 
 class MemorySearch:
@@ -84,6 +87,8 @@ class MemorySearch:
         offered = _hits(ordered, found, where, count - len(hits)) if len(hits) < count else []
         place = {j.candidate.memory_id: -float(i) for i, j in enumerate(ordered)}  # earlier: higher
         offered = newer_above(offered, {hit.memory_id: place[hit.memory_id] for hit in offered})
+        later = await self._later_notes(text, hits + offered, found)
+        hits, offered = later_above(hits, offered, later)
         self._timer.add(started)
         return SearchResults(
             query=text,
@@ -92,6 +97,43 @@ class MemorySearch:
             message=_message(hits, offered, cutoff, evidence.intent) + (INDEXING if self._indexing() else ""),
             below_cutoff=offered,
         )
+
+    async def _later_notes(self, text: str, view: list[SearchHit], found: dict[str, StoredMemory]) -> dict[str, str]:
+        """Among what the assistant reads, the later note answering the same question as each memory
+        (`retrieval.succession`), by id. One trip for their vectors, and one embedding of the sentences
+        long ones are read by, only when two of them may be about one thing."""
+        notes = [found[hit.memory_id] for hit in view if hit.memory_id in found]
+        if sum(not m.superseded_by for m in notes) < 2:
+            return {}
+        vectors = await self._io.read(MemoryStore.vectors, [m.memory_id for m in notes])
+        heads = [m.content for m in notes]
+        read: dict[str, list[str]] = {}
+        budget = SENTENCES_READ
+        for memory in notes:  # best first: the likeliest long notes are read by their sentences
+            read[memory.memory_id] = succession.sentences(text, memory.content, heads)[:budget]
+            budget -= len(read[memory.memory_id])
+        said = [sentence for chosen in read.values() for sentence in chosen]
+        embedded = iter(await self._embedder.embed([text, *said], urgent=True))  # the query's from the cache
+        asked = next(embedded)
+        rows = []
+        for memory in notes:
+            own = [next(embedded) for _ in read[memory.memory_id]]
+            stored = vectors.get(memory.memory_id)
+            if stored is None or not len(stored):
+                continue
+            matrix = np.vstack([stored, *own]) if own else stored
+            matrix = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-9)
+            rows.append(
+                succession.Note(
+                    memory.memory_id,
+                    memory.content,
+                    memory.created_us,
+                    matrix,
+                    tuple(read[memory.memory_id]),
+                    replaced=bool(memory.superseded_by),
+                )
+            )
+        return succession.later_notes(text, asked / max(float(np.linalg.norm(asked)), 1e-9), rows)
 
     async def _newer_first(self, hits: list[SearchHit], where: MemoryFilter, count: int) -> list[SearchHit]:
         """The memories that replace a result (`superseded_by`) join it, and are never shown below it:
@@ -185,6 +227,33 @@ def _annotated(
             c = c._replace(holds_named=memory is not None and mentions(memory.content, particular))
         annotated.append(c)
     return annotated
+
+
+def later_above(
+    hits: list[SearchHit], offered: list[SearchHit], later: dict[str, str]
+) -> tuple[list[SearchHit], list[SearchHit]]:
+    """The results and below_cutoff with each memory a later note follows (`later`) marked with it
+    (`newer_note`), and that note moved right above it when both are in one of the two and it was
+    below. No score changes, and none moves across the cut-off: each keeps its own relevance."""
+    if not later:
+        return hits, offered
+
+    def ordered(part: list[SearchHit]) -> list[SearchHit]:
+        for _ in range(len(part)):  # along chains: a note followed by one followed by another
+            moved = False
+            for older, newer in later.items():
+                at = {hit.memory_id: i for i, hit in enumerate(part)}
+                if older in at and newer in at and at[newer] > at[older]:
+                    part.insert(at[older], part.pop(at[newer]))
+                    moved = True
+            if not moved:
+                break
+        return [
+            hit.model_copy(update={"newer_note": later[hit.memory_id]}) if hit.memory_id in later else hit
+            for hit in part
+        ]
+
+    return ordered(list(hits)), ordered(list(offered))
 
 
 def few_of_each_chain(hits: list[SearchHit]) -> list[SearchHit]:

@@ -3,7 +3,7 @@ updates an older one (`sameness`), the cohort a query's closeness is judged agai
 (`cohort`), vague-question topics, a query's intent and subjects.
 
 This is the package's door: other packages import from `symbiote.retrieval`, never from a module
-inside it (tests/test_layers.py checks). `ranking`, `sameness` and `cohort` are let out whole:
+inside it (tests/test_layers.py checks). `ranking`, `sameness`, `succession` and `cohort` are let out whole:
 their callers use them as namespaces (`ranking.judge`, `sameness.judge`, `cohort.embedded`);
 so is `thresholds`, the ranking's hand-set numbers, each with where it came from.
 """
@@ -24,5 +24,6 @@ __all__ = [
     "ranking",
     "sameness",
     "subjects_of",
+    "succession",
     "thresholds",
 ]

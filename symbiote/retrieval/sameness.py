@@ -38,7 +38,7 @@ LinkKind = Literal["update", "duplicate"]
 
 _TOKEN = re.compile(r"[0-9A-Za-z\u00c0-\u024f]+(?:['\u2019]s?)?")
 _POSSESSORS = frozenset({"my", "our", "his", "her", "their", "your"})
-_LABEL = re.compile(r"^[^:\n]{0,40}?\b([A-Za-z][\w'\u2019-]*)\s*:(?!\d)")  # "Melanie: ...", "Goal: ..."
+LABEL = re.compile(r"^[^:\n]{0,40}?\b([A-Za-z][\w'\u2019-]*)\s*:(?!\d)")  # "Melanie: ...", "Goal: ..."
 
 
 def _stem(word: str) -> str:
@@ -58,7 +58,7 @@ def content_words(text: str, numbers: bool = False) -> frozenset[str]:
 
 
 @functools.cache
-def _common() -> frozenset[str]:
+def common_words() -> frozenset[str]:
     """The content words typical memories use (the background's): shared, they say little."""
     return frozenset(word for text in cohort.texts() for word in content_words(text))
 
@@ -94,7 +94,7 @@ def names(text: str) -> frozenset[str]:
 
 def label(text: str) -> str | None:
     """The label before a colon a memory opens with, if any ("Melanie: ...", a speaker's turn)."""
-    found = _LABEL.match(text)
+    found = LABEL.match(text)
     return found.group(1).lower() if found else None
 
 
@@ -119,13 +119,13 @@ def judge(older: str, newer: str, cosine: float) -> LinkKind | None:
     labels = label(older), label(newer)
     if labels[0] and labels[1] and labels[0] != labels[1]:
         return None  # two speakers' turns, two people's notes
-    if _holders_differ(older, newer, old_words, new_words):
+    if _holders_differ(older, newer, old_words, new_words) or two_entries(older, newer):
         return None
     both = old_words & new_words - {_stem(word) for word in labels if word}  # a label is a header
     old_values = content_words(older, numbers=True) - old_words
     new_values = content_words(newer, numbers=True) - new_words
     changed = bool(old_values) and bool(new_values) and old_values != new_values
-    shared = len(both) + (len(both - _common()) if changed else 0)  # a rare subject whose number changed
+    shared = len(both) + (len(both - common_words()) if changed else 0)  # a rare subject whose number changed
     if not ((shared >= 2 and cosine >= SHARED_COSINE) or cosine >= ALONE_COSINE):
         return None
     old_all, new_all = content_words(older, numbers=True), content_words(newer, numbers=True)
@@ -134,16 +134,46 @@ def judge(older: str, newer: str, cosine: float) -> LinkKind | None:
     return "update"
 
 
+def two_entries(older: str, newer: str) -> bool:
+    """Whether the two are two entries written to one template or in one long shared vocabulary
+    (weekly reviews, journal days) rather than one fact said again with a new value: they share more
+    content words than either changes, and each changes more than one. One value changed, or only
+    numbers, is an update of such an entry."""
+    old_words, new_words = content_words(older), content_words(newer)
+    shared, gone, come = old_words & new_words, old_words - new_words, new_words - old_words
+    return len(shared) > max(len(gone), len(come)) and min(len(gone), len(come)) >= 2
+
+
 def may_be_same(older: str, newer: str, cosine: float) -> bool:
     """Whether `older` may hold an earlier value of what `newer` says: close enough by meaning, and
     neither names another holder or speaker. Looser than `judge`: telling a new value from another
     fact ("Koramangala" then "Whitefield") takes understanding the vectors lack, so it is offered."""
-    if cosine < OFFER_COSINE:
-        return False
+    return cosine >= OFFER_COSINE and one_holder(older, newer)
+
+
+def one_holder(older: str, newer: str) -> bool:
+    """Whether the two may be about one holder: neither names another holder or speaker."""
     labels = label(older), label(newer)
     if labels[0] and labels[1] and labels[0] != labels[1]:
         return False
     return not _holders_differ(older, newer, content_words(older), content_words(newer))
+
+
+def two_holders(older: str, newer: str) -> bool:
+    """Whether the two name two holders, as a search reads them (looser than a link's `one_holder`,
+    which a link made unasked needs): two speakers, two names for one noun, the owner's fact and a
+    relative's, or each opening with a holder ("my sister", "my brother") the other never mentions.
+    "My mobile number is ..." and "New phone number: ..." have one: only one names a holder."""
+    labels = label(older), label(newer)
+    if labels[0] and labels[1] and labels[0] != labels[1]:
+        return True
+    older_names, newer_names = names(older), names(newer)
+    if older_names and newer_names and not older_names & newer_names:
+        return True
+    if not any(labels) and whose.agreement(whose.of_memory(older), whose.of_memory(newer), newer) < 0:
+        return True
+    old_words, new_words = content_words(older), content_words(newer)
+    return bool(holders(older) - new_words and holders(newer) - old_words)
 
 
 def _holders_differ(older: str, newer: str, old_words: frozenset[str], new_words: frozenset[str]) -> bool:
