@@ -4,6 +4,7 @@ search kept through a delete and a Cancel, and no form to resubmit on Back."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -13,7 +14,7 @@ import pytest_asyncio
 from symbiote.memory import StoreRequest
 from tests.auth.support import OWNER_SECRET, bearer_client
 from tests.conftest import InProcess, ServerProcess
-from tests.console.owner_browser import api_key_for, signed_in_page
+from tests.console.owner_browser import api_key_for, signed_in_page, start_server
 
 PLANTS = [f"Plant diary {n}: the fig tree on the balcony got {n} litres of water." for n in range(30)]
 OTHER = [
@@ -21,6 +22,14 @@ OTHER = [
     "The car's next service is due in May at the Renault garage.",
     "Sister Ana lives in Porto and teaches the cello.",
 ]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """This module's own server: its tests count what the whole store and its trash hold."""
+    proc = start_server(tmp_path_factory.mktemp("trash-pages") / "data")
+    yield proc
+    proc.stop()
 
 
 @pytest_asyncio.fixture(scope="module")
