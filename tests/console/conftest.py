@@ -65,10 +65,11 @@ def owner_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPro
     proc.stop()
 
 
-@pytest.fixture(scope="module")
-def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    """A server with auth on for one module whose tests change what is stored (edits, imports, the trash)."""
-    proc = start_server(tmp_path_factory.mktemp(request.module.__name__.rsplit(".", 1)[-1]) / "data")
+@pytest.fixture(scope="package")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """A server with auth on for the modules whose tests change what is stored (edits, imports): each
+    test looks only at its own texts, tags and imports, or at counts before and after it."""
+    proc = start_server(tmp_path_factory.mktemp("console-changed") / "data")
     yield proc
     proc.stop()
 

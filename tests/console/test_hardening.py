@@ -1,4 +1,4 @@
-"""Issue 30, items 1, 2 and 8, against real servers: the console's sign-in is throttled like the
+"""Issue 30, items 1, 2 and 8, against a real server (the app in this process for a restart): the console's sign-in is throttled like the
 consent page's whatever arrives at once, its sessions cannot be forged from the settings, and
 signing out holds across a restart.
 
@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import hashlib
 import hmac
 import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -24,13 +26,15 @@ import httpx
 import pytest
 
 from symbiote.auth import SignInLimiter, hash_secret
+from symbiote.config import Settings
 from symbiote.console.session import KEY_FILE
 from tests.auth.support import OWNER_SECRET, oauth_env
-from tests.conftest import MODEL_DIR, ServerProcess
+from tests.conftest import MODEL_DIR, ServerProcess, make_app
 from tests.hardening.test_servers import rss_mib
 
-pytestmark = pytest.mark.server(
-    "the process is the point: many connections at once on its real socket, its memory, a restart"
+# The mark of the tests that use `proxied`.
+PROXIED = pytest.mark.server(
+    "the process is the point: guesses on many connections at once, the server's memory, a command beside it"
 )
 
 BURST = 300
@@ -78,6 +82,7 @@ def sign_in(base: str, source: str, secret: str = OWNER_SECRET) -> httpx.Respons
     )
 
 
+@PROXIED
 async def test_simultaneous_guesses_from_one_address_are_checked_one_at_a_time(proxied: ServerProcess) -> None:
     """Item 1: 300 wrong secrets at once from one address, the right one sent 251st."""
     forms = [(f"wrong guess {i}", "203.0.113.5") for i in range(BURST)]
@@ -91,6 +96,7 @@ async def test_simultaneous_guesses_from_one_address_are_checked_one_at_a_time(p
     assert sign_in(proxied.base_url, "198.51.100.9").status_code == 303
 
 
+@PROXIED
 def test_an_ipv6_slash_64_is_one_address(proxied: ServerProcess) -> None:
     """Item 1: five wrong secrets from five addresses of one /64, and the sixth of it waits."""
     for i in range(SignInLimiter.free_failures):
@@ -100,6 +106,7 @@ def test_an_ipv6_slash_64_is_one_address(proxied: ServerProcess) -> None:
     assert sign_in(proxied.base_url, "2001:db8:30:2::1").status_code == 303  # the next /64 is someone else
 
 
+@PROXIED
 async def test_many_addresses_at_once_cost_bounded_work_and_the_owner_gets_in(proxied: ServerProcess) -> None:
     """Item 1: guesses from 200 addresses at once are checked at most two at a time (bounded memory),
     put the server on alert (every attempt waits), and the owner still signs in."""
@@ -156,30 +163,61 @@ def opens(base: str, cookie: str) -> bool:
     return answer.status_code == 200
 
 
-def test_the_secret_hash_forges_no_session_and_sign_outs_survive_a_restart(tmp_path: Path, model_dir: Path) -> None:
+@asynccontextmanager
+async def serving(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    """The app over `settings` in this process, from its start to its stop (its lifespan), and a
+    client for its routes that keeps no cookie between requests."""
+    app = make_app(settings)
+    async with app.router.lifespan_context(app):
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as http:
+            yield http
+
+
+def session(cookie: str) -> dict[str, str]:
+    return {"Cookie": f"symbiote_console={cookie}"}
+
+
+async def signed_in(http: httpx.AsyncClient) -> str:
+    signed = await http.post("/console/signin", data={"secret": OWNER_SECRET})
+    http.cookies.clear()
+    assert signed.status_code == 303, signed.text
+    return signed.cookies["symbiote_console"]
+
+
+async def let_in(http: httpx.AsyncClient, cookie: str) -> bool:
+    answer = await http.get("/console/stats", headers=session(cookie))
+    http.cookies.clear()
+    return answer.status_code == 200
+
+
+async def test_the_secret_hash_forges_no_session_and_sign_outs_survive_a_restart(settings: Settings) -> None:
+    """A restart is the app stopped and started again over the same data directory, in this process."""
     secret_hash = hash_secret(OWNER_SECRET)
-    env = {**oauth_env(), "SYMBIOTE_OWNER_SECRET": "", "SYMBIOTE_OWNER_SECRET_HASH": secret_hash}
-    server = ServerProcess(tmp_path / "data", env=env).start()
-    try:
-        assert not opens(server.base_url, old_style_cookie(secret_hash))  # item 2: the hash signs nothing
-        kept, ended = session_cookie(server.base_url), session_cookie(server.base_url)
-        key_file = server.data_dir / KEY_FILE
+    env = {
+        **oauth_env(),
+        "SYMBIOTE_OWNER_SECRET": "",
+        "SYMBIOTE_OWNER_SECRET_HASH": secret_hash,
+        "CHROMADB_PATH": str(settings.chromadb_path),
+    }
+    configured = dataclasses.replace(Settings.from_env(env), model_dir=settings.model_dir, store_process=False)
+    async with serving(configured) as http:
+        assert not await let_in(http, old_style_cookie(secret_hash))  # item 2: the hash signs nothing
+        kept, ended = await signed_in(http), await signed_in(http)
+        key_file = settings.chromadb_path / KEY_FILE
         assert key_file.stat().st_mode & 0o777 == 0o600 and secret_hash not in key_file.read_text()
-        assert opens(server.base_url, kept) and opens(server.base_url, ended)
-        page = httpx.get(f"{server.base_url}/console/", cookies={"symbiote_console": ended}, timeout=60).text
+        assert await let_in(http, kept) and await let_in(http, ended)
+        page = (await http.get("/console/", headers=session(ended))).text
+        http.cookies.clear()
         token = page.split('name="csrf-token" content="')[1].split('"')[0]
-        out = httpx.post(
-            f"{server.base_url}/console/signout", data={"csrf": token}, cookies={"symbiote_console": ended}, timeout=60
-        )
+        out = await http.post("/console/signout", data={"csrf": token}, headers=session(ended))
+        http.cookies.clear()
         assert out.status_code == 303
-        server.stop()
-        server.start()
-        assert not opens(server.base_url, ended)  # item 8: signed out for good
-        assert opens(server.base_url, kept)  # a restart signs nobody else out
-    finally:
-        server.stop()
+    async with serving(configured) as http:
+        assert not await let_in(http, ended)  # item 8: signed out for good
+        assert await let_in(http, kept)  # a restart signs nobody else out
 
 
+@PROXIED
 def test_sign_out_all_and_oauth_revoke_all_end_every_console_session(proxied: ServerProcess) -> None:
     first = session_cookie(proxied.base_url)
     assert opens(proxied.base_url, first)

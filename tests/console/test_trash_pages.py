@@ -4,16 +4,19 @@ search kept through a delete and a Cancel, and no form to resubmit on Back."""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 import pytest_asyncio
 
+from symbiote.config import Settings
 from symbiote.memory import StoreRequest
-from tests.auth.support import OWNER_SECRET, bearer_client
-from tests.conftest import InProcess, ServerProcess
-from tests.console.owner_browser import api_key_for, signed_in_page
+from tests.auth.support import OWNER_SECRET, bearer_client, oauth_env
+from tests.conftest import InProcess, ServerProcess, make_app, make_runtime
+from tests.console.owner_browser import api_key_for, signed_in_page, start_server
 
 PLANTS = [f"Plant diary {n}: the fig tree on the balcony got {n} litres of water." for n in range(30)]
 OTHER = [
@@ -21,6 +24,14 @@ OTHER = [
     "The car's next service is due in May at the Renault garage.",
     "Sister Ana lives in Porto and teaches the cello.",
 ]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """This module's own server: its tests count what the whole store and its trash hold."""
+    proc = start_server(tmp_path_factory.mktemp("trash-pages") / "data")
+    yield proc
+    proc.stop()
 
 
 @pytest_asyncio.fixture(scope="module")
@@ -134,26 +145,32 @@ async def test_all_matching_across_pages_then_the_trash_emptied_with_a_confirmat
     await page.context.close()
 
 
-@pytest.mark.server("a browser drives the console: it needs the server's URL and real socket")
-def test_the_trash_s_writes_need_the_session_and_the_csrf_token(server: ServerProcess, stored: dict[str, str]) -> None:
-    memory_id = stored[OTHER[0]]
+async def test_the_trash_s_writes_need_the_session_and_the_csrf_token(settings: Settings) -> None:
+    # in this process, the console's routes over the real app with auth on (the owner's secret)
+    env = {**oauth_env(), "CHROMADB_PATH": str(settings.chromadb_path)}
+    configured = dataclasses.replace(Settings.from_env(env), model_dir=settings.model_dir, store_process=False)
+    built = make_runtime(configured)
+    app = make_app(configured, runtime=built)
+    memory_id = (await built.engine.store(StoreRequest(OTHER[0]))).memory_id
     writes = [
         ("/console/trash/restore", {"ids": memory_id}),
         ("/console/trash/empty", {"confirm": "yes"}),
         ("/console/new", {"content": "Planted by a forged form"}),
         ("/console/delete", {"ids": memory_id, "confirm": "yes"}),
     ]
-    with httpx.Client(base_url=server.base_url, timeout=30) as http:
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1", timeout=30) as http:
         for path, data in writes:
-            assert http.post(path, data=data).status_code == 401  # no session
-        assert http.post("/console/signin", data={"secret": OWNER_SECRET}).status_code == 303
-        token = http.get("/console/").text.split('name="csrf-token" content="')[1].split('"')[0]
+            assert (await http.post(path, data=data)).status_code == 401  # no session
+        assert (await http.post("/console/signin", data={"secret": OWNER_SECRET})).status_code == 303
+        token = (await http.get("/console/")).text.split('name="csrf-token" content="')[1].split('"')[0]
         for path, data in writes:
-            assert http.post(path, data=data).status_code == 403, path  # no CSRF token
-            crossed = http.post(path, data={**data, "csrf": token}, headers={"Origin": "http://evil.example"})
+            assert (await http.post(path, data=data)).status_code == 403, path  # no CSRF token
+            crossed = await http.post(path, data={**data, "csrf": token}, headers={"Origin": "http://evil.example"})
             assert crossed.status_code == 403, path
-        assert http.get(f"/console/memories/{memory_id}").status_code == 200  # nothing was deleted
-        assert "Planted by a forged form" not in http.get("/console/?q=Planted+forged+form").text
+        assert (await http.get(f"/console/memories/{memory_id}")).status_code == 200  # nothing was deleted
+        assert "Planted by a forged form" not in (await http.get("/console/?q=Planted+forged+form")).text
+    built.close()
 
 
 async def _token(http: httpx.AsyncClient) -> str:
