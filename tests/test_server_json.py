@@ -8,13 +8,14 @@ import hashlib
 import json
 from typing import Any
 
-import pytest
+import httpx2
 from jsonschema import Draft7Validator, FormatChecker
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from symbiote import __version__
-from symbiote.config import PROJECT_ROOT
-from tests.conftest import ServerProcess
+from symbiote.config import PROJECT_ROOT, Settings
+from tests.conftest import make_app
 
 REGISTRY = PROJECT_ROOT / "tests" / "registry"
 PUBLISHER = "io.modelcontextprotocol.registry/publisher-provided"
@@ -45,17 +46,19 @@ def test_server_json_is_valid_for_the_registry() -> None:
     assert len(json.dumps(found["_meta"][PUBLISHER]).encode()) <= 4096  # the official registry's limit
 
 
-@pytest.mark.server("the transport is the point: the URL the entry's template makes reaches this server")
-@pytest.mark.asyncio(loop_scope="session")
-async def test_the_remote_it_describes_is_this_server(server: ServerProcess) -> None:
+async def test_the_remote_it_describes_is_this_server(settings: Settings) -> None:
+    """The SDK's streamable-HTTP client at the URL the template makes, over the real app and its
+    lifespan in this process (an ASGI transport: the same requests, no socket)."""
     found = entry()
     [remote] = found["remotes"]
     assert remote["type"] == "streamable-http" and remote["variables"]["host"]["isRequired"] is True
-    url = remote["url"].format(host=f"127.0.0.1:{server.port}").replace("https://", "http://")  # TLS on a deployment
-    assert url == server.mcp_url
-    async with Client(url) as client:
-        info = client.server_info
-        tools = {tool.name for tool in (await client.list_tools()).tools}
+    url = remote["url"].format(host="127.0.0.1").replace("https://", "http://")  # TLS on a deployment
+    app = make_app(settings)
+    async with app.router.lifespan_context(app):
+        async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), timeout=30) as http:
+            async with Client(streamable_http_client(url, http_client=http)) as client:
+                info = client.server_info
+                tools = {tool.name for tool in (await client.list_tools()).tools}
     assert info is not None and (info.title, info.description, info.version) == (
         found["title"],
         found["description"],

@@ -25,7 +25,8 @@ from tests.auth.support import INITIALIZE, MCP_HEADERS, OAuthFlow, oauth_env
 from tests.conftest import ServerProcess, Volume
 
 pytestmark = pytest.mark.server(
-    "the real socket is the point: parallel attackers race the limiter over real connections while the owner works"
+    "the real socket is the point: parallel attackers race the limiter over real connections while the owner "
+    "works (a server of its own: the attacks leave it on alert)"
 )
 
 ATTEMPTS = (1000, 150)  # guesses of each kind: the full volume and the sample

@@ -1,9 +1,9 @@
-"""Client ID Metadata Documents (issue 17, item 6) against a real server and a real HTTPS document.
+"""Client ID Metadata Documents (issue 17, item 6): the real app in this process and a real HTTPS document.
 
 The document is served over TLS on loopback by a small server in this process, with a
-certificate made here and trusted through SSL_CERT_FILE; the Symbiote server fetches it because
+certificate made here and trusted through SSL_CERT_FILE; the Symbiote app fetches it because
 SYMBIOTE_CIMD_ALLOW_LOOPBACK (a test-only setting) lets it reach loopback. Open registration is
-off on that server: the metadata document alone lets a client sign in. Without the test setting
+off on that app: the metadata document alone lets a client sign in. Without the test setting
 every private, loopback and link-local address is refused before any connection is made.
 """
 
@@ -27,6 +27,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+from mcp_types import CLIENT_CAPABILITIES_META_KEY, PROTOCOL_VERSION_META_KEY
 
 from symbiote.auth.client_metadata import (
     ClientMetadataDocuments,
@@ -34,14 +35,10 @@ from symbiote.auth.client_metadata import (
     check_document,
     is_metadata_url,
 )
-from tests.auth.support import REDIRECT_URI, OAuthFlow, bearer_client, oauth_env, pkce, query_of
-from tests.conftest import ServerProcess
-
-pytestmark = pytest.mark.server(
-    "the process is the point: it fetches a real HTTPS document, trusting the test's certificate by SSL_CERT_FILE"
-)
+from tests.auth.support import MCP_HEADERS, REDIRECT_URI, OAuthFlow, oauth_settings, pkce, query_of, served
 
 CALLBACK = "https://app.example/callback"
+MODERN = "2026-07-28"
 
 
 def self_signed(directory: Path) -> tuple[Path, Path]:
@@ -143,17 +140,35 @@ def documents(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Documents]:
 
 
 @pytest.fixture(scope="module")
-def cimd_server(
-    tmp_path_factory: pytest.TempPathFactory, model_dir: Path, documents: Documents
-) -> Iterator[ServerProcess]:
-    env = oauth_env(
+def flow(tmp_path_factory: pytest.TempPathFactory, model_dir: Path, documents: Documents) -> Iterator[OAuthFlow]:
+    """The real app in this process, open registration off, loopback documents allowed, and an OAuth
+    client on it; SSL_CERT_FILE trusts the documents' certificate while the app lives."""
+    settings = oauth_settings(
+        tmp_path_factory.mktemp("cimd") / "data",
+        model_dir,
         SYMBIOTE_OPEN_REGISTRATION="off",
         SYMBIOTE_CIMD_ALLOW_LOOPBACK="1",
-        SSL_CERT_FILE=str(documents.cert),  # type: ignore[attr-defined]
     )
-    proc = ServerProcess(tmp_path_factory.mktemp("cimd") / "data", env=env).start()
-    yield proc
-    proc.stop()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SSL_CERT_FILE", str(documents.cert))  # type: ignore[attr-defined]
+        with served(settings) as client:
+            yield client
+
+
+def call_tool(flow: OAuthFlow, token: str, tool: str) -> Any:
+    """One tools/call on the stateless 2026-07-28 wire with `token`: its JSON-RPC answer."""
+    meta = {PROTOCOL_VERSION_META_KEY: MODERN, CLIENT_CAPABILITIES_META_KEY: {}}
+    body = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": tool, "arguments": {}, "_meta": meta}}
+    headers = {
+        **MCP_HEADERS,
+        "Authorization": f"Bearer {token}",
+        "MCP-Protocol-Version": MODERN,
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": tool,
+    }
+    answer = flow.http.post("/mcp", json=body, headers=headers)
+    assert answer.status_code == 200, answer.text
+    return answer.json()
 
 
 def authorize(flow: OAuthFlow, client_id: str, redirect_uri: str = REDIRECT_URI) -> tuple[httpx.Response, str, str]:
@@ -170,20 +185,16 @@ def authorize(flow: OAuthFlow, client_id: str, redirect_uri: str = REDIRECT_URI)
     return flow.http.get("/authorize", params=params), verifier, challenge
 
 
-def test_metadata_documents_are_advertised_and_registration_can_be_off(cimd_server: ServerProcess) -> None:
-    with httpx.Client(base_url=cimd_server.base_url, timeout=30) as http:
-        meta = http.get("/.well-known/oauth-authorization-server").json()
-        assert meta["client_id_metadata_document_supported"] is True
-        assert "registration_endpoint" not in meta and "none" in meta["token_endpoint_auth_methods_supported"]
-        assert http.post("/register", json={"client_name": "x", "redirect_uris": [REDIRECT_URI]}).status_code in (
-            404,
-            405,
-        )
+def test_metadata_documents_are_advertised_and_registration_can_be_off(flow: OAuthFlow) -> None:
+    meta = flow.http.get("/.well-known/oauth-authorization-server").json()
+    assert meta["client_id_metadata_document_supported"] is True
+    assert "registration_endpoint" not in meta and "none" in meta["token_endpoint_auth_methods_supported"]
+    refused = flow.http.post("/register", json={"client_name": "x", "redirect_uris": [REDIRECT_URI]})
+    assert refused.status_code in (404, 405)
 
 
-async def test_a_client_signs_in_with_its_metadata_document(cimd_server: ServerProcess, documents: Documents) -> None:
+def test_a_client_signs_in_with_its_metadata_document(flow: OAuthFlow, documents: Documents) -> None:
     client_id = documents.client("/oauth/client.json", headers={"Cache-Control": "max-age=600"})
-    flow = OAuthFlow(cimd_server.base_url)
     response, verifier, _ = authorize(flow, client_id)
     assert response.status_code == 302, response.text
     ticket = query_of(response.headers["location"])["ticket"]
@@ -195,8 +206,8 @@ async def test_a_client_signs_in_with_its_metadata_document(cimd_server: ServerP
     client = {"client_id": client_id}
     tokens = flow.token(client, code, verifier).json()
     assert tokens["token_type"] == "Bearer", tokens
-    async with bearer_client(cimd_server.mcp_url, tokens["access_token"]) as mcp:
-        assert not (await mcp.call_tool("memory_stats", {})).is_error
+    stats = call_tool(flow, tokens["access_token"], "memory_stats")
+    assert "result" in stats and not stats["result"].get("isError"), stats
     refreshed = flow.refresh(client, tokens["refresh_token"])
     assert refreshed.status_code == 200, refreshed.text
     assert flow.revoke(client, refreshed.json()["access_token"]).status_code == 200
@@ -205,7 +216,6 @@ async def test_a_client_signs_in_with_its_metadata_document(cimd_server: ServerP
     # A redirect URI the document does not list gets nothing (an error page, no redirect).
     wrong, _, _ = authorize(flow, client_id, "https://elsewhere.example/callback")
     assert wrong.status_code == 400 and "location" not in wrong.headers
-    flow.close()
 
 
 @pytest.mark.parametrize(
@@ -238,19 +248,16 @@ async def test_a_client_signs_in_with_its_metadata_document(cimd_server: ServerP
     ],
 )
 def test_documents_that_fail_a_check_are_refused(
-    cimd_server: ServerProcess, documents: Documents, path: str, make: Any, reason: str
+    flow: OAuthFlow, documents: Documents, path: str, make: Any, reason: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     client_id = make(documents, path)
-    flow = OAuthFlow(cimd_server.base_url)
     started = time.monotonic()
     response, _, _ = authorize(flow, client_id, "http://evil.example/cb" if "http-redirect" in path else REDIRECT_URI)
     assert response.status_code == 400 and "location" not in response.headers, response.text
     assert time.monotonic() - started < 7  # the slow one is given up after 5 seconds
     again, _, _ = authorize(flow, client_id)
     assert again.status_code == 400 and documents.fetches.get(path, 0) <= 1  # the refusal is cached too
-    time.sleep(0.2)
-    assert reason in cimd_server.log(), reason
-    flow.close()
+    assert reason in caplog.text, reason
 
 
 def test_private_addresses_are_refused_without_a_connection() -> None:

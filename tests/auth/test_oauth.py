@@ -45,15 +45,6 @@ pytestmark = pytest.mark.server(
 )
 
 
-@pytest.fixture(scope="module")
-def oauth_server(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator[ServerProcess]:
-    # As behind a proxy of ours: X-Forwarded-For names the address the consent page's limiter counts.
-    env = oauth_env(SYMBIOTE_TRUST_FORWARDED_HEADERS="1")
-    proc = ServerProcess(tmp_path_factory.mktemp("oauth") / "data", env=env).start()
-    yield proc
-    proc.stop()
-
-
 @pytest.fixture
 def flow(oauth_server: ServerProcess) -> Iterator[OAuthFlow]:
     flow = OAuthFlow(oauth_server.base_url)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from pathlib import Path
 
 import httpx
 import httpx2
@@ -23,7 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 from pydantic import AnyUrl
 
-from tests.auth.support import OWNER_SECRET, REDIRECT_URI, oauth_env, query_of
+from tests.auth.support import OWNER_SECRET, REDIRECT_URI, query_of
 from tests.conftest import ServerProcess
 
 pytestmark = pytest.mark.server("the transport is the point: the SDK's OAuth client over real HTTP and legacy SSE")
@@ -76,13 +75,6 @@ class Owner:
     async def callback_handler(self) -> AuthorizationCodeResult:
         assert self.result is not None
         return self.result
-
-
-@pytest.fixture(scope="module")
-def oauth_server(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator[ServerProcess]:
-    proc = ServerProcess(tmp_path_factory.mktemp("sdk-oauth") / "data", env=oauth_env()).start()
-    yield proc
-    proc.stop()
 
 
 def connector(

@@ -1,7 +1,7 @@
 """ChatGPT's `search` and `fetch`: the exact shapes deep research expects, as structured content and
-as the same JSON in the text, with links that resolve on this server, over real HTTP to a `symbiote
-serve` (a link is built from the origin the request came to); their errors and which servers publish
-them, through the in-memory client over the real server object."""
+as the same JSON in the text, with links that resolve on this server, over streamable HTTP to the real
+app in this process (a link is built from the origin the request came to); their errors and which
+servers publish them, through the in-memory client over the real server object."""
 
 from __future__ import annotations
 
@@ -10,12 +10,15 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from symbiote.config import Settings
-from tests.conftest import InProcess, ServerProcess, make_app, make_runtime
+from tests.conftest import InProcess, make_app, make_runtime
+
+ORIGIN = "http://127.0.0.1"  # where the app in this process is reached
 
 
 @pytest.fixture
@@ -35,9 +38,15 @@ async def structured_and_text(client: Client, tool: str, arguments: dict[str, An
     return result.structured_content
 
 
-@pytest.mark.server("the transport is the point: a link is built from the origin a request came to, and resolves")
-async def test_search_and_fetch_have_chatgpts_shapes(chatgpt_server: ServerProcess) -> None:
-    async with Client(chatgpt_server.mcp_url) as client:
+async def test_search_and_fetch_have_chatgpts_shapes(settings: Settings) -> None:
+    """Over streamable HTTP to the real app (its lifespan run, in this process, through an ASGI
+    transport): a link is built from the origin the request came to, and resolves there."""
+    app = make_app(dataclasses.replace(settings, chatgpt_tools="on"))
+    async with (
+        app.router.lifespan_context(app),
+        httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), timeout=30) as http,
+        Client(streamable_http_client(f"{ORIGIN}/mcp", http_client=http)) as client,
+    ):
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
         stored = await client.call_tool(
             "store_memory",
@@ -47,6 +56,9 @@ async def test_search_and_fetch_have_chatgpts_shapes(chatgpt_server: ServerProce
         found = await structured_and_text(client, "search", {"query": "when are Maya's music lessons?"})
         fetched = await structured_and_text(client, "fetch", {"id": memory_id})
         nothing = await structured_and_text(client, "search", {"query": "how do volcanoes form under the ocean floor"})
+        link = await http.get(found["results"][0]["url"])
+        unknown = await http.get(f"{ORIGIN}/memories/mem_00000000000000000001")
+        foreign = await http.get(found["results"][0]["url"], headers={"Host": "evil.example"})
     for name in ("search", "fetch"):
         tool = tools[name]
         assert tool.annotations.read_only_hint is True and tool.description and tool.output_schema
@@ -57,7 +69,7 @@ async def test_search_and_fetch_have_chatgpts_shapes(chatgpt_server: ServerProce
     hit = found["results"][0]
     assert set(hit) == {"id", "title", "url"} and hit["id"] == memory_id
     assert hit["title"].startswith("Our daughter Maya")
-    assert hit["url"] == f"{chatgpt_server.base_url}/memories/{memory_id}"
+    assert hit["url"] == f"{ORIGIN}/memories/{memory_id}"
     # A store of one memory: its only memory may come back for anything (as a chance, not an answer).
     assert set(nothing) == {"results"} and [h["id"] for h in nothing["results"]] in ([], [memory_id])
 
@@ -68,10 +80,8 @@ async def test_search_and_fetch_have_chatgpts_shapes(chatgpt_server: ServerProce
     assert fetched["url"] == hit["url"]
     assert fetched["metadata"]["tags"] == ["family"] and fetched["metadata"]["timestamp"].endswith("Z")
 
-    link = httpx.get(hit["url"], timeout=10)
     assert link.status_code == 200 and link.json()["content"] == fetched["text"]
-    assert httpx.get(f"{chatgpt_server.base_url}/memories/mem_00000000000000000001", timeout=10).status_code == 404
-    assert httpx.get(hit["url"], headers={"Host": "evil.example"}, timeout=10).status_code == 421
+    assert unknown.status_code == 404 and foreign.status_code == 421
 
 
 async def test_search_and_fetch_errors_read_like_sentences(chatgpt: InProcess) -> None:

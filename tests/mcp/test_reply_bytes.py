@@ -4,13 +4,12 @@ escapes and tags included. A property test over random texts with the real pagin
 the same through the SDK's in-memory client over the real server, model and Chroma, each reply
 serialized as both protocol versions' transports write it.
 
-Sampled by default (the seed is printed; SYMBIOTE_PAGING_SEED sets it), whole under `--soak`."""
+Sampled by default with the run's seed, whole under `--soak` (tests/conftest.py: volume)."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import random
 from collections.abc import Callable
 from typing import Any
@@ -26,9 +25,8 @@ from symbiote.config import Settings
 from symbiote.mcp.replies import CONTENT_BYTES, REPLY_BYTES, page, page_turn, reply
 from symbiote.memory import Memory, SearchRequest, Turn
 from symbiote.storage import text as unicode_text
-from tests.conftest import InProcess
+from tests.conftest import InProcess, Volume
 
-SEED = int(os.environ.get("SYMBIOTE_PAGING_SEED", random.randrange(2**32)))
 CROPS = (
     "tomatoes beans peas leeks onions garlic kale chard carrots beets radishes squash pumpkins maize potatoes".split()
 )
@@ -36,10 +34,6 @@ CROPS += "lettuce spinach fennel celery parsnips".split()
 ENVELOPE = 200  # what a tools/call response adds around its result: jsonrpc, id, the keys, isError
 # What texts are made of: scripts without spaces, emoji, what JSON escapes, and some words.
 PIECES = ["漢字", "😀", "👩‍👩‍👧", "\x01", "\x1f", '"', "\\", "\n", "\t", " ", "e ", "word ", "é", "\u2028", "\x7f", "a"]
-
-
-def soak(request: pytest.FixtureRequest) -> bool:
-    return bool(request.config.getoption("--soak", default=False))
 
 
 def texts_from(parts: list[tuple[str, int]], limit: int = 99_000) -> str:
@@ -110,17 +104,13 @@ def paged(whole: str, take: Callable[[int], tuple[str, int | None]]) -> list[str
     return parts
 
 
-@pytest.fixture(scope="module", autouse=True)
-def print_seed() -> None:
-    print(f"\ntests/mcp/test_reply_bytes.py: seed {SEED} (SYMBIOTE_PAGING_SEED={SEED} repeats it)")
-
-
-def test_paging_reaches_the_end_of_any_text_within_the_budget(request: pytest.FixtureRequest) -> None:
+def test_paging_reaches_the_end_of_any_text_within_the_budget(sampled: Callable[[int, int], Volume]) -> None:
     """get_memory's and get_history's paging, replies and all, over random texts: the parts join to the
     text exactly. 60 texts, 2,000 under --soak."""
+    drawn = sampled(2_000, 60)
 
-    @seed(SEED)
-    @examples(max_examples=2_000 if soak(request) else 60, deadline=None, suppress_health_check=list(HealthCheck))
+    @seed(drawn.seed)
+    @examples(max_examples=drawn.count, deadline=None, suppress_health_check=list(HealthCheck))
     @given(parts=PARTS)
     def check(parts: list[tuple[str, int]]) -> None:
         whole = texts_from(parts)
@@ -160,15 +150,15 @@ async def call(client: Client, tool: str, **arguments: Any) -> CallToolResult:
 
 @pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
 async def test_texts_of_escapes_come_within_the_budget_and_whole_in_parts(
-    in_process: InProcess, request: pytest.FixtureRequest, mode: str
+    in_process: InProcess, sampled: Callable[[int, int], Volume], mode: str
 ) -> None:
     """The probe's texts (control characters: 120,012 bytes from get_memory or fetch; quotes and
     backslashes: 40,118) and random hostile ones: every reply within the budget as sent, and get_memory
     from offset 0, or from fetch's next_offset, gives the whole text back; through both protocol
     versions' paths in the SDK (the handshake's streams, the 2026-07-28 per-request one)."""
-    rng = random.Random(SEED)
+    drawn = sampled(40, 4)
     texts = ["x " + "\x01" * 20_000, "x " + '"' * 20_000, "x " + "\\" * 30_000, "メモ: " + "漢字" * 16_000]
-    texts += [hostile_text(rng) for _ in range(40 if soak(request) else 4)]
+    texts += [hostile_text(drawn.rng) for _ in range(drawn.count)]
     async with Client(in_process.server, mode=mode) as client:
         for text in texts:
             stored = (await call(client, "store_memory", content=text)).structured_content
