@@ -182,6 +182,28 @@ def wait_until_full(pipe: IO[bytes]) -> None:
             seen, since = unread[0], time.monotonic()
 
 
+def cpu_ticks(pid: int) -> int | None:
+    """The process's CPU time so far (user + system, in clock ticks), or None once it has exited."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return None
+    return None if fields[0] == "Z" else int(fields[11]) + int(fields[12])
+
+
+def wait_until_idle(proc: subprocess.Popen[bytes]) -> None:
+    """Until the process has used no CPU for a second, or has exited: whatever it does about the end
+    of its input is done (instead of a fixed 8 s for it to happen)."""
+    seen, since = cpu_ticks(proc.pid), time.monotonic()
+    deadline = since + 60
+    while time.monotonic() - since < 1.0 and seen is not None:
+        assert time.monotonic() < deadline, "the server kept working for a minute after its input ended"
+        time.sleep(0.05)
+        ticks = cpu_ticks(proc.pid)
+        if ticks != seen:
+            seen, since = ticks, time.monotonic()
+
+
 def test_every_answer_reaches_a_client_that_reads_late(recorded: Path) -> None:
     """The client sends, waits, closes its end, and only then reads: the server waits for it, as
     the SDK alone did, instead of exiting with answers unwritten (about 90 KB, past the pipes' buffers)."""
@@ -195,8 +217,9 @@ def test_every_answer_reaches_a_client_that_reads_late(recorded: Path) -> None:
     proc.stdin.flush()
     wait_until_full(proc.stdout)  # the answers wait in the pipes, the rest in the server
     proc.stdin.close()
-    time.sleep(8)  # the input has ended long ago
-    replies = [json.loads(line) for line in proc.stdout.read().splitlines()]
+    wait_until_idle(proc)  # the input has ended, and the server has done what it does about it
+    with proc.stdout:
+        replies = [json.loads(line) for line in proc.stdout.read().splitlines()]
     assert proc.wait(timeout=30) == 0
     assert sorted(reply["id"] for reply in replies) == [0, 1, 10, 11, 12, 20, 21, 22]
     assert all("result" in reply for reply in replies)
