@@ -19,6 +19,7 @@ import subprocess
 import sys
 import termios
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -83,8 +84,35 @@ def recorded(tmp_path: Path, own_user_cache: Path, recording: Path) -> Path:
     return data
 
 
+@dataclass(frozen=True)
+class Uncached:
+    """What a `symbiote stdio` with no cache anywhere did: its answers to the whole opening (the
+    SDK's own), its environment, its exit code."""
+
+    answered: dict[int | str, dict[str, Any]]
+    env: dict[str, str]
+    code: int
+
+
+@pytest.fixture(scope="module")
+def uncached(tmp_path_factory: pytest.TempPathFactory) -> Uncached:
+    """One start without a cache (an empty data directory, an empty user cache), shared by the tests
+    that look at what the SDK answers and what such a start records for the next one."""
+    root = tmp_path_factory.mktemp("uncached")
+    data = root / "data"
+    server = StdioProcess(data, env={"XDG_CACHE_HOME": str(root / "user-cache")}).start()
+    try:
+        answered = server.ask(OPENING)
+        deadline = time.monotonic() + 60
+        while not (data / stdio_handshake.CACHE_FILE).exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        code, _stderr = server.stop()
+    return Uncached(answered, server.env, code)
+
+
 def test_the_opening_is_answered_before_the_sdk_loads_and_equals_the_sdks_answers(
-    tmp_path: Path, recorded: Path
+    tmp_path: Path, recorded: Path, uncached: Uncached
 ) -> None:
     gate = tmp_path / "gate"
     early = StdioProcess(recorded, gate).start()
@@ -106,14 +134,7 @@ def test_the_opening_is_answered_before_the_sdk_loads_and_equals_the_sdks_answer
     finally:
         code, stderr = early.stop()
     assert code == 0, stderr
-
-    no_cache = {"XDG_CACHE_HOME": str(tmp_path / "empty-user-cache")}
-    uncached = StdioProcess(tmp_path / "other-data", env=no_cache).start()  # no cache anywhere: the SDK answers all
-    try:
-        answered = uncached.ask(OPENING)
-    finally:
-        uncached.stop()
-    assert {**cached, 1: listed} == answered
+    assert {**cached, 1: listed} == uncached.answered  # no cache anywhere: the SDK answered all
 
 
 def test_an_unusual_opening_goes_to_the_sdk_and_the_cache_stops_answering(tmp_path: Path, recorded: Path) -> None:
@@ -274,18 +295,10 @@ def test_a_new_data_directory_is_answered_from_the_user_cache(
     assert code == 0
 
 
-def test_without_a_cache_the_server_records_one_for_the_next_start(tmp_path: Path) -> None:
-    data = tmp_path / "data"
-    server = StdioProcess(data).start()
-    try:
-        assert server.ask([initialize(), INITIALIZED, request(1, "tools/list")])[1]["result"]["tools"]
-        deadline = time.monotonic() + 60
-        while not (data / stdio_handshake.CACHE_FILE).exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-    finally:
-        code, _stderr = server.stop()
-    assert code == 0
-    cache = StdioHandshakeCache.load(Settings.from_env(server.env))
+def test_without_a_cache_the_server_records_one_for_the_next_start(uncached: Uncached) -> None:
+    assert uncached.answered[1]["result"]["tools"]
+    assert uncached.code == 0
+    cache = StdioHandshakeCache.load(Settings.from_env(uncached.env))
     assert cache is not None, "recorded, and current for the same settings"
     from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
