@@ -19,6 +19,7 @@ import subprocess
 import sys
 import termios
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -83,8 +84,35 @@ def recorded(tmp_path: Path, own_user_cache: Path, recording: Path) -> Path:
     return data
 
 
+@dataclass(frozen=True)
+class Uncached:
+    """What a `symbiote stdio` with no cache anywhere did: its answers to the whole opening (the
+    SDK's own), its environment, its exit code."""
+
+    answered: dict[int | str, dict[str, Any]]
+    env: dict[str, str]
+    code: int
+
+
+@pytest.fixture(scope="module")
+def uncached(tmp_path_factory: pytest.TempPathFactory) -> Uncached:
+    """One start without a cache (an empty data directory, an empty user cache), shared by the tests
+    that look at what the SDK answers and what such a start records for the next one."""
+    root = tmp_path_factory.mktemp("uncached")
+    data = root / "data"
+    server = StdioProcess(data, env={"XDG_CACHE_HOME": str(root / "user-cache")}).start()
+    try:
+        answered = server.ask(OPENING)
+        deadline = time.monotonic() + 60
+        while not (data / stdio_handshake.CACHE_FILE).exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        code, _stderr = server.stop()
+    return Uncached(answered, server.env, code)
+
+
 def test_the_opening_is_answered_before_the_sdk_loads_and_equals_the_sdks_answers(
-    tmp_path: Path, recorded: Path
+    tmp_path: Path, recorded: Path, uncached: Uncached
 ) -> None:
     gate = tmp_path / "gate"
     early = StdioProcess(recorded, gate).start()
@@ -106,14 +134,7 @@ def test_the_opening_is_answered_before_the_sdk_loads_and_equals_the_sdks_answer
     finally:
         code, stderr = early.stop()
     assert code == 0, stderr
-
-    no_cache = {"XDG_CACHE_HOME": str(tmp_path / "empty-user-cache")}
-    uncached = StdioProcess(tmp_path / "other-data", env=no_cache).start()  # no cache anywhere: the SDK answers all
-    try:
-        answered = uncached.ask(OPENING)
-    finally:
-        uncached.stop()
-    assert {**cached, 1: listed} == answered
+    assert {**cached, 1: listed} == uncached.answered  # no cache anywhere: the SDK answered all
 
 
 def test_an_unusual_opening_goes_to_the_sdk_and_the_cache_stops_answering(tmp_path: Path, recorded: Path) -> None:
@@ -182,6 +203,28 @@ def wait_until_full(pipe: IO[bytes]) -> None:
             seen, since = unread[0], time.monotonic()
 
 
+def cpu_ticks(pid: int) -> int | None:
+    """The process's CPU time so far (user + system, in clock ticks), or None once it has exited."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return None
+    return None if fields[0] == "Z" else int(fields[11]) + int(fields[12])
+
+
+def wait_until_idle(proc: subprocess.Popen[bytes]) -> None:
+    """Until the process has used no CPU for a second, or has exited: whatever it does about the end
+    of its input is done (instead of a fixed 8 s for it to happen)."""
+    seen, since = cpu_ticks(proc.pid), time.monotonic()
+    deadline = since + 60
+    while time.monotonic() - since < 1.0 and seen is not None:
+        assert time.monotonic() < deadline, "the server kept working for a minute after its input ended"
+        time.sleep(0.05)
+        ticks = cpu_ticks(proc.pid)
+        if ticks != seen:
+            seen, since = ticks, time.monotonic()
+
+
 def test_every_answer_reaches_a_client_that_reads_late(recorded: Path) -> None:
     """The client sends, waits, closes its end, and only then reads: the server waits for it, as
     the SDK alone did, instead of exiting with answers unwritten (about 90 KB, past the pipes' buffers)."""
@@ -195,8 +238,9 @@ def test_every_answer_reaches_a_client_that_reads_late(recorded: Path) -> None:
     proc.stdin.flush()
     wait_until_full(proc.stdout)  # the answers wait in the pipes, the rest in the server
     proc.stdin.close()
-    time.sleep(8)  # the input has ended long ago
-    replies = [json.loads(line) for line in proc.stdout.read().splitlines()]
+    wait_until_idle(proc)  # the input has ended, and the server has done what it does about it
+    with proc.stdout:
+        replies = [json.loads(line) for line in proc.stdout.read().splitlines()]
     assert proc.wait(timeout=30) == 0
     assert sorted(reply["id"] for reply in replies) == [0, 1, 10, 11, 12, 20, 21, 22]
     assert all("result" in reply for reply in replies)
@@ -251,18 +295,10 @@ def test_a_new_data_directory_is_answered_from_the_user_cache(
     assert code == 0
 
 
-def test_without_a_cache_the_server_records_one_for_the_next_start(tmp_path: Path) -> None:
-    data = tmp_path / "data"
-    server = StdioProcess(data).start()
-    try:
-        assert server.ask([initialize(), INITIALIZED, request(1, "tools/list")])[1]["result"]["tools"]
-        deadline = time.monotonic() + 60
-        while not (data / stdio_handshake.CACHE_FILE).exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-    finally:
-        code, _stderr = server.stop()
-    assert code == 0
-    cache = StdioHandshakeCache.load(Settings.from_env(server.env))
+def test_without_a_cache_the_server_records_one_for_the_next_start(uncached: Uncached) -> None:
+    assert uncached.answered[1]["result"]["tools"]
+    assert uncached.code == 0
+    cache = StdioHandshakeCache.load(Settings.from_env(uncached.env))
     assert cache is not None, "recorded, and current for the same settings"
     from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 

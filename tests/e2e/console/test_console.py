@@ -16,7 +16,7 @@ from tests.auth.support import OWNER_SECRET, bearer_client, oauth_env
 from tests.conftest import ServerProcess, make_app
 from tests.console.owner_browser import api_key_for, signed_in_page
 
-pytestmark = pytest.mark.server("a browser: the console's pages are loaded from a real server")
+BROWSER = pytest.mark.server("a browser: the console's pages are loaded from a real server")
 
 HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2"> likes <b>bold</b> tea'
 HOSTILE_TAG = "<img src=x onerror=window.__pwned=3>"
@@ -70,6 +70,7 @@ async def seeded(console_server: ServerProcess, api_key: str) -> dict[str, str]:
     return {text: r["memory_id"] for text, r in zip(contents, result.structured_content["results"])}
 
 
+@BROWSER
 async def test_owner_signs_in_searches_edits_and_deletes_and_mcp_sees_it(
     browser: Any, console_server: ServerProcess, seeded: dict[str, str], api_key: str
 ) -> None:
@@ -131,6 +132,7 @@ async def test_owner_signs_in_searches_edits_and_deletes_and_mcp_sees_it(
     await context.close()
 
 
+@BROWSER
 async def test_weaker_matches_are_shown_on_request_for_one_search(
     browser: Any, console_server: ServerProcess, seeded: dict[str, str]
 ) -> None:
@@ -154,6 +156,7 @@ async def test_weaker_matches_are_shown_on_request_for_one_search(
     await page.context.close()
 
 
+@BROWSER
 async def test_stored_html_and_script_are_shown_as_text(
     browser: Any, console_server: ServerProcess, seeded: dict[str, str]
 ) -> None:
@@ -175,6 +178,7 @@ async def test_stored_html_and_script_are_shown_as_text(
     await page.context.close()
 
 
+@BROWSER
 async def test_import_with_progress_and_export_download_in_the_browser(
     browser: Any, console_server: ServerProcess, seeded: dict[str, str], tmp_path: Path
 ) -> None:
@@ -238,6 +242,7 @@ async def test_import_with_progress_and_export_download_in_the_browser(
     await page.context.close()
 
 
+@BROWSER
 async def test_the_console_fits_a_phone_screen(
     browser: Any, console_server: ServerProcess, seeded: dict[str, str]
 ) -> None:
@@ -249,38 +254,53 @@ async def test_the_console_fits_a_phone_screen(
     await page.context.close()
 
 
-def test_a_bearer_token_does_not_open_the_console_and_writes_need_the_csrf_token(
-    console_server: ServerProcess, api_key: str, seeded: dict[str, str]
+async def test_a_bearer_token_does_not_open_the_console_and_writes_need_the_csrf_token(
+    tmp_path: Path, model_dir: Path
 ) -> None:
-    base = console_server.base_url
-    with httpx.Client(base_url=base, timeout=30) as http:
-        assert (
-            http.get("/console/", headers={"Authorization": f"Bearer {api_key}"}).headers["location"]
-            == "/console/signin"
-        )
-        assert (
-            http.post("/console/delete", data={"ids": seeded[SEED[0]["content"]], "confirm": "yes"}).status_code == 401
-        )
-        assert http.get("/console/", headers={"Host": "evil.example"}).status_code == 421
-        signed = http.post("/console/signin", data={"secret": OWNER_SECRET})
+    """The console's routes answer in this process (the app on loopback, auth on): no browser and no
+    wire is the point, only what each request gets."""
+    from symbiote.auth import AuthStore, default_auth_db
+    from symbiote.config import Settings
+    from symbiote.memory.requests import StoreRequest
+
+    data = tmp_path / "data"
+    data.mkdir()
+    keys = AuthStore(default_auth_db(data))
+    _key, api_key = keys.create_api_key("console test")
+    keys.close()
+    settings = Settings(
+        chromadb_path=data, model_dir=model_dir, store_process=False, auth_mode="oauth", owner_secret=OWNER_SECRET
+    )
+    app = make_app(settings, warm_up=False)
+    memory_id = (await app.state.runtime.engine.store(StoreRequest(**SEED[0]))).memory_id
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1", timeout=30) as http:
+        bearer = await http.get("/console/", headers={"Authorization": f"Bearer {api_key}"})
+        assert bearer.headers["location"] == "/console/signin"
+        assert (await http.post("/console/delete", data={"ids": memory_id, "confirm": "yes"})).status_code == 401
+        assert (await http.get("/console/", headers={"Host": "evil.example"})).status_code == 421
+        signed = await http.post("/console/signin", data={"secret": OWNER_SECRET})
         assert signed.status_code == 303
         cookie = signed.headers["set-cookie"]
         assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/console" in cookie
         assert "Max-Age=43200" in cookie and "Secure" not in cookie  # loopback: no TLS to require
-        target = {"ids": seeded[SEED[0]["content"]], "confirm": "yes"}
-        assert http.post("/console/delete", data=target).status_code == 403  # no CSRF token
-        assert http.post("/console/delete", data={**target, "csrf": "forged"}).status_code == 403
-        page = http.get("/console/").text
+        target = {"ids": memory_id, "confirm": "yes"}
+        assert (await http.post("/console/delete", data=target)).status_code == 403  # no CSRF token
+        assert (await http.post("/console/delete", data={**target, "csrf": "forged"})).status_code == 403
+        page = (await http.get("/console/")).text
         token = page.split('name="csrf-token" content="')[1].split('"')[0]
-        cross = http.post("/console/delete", data={**target, "csrf": token}, headers={"Origin": "http://evil.example"})
+        cross = await http.post(
+            "/console/delete", data={**target, "csrf": token}, headers={"Origin": "http://evil.example"}
+        )
         assert cross.status_code == 403
-        cross_site = http.post(
+        cross_site = await http.post(
             "/console/delete", data={**target, "csrf": token}, headers={"Sec-Fetch-Site": "cross-site"}
         )
         assert cross_site.status_code == 403
-        assert http.get(f"/console/memories/{seeded[SEED[0]['content']]}").status_code == 200  # nothing was deleted
-        assert http.post("/console/signout", data={"csrf": token}).status_code == 303
-        assert http.get("/console/").headers["location"] == "/console/signin"
+        assert (await http.get(f"/console/memories/{memory_id}")).status_code == 200  # nothing was deleted
+        assert (await http.post("/console/signout", data={"csrf": token})).status_code == 303
+        assert (await http.get("/console/")).headers["location"] == "/console/signin"
+    app.state.runtime.close()
 
 
 async def test_behind_https_the_cookie_is_secure_and_wrong_secrets_are_throttled(
