@@ -12,6 +12,7 @@ import ast
 import functools
 import importlib
 import inspect
+import os
 import re
 from pathlib import Path
 
@@ -206,7 +207,7 @@ def _dotted_exists(dotted: str, defined: dict[str, set[str]]) -> bool:
     by where the class is defined, or another package's name (`asyncio.gather`, `chromadb.HttpClient`)."""
     parts = dotted.split(".")
     if parts[-1] in FILE_SUFFIXES:  # a file's name: `ranking.py`, `relevance_model.json`
-        return dotted in NOT_IN_REPOSITORY or any(ROOT.rglob(dotted))
+        return dotted in NOT_IN_REPOSITORY or dotted in _repository_file_names()
     starts: list[tuple[str, list[str]]] = []
     for i in range(len(parts), 0, -1):  # the longest module prefix first
         head, chain = ".".join(parts[:i]), parts[i:]
@@ -214,6 +215,17 @@ def _dotted_exists(dotted: str, defined: dict[str, set[str]]) -> bool:
     starts += [(module, parts[1:]) for module in defined.get(parts[0], ())]  # `engine.MemoryEngine`
     starts += [(module, parts) for module in defined.get(parts[0], ())]  # `MemoryEngine.search`
     return any(_resolves(module, chain) for module, chain in starts if module.split(".")[0] != "__main__")
+
+
+@functools.cache
+def _repository_file_names() -> frozenset[str]:
+    """Every file's name in the repository, without the installed environments and caches (a fresh
+    clone's .venv holds some 100,000 files)."""
+    names: set[str] = set()
+    for _folder, subfolders, files in os.walk(ROOT):
+        subfolders[:] = [d for d in subfolders if not d.startswith(".") and d not in ("node_modules", "__pycache__")]
+        names.update(files)
+    return frozenset(names)
 
 
 def _path_exists(path: str) -> bool:

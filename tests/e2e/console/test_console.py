@@ -261,7 +261,7 @@ async def test_a_bearer_token_does_not_open_the_console_and_writes_need_the_csrf
     wire is the point, only what each request gets."""
     from symbiote.auth import AuthStore, default_auth_db
     from symbiote.config import Settings
-    from symbiote.memory.requests import StoreRequest
+    from symbiote.memory import StoreRequest
 
     data = tmp_path / "data"
     data.mkdir()
