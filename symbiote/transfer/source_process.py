@@ -46,6 +46,11 @@ class ReadSource:
     stopped: str = ""  # why the reader ended before the end of the file ("" when it read it all)
     _done: bool = field(default=False, repr=False)
 
+    @property
+    def read_to_its_end(self) -> bool:
+        """The reader said its last line (its end, or why it stopped)."""
+        return self._done
+
     async def items(self) -> AsyncIterator[SourceItem]:
         while not self._done:
             message = await _message(self.process, self.idle_seconds)
@@ -139,31 +144,31 @@ async def read_source(
             source = ReadSource(str(head["source"]), str(head.get("unit") or "line"), process, idle_seconds)
             yield source
     finally:
-        await _end(process, said_its_last=source is not None and source._done)
+        await _end(process, said_its_last=source is not None and source.read_to_its_end)
 
 
 async def _end(process: asyncio.subprocess.Process, said_its_last: bool = False) -> None:
     """Stop the reader: one that said its last line is let exit on its own first (its exit flushes what
-    it keeps, a coverage measurement among them); any other is killed at once."""
-    if said_its_last and process.returncode is None:
-        if process.stdin is not None:
-            process.stdin.close()
-        with suppress(TimeoutError):
-            async with asyncio.timeout(KILL_WAIT_SECONDS):
-                if process.stdout is not None:
-                    await process.stdout.read()
-                await process.wait()
-    if process.returncode is None:
+    it keeps, a coverage measurement among them); any other, or one that does not exit in time, is killed."""
+    if not said_its_last and process.returncode is None:
         process.kill()
     if process.stdin is not None:
         process.stdin.close()
+    if not await _ended(process) and said_its_last and process.returncode is None:
+        process.kill()
+        await _ended(process)
+    if process.returncode not in (0, -9, None):
+        log.warning("an import's reader ended with status %s", process.returncode)
+
+
+async def _ended(process: asyncio.subprocess.Process) -> bool:
+    """Whether the reader ended within KILL_WAIT_SECONDS. What it wrote and no one took is read first:
+    on Python 3.11 `wait` returns only once its pipes are closed, and a full pipe is never closed (a stop
+    would wait the whole KILL_WAIT_SECONDS, then print "Event loop is closed" at exit)."""
     with suppress(TimeoutError):
         async with asyncio.timeout(KILL_WAIT_SECONDS):
-            # What the reader wrote and no one took is read first: on Python 3.11 `wait` returns only
-            # once its pipes are closed, and a full pipe is never closed (a stop would wait the whole
-            # KILL_WAIT_SECONDS, then print "Event loop is closed" at exit).
             if process.stdout is not None:
                 await process.stdout.read()
             await process.wait()
-    if process.returncode not in (0, -9, None):
-        log.warning("an import's reader ended with status %s", process.returncode)
+            return True
+    return False
