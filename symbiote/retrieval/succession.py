@@ -24,6 +24,7 @@ memories (docs/performance.md).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -86,10 +87,12 @@ def sentences(query: str, text: str, others: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(s for s in (best([query]), best(others)) if s is not None))
 
 
+@functools.lru_cache(maxsize=1024)
 def _names(text: str, first: bool) -> frozenset[str]:
     """The words `text` writes capitalised, as names are (not a sentence's first word, unless `first`:
     a query's first word is often a name, "Atlas hosting"), and its numbers: what tells one thing
-    from another of the same kind (a project, a child, a year), as content words (`sameness`)."""
+    from another of the same kind (a project, a child, a year), as content words (`sameness`).
+    Cached: a search reads each of its notes' texts once per pair."""
     found: set[str] = set()
     for sentence in _SENTENCE.split(text):
         for position, word in enumerate(_WORD.findall(sentence)):
@@ -108,30 +111,38 @@ def _asks_for_older(query: str, older: str, newer: str) -> bool:
     return bool(only_older & named)
 
 
-def same_question(query: str, older: Note, newer: Note, rival: float) -> float | None:
+def same_question(
+    query: str, older: Note, newer: Note, rival: float, closeness: np.ndarray | None = None
+) -> float | None:
     """How much closer `newer` is to `older` than `rival` (the older's closeness to the other memories
     read beside them) when it answers the question `older` answers with what is true later, else
     None: stored later, close in meaning (any of their vectors) and standing out from the rest (in a
     conversation every turn is about as close as the next), of one holder (read in the texts closest
     to each other when one is long), not two entries of one template, and the question names nothing
     only the older one holds. A pair whose name or number changed needs less of a lead, and less
-    closeness, than one whose words alone did."""
+    closeness, than one whose words alone did. `closeness`: `older.vectors @ newer.vectors.T`, when
+    the caller has it."""
     if newer.created_us <= older.created_us:
         return None
-    closeness = older.vectors @ newer.vectors.T
-    best = float(np.max(closeness))
-    if best < SAME_QUESTION:
-        return None
+    if closeness is None:
+        closeness = older.vectors @ newer.vectors.T
+    best = float(closeness.max())
+    if best < SAME_QUESTION or best - rival < min(CHANGED_LEAD, WORDS_LEAD):
+        return None  # not close, or standing out by less than any change needs: the texts need no reading
     i, j = np.unravel_index(int(np.argmax(closeness)), closeness.shape)
     said_old, said_new = older.read_as(int(i)), newer.read_as(int(j))
-    if sameness.two_holders(said_old, said_new) or sameness.two_entries(
-        *(_CAPITALISED.sub(" ", t) for t in (older.text, newer.text))
-    ):
+    if sameness.two_holders(said_old, said_new) or sameness.two_entries(_unnamed(older.text), _unnamed(newer.text)):
         return None
     changed = _value_changed(said_old, said_new)
     if best - rival < (CHANGED_LEAD if changed else WORDS_LEAD) or not (changed or best >= WORDS_CLOSE):
         return None
     return None if _asks_for_older(query, older.text, newer.text) else best - rival
+
+
+@functools.lru_cache(maxsize=1024)
+def _unnamed(text: str) -> str:
+    """`text` without its capitalised words: an entry of a template without its values (`_CAPITALISED`)."""
+    return _CAPITALISED.sub(" ", text)
 
 
 def _value_changed(older: str, newer: str) -> bool:
@@ -156,23 +167,25 @@ def _unheaded(text: str) -> str:
 
 def later_notes(query: str, asked: np.ndarray, notes: Sequence[Note]) -> dict[str, str]:
     """For each note a later one answers the same question for: the one standing out most (a chain
-    of changes follows from one to the next). `asked`: the query's vector (unit length)."""
+    of changes follows from one to the next). `asked`: the query's vector (unit length). Each pair's
+    closeness is worked out once, and a pair is read only when the newer was stored later."""
     if len(notes) < RIVALS + 2:
         return {}
-    closeness = [[float(np.max(one.vectors @ other.vectors.T)) for other in notes] for one in notes]
+    products = [[one.vectors @ other.vectors.T for other in notes] for one in notes]
+    closeness = [[float(product.max()) for product in row] for row in products]
+    to_question = [float((note.vectors @ asked).max()) for note in notes]
     later: dict[str, str] = {}
     for i, older in enumerate(notes):
         if older.replaced:
             continue
         found = []
         for j, newer in enumerate(notes):
-            rival = max(c for k, c in enumerate(closeness[i]) if k not in (i, j))
-            if (
-                newer.replaced
-                or float(np.max(newer.vectors @ asked)) < float(np.max(older.vectors @ asked)) - QUESTION_GAP
-            ):
+            if newer.replaced or newer.created_us <= older.created_us:
+                continue
+            if to_question[j] < to_question[i] - QUESTION_GAP:
                 continue  # the later one says nothing near what is asked: another fact of the same thing
-            if (lead := same_question(query, older, newer, rival)) is not None:
+            rival = max(c for k, c in enumerate(closeness[i]) if k not in (i, j))
+            if (lead := same_question(query, older, newer, rival, products[i][j])) is not None:
                 found.append((lead, newer.memory_id))
         if found:
             later[older.memory_id] = max(found)[1]
