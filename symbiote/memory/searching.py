@@ -11,6 +11,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -75,7 +76,7 @@ class MemorySearch:
         )
         if where.tags and self._stored_tags is not None:
             where = where.spelled(await self._stored_tags())
-        candidates, evidence, found = await self._rank(text, where, prefetch=count * 3)
+        candidates, evidence, found, vectors = await self._rank(text, where, prefetch=count * 3, vectors=True)
         scored = [c for c in candidates if c.memory_id in found]  # the likely ones: their texts were read
         texts = [found[c.memory_id].content for c in scored]
         judged = judge(text, scored, evidence, texts, len(candidates))
@@ -87,7 +88,7 @@ class MemorySearch:
         offered = _hits(ordered, found, where, count - len(hits)) if len(hits) < count else []
         place = {j.candidate.memory_id: -float(i) for i, j in enumerate(ordered)}  # earlier: higher
         offered = newer_above(offered, {hit.memory_id: place[hit.memory_id] for hit in offered})
-        later = await self._later_notes(text, hits + offered, found)
+        later = await self._later_notes(text, hits + offered, found, vectors)
         hits, offered = later_above(hits, offered, later)
         self._timer.add(started)
         return SearchResults(
@@ -98,14 +99,19 @@ class MemorySearch:
             below_cutoff=offered,
         )
 
-    async def _later_notes(self, text: str, view: list[SearchHit], found: dict[str, StoredMemory]) -> dict[str, str]:
+    async def _later_notes(
+        self, text: str, view: list[SearchHit], found: dict[str, StoredMemory], held: dict[str, np.ndarray]
+    ) -> dict[str, str]:
         """Among what the assistant reads, the later note answering the same question as each memory
-        (`retrieval.succession`), by id. One trip for their vectors, and one embedding of the sentences
-        long ones are read by, only when two of them may be about one thing."""
+        (`retrieval.succession`), by id. Their stored vectors came with the ranking (`held`, unit
+        length) where the store holds them in memory; a trip reads the others. One embedding of the
+        sentences long ones are read by, only when two of them may be about one thing."""
         notes = [found[hit.memory_id] for hit in view if hit.memory_id in found]
         if sum(not m.superseded_by for m in notes) < 2:
             return {}
-        vectors = await self._io.read(MemoryStore.vectors, [m.memory_id for m in notes])
+        missing = [m.memory_id for m in notes if m.memory_id not in held]
+        read_now = await self._io.read(MemoryStore.vectors, missing) if missing else {}
+        vectors = {**held, **{mid: _unit(rows) for mid, rows in read_now.items() if len(rows)}}
         heads = [m.content for m in notes]
         read: dict[str, list[str]] = {}
         budget = SENTENCES_READ
@@ -119,10 +125,9 @@ class MemorySearch:
         for memory in notes:
             own = [next(embedded) for _ in read[memory.memory_id]]
             stored = vectors.get(memory.memory_id)
-            if stored is None or not len(stored):
+            if stored is None:
                 continue
-            matrix = np.vstack([stored, *own]) if own else stored
-            matrix = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-9)
+            matrix = np.vstack([stored, _unit(np.asarray(own))]) if own else stored
             rows.append(
                 succession.Note(
                     memory.memory_id,
@@ -152,34 +157,36 @@ class MemorySearch:
 
     async def rank(self, text: str, where: MemoryFilter | None = None) -> tuple[list[Candidate], QueryEvidence]:
         """All candidates for a query, best first, and the query-level evidence for scoring them."""
-        candidates, evidence, _found = await self._rank(text, where, prefetch=RANK_PREFETCH)
+        candidates, evidence, _found, _vectors = await self._rank(text, where, prefetch=RANK_PREFETCH)
         return candidates, evidence
 
     async def _rank(
-        self, text: str, where: MemoryFilter | None, prefetch: int
-    ) -> tuple[list[Candidate], QueryEvidence, dict[str, StoredMemory]]:
+        self, text: str, where: MemoryFilter | None, prefetch: int, vectors: bool = False
+    ) -> tuple[list[Candidate], QueryEvidence, dict[str, StoredMemory], dict[str, np.ndarray]]:
         """`rank`, plus the memories most likely to be returned (the first `prefetch` candidates and
-        the leading topic members). One trip to the store after the query is embedded: vectors,
+        the leading topic members) and, with `vectors`, their stored vectors where the store holds
+        them (`MemoryStore.search`). One trip to the store after the query is embedded: vectors,
         keywords and topic members, fused there with the ranking's weights sent down (`ranking.fusion`), then contents. The keyword search waits for the embedding rather than run beside it: the model has
         both cores to itself, and in the store process the keywords are searched beside the vectors."""
         io = self._io
-        store, vectors, topics, cohort = await asyncio.gather(
+        store, embedded, topics, cohort = await asyncio.gather(
             io.opened(), self._embedder.embed([text], urgent=True), self.topic_index(), self.background()
         )
-        topic = topics.match(vectors[0])
+        asked = embedded[0]
+        topic = topics.match(asked)
         kind = intent_of(text)
         named = subjects_of(text)
         subject = named if kind == "request" else None
         words = list(topic.keywords) if topic else []
         # A request's subject: its members are marked among the leading candidates, whose contents
         # are read anyway (searching the whole store for the subject's words cost more than the rest).
-        plan = fusion(prefetch, SUBJECT_POOL if subject else 0)
+        plan = replace(fusion(prefetch, SUBJECT_POOL if subject else 0), vectors=vectors)
         with stage("candidate search"):
-            candidates, found = await io.read(
-                MemoryStore.search, vectors[0], text, CANDIDATES, words, TOPIC_CANDIDATES, where, plan
+            candidates, found, held = await io.read(
+                MemoryStore.search, asked, text, CANDIDATES, words, TOPIC_CANDIDATES, where, plan
             )
         if not candidates:
-            return [], QueryEvidence(), {}
+            return [], QueryEvidence(), {}, {}
         if subject:
             pool = [c.memory_id for c in candidates[:SUBJECT_POOL]]
             candidates = with_members(
@@ -187,12 +194,12 @@ class MemorySearch:
             )
         candidates = _annotated(candidates, found, named.particular if named else ())
         evidence = QueryEvidence(
-            closeness=cohort.closeness(vectors[0]),
+            closeness=cohort.closeness(asked),
             activation=topic.activation if topic else 0.0,
             intent=kind,
             subject=SUBJECT_STRENGTH if subject else 0.0,
         )
-        return candidates, evidence, found
+        return candidates, evidence, found, held
 
     async def background(self) -> Cohort:
         if self._background is None:
@@ -227,6 +234,13 @@ def _annotated(
             c = c._replace(holds_named=memory is not None and mentions(memory.content, particular))
         annotated.append(c)
     return annotated
+
+
+def _unit(rows: np.ndarray) -> np.ndarray:
+    """Each row at unit length, as the store's copy in memory holds its vectors (`vectors.VectorRows.put`):
+    the vectors read from Chroma and the sentences embedded here are read as the held ones are."""
+    unit: np.ndarray = rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-9)
+    return unit
 
 
 def later_above(

@@ -158,10 +158,12 @@ class MemoryStore(Protocol):
         topic_k: int,
         where: MemoryFilter | None,
         fusion: Fusion,
-    ) -> tuple[list[Candidate], dict[str, StoredMemory]]:
+    ) -> tuple[list[Candidate], dict[str, StoredMemory], dict[str, np.ndarray]]:
         """A search's store work in one call: `nearest`, `keyword` and (with topic words)
         `keyword_words`, fused with the caller's `fusion` (`storage.fusion`). Returns the fused
-        candidates and the records of those likely shown."""
+        candidates, the records of those likely shown and, with `fusion.vectors`, the stored vectors
+        of those records where the store holds them in memory: `vectors` at unit length (a store
+        holding none returns none, and `vectors` reads them)."""
         ...
 
     def delete(self, memory_id: str) -> bool: ...

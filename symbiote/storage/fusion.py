@@ -1,7 +1,8 @@
 """A search's candidates fused in the store: the one step of ranking that runs where the store runs.
 
 A search is one trip to the store process: vectors and keywords are searched there, fused, and the
-records most likely shown read, before the answer comes back (`MemoryStore.search`). The weights and
+records most likely shown read (with their stored vectors, when the search asks: `Fusion.vectors`),
+before the answer comes back (`MemoryStore.search`). The weights and
 the limits of that fusion belong to the ranking (`symbiote.retrieval.ranking`, where they are set and
 why) and come down with the search as data (`Fusion`), so the store process runs no code but its own.
 
@@ -43,6 +44,7 @@ class Fusion:
     semantic_floor: float  # below this cosine, meaning alone is not why a memory matched
     prefetch: int  # the first of the fused ranking and of plain cosine whose records are read
     pool: int = 0  # the first whose records are read for a request's subject (0: no subject)
+    vectors: bool = False  # their stored vectors come back too, where they are held (a search's later notes)
 
 
 def fused(

@@ -10,9 +10,14 @@ owners: eval/update_lives_eval.py.
 
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import replace
+
 import pytest
 
+from symbiote.config import Settings
 from symbiote.memory import MemoryEngine, SearchHit, SearchRequest, StoreRequest
+from tests.conftest import make_runtime
 
 JOURNAL = (
     "Journal. Long day again. The weather finally turned and we had lunch outside. I keep meaning to call "
@@ -100,6 +105,29 @@ async def test_the_later_note_moves_above_the_older_with_its_own_score(engine: M
     assert order.index(ids[2]) < order.index(ids[0])
     scores = {hit.memory_id: hit.relevance_score for hit in found.results}
     assert scores[ids[0]] > scores[ids[2]]
+
+
+async def test_a_search_makes_one_trip_to_the_store_process(settings: Settings) -> None:
+    """The later note is found from the vectors the ranking's own trip brings back (the store process
+    holds them): no second call for them, right after the stores (the sentences still held there, not
+    yet written to Chroma) as once everything is written."""
+    runtime = make_runtime(replace(settings, store_process=True))
+    host, engine = runtime.store_process, runtime.engine
+    assert host is not None
+    try:
+        texts, query = UPDATES[0]
+        for text in OTHERS:
+            await engine.store(StoreRequest(text))
+        ids = [(await engine.store(StoreRequest(text))).memory_id for text in texts]
+        for _ in range(2):
+            before = host.calls.copy()
+            found = await engine.search(SearchRequest(query))
+            assert host.calls - before == Counter({"search": 1})
+            marked = {hit.memory_id: hit.newer_note for hit in found.results + found.below_cutoff}
+            assert marked[ids[0]] == ids[-1]
+            await engine.passages_indexed()
+    finally:
+        runtime.close()
 
 
 @pytest.mark.parametrize(("texts", "query"), LOOK_ALIKES)

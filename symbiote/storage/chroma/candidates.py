@@ -105,9 +105,10 @@ class CandidateSearch:
         topic_k: int,
         where: MemoryFilter | None,
         fusion: Fusion,
-    ) -> tuple[list[Candidate], dict[str, StoredMemory]]:
+    ) -> tuple[list[Candidate], dict[str, StoredMemory], dict[str, np.ndarray]]:
         """A search's store work in one call, so one trip to the store process: candidates fused
-        with the weights the search sent down, and the records of the likely ones."""
+        with the weights the search sent down, the records of the likely ones and, when it asks, the
+        vectors held here of those (`VectorIndex.stored`)."""
         self._keywords_current()  # every keyword read below sees the index in step
         if self._searched_here(where) and len(self._memories.rows) < BESIDE_FROM:
             members = self._keyword_words(topic_words, topic_k, where) if topic_words else []
@@ -119,4 +120,12 @@ class CandidateSearch:
             nearest = self.nearest(vector, k, where)
             keyword, members = later.result(), beside.result() if beside else []
         ranked = fused(nearest, keyword, members, fusion)
-        return ranked, self._get(likely(ranked, fusion.prefetch, fusion.pool))
+        records = self._get(likely(ranked, fusion.prefetch, fusion.pool))
+        return ranked, records, self._held_vectors(records) if fusion.vectors else {}
+
+    def _held_vectors(self, records: dict[str, StoredMemory]) -> dict[str, np.ndarray]:
+        """The vectors held here of these memories, each with as many passages as its record says."""
+        if self._vectors is None:
+            return {}
+        held = self._memories.records(list(records))  # just read: no query
+        return self._vectors.stored({mid: int((meta or {}).get("windows", 1) or 1) for mid, (_d, meta) in held.items()})

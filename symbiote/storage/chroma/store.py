@@ -447,7 +447,7 @@ class ChromaMemoryStore:
         topic_k: int,
         where: MemoryFilter | None,
         fusion: Fusion,
-    ) -> tuple[list[Candidate], dict[str, StoredMemory]]:
+    ) -> tuple[list[Candidate], dict[str, StoredMemory], dict[str, np.ndarray]]:
         return self._candidates.search(vector, text, k, topic_words, topic_k, where, fusion)
 
     def count_from(self, conversation_id: str, since_us: int) -> int:

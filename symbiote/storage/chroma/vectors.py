@@ -22,10 +22,12 @@ import contextlib
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+
+from symbiote.storage.chroma.bulk_reads import chunk_ids
 
 log = logging.getLogger(__name__)
 
@@ -159,6 +161,11 @@ class VectorRows:
         self._created = np.empty(0, dtype=np.int64)
         self._ids, self._owners, self._row = [], [], {}
         self._hash_of, self._hashes = {}, {}
+
+    def held(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The rows of these record ids that are held (copies, unit length)."""
+        with self._lock:
+            return {rid: self._matrix[row].copy() for rid in ids if (row := self._row.get(rid)) is not None}
 
     def nearest(
         self, vector: np.ndarray, k: int, after_us: int | None = None, before_us: int | None = None
@@ -323,6 +330,20 @@ class VectorIndex:
         if memories.count() == 0:  # a new store: nothing to read in, ready for its first store at once
             while self.load_step():
                 pass
+
+    def stored(self, windows: Mapping[str, int]) -> dict[str, np.ndarray]:
+        """Each memory's stored vectors as held here (`windows`: memory id -> its passages, the whole
+        text's counted): the whole text's, then its passages' in order. What `MemoryStore.vectors`
+        reads from Chroma at unit length, row for row, without a query: the rows mirror every write.
+        None until every row is read in, nor once either collection outgrew its copy."""
+        if not self.ready or self.whole.dropped or self.passages.dropped:
+            return {}
+        wholes = self.whole.held(list(windows))
+        passages = {mid: chunk_ids(mid, count) for mid, count in windows.items() if mid in wholes}
+        parts = self.passages.held([rid for rids in passages.values() for rid in rids])
+        return {
+            mid: np.vstack([wholes[mid], *(parts[r] for r in rids if r in parts)]) for mid, rids in passages.items()
+        }
 
     def load_step(self) -> bool:
         """Read the next page of vectors from Chroma; True while there is more to read."""

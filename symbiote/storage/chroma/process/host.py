@@ -29,6 +29,7 @@ import subprocess
 import sys
 import threading
 import weakref
+from collections import Counter
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from multiprocessing.connection import Connection
@@ -101,6 +102,7 @@ class StoreProcess:
         self._next_handle = 1
         self._closed = False
         self._preopened: dict[tuple[str, str, int], Future[int]] = {}
+        self.calls: Counter[str] = Counter()  # the calls asked of the child, by method: a request's trips
         self._start()
 
     def preopen(self, kind: str, model: str, dimension: int) -> None:
@@ -182,6 +184,8 @@ class StoreProcess:
         with self._lock:
             if self._closed:
                 raise StoreUnavailableError("The memory store is closed (the server is shutting down).")
+            if request[0] == "call":
+                self.calls[request[2]] += 1
             try:
                 if self._conn is None or (self._proc is not None and self._proc.poll() is not None):
                     self._revive()
