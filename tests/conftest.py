@@ -362,16 +362,18 @@ class ServerProcess:
         if not wait_health:
             return self
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.log()}")
-            try:
-                health = httpx.get(f"{self.base_url}/health", timeout=2).json()
-                if not wait_ready or health["store"] in ("ready", "unavailable"):
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
+        # One client for every poll: a client loads the CA bundle when it is made (most of a poll's time).
+        with httpx.Client(base_url=self.base_url, timeout=2) as poller:
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.log()}")
+                try:
+                    health = poller.get("/health").json()
+                    if not wait_ready or health["store"] in ("ready", "unavailable"):
+                        return self
+                except httpx.HTTPError:
+                    pass
+                time.sleep(0.1)
         raise RuntimeError(f"server did not become healthy:\n{self.log()}")
 
     def stop(self) -> int:

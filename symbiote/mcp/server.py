@@ -7,12 +7,16 @@ which every client receives at initialize.
 
 from __future__ import annotations
 
+import inspect
 import json
+import logging
 from collections.abc import Awaitable, Callable
+from types import CodeType, FunctionType
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, GetPromptResult, Icon, InputRequiredResult, ToolAnnotations
 from mcp_types import Tool as MCPTool
@@ -27,6 +31,8 @@ from symbiote.mcp.tools import register_tools
 from symbiote.memory import MemoryEngine
 from symbiote.telemetry.gauges import StoreGauges
 from symbiote.telemetry.mcp_spans import McpTelemetry, instrument
+
+log = logging.getLogger(__name__)
 
 INSTRUCTIONS = """\
 Symbiote is the user's single long-term memory, shared by every assistant they use.
@@ -47,6 +53,56 @@ Memory protocol, in order:
    (kind "update", or "duplicate" for the same fact said again) and ignore the rest.
 5. When asked to forget something, search for it and delete_memory it.
 Load the venom_identity prompt for the full persona (Venom: "we", never "I")."""
+
+
+# Each tool as the SDK builds it from its function (`Tool.from_function`: a pydantic model of the
+# arguments and two JSON schemas, most of the time a server takes to build), by the code of the function
+# under its wrappers and the tool's name: every runtime in a process defines the same functions over its
+# own engine, so a later one takes a copy holding its own function (the test suite builds hundreds).
+_BUILT: dict[tuple[CodeType, str], tuple[tuple[Any, ...], Tool]] = {}
+
+
+def _built(
+    fn: Callable[..., Any],
+    name: str | None,
+    title: str | None,
+    description: str | None,
+    annotations: ToolAnnotations | None,
+    icons: list[Icon] | None,
+    meta: dict[str, Any] | None,
+    structured_output: bool | None,
+) -> Tool:
+    """`Tool.from_function(fn, ...)` with the schemas as published (`strict_ready`, `plain_schema`)."""
+    inner = inspect.unwrap(fn)
+    key = (inner.__code__, name or inner.__name__) if isinstance(inner, FunctionType) else None
+    spec = (
+        (inner.__defaults__, inner.__kwdefaults__) if isinstance(inner, FunctionType) else (),
+        title,
+        description,
+        annotations,
+        icons,
+        meta,
+        structured_output,
+    )
+    made = _BUILT.get(key) if key is not None else None
+    if made is not None and made[0] == spec:
+        return made[1].model_copy(update={"fn": fn})
+    tool = Tool.from_function(
+        fn,
+        name=name,
+        title=title,
+        description=description,
+        annotations=annotations,
+        icons=icons,
+        meta=meta,
+        structured_output=structured_output,
+    )
+    tool.parameters = strict_ready(tool.parameters)
+    if tool.fn_metadata.output_schema is not None:
+        tool.fn_metadata.output_schema = plain_schema(tool.fn_metadata.output_schema)
+    if key is not None:
+        _BUILT[key] = (spec, tool)
+    return tool
 
 
 class SymbioteMCP(MCPServer):
@@ -123,21 +179,13 @@ class SymbioteMCP(MCPServer):
         )
         if not title or not hints or None in hints:
             raise ValueError(f"tool {name or fn.__name__}: give it a title and all four hints")
-        super().add_tool(
-            fn,
-            name=name,
-            title=title,
-            description=description,
-            annotations=annotations,
-            icons=icons,
-            meta=meta,
-            structured_output=structured_output,
-        )
-        tool = self._tool_manager.get_tool(name or fn.__name__)
-        if tool is not None:
-            tool.parameters = strict_ready(tool.parameters)
-            if tool.fn_metadata.output_schema is not None:
-                tool.fn_metadata.output_schema = plain_schema(tool.fn_metadata.output_schema)
+        tool = _built(fn, name, title, description, annotations, icons, meta, structured_output)
+        # The SDK takes a built Tool only at construction (`MCPServer(tools=...)`), so one built once
+        # goes where the SDK's own `add_tool` puts it, with its rule for a name given twice.
+        if self._tool_manager.get_tool(tool.name) is None:
+            self._tool_manager._tools[tool.name] = tool
+        else:
+            log.warning("Tool already exists: %s", tool.name)
 
     async def run_stdio_streams(self, read_stream: Any, write_stream: Any) -> None:
         """`run_stdio_async` over streams the caller opened (`symbiote.fastboot.stdio_relay` hands the SDK
