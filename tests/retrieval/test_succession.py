@@ -74,9 +74,8 @@ async def test_the_later_note_is_read_first_and_the_older_marked(
     engine: MemoryEngine, texts: list[str], query: str
 ) -> None:
     """No link was made when they were stored (the server was not sure); the search marks the older with the
-    newer and shows the newer above it on its side of the cut-off, each with its own score: the
-    results stay above the cut-off and below_cutoff under it. A changed fact in the middle of a long
-    journal entry counts like a short note."""
+    newer and shows the newer above it: the results stay above the cut-off and below_cutoff under
+    it. A changed fact in the middle of a long journal entry counts like a short note."""
     ids, _read_first = await _read(engine, texts, query)
     older, newer = ids[0], ids[-1]
     assert (await engine.get(older)).superseded_by is None
@@ -100,6 +99,31 @@ async def test_the_later_note_moves_above_the_older_with_its_own_score(engine: M
     assert order.index(ids[2]) < order.index(ids[0])
     scores = {hit.memory_id: hit.relevance_score for hit in found.results}
     assert scores[ids[0]] > scores[ids[2]]
+
+
+async def test_a_later_note_the_server_is_sure_of_joins_the_results_above_the_older(engine: MemoryEngine) -> None:
+    """The new number says less of "my mobile number" than the old sentence that says those words: on
+    its own it scores under the cut-off. The pair stands out as a change in words alone must, so the
+    newer joins the results right above the older, with the older's score, as a linked replacement does."""
+    query = "my mobile number"
+    ids, _read_first = await _read(
+        engine, ["My mobile number is 07700 900123.", "New phone number: 07911 123456"], query
+    )
+    older, newer = ids
+    assert (await engine.get(older)).superseded_by is None
+    own = {
+        hit.memory_id: hit.relevance_score
+        for hit in (await engine.search(SearchRequest(query, min_relevance=0))).results
+    }
+    assert own[newer] < 30 <= own[older]
+    found = await engine.search(SearchRequest(query))
+    order = [hit.memory_id for hit in found.results]
+    assert order.index(newer) == order.index(older) - 1
+    shown = {hit.memory_id: hit for hit in found.results}
+    assert shown[newer].relevance_score == shown[older].relevance_score == own[older]
+    assert shown[older].newer_note == newer
+    assert all(hit.memory_id not in ids for hit in found.below_cutoff)
+    assert found.message.startswith(f"{len(found.results)} memories scored 30 or more.")
 
 
 @pytest.mark.parametrize(("texts", "query"), LOOK_ALIKES)
