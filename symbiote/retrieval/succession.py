@@ -183,7 +183,7 @@ def later_notes(query: str, asked: np.ndarray, notes: Sequence[Note]) -> dict[st
             rival = max(c for k, c in enumerate(closeness[i]) if k not in (i, j))
             if newer.replaced or (lead := same_question(query, older, newer, rival)) is None:
                 continue
-            sure = lead >= WORDS_LEAD and closeness[i][j] >= WORDS_CLOSE
+            sure = lead >= WORDS_LEAD and (closeness[i][j] >= WORDS_CLOSE or bool(older.sentences or newer.sentences))
             if not sure and float(np.max(newer.vectors @ asked)) < float(np.max(older.vectors @ asked)) - QUESTION_GAP:
                 continue  # the later one says nothing near what is asked: another fact of the same thing
             found.append((lead, Later(newer.memory_id, sure)))
