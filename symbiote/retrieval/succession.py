@@ -162,7 +162,9 @@ def _unheaded(text: str) -> str:
 
 class Later(NamedTuple):
     """The later note answering the question an older one answers, and whether the server is sure:
-    the two stand out from the rest, and are as close, as two whose words alone changed must be."""
+    the two stand out from the rest, and are as close, as two whose words alone changed must be; when
+    one is a long note read by its sentences, standing out is enough (a sentence says its fact among
+    the entry's words, and is never as close to a short note as two short ones are)."""
 
     newer: str
     sure: bool  # shown above the older even across the cut-off, with its score

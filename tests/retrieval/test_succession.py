@@ -10,9 +10,11 @@ owners: eval/update_lives_eval.py.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from symbiote.memory import MemoryEngine, SearchHit, SearchRequest, StoreRequest
+from symbiote.retrieval import succession
 
 JOURNAL = (
     "Journal. Long day again. The weather finally turned and we had lunch outside. I keep meaning to call "
@@ -124,6 +126,36 @@ async def test_a_later_note_the_server_is_sure_of_joins_the_results_above_the_ol
     assert shown[older].newer_note == newer
     assert all(hit.memory_id not in ids for hit in found.below_cutoff)
     assert found.message.startswith(f"{len(found.results)} memories scored 30 or more.")
+
+
+def test_a_long_note_read_by_its_sentence_is_sure_on_its_lead_alone() -> None:
+    """A sentence says its fact among the entry's words: at a cosine of 0.50 to the short note it
+    changes, a pair standing out by 0.30 is sure when the later is a long note read by that sentence,
+    and not when both are short (two short notes that close may be two facts on one subject). The
+    vectors are given, so that the closeness is exactly what the rule is asked about."""
+    sentence = "The good news: my pay review came through and my salary goes up to £48,000 from next month."
+    journal = f"Journal. Long day again. {sentence} Made a big pot of lentil soup that should last until Thursday."
+    axes = np.eye(5)
+    older = axes[0]
+    newer = 0.5 * axes[0] + np.sqrt(0.75) * axes[1]
+    rest = [0.2 * axes[0] + np.sqrt(0.96) * axes[2], 0.2 * axes[0] + np.sqrt(0.96) * axes[3]]
+    asked = (older + newer) / np.linalg.norm(older + newer)
+
+    def notes(long: bool) -> list[succession.Note]:
+        later = (
+            succession.Note("new", journal, 3, np.vstack([axes[4], newer]), (sentence,))
+            if long
+            else succession.Note("new", sentence, 3, newer[None, :])
+        )
+        return [
+            succession.Note("old", "Salary is £41,000 a year.", 1, older[None, :]),
+            succession.Note("a", "Allergic to penicillin.", 0, rest[0][None, :]),
+            succession.Note("b", "Plays five-a-side football on Wednesday evenings.", 2, rest[1][None, :]),
+            later,
+        ]
+
+    assert succession.later_notes("What is my salary?", asked, notes(long=True)) == {"old": ("new", True)}
+    assert succession.later_notes("What is my salary?", asked, notes(long=False)) == {"old": ("new", False)}
 
 
 @pytest.mark.parametrize(("texts", "query"), LOOK_ALIKES)
