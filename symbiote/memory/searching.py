@@ -101,7 +101,7 @@ class MemorySearch:
 
     async def _later_notes(
         self, text: str, view: list[SearchHit], found: dict[str, StoredMemory], held: dict[str, np.ndarray]
-    ) -> dict[str, str]:
+    ) -> dict[str, succession.Later]:
         """Among what the assistant reads, the later note answering the same question as each memory
         (`retrieval.succession`), by id. Their stored vectors came with the ranking (`held`, unit
         length) where the store holds them in memory; a trip reads the others. One embedding of the
@@ -244,18 +244,33 @@ def _unit(rows: np.ndarray) -> np.ndarray:
 
 
 def later_above(
-    hits: list[SearchHit], offered: list[SearchHit], later: dict[str, str]
+    hits: list[SearchHit], offered: list[SearchHit], later: dict[str, succession.Later]
 ) -> tuple[list[SearchHit], list[SearchHit]]:
     """The results and below_cutoff with each memory a later note follows (`later`) marked with it
-    (`newer_note`), and that note moved right above it when both are in one of the two and it was
-    below. No score changes, and none moves across the cut-off: each keeps its own relevance."""
+    (`newer_note`), and that note moved right above it when it was below. A later note the server is
+    sure of, under the cut-off while the older is a result, joins the results with the older's score
+    and match: it answers what the older answered, as a linked replacement does (`ordered_by_links`).
+    Else each keeps its own score on its side of the cut-off."""
     if not later:
         return hits, offered
+    hits, offered = list(hits), list(offered)
+    for _ in range(len(offered)):  # along chains: a note followed by one followed by another
+        lifted = False
+        for older, (newer, sure) in later.items():
+            above = {hit.memory_id: hit for hit in hits}
+            below = {hit.memory_id: i for i, hit in enumerate(offered)}
+            if sure and older in above and newer in below:
+                taken = offered.pop(below[newer])
+                update = {"relevance_score": above[older].relevance_score, "match": above[older].match}
+                hits.insert(hits.index(above[older]), taken.model_copy(update=update))
+                lifted = True
+        if not lifted:
+            break
 
     def ordered(part: list[SearchHit]) -> list[SearchHit]:
-        for _ in range(len(part)):  # along chains: a note followed by one followed by another
+        for _ in range(len(part)):  # along chains
             moved = False
-            for older, newer in later.items():
+            for older, (newer, _sure) in later.items():
                 at = {hit.memory_id: i for i, hit in enumerate(part)}
                 if older in at and newer in at and at[newer] > at[older]:
                     part.insert(at[older], part.pop(at[newer]))
@@ -263,11 +278,11 @@ def later_above(
             if not moved:
                 break
         return [
-            hit.model_copy(update={"newer_note": later[hit.memory_id]}) if hit.memory_id in later else hit
+            hit.model_copy(update={"newer_note": later[hit.memory_id].newer}) if hit.memory_id in later else hit
             for hit in part
         ]
 
-    return ordered(list(hits)), ordered(list(offered))
+    return ordered(hits), ordered(offered)
 
 
 def few_of_each_chain(hits: list[SearchHit]) -> list[SearchHit]:

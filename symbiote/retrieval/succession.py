@@ -5,7 +5,12 @@ matches the question better than the one that replaced it: it says the question'
 says what changed. When a memory is stored, a link is made only when the server is sure
 (`sameness`); at search time, among what one question shows, a later memory about the same thing
 is shown right above the older one, and the older is marked as an earlier note on the same subject
-(`newer_note`): the assistant reads both and judges which is true now. No score changes.
+(`newer_note`): the assistant reads both and judges which is true now. Each keeps its score on its
+side of the cut-off, unless the server is sure (`Later.sure`: the two stand out from the rest, and
+are as close, as two whose words alone changed must be): then a later note under the cut-off joins
+the results right above the older with the older's score, as a linked replacement does, whatever
+its own distance from the question (the new number says less of "my mobile number" than the old
+sentence that says those words).
 
 Decided from general signals only, no word lists: when each was stored; how close the two are in
 meaning (their stored vectors, whole text and passages, and for a long note the sentences the
@@ -28,6 +33,7 @@ import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -165,7 +171,17 @@ def _unheaded(text: str) -> str:
     return text[found.end() :] if found else text
 
 
-def later_notes(query: str, asked: np.ndarray, notes: Sequence[Note]) -> dict[str, str]:
+class Later(NamedTuple):
+    """The later note answering the question an older one answers, and whether the server is sure:
+    the two stand out from the rest, and are as close, as two whose words alone changed must be; when
+    one is a long note read by its sentences, standing out is enough (a sentence says its fact among
+    the entry's words, and is never as close to a short note as two short ones are)."""
+
+    newer: str
+    sure: bool  # shown above the older even across the cut-off, with its score
+
+
+def later_notes(query: str, asked: np.ndarray, notes: Sequence[Note]) -> dict[str, Later]:
     """For each note a later one answers the same question for: the one standing out most (a chain
     of changes follows from one to the next). `asked`: the query's vector (unit length). Each pair's
     closeness is worked out once, and a pair is read only when the newer was stored later."""
@@ -174,7 +190,7 @@ def later_notes(query: str, asked: np.ndarray, notes: Sequence[Note]) -> dict[st
     products = [[one.vectors @ other.vectors.T for other in notes] for one in notes]
     closeness = [[float(product.max()) for product in row] for row in products]
     to_question = [float((note.vectors @ asked).max()) for note in notes]
-    later: dict[str, str] = {}
+    later: dict[str, Later] = {}
     for i, older in enumerate(notes):
         if older.replaced:
             continue
@@ -182,11 +198,13 @@ def later_notes(query: str, asked: np.ndarray, notes: Sequence[Note]) -> dict[st
         for j, newer in enumerate(notes):
             if newer.replaced or newer.created_us <= older.created_us:
                 continue
-            if to_question[j] < to_question[i] - QUESTION_GAP:
-                continue  # the later one says nothing near what is asked: another fact of the same thing
             rival = max(c for k, c in enumerate(closeness[i]) if k not in (i, j))
-            if (lead := same_question(query, older, newer, rival, products[i][j])) is not None:
-                found.append((lead, newer.memory_id))
+            if (lead := same_question(query, older, newer, rival, products[i][j])) is None:
+                continue
+            sure = lead >= WORDS_LEAD and (closeness[i][j] >= WORDS_CLOSE or bool(older.sentences or newer.sentences))
+            if not sure and to_question[j] < to_question[i] - QUESTION_GAP:
+                continue  # the later one says nothing near what is asked: another fact of the same thing
+            found.append((lead, Later(newer.memory_id, sure)))
         if found:
             later[older.memory_id] = max(found)[1]
     return later

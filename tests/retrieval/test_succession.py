@@ -13,10 +13,12 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from symbiote.config import Settings
 from symbiote.memory import MemoryEngine, SearchHit, SearchRequest, StoreRequest
+from symbiote.retrieval import succession
 from tests.conftest import make_runtime
 
 JOURNAL = (
@@ -79,9 +81,8 @@ async def test_the_later_note_is_read_first_and_the_older_marked(
     engine: MemoryEngine, texts: list[str], query: str
 ) -> None:
     """No link was made when they were stored (the server was not sure); the search marks the older with the
-    newer and shows the newer above it on its side of the cut-off, each with its own score: the
-    results stay above the cut-off and below_cutoff under it. A changed fact in the middle of a long
-    journal entry counts like a short note."""
+    newer and shows the newer above it: the results stay above the cut-off and below_cutoff under
+    it. A changed fact in the middle of a long journal entry counts like a short note."""
     ids, _read_first = await _read(engine, texts, query)
     older, newer = ids[0], ids[-1]
     assert (await engine.get(older)).superseded_by is None
@@ -128,6 +129,61 @@ async def test_a_search_makes_one_trip_to_the_store_process(settings: Settings) 
             await engine.passages_indexed()
     finally:
         runtime.close()
+
+
+async def test_a_later_note_the_server_is_sure_of_joins_the_results_above_the_older(engine: MemoryEngine) -> None:
+    """The new number says less of "my mobile number" than the old sentence that says those words: on
+    its own it scores under the cut-off. The pair stands out as a change in words alone must, so the
+    newer joins the results right above the older, with the older's score, as a linked replacement does."""
+    query = "my mobile number"
+    ids, _read_first = await _read(
+        engine, ["My mobile number is 07700 900123.", "New phone number: 07911 123456"], query
+    )
+    older, newer = ids
+    assert (await engine.get(older)).superseded_by is None
+    own = {
+        hit.memory_id: hit.relevance_score
+        for hit in (await engine.search(SearchRequest(query, min_relevance=0))).results
+    }
+    assert own[newer] < 30 <= own[older]
+    found = await engine.search(SearchRequest(query))
+    order = [hit.memory_id for hit in found.results]
+    assert order.index(newer) == order.index(older) - 1
+    shown = {hit.memory_id: hit for hit in found.results}
+    assert shown[newer].relevance_score == shown[older].relevance_score == own[older]
+    assert shown[older].newer_note == newer
+    assert all(hit.memory_id not in ids for hit in found.below_cutoff)
+    assert found.message.startswith(f"{len(found.results)} memories scored 30 or more.")
+
+
+def test_a_long_note_read_by_its_sentence_is_sure_on_its_lead_alone() -> None:
+    """A sentence says its fact among the entry's words: at a cosine of 0.50 to the short note it
+    changes, a pair standing out by 0.30 is sure when the later is a long note read by that sentence,
+    and not when both are short (two short notes that close may be two facts on one subject). The
+    vectors are given, so that the closeness is exactly what the rule is asked about."""
+    sentence = "The good news: my pay review came through and my salary goes up to £48,000 from next month."
+    journal = f"Journal. Long day again. {sentence} Made a big pot of lentil soup that should last until Thursday."
+    axes = np.eye(5)
+    older = axes[0]
+    newer = 0.5 * axes[0] + np.sqrt(0.75) * axes[1]
+    rest = [0.2 * axes[0] + np.sqrt(0.96) * axes[2], 0.2 * axes[0] + np.sqrt(0.96) * axes[3]]
+    asked = (older + newer) / np.linalg.norm(older + newer)
+
+    def notes(long: bool) -> list[succession.Note]:
+        later = (
+            succession.Note("new", journal, 3, np.vstack([axes[4], newer]), (sentence,))
+            if long
+            else succession.Note("new", sentence, 3, newer[None, :])
+        )
+        return [
+            succession.Note("old", "Salary is £41,000 a year.", 1, older[None, :]),
+            succession.Note("a", "Allergic to penicillin.", 0, rest[0][None, :]),
+            succession.Note("b", "Plays five-a-side football on Wednesday evenings.", 2, rest[1][None, :]),
+            later,
+        ]
+
+    assert succession.later_notes("What is my salary?", asked, notes(long=True)) == {"old": ("new", True)}
+    assert succession.later_notes("What is my salary?", asked, notes(long=False)) == {"old": ("new", False)}
 
 
 @pytest.mark.parametrize(("texts", "query"), LOOK_ALIKES)
