@@ -20,6 +20,7 @@ import multiprocessing
 import os
 import resource
 import statistics
+import sys
 import time
 
 PARTIAL_HEAD = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Waiting: "
@@ -124,7 +125,15 @@ def main() -> None:
     parser.add_argument("--key", help="an API key: the owner's /mcp is timed too")
     parser.add_argument("--pid", type=int, help="the server's process id: its open files are counted")
     parser.add_argument("--strangers-only", action="store_true", help="no owner: only hold sockets for --seconds")
+    parser.add_argument(
+        "--until-eof",
+        action="store_true",
+        help="strangers only, held until standard input closes instead of for --seconds; prints `holding` "
+        "once every socket is open and `reopened` once the server has closed one and it was opened again",
+    )
     args = parser.parse_args()
+    if args.until_eof:
+        args.strangers_only, args.seconds = True, 24 * 3600.0
     opened = multiprocessing.Value("l", 0)
     per = args.sockets // args.workers
     settle = 0.0 if args.strangers_only else 10.0  # the strangers' sockets are open before the owner comes
@@ -136,6 +145,14 @@ def main() -> None:
         process.start()
     time.sleep(settle)
     report = {} if args.strangers_only else asyncio.run(owner(args.port, args.seconds, args.key, args.pid))
+    if args.until_eof:
+        for said, count in (("holding", per * args.workers), ("reopened", per * args.workers + 1)):
+            while opened.value < count and all(process.is_alive() for process in workers):
+                time.sleep(0.05)
+            print(said, flush=True)
+        sys.stdin.read()
+        for process in workers:
+            process.terminate()
     for process in workers:
         process.join()
     report["stranger_connections_made"] = opened.value

@@ -106,15 +106,15 @@ async def test_the_owner_is_answered_while_strangers_hold_hundreds_of_sockets(gu
             str(STRANGERS),
             "--workers",
             "1",
-            "--seconds",
-            "8",
-            "--strangers-only",
+            "--until-eof",
         ],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     )
+    assert strangers.stdout is not None
     try:
-        await asyncio.sleep(3)
+        assert await asyncio.to_thread(strangers.stdout.readline) == "holding\n"  # every socket is open
         latencies = []
         for _ in range(10):
             async with httpx.AsyncClient(base_url=guarded.base_url, timeout=10) as owner:
@@ -125,10 +125,10 @@ async def test_the_owner_is_answered_while_strangers_hold_hundreds_of_sockets(gu
                 )
                 latencies.append(time.perf_counter() - started)
             assert health.status_code == 200 and mcp.status_code == 200, (health.text, mcp.text)
-            await asyncio.sleep(0.2)
         assert strangers.poll() is None  # they were still at it
+        assert await asyncio.to_thread(strangers.stdout.readline) == "reopened\n"  # the server closed one
     finally:
-        report = json.loads(strangers.communicate(timeout=60)[0])
+        report = json.loads(strangers.communicate(input="", timeout=60)[0])
     assert report["stranger_connections_made"] > STRANGERS  # the server closed and they reopened all along
     assert max(latencies) < 2.0, latencies
     print(
