@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from symbiote.auth import AuthStore
@@ -20,6 +20,7 @@ from symbiote.config import Settings
 from symbiote.errors import InvalidInputError
 from symbiote.memory import timeparse, validation
 from symbiote.platform_hosts import exposed, is_loopback
+from tests.conftest import volume
 
 # -- loopback is an address, never a prefix of a name ------------------------------------------
 
@@ -120,7 +121,14 @@ NUMBERS = st.integers(min_value=-(10**30), max_value=10**30).map(str) | st.integ
 PHRASES = st.lists(PHRASE_PARTS | NUMBERS, max_size=8).map("".join) | st.text(max_size=60)
 
 
-@settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Volume (tests/conftest.py: volume): the phrases drawn from the run's seed; all of them under --soak.
+PHRASINGS = volume(2000, 300, f"{__name__}:phrases")
+WINDOWS = volume(800, 150, f"{__name__}:windows")
+
+
+@pytest.mark.volume
+@seed(PHRASINGS.seed)
+@settings(max_examples=PHRASINGS.count, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
 @given(phrase=PHRASES)
 def test_any_time_phrase_is_an_interval_or_a_clear_error(phrase: str) -> None:
     try:
@@ -132,7 +140,9 @@ def test_any_time_phrase_is_an_interval_or_a_clear_error(phrase: str) -> None:
     assert isinstance(interval.start_us, int) and isinstance(interval.end_us, int)
 
 
-@settings(max_examples=800, deadline=None)
+@pytest.mark.volume
+@seed(WINDOWS.seed)
+@settings(max_examples=WINDOWS.count, deadline=None, database=None)
 @given(after=PHRASES | st.none(), before=PHRASES | st.none(), when=PHRASES | st.none())
 def test_time_filters_raise_only_invalid_input(after: str | None, before: str | None, when: str | None) -> None:
     try:
