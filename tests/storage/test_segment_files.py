@@ -12,7 +12,7 @@ import shutil
 import sqlite3
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,7 @@ from symbiote.storage.base import CHROMA_FILE
 from symbiote.storage.chroma.embedded import EmbeddedChroma
 from symbiote.storage.chroma.opening import open_embedded_store
 from symbiote.storage.chroma.segment_files import INDEX_FILES, PICKLE, REBUILD_FILE, problem, set_aside_damaged
-from tests.conftest import ServerProcess, make_runtime
+from tests.conftest import ServerProcess, Volume, make_runtime
 
 MEMORIES = 1_010
 SAMPLE = 40  # memories searched for after the rebuild (all of them: SAMPLE = MEMORIES)
@@ -129,10 +129,13 @@ def test_the_check_leaves_chromas_files_alone_while_chroma_in_this_process_has_t
 
 
 async def test_an_emptied_index_is_set_aside_rebuilt_and_every_memory_found(
-    store: Path, settings: Settings, model: Embedder
+    store: Path, settings: Settings, model: Embedder, sampled: Callable[[int, int], Volume]
 ) -> None:
     """What a full disk left (issue 67, M4): the memories' `index_metadata.pickle` empty, and the
-    passages' links cut short. Chroma 1.5.9 failed every open ("Error deserializing pickle file")."""
+    passages' links cut short. Chroma 1.5.9 failed every open ("Error deserializing pickle file").
+    Every memory is counted and has its vectors; 100 of them, drawn from the run's seed (all under
+    --soak), are embedded again here and compared."""
+    checked = sampled(MEMORIES, 100)
     segments = _segments(store)
     (segments["venom_memories"] / PICKLE).write_bytes(b"")
     links = segments["venom_memories_chunks"] / "link_lists.bin"
@@ -143,9 +146,11 @@ async def test_an_emptied_index_is_set_aside_rebuilt_and_every_memory_found(
         await engine.warm_up()  # opens the store; its damaged index is set aside
         await engine.passages_indexed()  # the rebuild: every memory's text embedded again
         assert await engine.count() == MEMORIES
-        ids = await engine.bulk.ids_oldest_first()
-        texts = {mid: memory.content for mid, memory in (await engine.bulk.fetch(ids)).items()}
-        stored = await engine.bulk.vectors(ids)  # Chroma refuses this while any record lacks its vector
+        every = await engine.bulk.ids_oldest_first()
+        texts = {mid: memory.content for mid, memory in (await engine.bulk.fetch(every)).items()}
+        stored = await engine.bulk.vectors(every)  # Chroma refuses this while any record lacks its vector
+        assert len(stored) == MEMORIES
+        ids = sorted(checked.rng.sample(every, checked.count), key=every.index)
         fresh = model.embed([texts[mid] for mid in ids])
         for mid, vector in zip(ids, fresh):
             assert len(stored[mid]) == 3 and float(stored[mid][0] @ vector) > 0.999, (
@@ -178,7 +183,7 @@ async def test_an_emptied_index_is_set_aside_rebuilt_and_every_memory_found(
         EmbeddedChroma.forget(store)
     again = make_runtime(replace(settings, chromadb_path=store, store_process=True))
     try:
-        assert len(await again.engine.bulk.vectors(ids)) == MEMORIES  # the rebuilt index as Chroma wrote it
+        assert len(await again.engine.bulk.vectors(every)) == MEMORIES  # the rebuilt index as Chroma wrote it
         assert len(json.loads((store / REBUILD_FILE).read_text())) == 2  # nothing more set aside
     finally:
         again.close()
