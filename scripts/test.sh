@@ -36,13 +36,12 @@ done
 [ ${#quick[@]} -eq 0 ] || coverage=()
 # An absolute data file: a process the tests start in another directory writes its share there too.
 export COVERAGE_FILE="$PWD/.coverage"
-# The quick tier in one test process per usable core, at most two (each holds the model and its stores:
-# about 1.2 GB at its peak), a file's tests in one process. The whole suite stays in one: its servers
-# and browsers already keep both cores busy, and in two it took as long (16.5 min on a fresh clone, with
-# coverage) with a 5.2 GB tree peak (docs/tests.md). SYMBIOTE_TEST_WORKERS sets another number (0: the
-# tests in this process).
+# One test process per usable core, at most two (each holds the model and its stores: about 0.8 GB at
+# its peak); a file's tests run in one, and every test that opens a browser in one, so that two
+# browsers never run at once (`OneBrowserAtATime` in tests/conftest.py). SYMBIOTE_TEST_WORKERS sets
+# another number (0: the tests in this process).
 cores="$(.venv/bin/python -c 'import os; print(min(2, len(os.sched_getaffinity(0))))')"
-workers="${SYMBIOTE_TEST_WORKERS:-$([ ${#quick[@]} -gt 0 ] && echo "$cores" || echo 0)}"
-parallel=(-n "$workers" --dist loadfile)
+workers="${SYMBIOTE_TEST_WORKERS:-$cores}"
+parallel=(-n "$workers")  # the scheduler: tests/conftest.py, OneBrowserAtATime
 [ "$workers" != 0 ] || parallel=()
 exec .venv/bin/python -m pytest ${parallel[@]+"${parallel[@]}"} ${coverage[@]+"${coverage[@]}"} ${quick[@]+"${quick[@]}"} "$@"

@@ -25,6 +25,7 @@ import anyio._backends._asyncio
 import anyio._core._subprocesses  # noqa: F401
 import httpx
 import pytest
+from xdist.scheduler import LoadScopeScheduling
 
 from symbiote.config import PROJECT_ROOT, Settings
 from symbiote.embedding.model import MANIFEST_NAME, Embedder, Passages, WarmModel
@@ -71,6 +72,21 @@ def _gives_a_server(fixturedefs: Sequence[Any]) -> bool:
     return any("ServerProcess" in str(getattr(d.func, "__annotations__", {}).get("return", "")) for d in fixturedefs)
 
 
+# The files whose tests open a browser. With two test processes (`scripts/test.sh`), a file's tests run
+# in one and these files all in one, so that two browsers never run at once (each holds some 800 MiB
+# beside its server); pytest-xdist's scheduler sees test ids only, so they are named here, and
+# collection fails if a test opens a browser outside them.
+BROWSER_FILES = frozenset(
+    {
+        *(f"tests/console/test_{name}.py" for name in "editing empty history import_sources imports".split()),
+        *(f"tests/console/test_{name}.py" for name in ("statistics", "trash_pages")),
+        *(f"tests/e2e/console/test_{name}.py" for name in ("accessibility", "console", "phone_layout")),
+        *(f"tests/e2e/card/test_{name}.py" for name in ("accessibility", "build", "card")),
+        "tests/clients/test_mcp_remote.py",
+    }
+)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         info = getattr(item, "_fixtureinfo", None)
@@ -79,8 +95,25 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         names = set(item.fixturenames)  # type: ignore[attr-defined]
         if "sampled" in names:
             item.add_marker(pytest.mark.volume)  # `-m volume` selects them; a failure names the seed
-        if names & BROWSER_FIXTURES or any(_gives_a_server(defs) for defs in info.name2fixturedefs.values()):
+        browses = bool(names & BROWSER_FIXTURES) or item.get_closest_marker("browser") is not None
+        if browses and item.nodeid.split("::")[0] not in BROWSER_FILES:
+            raise pytest.UsageError(
+                f"{item.nodeid} opens a browser: name its file in BROWSER_FILES (tests/conftest.py)"
+            )
+        if browses or any(_gives_a_server(defs) for defs in info.name2fixturedefs.values()):
             item.add_marker(pytest.mark.server)
+
+
+class OneBrowserAtATime(LoadScopeScheduling):
+    """pytest-xdist's `loadfile` (a file's tests in one process), with every file of BROWSER_FILES in one."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        path = nodeid.split("::", 1)[0]
+        return "browsers" if path in BROWSER_FILES else path
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> OneBrowserAtATime:
+    return OneBrowserAtATime(config, log)
 
 
 # -- volume (docs/tests.md: tiers): a test whose point is volume (a fuzz's thousands of inputs, a flood, a
@@ -204,12 +237,28 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+_worker_peaks: dict[str, float] = {}  # with two test processes, the controller's record of each one's peak
+
+
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """pytest-xdist, in the controller: a test process's servers and peak, sent when it ended."""
+    output = node.workeroutput
+    _servers_started.update(output.get("symbiote_servers", {}))
+    if "peak_mb" in output:
+        _worker_peaks[node.workerinput["workerid"]] = output["peak_mb"]
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Fail the run when the test process held more than the budget: a runtime, a model or a store
-    kept after its test is the usual cause (tests/test_closing.py shows how one is found)."""
-    peak = peak_rss_mb()
+    """Fail the run when a test process held more than the budget: a runtime, a model or a store
+    kept after its test is the usual cause (tests/test_closing.py shows how one is found). A test
+    process of pytest-xdist hands its figures to the controller, which prints and checks them."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        session.config.workeroutput.update(symbiote_servers=_servers_started, peak_mb=peak_rss_mb())  # type: ignore[attr-defined]
+        return
+    peaks = _worker_peaks or {"": peak_rss_mb()}
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-    line = f"test process peak resident memory: {peak:.0f} MB (budget {MEMORY_BUDGET_MB} MB)"
+    held = ", ".join(f"{name} {mb:.0f} MB".strip() for name, mb in sorted(peaks.items()))
+    line = f"test process peak resident memory: {held} (budget {MEMORY_BUDGET_MB} MB each)"
     if reporter is not None:
         reporter.write_line(volume_line())  # again at the end: `-q` leaves the header out
         reporter.write_line(servers_line())
@@ -217,9 +266,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     listing = os.environ.get("SYMBIOTE_TEST_SERVERS_FILE")
     if listing:
         Path(listing).write_text("".join(f"{test}\t{' | '.join(c)}\n" for test, c in sorted(_servers_started.items())))
-    if peak > MEMORY_BUDGET_MB and session.testscollected:
+    if max(peaks.values()) > MEMORY_BUDGET_MB and session.testscollected:
         if reporter is not None:
-            reporter.write_line("FAILED: the test process passed its memory budget", red=True)
+            reporter.write_line("FAILED: a test process passed its memory budget", red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 

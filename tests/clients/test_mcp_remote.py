@@ -26,6 +26,7 @@ from tests.console.owner_browser import launch
 pytestmark = [
     pytest.mark.asyncio(loop_scope="session"),
     pytest.mark.server("mcp-remote is a client program that needs a URL; its sign-in runs in a browser"),
+    pytest.mark.browser,
 ]
 
 AUTHORIZE_LINE = re.compile(r"Please authorize this client by visiting:\s*(\S+)")
