@@ -308,10 +308,18 @@ def close_built(since: int) -> None:
 
 @pytest.fixture(autouse=True)
 def close_what_tests_built() -> Iterator[None]:
-    """Whatever a test builds is closed after it: a runtime left open keeps its store and threads. A
-    Chroma store the test opened itself must be closed by then too: this process keeps a path's core
-    (its vectors, indexes and threads) until its last client closes, so one left open stayed for the
-    session (the 5,600 records of tests/storage/test_batches.py held 272 MB to the end of the run)."""
+    """Whatever a test builds is closed after it: a runtime left open keeps its store and threads."""
+    since = len(_BUILT)
+    yield
+    close_built(since)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def close_what_modules_built() -> Iterator[None]:
+    """The same for a module's fixtures (set up before this test's, after this one). A Chroma store
+    the module's tests or fixtures opened themselves must be closed by then too: this process keeps a
+    path's core (its vectors, indexes and threads) until its last client closes, so one left open
+    stayed for the session (the 5,600 records of tests/storage/test_batches.py held 272 MB to the end)."""
     from symbiote.storage.chroma.embedded import EmbeddedChroma
 
     since = len(_BUILT)
@@ -320,15 +328,7 @@ def close_what_tests_built() -> Iterator[None]:
     close_built(since)
     left = sorted(set(EmbeddedChroma._cores) - before)
     if left:
-        pytest.fail(f"this test left the Chroma store at {left[0]} open: close it (or its runtime)", pytrace=False)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def close_what_modules_built() -> Iterator[None]:
-    """The same for a module's fixtures (set up before this test's, after this one)."""
-    since = len(_BUILT)
-    yield
-    close_built(since)
+        pytest.fail(f"this module left the Chroma store at {left[0]} open: close it (or its runtime)", pytrace=False)
 
 
 def free_port() -> int:
