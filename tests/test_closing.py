@@ -89,3 +89,17 @@ async def test_an_app_stopped_while_it_opens_its_store_leaves_no_store_open(sett
         while set(EmbeddedChroma._cores) == before:  # until the warm-up's thread is opening the store
             await asyncio.sleep(0)
     assert set(EmbeddedChroma._cores) == before
+
+
+async def test_a_closed_embedder_lets_go_of_its_model_while_it_is_still_referenced() -> None:
+    """A closed engine stays in reference cycles until a full collection: its model (an onnxruntime
+    session of some 70 MB) must not wait for that."""
+    from symbiote.embedding.embedder import AsyncEmbedder
+    from symbiote.runtime import load_embedder
+    from tests.conftest import MODEL_DIR
+
+    embedder = AsyncEmbedder(lambda: load_embedder(MODEL_DIR))
+    await embedder.embed(["The night train leaves at 21:40."])
+    model = weakref.ref(await embedder.model())
+    embedder.close()
+    assert model() is None and not embedder.loaded
