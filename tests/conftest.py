@@ -365,10 +365,19 @@ def close_what_tests_built() -> Iterator[None]:
 
 @pytest.fixture(scope="module", autouse=True)
 def close_what_modules_built() -> Iterator[None]:
-    """The same for a module's fixtures (set up before this test's, after this one)."""
+    """The same for a module's fixtures (set up before this test's, after this one). A Chroma store
+    the module's tests or fixtures opened themselves must be closed by then too: this process keeps a
+    path's core (its vectors, indexes and threads) until its last client closes, so one left open
+    stayed for the session (the 5,600 records of tests/storage/test_batches.py held 272 MB to the end)."""
+    from symbiote.storage.chroma.embedded import EmbeddedChroma
+
     since = len(_BUILT)
+    before = set(EmbeddedChroma._cores)
     yield
     close_built(since)
+    left = sorted(set(EmbeddedChroma._cores) - before)
+    if left:
+        pytest.fail(f"this module left the Chroma store at {left[0]} open: close it (or its runtime)", pytrace=False)
 
 
 def free_port() -> int:

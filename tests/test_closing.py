@@ -5,6 +5,7 @@ recycles it and the test suite all build many of them in one process."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import os
 import threading
@@ -19,6 +20,7 @@ from symbiote.config import Settings
 from symbiote.http.app import create_app
 from symbiote.memory import SearchRequest, StoreRequest
 from symbiote.runtime import Runtime, build_runtime
+from symbiote.storage.chroma.embedded import EmbeddedChroma
 from tests.conftest import shared_model
 
 
@@ -75,3 +77,29 @@ async def test_an_app_closes_its_runtime_at_the_end_of_its_lifespan(settings: Se
     gc.collect()
     assert collected() is None
     assert started_since(before) == []
+
+
+async def test_an_app_stopped_while_it_opens_its_store_leaves_no_store_open(settings: Settings) -> None:
+    """The lifespan's warm-up opens the store in a worker thread; a stop before that open returned
+    cancelled the one waiting for it, and the store it opened stayed open in this process (with its
+    vectors, threads and files) for good."""
+    before = set(EmbeddedChroma._cores)
+    app = create_app(settings, load_model=shared_model)
+    async with app.router.lifespan_context(app):
+        while set(EmbeddedChroma._cores) == before:  # until the warm-up's thread is opening the store
+            await asyncio.sleep(0)
+    assert set(EmbeddedChroma._cores) == before
+
+
+async def test_a_closed_embedder_lets_go_of_its_model_while_it_is_still_referenced() -> None:
+    """A closed engine stays in reference cycles until a full collection: its model (an onnxruntime
+    session of some 70 MB) must not wait for that."""
+    from symbiote.embedding.embedder import AsyncEmbedder
+    from symbiote.runtime import load_embedder
+    from tests.conftest import MODEL_DIR
+
+    embedder = AsyncEmbedder(lambda: load_embedder(MODEL_DIR))
+    await embedder.embed(["The night train leaves at 21:40."])
+    model = weakref.ref(await embedder.model())
+    embedder.close()
+    assert model() is None and not embedder.loaded

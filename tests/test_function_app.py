@@ -26,6 +26,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from symbiote.azure import LocalDirectoryShare
 from symbiote.config import Settings
+from tests.conftest import shared_model
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLIC_HOST = "symbiote-app.kindsea-1234.eastus.azurecontainerapps.io"
@@ -100,7 +101,7 @@ def fa_module():
 async def deployed(fa_module, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("fa")
     settings = settings_for(tmp)
-    app = fa_module.build_function_app(settings)
+    app = fa_module.build_function_app(settings, load_model=shared_model)  # the test process's one model
     fns = functions_of(app)
     http = fns["http_app_func"].get_user_function()
     # The worker's first invocation starts the ASGI lifespan in its own task, outside any client's
@@ -227,7 +228,7 @@ async def test_timer_function_takes_a_point_in_time_snapshot(deployed):
 
 
 async def test_second_instance_on_the_same_share_is_read_only_until_the_writer_leaves(deployed, fa_module):
-    standby_app = fa_module.build_function_app(deployed.settings)
+    standby_app = fa_module.build_function_app(deployed.settings, load_model=shared_model)
     standby = functions_of(standby_app)["http_app_func"].get_user_function()
     try:
         async with http_client(standby) as http:

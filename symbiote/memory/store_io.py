@@ -42,6 +42,7 @@ class StoreIO(Generic[S]):
     ) -> None:
         self._threads = PriorityExecutor(4, "store", background_limit=1, grace=SEARCH_GRACE_SECONDS)
         self.lazy: LazyReach[S] = LazyReach(open_reach, self._open, name)
+        self._opened: Reach[S] | None = None  # what the worker opened, even if no caller took it yet
         self.name = name
         self._space = space
         self.writes = 0  # bumped by every write, so statistics can tell a scan raced one
@@ -67,8 +68,16 @@ class StoreIO(Generic[S]):
         return reach
 
     async def _open(self, open_reach: Callable[[str, int], Reach[S]], model: str, dimension: int) -> Reach[S]:
-        """Open the store in a worker thread, queued with the writes."""
-        return await self.run("background", open_reach, model, dimension)
+        """Open the store in a worker thread, queued with the writes. The thread keeps what it opened
+        for `shutdown`: a shutdown while it opens (an app stopped during its warm-up) gets there before
+        the awaiting caller does, or the caller is cancelled, and the store stayed open in this process."""
+
+        def opening() -> Reach[S]:
+            reach = open_reach(model, dimension)
+            self._opened = reach
+            return reach
+
+        return await self.run("background", opening)
 
     async def run(self, lane: Lane, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         return await self._threads.run(lane, fn, *args, **kwargs)
@@ -149,6 +158,6 @@ class StoreIO(Generic[S]):
         embedded Chroma stays in Chroma's per-path cache, with its memory and threads, until its
         last client is closed."""
         self._threads.shutdown(wait=True)
-        reach, self.lazy.reach = self.lazy.reach, None
+        reach, self.lazy.reach, self._opened = self.lazy.reach or self._opened, None, None
         if reach is not None:
             reach.close()

@@ -399,17 +399,21 @@ def test_guarded_store_refuses_writes_on_standby_and_reopens_after_takeover(tmp_
     with pytest.raises(StoreUnavailableError, match="not been created yet"):
         LeaseGuard(opener("late"), writer, WriteGate(), data)  # a standby never creates the store
     active = LeaseGuard(opener("active"), standby, WriteGate(), data)
-    active.call(MemoryStore.add, *_memory("First memory, by the lease holder."))
     late = LeaseGuard(opener("late"), writer, WriteGate(), data)
-    assert late.call(MemoryStore.count) == 1  # reads work on standby
-    with pytest.raises(WriterLeaseError):
-        late.call(MemoryStore.add, *_memory("Refused."))
-    standby.stop(release=True)
-    assert writer.attempt() is True
-    late.call(MemoryStore.add, *_memory("Second memory, after the takeover."))
-    assert opened == ["active", "late", "late"]  # reopened once, on taking over
-    assert late.call(MemoryStore.count) == 2 and late.call(MemoryStore.size_bytes) > 0
-    writer.stop()
+    try:
+        active.call(MemoryStore.add, *_memory("First memory, by the lease holder."))
+        assert late.call(MemoryStore.count) == 1  # reads work on standby
+        with pytest.raises(WriterLeaseError):
+            late.call(MemoryStore.add, *_memory("Refused."))
+        standby.stop(release=True)
+        assert writer.attempt() is True
+        late.call(MemoryStore.add, *_memory("Second memory, after the takeover."))
+        assert opened == ["active", "late", "late"]  # reopened once, on taking over
+        assert late.call(MemoryStore.count) == 2 and late.call(MemoryStore.size_bytes) > 0
+        writer.stop()
+    finally:
+        active.close()
+        late.close()
 
 
 async def test_memory_stats_report_the_share_usage_the_runtime_hands_the_engine(tmp_path, model_dir):
@@ -432,7 +436,8 @@ async def test_memory_stats_report_the_share_usage_the_runtime_hands_the_engine(
         reported = (await engines[1].stats()).share
         assert reported["percent_used"] == 95.0 and "95% full" in reported["warning"]
     finally:
-        engines[0].close()  # the embedder is shared: closed once
+        for engine in engines:  # each closes its store (the shared embedder twice: the second does nothing)
+            engine.close()
     root = tmp_path / "share"
     settings = Settings(chromadb_path=root / "chroma", model_dir=model_dir, store_process=False)
     runtime = make_runtime(settings, share=LocalDirectoryShare(root, quota_bytes=1024**3))

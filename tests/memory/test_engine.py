@@ -16,6 +16,7 @@ from symbiote.errors import InvalidInputError, MemoryNotFoundError, StoreUnavail
 from symbiote.memory.engine import MemoryEngine
 from symbiote.memory.ids import IdGenerator, is_memory_id
 from symbiote.memory.requests import SearchRequest, StoreRequest
+from symbiote.storage.chroma.embedded import EmbeddedChroma
 from symbiote.storage.chroma.store import MEMORY_COLLECTION
 from tests.conftest import make_runtime
 
@@ -167,11 +168,13 @@ async def test_data_from_another_model_is_refused(settings: Settings) -> None:
         configuration={"hnsw": {"space": "cosine"}},
     )
     del client
+    before = set(EmbeddedChroma._cores)
     runtime = make_runtime(settings)
     try:
         with pytest.raises(StoreUnavailableError, match="text-embedding-3-small"):
             await runtime.engine.store(StoreRequest("hello"))
         assert runtime.engine.status()["store"] == "unavailable"
+        assert set(EmbeddedChroma._cores) == before  # the refused store is not left open in this process
     finally:
         runtime.close()
 

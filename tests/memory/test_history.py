@@ -112,6 +112,7 @@ async def test_history_writes_can_be_put_behind_the_share_write_gate(tmp_path: P
             ]  # reads go on
         assert (await pending).turn_index == 1
     finally:
+        services.history.close()
         embedder.close()
 
 

@@ -4,30 +4,19 @@ and `link_memories` walked at most 1,000 links, so a longer chain could be close
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from dataclasses import replace
 
 import pytest
-import pytest_asyncio
 
-from symbiote.config import Settings
 from symbiote.errors import InvalidInputError
 from symbiote.memory.engine import MemoryEngine
 from symbiote.memory.links import ASSISTANT
 from symbiote.memory.requests import StoreRequest
-from symbiote.runtime import build_runtime
 from tests.conftest import volume
 
 # One more link than the walk followed before, under --soak; a run's sample is a chain of some hundreds
 # (the walk has no limit, so the sample is walked to its end the same way).
 CHAIN = volume(1_002, 200, __name__).count
-
-
-@pytest_asyncio.fixture
-async def engine(settings: Settings) -> AsyncIterator[MemoryEngine]:
-    engine = build_runtime(settings).engine
-    yield engine
-    engine.close()
 
 
 async def test_the_same_text_stored_again_cannot_replace_its_replacement(engine: MemoryEngine) -> None:

@@ -209,7 +209,11 @@ def test_nothing_chroma_would_refuse_is_journalled(tmp_path: Path) -> None:
         assert store.store_new(_memory(SHORT, 2), _vector(2), [SHORT], 3)[0] is None  # the store goes on
     finally:
         store.close()
-    assert _open(tmp_path / "data").counts()["memories"] == 1
+    again = _open(tmp_path / "data")
+    try:
+        assert again.counts()["memories"] == 1
+    finally:
+        again.close()
 
 
 def test_a_store_edb1c0f_left_broken_opens_with_the_refused_row_set_aside(tmp_path: Path) -> None:

@@ -56,11 +56,24 @@ class Opened:
         return self.model.embed([text])[0]
 
 
+OPENED: list[Any] = []  # every store and client a test opened, closed after it (`close_what_tests_opened`)
+
+
+@pytest.fixture(autouse=True)
+def close_what_tests_opened() -> Iterator[None]:
+    yield
+    while OPENED:
+        OPENED.pop().close()
+
+
 def open_store(settings: Settings, model_name: str = MODEL_NAME, dimension: int = MODEL_DIMENSION) -> Any:
     server = ChromaServer.from_settings(settings)
     if server is not None:
-        return open_server_store(server, settings.chromadb_path, model_name, dimension)
-    return open_embedded_store(settings.chromadb_path, model_name, dimension)
+        store = open_server_store(server, settings.chromadb_path, model_name, dimension)
+    else:
+        store = open_embedded_store(settings.chromadb_path, model_name, dimension)
+    OPENED.append(store)
+    return store
 
 
 @pytest.fixture
@@ -156,6 +169,7 @@ def test_size_is_reported_for_the_embedded_store_only(opened: Opened, backend: B
 
 def history_store(settings: Settings) -> ChromaHistoryStore:
     clients = ChromaClients(ChromaServer.from_settings(settings), settings.chromadb_path)
+    OPENED.append(clients)
     return ChromaHistoryStore(clients.get(), MODEL_NAME, MODEL_DIMENSION)
 
 

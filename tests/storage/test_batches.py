@@ -5,6 +5,7 @@ written however often they were tried (issue 39). Real Chroma, past its real max
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -32,8 +33,11 @@ def _unit(rows: int, seed: int) -> np.ndarray:
 
 
 @pytest.fixture(params=[False, True], ids=["chroma", "vectors-in-memory"])
-def store(tmp_path: Path, request: pytest.FixtureRequest) -> ChromaMemoryStore:
-    return open_embedded_store(tmp_path / "data", MODEL_NAME, MODEL_DIMENSION, vectors_in_memory=request.param)
+def store(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[ChromaMemoryStore]:
+    """Closed after its test: an open store keeps its Chroma core (thousands of vectors) in this process."""
+    opened = open_embedded_store(tmp_path / "data", MODEL_NAME, MODEL_DIMENSION, vectors_in_memory=request.param)
+    yield opened
+    opened.close()
 
 
 def test_chroma_says_its_maximum(store: ChromaMemoryStore) -> None:
@@ -57,8 +61,8 @@ def test_one_memorys_passages_past_the_maximum_are_indexed(store: ChromaMemorySt
     assert store.counts()["passages"] == 0
 
 
-def test_links_of_more_memories_than_the_maximum_are_set_and_moved_to_the_trash(tmp_path: Path) -> None:
-    store = open_embedded_store(tmp_path / "data", MODEL_NAME, MODEL_DIMENSION, vectors_in_memory=True)
+@pytest.mark.parametrize("store", [True], ids=["vectors-in-memory"], indirect=True)
+def test_links_of_more_memories_than_the_maximum_are_set_and_moved_to_the_trash(store: ChromaMemoryStore) -> None:
     memories = [_memory(i, f"note {i}") for i in range(PAST_MAXIMUM)]
     vectors = _unit(PAST_MAXIMUM, 2)
     store.add_many([(m, vectors[i : i + 1], [m.content]) for i, m in enumerate(memories)])

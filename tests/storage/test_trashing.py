@@ -5,7 +5,7 @@ under its id; a purge removes it for good."""
 from __future__ import annotations
 
 from tests.chroma_server import backend, chroma_server  # noqa: F401  (fixtures)
-from tests.storage.test_backends import Opened, opened  # noqa: F401  (fixture)
+from tests.storage.test_backends import Opened, close_what_tests_opened, opened  # noqa: F401  (fixtures)
 
 
 def test_trash_restore_and_purge(opened: Opened) -> None:

@@ -7,6 +7,7 @@ after the rows are read from Chroma; and what the rows answer must be what Chrom
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -51,8 +52,22 @@ def _add(
     return memory
 
 
+HELD: list[ChromaMemoryStore] = []  # every store `_held` opened, closed after its test (`close_held`)
+
+
+@pytest.fixture(autouse=True)
+def close_held() -> Iterator[None]:
+    """What a test left open of the stores `_held` gave it, closed after it."""
+    yield
+    while HELD:
+        store = HELD.pop()
+        if store._client._core is not None:  # not closed by the test itself
+            store.close()
+
+
 def _held(path: Path) -> ChromaMemoryStore:
     store = open_embedded_store(path, MODEL_NAME, MODEL_DIMENSION, vectors_in_memory=True)
+    HELD.append(store)
     while store.idle_step():
         pass
     return store
@@ -156,6 +171,7 @@ def test_writes_while_the_rows_are_read_leave_them_whole(
     stored = [_add(plain, model, text) for text in TEXTS]
     plain.close()
     store = open_embedded_store(tmp_path, MODEL_NAME, MODEL_DIMENSION, vectors_in_memory=True)
+    HELD.append(store)
     assert store.idle_step()  # the first page
     store.delete(stored[0].memory_id)
     store.delete(stored[1].memory_id)

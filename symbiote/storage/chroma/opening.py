@@ -8,6 +8,7 @@ imports this package on its way to listening, and they bring numpy.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
@@ -134,15 +135,23 @@ def open_embedded_store(
             "`symbiote reset --confirm` to start an empty store (the damaged one stays in the backup). "
             "Memory is unavailable until then."
         ) from exc
-    return ChromaMemoryStore(
-        client,
-        model_name,
-        dimension,
-        _keyword_index(path),
-        data_path=path,
-        vectors_in_memory=vectors_in_memory,
-        write_behind=write_behind,
-    )
+    # A store that fails past this point (another model's data, a side database that cannot be read)
+    # closes what it opened: Chroma's core for the path stayed in this process, with its files open.
+    with contextlib.ExitStack() as opened:
+        opened.callback(client.close)
+        index = _keyword_index(path)
+        opened.callback(index.close)
+        store = ChromaMemoryStore(
+            client,
+            model_name,
+            dimension,
+            index,
+            data_path=path,
+            vectors_in_memory=vectors_in_memory,
+            write_behind=write_behind,
+        )
+        opened.pop_all()
+        return store
 
 
 def _opened_client(path: Path) -> EmbeddedChroma:
