@@ -18,6 +18,7 @@ from mcp import Client
 
 from symbiote.config import Settings
 from symbiote.http.app import create_app
+from symbiote.mcp import server
 from symbiote.memory import SearchRequest, StoreRequest
 from symbiote.runtime import Runtime, build_runtime
 from symbiote.storage.chroma.embedded import EmbeddedChroma
@@ -103,3 +104,17 @@ async def test_a_closed_embedder_lets_go_of_its_model_while_it_is_still_referenc
     model = weakref.ref(await embedder.model())
     embedder.close()
     assert model() is None and not embedder.loaded
+
+
+def test_the_first_runtime_of_a_process_is_collected_though_its_tools_are_kept(settings: Settings) -> None:
+    """Each tool is built once per process and copied for later servers (`symbiote.mcp.server._built`):
+    what is kept must not hold the function of the runtime that built it, or its engine lives on."""
+    server._BUILT.clear()  # this test's first runtime builds the process's tools (other tests built them before)
+    engines = []
+    for n in range(2):
+        built = build_runtime(replace(settings, chromadb_path=settings.chromadb_path / str(n)), load_model=shared_model)
+        engines.append(weakref.ref(built.engine))
+        built.close()
+        del built
+    gc.collect()
+    assert [engine() for engine in engines] == [None, None]

@@ -100,9 +100,14 @@ def _built(
     tool.parameters = strict_ready(tool.parameters)
     if tool.fn_metadata.output_schema is not None:
         tool.fn_metadata.output_schema = plain_schema(tool.fn_metadata.output_schema)
-    if key is not None:
-        _BUILT[key] = (spec, tool)
+    if key is not None:  # kept without its function: that holds this runtime's engine, which must go when closed
+        _BUILT[key] = (spec, tool.model_copy(update={"fn": _unbound}))
     return tool
+
+
+def _unbound(*args: Any, **kwargs: Any) -> Any:
+    """A kept tool's function: each server's copy holds its own."""
+    raise RuntimeError("a kept tool is copied with its own function before it is called")
 
 
 class SymbioteMCP(MCPServer):
