@@ -5,6 +5,11 @@ browser, so this samples the resident memory of the whole process tree (Linux `/
 second and reports the largest sum seen, the largest single process and the wall time, and which
 processes held the memory at that peak (the largest ten, by command line).
 
+Two sums: resident (RSS), which counts a page shared by several processes (a library, Chromium's
+binary) once in each, and proportional (PSS, `/proc/<pid>/smaps_rollup`), which splits a shared page
+among its sharers, so that its sum is what the tree takes from the machine. `--timeline FILE` writes
+every sample (seconds, both sums in MiB, the processes).
+
     python benchmarks/suite_memory.py -- scripts/test.sh -q
     python benchmarks/suite_memory.py -- scripts/test.sh --quick -q
 """
@@ -44,6 +49,17 @@ def _rss(pid: int) -> int:
         return 0
 
 
+def _pss(pid: int) -> int:
+    """Proportional resident bytes of `pid` (0 once it is gone or unreadable)."""
+    try:
+        for line in (Path("/proc") / str(pid) / "smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, IndexError, ValueError):
+        pass
+    return 0
+
+
 def _command(pid: int) -> str:
     try:
         argv = (Path("/proc") / str(pid) / "cmdline").read_bytes().split(b"\0")
@@ -66,6 +82,7 @@ def tree_rss(root: int) -> list[tuple[int, int]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--interval", type=float, default=0.5, help="seconds between samples")
+    parser.add_argument("--timeline", type=Path, help="write every sample to this file")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="the command, after --")
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -73,21 +90,30 @@ def main() -> int:
         parser.error("give the command to measure after --")
     started = time.monotonic()
     proc = subprocess.Popen(command)
-    peak_total = peak_one = 0
+    peak_total = peak_one = peak_pss = 0
     at_peak: list[tuple[str, int]] = []
+    timeline = args.timeline.open("w") if args.timeline else None
+    mib = 1024 * 1024
     while proc.poll() is None:
         sample = tree_rss(proc.pid)
         total = sum(rss for _pid, rss in sample)
+        pss = sum(_pss(pid) for pid, _rss in sample)
+        peak_pss = max(peak_pss, pss)
+        if timeline is not None:
+            big = sorted(sample, key=lambda s: -s[1])[:8]
+            who = "; ".join(f"{rss // mib} {_command(pid)[:60]}" for pid, rss in big)
+            timeline.write(f"{time.monotonic() - started:.1f}\t{total // mib}\t{pss // mib}\t{who}\n")
         peak_one = max([peak_one, *(rss for _pid, rss in sample)])
         if total > peak_total:
             peak_total = total
             at_peak = [(_command(pid), rss) for pid, rss in sorted(sample, key=lambda s: -s[1])[:10]]
         time.sleep(args.interval)
     wall = time.monotonic() - started
-    mib = 1024 * 1024
+    if timeline is not None:
+        timeline.close()
     print(
-        f"suite_memory: exit {proc.returncode}, wall {wall:.0f} s, peak of the process tree {peak_total / mib:.0f} MiB, "
-        f"largest single process {peak_one / mib:.0f} MiB",
+        f"suite_memory: exit {proc.returncode}, wall {wall:.0f} s, peak of the process tree {peak_total / mib:.0f} MiB "
+        f"resident (RSS), {peak_pss / mib:.0f} MiB proportional (PSS), largest single process {peak_one / mib:.0f} MiB",
         file=sys.stderr,
     )
     for command_line, rss in at_peak:
