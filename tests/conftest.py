@@ -45,7 +45,10 @@ MODEL_DIR = Path(os.environ.get("SYMBIOTE_MODEL_DIR", PROJECT_ROOT / "models" / 
 
 BROWSER_FIXTURES = {"browser"}
 # Processes that serve (symbiote serve or stdio, a Chroma server) or browse: what the quick tier leaves out.
-SERVING = (("symbiote", "serve"), ("symbiote", "stdio"), ("chroma", "run"), ("playwright",), ("chromium",))
+# A program and its first word, as a command names them (a path's last part): not words anywhere in the
+# command, which a checkout's own path or a `python -c` program's imports can hold.
+SERVING = (("symbiote", "serve"), ("symbiote", "stdio"), ("chroma", "run"), ("cli.js", "run-driver"))
+BROWSING = ("chromium",)  # a program alone
 _started: list[str] = []  # commands started since the current test began (an audit hook sees every Popen)
 _started_in_run: list[str] = []  # every command started in this run, in order
 _servers_started: dict[str, list[str]] = {}  # test id -> the Symbiote servers its setup, call or teardown started
@@ -64,8 +67,15 @@ sys.addaudithook(_audit)
 
 
 def _serves(command: str) -> bool:
-    words = command.replace("/", " ").replace(".", " ").split()
-    return any(all(word in words for word in serving) for serving in SERVING)
+    return bool(_programs(command) & {*SERVING, *((name, "") for name in BROWSING)})
+
+
+def _programs(command: str) -> set[tuple[str, str]]:
+    """Each word of `command` with the one after it (a path as its last part): `python -m symbiote
+    serve` holds ("symbiote", "serve"), a Chroma server ("chroma", "run"), Playwright's driver ("cli.js",
+    "run-driver"), a browser ("chromium", "")."""
+    names = [word.rsplit("/", 1)[-1] for word in command.split()]
+    return {*zip(names, names[1:]), *((name, "") for name in names)}
 
 
 def _gives_a_server(fixturedefs: Sequence[Any]) -> bool:
@@ -219,7 +229,7 @@ def _servers_of(item: pytest.Item) -> list[str]:
 
 
 def _is_symbiote_server(command: str) -> bool:
-    return _serves(command) and "symbiote" in command.replace("/", " ").split()
+    return bool(_programs(command) & {("symbiote", "serve"), ("symbiote", "stdio")})
 
 
 def servers_line() -> str:
