@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up (first run only), lints (ruff), checks types (mypy) and runs the whole test suite: real model, real Chroma, real HTTP.
-# `--quick` runs only the tests that start no server process and no browser (still the real model and
-# Chroma; under 3 minutes on 2 cores, in two test processes; docs/tests.md), without the coverage figure.
+# `--quick` runs only the tests that start no server process and no browser and take under 4 s (marks
+# `server` and `slow`; still the real model and Chroma; under 2 minutes on 2 cores; docs/tests.md), without
+# the coverage figure.
 # `--soak` runs every volume test at its full volume (thousands of hostile inputs, floods, a store past
 # Chroma's read limit), where a run draws a sample with a seed it prints; `--seed N` draws that sample
 # again (tests/conftest.py: volume).
@@ -9,7 +10,7 @@ set -euo pipefail
 quick=()
 args=()
 for arg in "$@"; do
-  if [[ "$arg" == --quick ]]; then quick=(-m "not server"); else args+=("$arg"); fi
+  if [[ "$arg" == --quick ]]; then quick=(-m "not server and not slow"); else args+=("$arg"); fi
 done
 set -- ${args[@]+"${args[@]}"}
 cd "$(dirname "$0")/.."

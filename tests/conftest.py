@@ -238,6 +238,27 @@ def servers_line() -> str:
     return f"tests that started `symbiote serve`: {serve}; `symbiote stdio`: {stdio}"
 
 
+# -- slow (docs/tests.md: tiers): a test whose own work takes SLOW_SECONDS or more on 2 cores carries the
+# `slow` mark, and the quick tier leaves it out with the server tests; the whole suite runs it. A run
+# names the unmarked tests that took that long, so the mark stays true without failing on a busy machine.
+SLOW_SECONDS = 4.0
+_unmarked_seconds: dict[str, float] = {}  # test id -> its setup, call and teardown, for tests without the mark
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """In the controller (every test process's reports reach it): the time of each unmarked test."""
+    if "slow" not in report.keywords and not os.environ.get("PYTEST_XDIST_WORKER"):
+        _unmarked_seconds[report.nodeid] = _unmarked_seconds.get(report.nodeid, 0.0) + report.duration
+
+
+def slow_line() -> str | None:
+    slow = sorted((seconds, test) for test, seconds in _unmarked_seconds.items() if seconds >= SLOW_SECONDS)
+    if not slow:
+        return None
+    named = "; ".join(f"{test} {seconds:.1f} s" for seconds, test in reversed(slow))
+    return f"took {SLOW_SECONDS:g} s or more without the slow mark (the quick tier runs them): {named}"
+
+
 # -- the memory budget (docs/tests.md): the test process's peak resident memory, checked at the end.
 MEMORY_BUDGET_MB = int(os.environ.get("SYMBIOTE_TEST_MEMORY_BUDGET_MB", "3072"))
 
@@ -273,6 +294,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         reporter.write_line(volume_line())  # again at the end: `-q` leaves the header out
         reporter.write_line(servers_line())
         reporter.write_line(line)
+        slow = slow_line()
+        if slow:
+            reporter.write_line(slow, yellow=True)
     listing = os.environ.get("SYMBIOTE_TEST_SERVERS_FILE")
     if listing:
         Path(listing).write_text("".join(f"{test}\t{' | '.join(c)}\n" for test, c in sorted(_servers_started.items())))

@@ -440,6 +440,7 @@ def test_azure_yaml_parameters_and_outputs_fit_together():
     assert params["apiImageName"]["value"] == "${SERVICE_API_IMAGE_NAME=}"
 
 
+@pytest.mark.slow
 @needs_tools
 def test_checkov_infra_has_no_failed_checks_and_every_skip_is_justified():
     done = subprocess.run(

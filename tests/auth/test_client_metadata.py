@@ -243,7 +243,7 @@ def test_a_client_signs_in_with_its_metadata_document(flow: OAuthFlow, documents
             "'client_secret_basic' is not supported",
         ),
         ("/http-redirect.json", lambda d, p: d.client(p, redirect_uris=["http://evil.example/cb"]), "must use https"),
-        ("/slow.json", lambda d, p: d.client(p), "no answer within"),
+        pytest.param("/slow.json", lambda d, p: d.client(p), "no answer within", marks=pytest.mark.slow),
         ("/missing.json", lambda d, p: d.url(p), "HTTP 404"),
     ],
 )

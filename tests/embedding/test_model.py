@@ -75,6 +75,7 @@ def test_a_broken_model_directory_fails_the_same_way_through_the_runtime(tmp_pat
         load_embedder(broken)
 
 
+@pytest.mark.slow
 def test_the_runtime_loads_the_model_with_the_topic_questions_and_background_embedded(
     model_dir: Path, tmp_path: Path
 ) -> None:

@@ -40,6 +40,7 @@ async def collections(mcp: Client) -> dict[str, Any]:
     return found
 
 
+@pytest.mark.slow
 async def test_passages_past_chromas_maximum_are_indexed_and_the_queue_drains(
     in_process: InProcess, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from mcp import Client
 
 from tests.conftest import InProcess
@@ -34,6 +35,7 @@ async def error(client: Client, tool: str, **arguments: Any) -> str:
     return str(result.content[0].text)  # type: ignore[union-attr]
 
 
+@pytest.mark.slow
 async def test_a_scripted_assistant_confirming_the_true_older_memory_gets_the_newer_first(
     in_process: InProcess,
 ) -> None:

@@ -112,6 +112,7 @@ def widest(batch: int, index: int) -> dict[str, Any]:
     return {"content": text, "tags": tags, "type": "t" * 30, "confidence": 0.9}
 
 
+@pytest.mark.slow
 async def test_no_reply_passes_ten_thousand_tokens_at_any_limit_and_nothing_is_out_of_reach(
     in_process: InProcess, sampled: Callable[[int, int], Volume]
 ) -> None:
@@ -213,6 +214,7 @@ async def test_every_turn_of_a_long_history_is_within_reach(in_process: InProces
     assert refused.is_error and "pass n=1" in refused.content[0].text  # type: ignore[union-attr]
 
 
+@pytest.mark.slow
 async def test_build_context_at_its_largest_budget_stays_under_ten_thousand_tokens(in_process: InProcess) -> None:
     """The widest budget a call may ask for, over long notes and turns of many bytes a token (digits, CJK)."""
     rng = random.Random(11)

@@ -158,6 +158,7 @@ def test_ids_are_unique_sortable_and_well_formed() -> None:
     assert [i[:20] for i in ids] == sorted(i[:20] for i in ids)  # creation order = string order
 
 
+@pytest.mark.slow
 async def test_data_from_another_model_is_refused(settings: Settings) -> None:
     client = chromadb.PersistentClient(
         path=str(settings.chromadb_path), settings=ChromaSettings(anonymized_telemetry=False, allow_reset=False)

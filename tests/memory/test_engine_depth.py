@@ -363,6 +363,7 @@ async def test_transient_lock_is_retried(engine: MemoryEngine, settings: Setting
     assert (await engine.get(stored.memory_id)).content == "written once the lock is released"
 
 
+@pytest.mark.slow
 async def test_damaged_store_is_set_aside_and_reported_until_reset(settings: Settings) -> None:
     data = settings.chromadb_path
     data.mkdir(parents=True)

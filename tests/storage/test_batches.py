@@ -61,6 +61,7 @@ def test_one_memorys_passages_past_the_maximum_are_indexed(store: ChromaMemorySt
     assert store.counts()["passages"] == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("store", [True], ids=["vectors-in-memory"], indirect=True)
 def test_links_of_more_memories_than_the_maximum_are_set_and_moved_to_the_trash(store: ChromaMemoryStore) -> None:
     memories = [_memory(i, f"note {i}") for i in range(PAST_MAXIMUM)]

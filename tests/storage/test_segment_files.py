@@ -51,6 +51,10 @@ def _text(i: int) -> str:
     return f"{who} {what} in {where} (note {i}). It started in the year {1900 + i}."
 
 
+# A thousand memories embedded, and a rebuild of as many: the quick tier leaves the module out.
+pytestmark = pytest.mark.slow
+
+
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Path:
     data = tmp_path_factory.mktemp("segments") / "data"

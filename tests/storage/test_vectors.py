@@ -252,6 +252,7 @@ def test_records_held_from_a_write_or_a_read_are_what_chroma_returns(tmp_path: P
     assert held == from_chroma == again.get(ids) == {m.memory_id: m for m in memories}
 
 
+@pytest.mark.slow
 def test_the_store_process_holds_the_words_a_search_asked_for_between_requests(tmp_path: Path, model: Embedder) -> None:
     """The child's idle moments keep coming back: after a search, it holds the scores of the
     words that search asked for (more than one idle step of rows), and answers the same."""

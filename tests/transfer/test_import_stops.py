@@ -92,6 +92,7 @@ async def _stored_now(http: httpx.AsyncClient) -> int:
     return len((await http.get("/console/export")).text.splitlines()) - 1
 
 
+@pytest.mark.slow
 async def test_cancel_in_the_console_stops_the_import_between_batches(in_process: InProcess, tmp_path: Path) -> None:
     """Over the real app in this process: the import runs in this event loop and its reader is a
     child of this process."""

@@ -153,6 +153,7 @@ async def test_a_file_of_no_format_says_which_formats_it_accepts(runtime: Runtim
     assert await stored(runtime) == []
 
 
+@pytest.mark.slow
 def test_a_killed_import_leaves_whole_batches_or_none(tmp_path: Path, model_dir: Path) -> None:
     """`symbiote import --text` killed with SIGKILL part way: what is stored is whole batches of the
     list, each memory's text whole."""
@@ -201,6 +202,7 @@ def _big_note(folder: Path, observations: int) -> Path:
     return folder
 
 
+@pytest.mark.slow
 async def test_a_note_of_many_observations_imports_whole_and_again_adds_nothing(
     runtime: Runtime, tmp_path: Path
 ) -> None:

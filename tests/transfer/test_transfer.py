@@ -257,6 +257,7 @@ def run(data: Path, *args: str, stdin: str | None = None) -> subprocess.Complete
     )
 
 
+@pytest.mark.slow
 def test_the_export_and_import_commands(tmp_path: Path, model_dir: Path) -> None:
     graph = tmp_path / "memory.jsonl"
     graph.write_text(KNOWLEDGE_GRAPH + "\nnot json\n")
