@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up (first run only), lints (ruff), checks types (mypy) and runs the whole test suite: real model, real Chroma, real HTTP.
-# `--quick` runs only the tests that start no server process and no browser and take under 4 s (marks
+# `--quick` runs only the tests that start no server process and no browser and take under 2 s (marks
 # `server` and `slow`; still the real model and Chroma; under 2 minutes on 2 cores; docs/tests.md), without
 # the coverage figure.
 # `--soak` runs every volume test at its full volume (thousands of hostile inputs, floods, a store past

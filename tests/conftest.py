@@ -241,7 +241,7 @@ def servers_line() -> str:
 # -- slow (docs/tests.md: tiers): a test whose own work takes SLOW_SECONDS or more on 2 cores carries the
 # `slow` mark, and the quick tier leaves it out with the server tests; the whole suite runs it. A run
 # names the unmarked tests that took that long, so the mark stays true without failing on a busy machine.
-SLOW_SECONDS = 4.0
+SLOW_SECONDS = 2.0
 _unmarked_seconds: dict[str, float] = {}  # test id -> its setup, call and teardown, for tests without the mark
 
 

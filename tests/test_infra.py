@@ -472,6 +472,7 @@ def test_checkov_infra_has_no_failed_checks_and_every_skip_is_justified():
             )
 
 
+@pytest.mark.slow
 @needs_tools
 def test_checkov_and_hadolint_pass_the_dockerfile():
     done = subprocess.run(
@@ -578,6 +579,7 @@ def image_env(stage_name: str, mapping: dict[str, Path], **extra: str) -> dict[s
     return env
 
 
+@pytest.mark.slow
 def test_functions_index_from_the_image_layout(image_root):
     wwwroot = image_root["/home/site/wwwroot"]
     assert {p.name for p in wwwroot.iterdir()} == {"function_app.py", "host.json", "personalities", "symbiote"}

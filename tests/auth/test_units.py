@@ -284,6 +284,7 @@ def test_revoke_all_grants_disconnects_every_client(store: AuthStore) -> None:
     assert store.load_token(one.access_token, "access") is None and store.load_token(two.access_token, "access") is None
 
 
+@pytest.mark.slow
 def test_pending_tickets_are_single_use_and_capped(store: AuthStore) -> None:
     ticket = store.add_pending("client-1", {"n": 0})
     assert store.get_pending(ticket) == ("client-1", {"n": 0})

@@ -53,6 +53,7 @@ async def call(client: Client, tool: str, **arguments: Any) -> tuple[dict[str, A
     return result.structured_content, text
 
 
+@pytest.mark.slow
 async def test_a_search_over_long_notes_shows_the_part_that_matched_within_the_budget(in_process: InProcess) -> None:
     rng = random.Random(7)
     notes = [long_note(rng, index, with_plan=index == 3) for index in range(8)]
@@ -178,6 +179,7 @@ async def test_fetch_gives_a_long_memory_s_beginning_and_where_the_rest_is(in_pr
     assert plain is not None and plain["text"] == "My bike is blue." and "content_chars" not in plain["metadata"]
 
 
+@pytest.mark.slow
 async def test_every_turn_of_a_long_history_is_within_reach(in_process: InProcess) -> None:
     """get_history pages back with `before`, and a turn past one reply's budget comes whole in parts."""
     said = [f"turn {turn} " + "word " * (3_000 if turn != 7 else 19_000) for turn in range(20)]

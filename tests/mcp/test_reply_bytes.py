@@ -148,6 +148,7 @@ async def call(client: Client, tool: str, **arguments: Any) -> CallToolResult:
     return result
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
 async def test_texts_of_escapes_come_within_the_budget_and_whole_in_parts(
     in_process: InProcess, sampled: Callable[[int, int], Volume], mode: str
@@ -217,6 +218,7 @@ async def test_a_search_with_the_widest_tags_stays_within_the_budget_and_names_w
     assert modern["wire"] > sent(found)["wire"]
 
 
+@pytest.mark.slow
 async def test_history_and_context_of_control_characters_stay_within_the_budget(in_process: InProcess) -> None:
     """build_context over turns of control characters was 144,023 bytes; get_history's turns and one long
     turn's parts are measured as sent too."""
@@ -241,6 +243,7 @@ async def test_history_and_context_of_control_characters_stay_within_the_budget(
             assert "".join(parts) == text
 
 
+@pytest.mark.slow
 async def test_the_recent_memories_resource_stays_within_the_budget(in_process: InProcess) -> None:
     """memory://recent gave the 20 newest whole (20 memories of 100,000 bytes: 2 MB); now a tool reply's
     budget as sent, each long one as its beginning with its whole length."""

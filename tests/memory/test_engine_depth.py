@@ -309,6 +309,7 @@ async def test_disk_full_fails_clearly_and_reads_keep_working(settings: Settings
         engine.close()
 
 
+@pytest.mark.slow
 async def test_a_write_bigger_than_the_free_space_is_refused_whole(settings: Settings, small_disk: Path) -> None:
     engine = await engine_with(settings, chromadb_path=small_disk / "data", min_free_mb=1)
     try:
@@ -322,6 +323,7 @@ async def test_a_write_bigger_than_the_free_space_is_refused_whole(settings: Set
         engine.close()
 
 
+@pytest.mark.slow
 async def test_read_only_storage_fails_clearly_and_reads_keep_working(settings: Settings, small_disk: Path) -> None:
     data = small_disk / "data"
     writer = (

@@ -147,6 +147,7 @@ async def test_a_delete_while_a_link_is_made_leaves_no_link_pointing_at_nothing(
     assert (now[b].superseded_by, now[a].supersedes) == (a, b) and one_sided(now) == []
 
 
+@pytest.mark.slow
 async def test_six_workers_linking_thirty_memories_leave_no_link_one_sided(settings: Settings) -> None:
     """Links made and undone at random by six workers at once (before: 7 one-sided in a run)."""
     seed = random.randrange(2**32)

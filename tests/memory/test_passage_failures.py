@@ -24,6 +24,7 @@ LONG = "\n\n".join(
 )
 
 
+@pytest.mark.slow
 async def test_a_failing_indexer_backs_off_logs_once_and_shows_in_health(
     settings: Settings, caplog: pytest.LogCaptureFixture
 ) -> None:

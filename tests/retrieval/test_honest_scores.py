@@ -36,6 +36,9 @@ SHARED_WORD = ["which dataframe library do I like?", "what type of tea do I drin
 CHATTER = Path(__file__).resolve().parents[2] / "eval" / "chatter.json"
 
 
+pytestmark = pytest.mark.slow  # a store of a whole conversation, embedded for the module
+
+
 @pytest.fixture(scope="module")
 async def engine(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> AsyncIterator[MemoryEngine]:
     settings = Settings(

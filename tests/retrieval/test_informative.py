@@ -44,6 +44,7 @@ def _copy(made: Path, folder: Path) -> Path:
     return Path(shutil.copy(made, folder / made.name))
 
 
+@pytest.mark.slow
 def test_the_word_table_holds_wordfreqs_own_values(made: Path) -> None:
     """What a start reads instead of wordfreq's list (`WordTable`): the same number for every plain word."""
     from wordfreq import get_frequency_dict, zipf_frequency
@@ -58,6 +59,7 @@ def test_the_word_table_holds_wordfreqs_own_values(made: Path) -> None:
         table.close()
 
 
+@pytest.mark.slow
 def test_the_warm_up_opens_the_table_and_other_words_still_go_to_wordfreq(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, made: Path
 ) -> None:

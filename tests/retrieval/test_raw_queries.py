@@ -83,6 +83,7 @@ async def test_what_was_never_stored_finds_nothing_or_only_context(engine: Memor
         assert all(hit.match == "context" for hit in (await engine.search(SearchRequest(question))).results), question
 
 
+@pytest.mark.slow
 async def test_a_new_owners_plain_questions_find_their_facts_in_a_small_store_and_a_large_one(
     engine: MemoryEngine,
 ) -> None:

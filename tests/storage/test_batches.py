@@ -44,6 +44,7 @@ def test_chroma_says_its_maximum(store: ChromaMemoryStore) -> None:
     assert max_batch_size(store._client) == 5_461 < PAST_MAXIMUM  # the cases below are really past it
 
 
+@pytest.mark.slow
 def test_one_memorys_passages_past_the_maximum_are_indexed(store: ChromaMemoryStore) -> None:
     windows = ["A long note.", *(f"Paragraph {i}." for i in range(PAST_MAXIMUM))]
     memory = _memory(0, windows[0])

@@ -108,6 +108,7 @@ def test_the_configuration_is_the_one_chromas_client_writes() -> None:
     assert create_collection_configuration_to_json_str(COSINE, IDENTITY) == COSINE_CONFIGURATION  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_a_store_chromas_client_made_is_read_and_written_alike(tmp_path: Path) -> None:
     """Every data directory before this client was made by Chroma's own: nothing in it may change meaning."""
     path = tmp_path / "store"

@@ -9,6 +9,8 @@ import os
 import signal
 from dataclasses import replace
 
+import pytest
+
 from symbiote.config import Settings
 from symbiote.memory import MemoryEngine, SearchRequest, StoreRequest, UpdateRequest
 from symbiote.storage.base import SIDE_DATABASE_FILE, MemoryStore
@@ -148,6 +150,7 @@ async def test_a_killed_store_process_loses_no_sentence_it_held(settings: Settin
         engine.close()
 
 
+@pytest.mark.slow
 async def test_a_search_right_after_a_burst_finds_what_a_settled_one_finds(settings: Settings) -> None:
     """The store process holds the burst's sentences in memory until no request comes: a search
     asked at once finds by a sentence exactly what the same search finds once they are written."""

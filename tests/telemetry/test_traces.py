@@ -200,6 +200,7 @@ def receiver_waits(check: Callable[[], bool], timeout: float = 20.0) -> bool:
     return check()
 
 
+@pytest.mark.slow
 def test_without_an_exporter_the_sdk_is_never_imported(tmp_path: Path, model_dir: Path) -> None:
     """A stdio session without OTEL_* or Application Insights: the process never imports the SDK."""
     probe = (

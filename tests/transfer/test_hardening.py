@@ -114,6 +114,7 @@ def memory_line(i: int, **extra: Any) -> str:
     )
 
 
+@pytest.mark.slow
 async def test_a_bad_line_never_stops_an_import(in_process: InProcess) -> None:
     """Item 5: 300 good lines around three the probe sent; before, the import stopped after 250."""
     good = [memory_line(i) for i in range(300)]

@@ -236,6 +236,7 @@ def test_a_large_export_of_empty_objects_is_streamed(
     assert grown < 200, f"the server grew by {grown:.0f} MiB"
 
 
+@pytest.mark.slow
 def test_a_folder_import_reads_only_regular_files_and_prints_names_escaped(tmp_path: Path, model_dir: Path) -> None:
     """Finding 6, `symbiote import FOLDER`: a link to /dev/zero grew the command until memory ran
     out, a pipe blocked it for ever, and a name with terminal escapes was printed raw."""

@@ -95,6 +95,7 @@ def _want_from_notes() -> set[tuple[str, tuple[str, ...], str, str]]:
     return want
 
 
+@pytest.mark.slow
 async def test_basic_memory_notes_become_observations_and_relations_and_a_second_import_adds_nothing(
     runtime: Runtime, tmp_path: Path
 ) -> None:

@@ -300,6 +300,7 @@ async def test_one_line_that_is_not_text_is_refused_alone_and_the_rest_imported(
     assert (await target.engine.stats()).total_memories == 2
 
 
+@pytest.mark.slow
 def test_symbiote_export_gets_every_memory_out_of_a_store_edb1c0f_left_broken(tmp_path: Path, model_dir: Path) -> None:
     from tests.storage.test_additions import _broken_store
 
