@@ -41,7 +41,8 @@ export COVERAGE_FILE="$PWD/.coverage"
 # its peak); a file's tests run in one, and every test that opens a browser in one, so that two
 # browsers never run at once (`OneBrowserAtATime` in tests/conftest.py). SYMBIOTE_TEST_WORKERS sets
 # another number (0: the tests in this process).
-# Two only where the memory is there: their tree peaks at about 3.5 GB (docs/tests.md), one at 2.9 GB.
+# Two only where the memory is there: their tree peaks at about 2.4 GB proportional, 3.5 GB resident summed
+# (docs/tests.md); one process's at 2.9 GB resident.
 cores="$(.venv/bin/python -c 'import os; print(min(2, len(os.sched_getaffinity(0))))')"
 available_mb="$(awk '/^MemAvailable:/ {print int($2 / 1024)}' /proc/meminfo)"
 [ "${available_mb:-0}" -ge 5120 ] || cores=0

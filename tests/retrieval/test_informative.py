@@ -82,6 +82,7 @@ def test_the_warm_up_opens_the_table_and_other_words_still_go_to_wordfreq(
         table.close()
 
 
+@pytest.mark.slow  # the word table, made once for the module's tests that read it, takes some 5 s
 @pytest.mark.parametrize("damage", ["a damaged page", "a frequency that is no number"])
 def test_a_word_table_that_fails_a_lookup_gives_way_to_wordfreq_with_one_warning(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, damage: str, made: Path
