@@ -47,8 +47,7 @@ BROWSER_FIXTURES = {"browser"}
 # Processes that serve (symbiote serve or stdio, a Chroma server) or browse: what the quick tier leaves out.
 # A program and its first word, as a command names them (a path's last part): not words anywhere in the
 # command, which a checkout's own path or a `python -c` program's imports can hold.
-SERVING = (("symbiote", "serve"), ("symbiote", "stdio"), ("chroma", "run"), ("cli.js", "run-driver"))
-BROWSING = ("chromium",)  # a program alone
+SERVING = {("symbiote", "serve"), ("symbiote", "stdio"), ("chroma", "run"), ("cli.js", "run-driver"), ("chromium", "")}
 _started: list[str] = []  # commands started since the current test began (an audit hook sees every Popen)
 _started_in_run: list[str] = []  # every command started in this run, in order
 _servers_started: dict[str, list[str]] = {}  # test id -> the Symbiote servers its setup, call or teardown started
@@ -67,13 +66,13 @@ sys.addaudithook(_audit)
 
 
 def _serves(command: str) -> bool:
-    return bool(_programs(command) & {*SERVING, *((name, "") for name in BROWSING)})
+    return bool(_programs(command) & SERVING)
 
 
 def _programs(command: str) -> set[tuple[str, str]]:
     """Each word of `command` with the one after it (a path as its last part): `python -m symbiote
     serve` holds ("symbiote", "serve"), a Chroma server ("chroma", "run"), Playwright's driver ("cli.js",
-    "run-driver"), a browser ("chromium", "")."""
+    "run-driver"), and each word alone, so a browser holds ("chromium", "")."""
     names = [word.rsplit("/", 1)[-1] for word in command.split()]
     return {*zip(names, names[1:]), *((name, "") for name in names)}
 
@@ -242,12 +241,14 @@ def servers_line() -> str:
 # `slow` mark, and the quick tier leaves it out with the server tests; the whole suite runs it. A run
 # names the unmarked tests that took that long, so the mark stays true without failing on a busy machine.
 SLOW_SECONDS = 2.0
-_unmarked_seconds: dict[str, float] = {}  # test id -> its setup, call and teardown, for tests without the mark
+_unmarked_seconds: dict[str, float] = {}  # test id -> its setup, call and teardown, for the quick tier's tests
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """In the controller (every test process's reports reach it): the time of each unmarked test."""
-    if "slow" not in report.keywords and not os.environ.get("PYTEST_XDIST_WORKER"):
+    """In the controller (every test process's reports reach it): the time of each test the quick tier
+    runs (marked neither `slow` nor `server`)."""
+    quick = "slow" not in report.keywords and "server" not in report.keywords
+    if quick and not os.environ.get("PYTEST_XDIST_WORKER"):
         _unmarked_seconds[report.nodeid] = _unmarked_seconds.get(report.nodeid, 0.0) + report.duration
 
 
