@@ -335,7 +335,7 @@ class VectorIndex:
         """Each memory's stored vectors as held here (`windows`: memory id -> its passages, the whole
         text's counted): the whole text's, then its passages' in order. What `MemoryStore.vectors`
         reads from Chroma at unit length, row for row, without a query: the rows mirror every write.
-        None until every row is read in, nor once either collection outgrew its copy."""
+        Empty until every row is read in, and once either collection outgrew its copy."""
         if not self.ready or self.whole.dropped or self.passages.dropped:
             return {}
         wholes = self.whole.held(list(windows))
