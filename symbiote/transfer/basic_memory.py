@@ -214,14 +214,14 @@ def zip_items(path: Path) -> Iterator[SourceItem]:
     be read (encrypted, compressed in a way not read, damaged) is refused alone."""
     number = 1
     with zipfile.ZipFile(path) as archive:
+        # zipfile cuts a name at a NUL byte (`filename`); the name as written (`orig_filename`)
+        # still ends in .md, so such a note is refused by name rather than dropped unseen.
         entries = [
             e
             for e in archive.infolist()
-            if e.filename.endswith(".md")
-            and not e.is_dir()
-            and not any(p.startswith(".") for p in e.filename.split("/"))
+            if e.orig_filename.endswith(".md") and not any(p.startswith(".") for p in e.orig_filename.split("/"))
         ]
-        for count, entry in enumerate(sorted(entries, key=lambda e: e.filename)):
+        for count, entry in enumerate(sorted(entries, key=lambda e: e.orig_filename)):
             if count == MAX_NOTES:
                 yield _too_many(number)
                 return
@@ -236,7 +236,8 @@ def zip_items(path: Path) -> Iterator[SourceItem]:
                 if len(raw) > MAX_NOTE_BYTES:
                     refused = f"larger than {MAX_NOTE_BYTES // (1024 * 1024)} MiB (not read)"
             if refused:
-                yield SourceItem(number, refused=f"{entry.filename}: {refused}")
+                shown = entry.orig_filename.replace("\0", "\\0")
+                yield SourceItem(number, refused=f"{shown}: {refused}")
                 number += 1
                 continue
             modified = datetime(*entry.date_time, tzinfo=UTC).timestamp()
@@ -246,6 +247,8 @@ def zip_items(path: Path) -> Iterator[SourceItem]:
 
 
 def _zip_refusal(entry: zipfile.ZipInfo) -> str:
+    if "\0" in entry.orig_filename:
+        return "its name holds a NUL byte (not read)"
     if entry.flag_bits & 0x1:
         return "encrypted (not read)"
     if entry.file_size > MAX_NOTE_BYTES:

@@ -220,6 +220,22 @@ def test_a_damaged_or_too_large_entry_of_a_zip_is_refused_alone(tmp_path: Path) 
     assert [r["content"] for r in records(lines).values()] == ["Boat's log: The anchor is in the locker"]
 
 
+def test_a_zip_entry_whose_name_holds_a_nul_is_refused_by_name_not_dropped(tmp_path: Path) -> None:
+    """zipfile cuts a name at a NUL ("a\\0b.md" reads as "a"), which would hide the note as no note."""
+    path = tmp_path / "notes.zip"
+    with zipfile.ZipFile(path, "w") as archive:  # written with \x01, then set to NUL: zipfile writes no NUL
+        archive.writestr("a\x01b.md", note("- [fact] The mast is new\n"))
+        archive.writestr("logs/\x01.md", note("- [fact] The keel is sound\n"))
+        archive.writestr("c.md", note("- [fact] The anchor is in the locker\n"))
+    path.write_bytes(path.read_bytes().replace(b"a\x01b", b"a\x00b").replace(b"/\x01", b"/\x00"))
+    lines = told(path)
+    assert refusals(lines) == {
+        1: "a\\0b.md: its name holds a NUL byte (not read)",
+        3: "logs/\\0.md: its name holds a NUL byte (not read)",
+    }
+    assert [r["content"] for r in records(lines).values()] == ["Boat's log: The anchor is in the locker"]
+
+
 def test_a_file_that_is_no_zip_nor_regular_is_refused_whole(tmp_path: Path) -> None:
     path = tmp_path / "fake.zip"
     path.write_bytes(b"PK\x03\x04" + b"\0" * 100)
