@@ -72,13 +72,13 @@ async def test_forget_undo_and_edit_change_the_store(host: Host, card_server: Se
     memory_id = stored["memory_id"]
     memory = memory_in(host, memory_id)
     async with own_client(card_server, client_key) as mcp:
-        await memory.get_by_role("button", name="Forget").click()
+        await memory.get_by_role("button", name="Forget", exact=True).click()
         await memory.get_by_role("button", name="Undo forget").wait_for()
         assert await get(mcp, memory_id) is None
         await expect(host.card.locator("#status")).to_contain_text("Forgotten")
 
         await memory.get_by_role("button", name="Undo forget").click()
-        await memory.get_by_role("button", name="Forget").wait_for()
+        await memory.get_by_role("button", name="Forget", exact=True).wait_for()
         back = await get(mcp, memory_id)
         assert back is not None and back["content"] == content
 
