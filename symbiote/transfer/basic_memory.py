@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from symbiote.memory import iso_utc
+from symbiote.telemetry.redaction import escape_controls
 from symbiote.transfer.importing import SourceItem
 from symbiote.transfer.knowledge_graph import OBSERVATION_TYPE, RELATION_TYPE, as_tags
 
@@ -236,8 +237,7 @@ def zip_items(path: Path) -> Iterator[SourceItem]:
                 if len(raw) > MAX_NOTE_BYTES:
                     refused = f"larger than {MAX_NOTE_BYTES // (1024 * 1024)} MiB (not read)"
             if refused:
-                shown = entry.orig_filename.replace("\0", "\\0")
-                yield SourceItem(number, refused=f"{shown}: {refused}")
+                yield SourceItem(number, refused=f"{escape_controls(entry.orig_filename)}: {refused}")
                 number += 1
                 continue
             modified = datetime(*entry.date_time, tzinfo=UTC).timestamp()
